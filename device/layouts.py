@@ -1,0 +1,140 @@
+"""Byte layouts of tensor shards in tile memory: the element orders of `TensorFormat`.
+
+One definition used by host loading, the kernels of the executable model and the
+lowering's address arithmetic, so that a layout can only be right or wrong in one place.
+
+A shard is the padded rectangle of a tensor that one tile stores. Its leading axes
+(batch) are stacked outermost in row-major order; the orders differ in how the last two
+axes (rows R, columns C) are laid out:
+
+- ``row_major``  : [R][C].
+- ``amp_left``   : [C/64][R][64] -- one contiguous left-stream panel per 64-column inner block.
+- ``amp_output`` : [C/64][R][64] -- one contiguous output panel per 64-column block.
+- ``amp_right``  : [R/64][C/64][64/sr][4][sr][16] -- 64x64 blocks, each held as sr x 16
+  sub-blocks (``sr`` = 16 for f16/f8 "B16x16", 8 for f32 "B8x16").
+
+Precision: ``f16`` and ``f32`` store IEEE values; ``f8f143`` stores
+``float8_e4m3fnuz`` codes q with value q * 2**scale. Values beyond the FP8 range saturate to
++-240 * 2**scale (our chosen overflow mode; ml_dtypes alone would give NaN).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from device.target import BYTES_PER_ELEMENT, Precision
+
+AMP_BLOCK = 64
+ORDERS = ("row_major", "amp_left", "amp_right", "amp_output")
+FP8_MAX = 240.0
+
+_NUMPY_STORAGE = {
+    Precision.F16: np.dtype("<f2"),
+    Precision.F32: np.dtype("<f4"),
+    Precision.F8F143: np.dtype(ml_dtypes.float8_e4m3fnuz),
+}
+
+
+def element_bytes(precision: str) -> int:
+    return BYTES_PER_ELEMENT[precision]
+
+
+def right_subblock_rows(precision: str) -> int:
+    return 8 if precision == Precision.F32 else 16
+
+
+def shard_bytes(padded_shape: tuple[int, ...], precision: str) -> int:
+    return math.prod(padded_shape) * element_bytes(precision)
+
+
+def panel_bytes(rows: int, precision: str) -> int:
+    """Bytes of one 64-column panel of an amp_left/amp_output shard with `rows` rows."""
+    return rows * AMP_BLOCK * element_bytes(precision)
+
+
+def block_bytes(precision: str) -> int:
+    """Bytes of one 64x64 amp_right block."""
+    return AMP_BLOCK * AMP_BLOCK * element_bytes(precision)
+
+
+def encode_elements(values: np.ndarray, precision: str, scale: int = 0) -> np.ndarray:
+    """Logical values -> storage bytes (uint8, flattened in the given element order)."""
+    if precision == Precision.F8F143:
+        scaled = np.clip(np.asarray(values, np.float64) * 2.0**-scale, -FP8_MAX, FP8_MAX)
+        stored = scaled.astype(_NUMPY_STORAGE[precision])
+    else:
+        stored = np.asarray(values).astype(_NUMPY_STORAGE[precision])
+    return np.ascontiguousarray(stored).reshape(-1).view(np.uint8)
+
+
+def decode_elements(raw: np.ndarray, precision: str, scale: int = 0) -> np.ndarray:
+    """Storage bytes -> logical values as float64 (flat)."""
+    stored = np.ascontiguousarray(raw, dtype=np.uint8).view(_NUMPY_STORAGE[precision])
+    values = stored.astype(np.float64)
+    return values * 2.0**scale if precision == Precision.F8F143 else values
+
+
+def _check_order(order: str, shape: tuple[int, ...], precision: str) -> None:
+    if order not in ORDERS:
+        raise ValueError(f"unknown element order '{order}'; expected one of {ORDERS}")
+    if order == "row_major":
+        return
+    if len(shape) < 2:
+        raise ValueError(f"{order} needs at least two axes, got shape {shape}")
+    rows, cols = shape[-2:]
+    if cols % AMP_BLOCK or (order == "amp_right" and rows % AMP_BLOCK):
+        raise ValueError(f"{order} shard shape {shape} is not padded to {AMP_BLOCK}-blocks")
+
+
+def to_order(shard: np.ndarray, order: str, precision: str) -> np.ndarray:
+    """Permute a logical (padded) shard into `order`; returns a flat array of values."""
+    _check_order(order, shard.shape, precision)
+    if order == "row_major":
+        return shard.reshape(-1)
+    *batch, rows, cols = shard.shape
+    nb = len(batch)
+    if order in ("amp_left", "amp_output"):
+        panels = shard.reshape(*batch, rows, cols // AMP_BLOCK, AMP_BLOCK)
+        perm = (*range(nb), nb + 1, nb, nb + 2)
+        return panels.transpose(perm).reshape(-1)
+    sr = right_subblock_rows(precision)
+    blocks = shard.reshape(
+        *batch, rows // AMP_BLOCK, AMP_BLOCK // sr, sr, cols // AMP_BLOCK, AMP_BLOCK // 16, 16
+    )
+    # -> [batch][R/64][C/64][64/sr][4][sr][16]
+    perm = (*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2, nb + 5)
+    return blocks.transpose(perm).reshape(-1)
+
+
+def from_order(flat: np.ndarray, shape: tuple[int, ...], order: str, precision: str) -> np.ndarray:
+    """Inverse of `to_order`: a flat array in `order` back to the logical shard shape."""
+    _check_order(order, shape, precision)
+    if order == "row_major":
+        return flat.reshape(shape)
+    *batch, rows, cols = shape
+    nb = len(batch)
+    if order in ("amp_left", "amp_output"):
+        panels = flat.reshape(*batch, cols // AMP_BLOCK, rows, AMP_BLOCK)
+        perm = (*range(nb), nb + 1, nb, nb + 2)
+        return panels.transpose(perm).reshape(shape)
+    sr = right_subblock_rows(precision)
+    blocks = flat.reshape(
+        *batch, rows // AMP_BLOCK, cols // AMP_BLOCK, AMP_BLOCK // sr, AMP_BLOCK // 16, sr, 16
+    )
+    perm = (*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3, nb + 5)
+    return blocks.transpose(perm).reshape(shape)
+
+
+def pack(shard: np.ndarray, order: str, precision: str, scale: int = 0) -> np.ndarray:
+    """Logical padded shard -> the bytes a tile stores."""
+    return encode_elements(to_order(np.asarray(shard), order, precision), precision, scale)
+
+
+def unpack(
+    raw: np.ndarray, shape: tuple[int, ...], order: str, precision: str, scale: int = 0
+) -> np.ndarray:
+    """Bytes a tile stores -> logical padded shard (float64)."""
+    return from_order(decode_elements(raw, precision, scale), shape, order, precision)

@@ -1,0 +1,161 @@
+"""The IPU21 target description: every hardware number the compiler and the model use.
+
+Sources are tagged as in `../shared/spec/ipu21-facts.md`:
+[C] stated by public material, [I] derived from stated numbers, [M] our model choice.
+Nothing else in the code base may hold a hardware constant: the cost model, placement,
+the exchange scheduler and the executable device model all read this one description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+
+class Precision:
+    """Storage precision names shared by formats, kernels and the model."""
+
+    F8F143 = "f8f143"
+    F16 = "f16"
+    F32 = "f32"
+
+
+BYTES_PER_ELEMENT = {Precision.F8F143: 1, Precision.F16: 2, Precision.F32: 4}
+
+
+@dataclass(frozen=True)
+class MemoryElement:
+    """One SRAM element: accesses to the same element in one cycle contend."""
+
+    index: int
+    start: int  # absolute byte address, inclusive
+    end: int  # absolute byte address, exclusive
+    interleaved: bool
+
+    def contains(self, address: int) -> bool:
+        return self.start <= address < self.end
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str = "ipu21"
+    # [C] tiles per chip (Mk2 GC200, Bow, C600).
+    tiles: int = 1472
+    # [C] worker contexts per tile, plus the supervisor.
+    workers_per_tile: int = 6
+    # [C] SRAM per tile: 624 KiB.
+    sram_bytes: int = 638_976
+    # [M] tile memory base address (third-party, unconfirmed).
+    memory_base: int = 0x4C000
+    # [M] size of one memory element; not public.
+    element_bytes: int = 0x10000
+    # [M] bytes at the top of memory that form the interleaved region ("upper part").
+    interleaved_bytes: int = 0x3C000
+    # [M] bytes at the bottom of memory reserved for code (exchange rows); non-interleaved [C].
+    code_region_bytes: int = 0x8000
+    # [C] Bow clock, used only to turn cycles into seconds in reports.
+    clock_hz: float = 1.85e9
+    # [C]/[I] AMP multiply-accumulates per tile per cycle, by input precision.
+    amp_macs_per_cycle: dict[str, int] = field(
+        default_factory=lambda: {Precision.F16: 64, Precision.F32: 16, Precision.F8F143: 128}
+    )
+    # [M] fixed cycles to call a kernel and fill the AMP pipeline.
+    kernel_call_cycles: int = 50
+    # [M] bytes a tile-local copy or vector kernel moves per cycle (one 64-bit load/store).
+    vector_bytes_per_cycle: int = 8
+    # [C] one 32-bit word per tile per exchange event; one event per cycle (4 bytes/cycle).
+    exchange_word_bytes: int = 4
+    # [C] bulk-synchronous sync cost, cycles (one poplibs plan).
+    sync_cycles: int = 90
+    # Spec: PACE operands (AMP left/right/output) require 32-byte alignment.
+    pace_alignment: int = 32
+    # [M] exchange latency model: tiles sit in columns of `column_tiles`; a word crosses
+    # `latency_base` stages plus one per tile position within the column and
+    # `latency_per_column` per column crossed. Transit time is fixed and depends on tile
+    # positions [C, US 11,119,873]; the table itself is not public.
+    column_tiles: int = 16
+    latency_base: int = 6
+    latency_per_column: int = 2
+
+    # ---- memory -------------------------------------------------------------------
+    @property
+    def memory_end(self) -> int:
+        return self.memory_base + self.sram_bytes
+
+    @property
+    def interleaved_start(self) -> int:
+        return self.memory_end - self.interleaved_bytes
+
+    @property
+    def code_region(self) -> tuple[int, int]:
+        return (self.memory_base, self.memory_base + self.code_region_bytes)
+
+    @cached_property
+    def memory_elements(self) -> tuple[MemoryElement, ...]:
+        """Elements of `element_bytes`, split at the interleaved boundary."""
+        elements: list[MemoryElement] = []
+        for lo, hi, interleaved in (
+            (self.memory_base, self.interleaved_start, False),
+            (self.interleaved_start, self.memory_end, True),
+        ):
+            start = lo
+            while start < hi:
+                end = min(start + self.element_bytes, hi)
+                elements.append(MemoryElement(len(elements), start, end, interleaved))
+                start = end
+        return tuple(elements)
+
+    def element_of(self, address: int) -> MemoryElement:
+        for element in self.memory_elements:
+            if element.contains(address):
+                return element
+        raise ValueError(
+            f"address {address:#x} is outside tile memory "
+            f"[{self.memory_base:#x}, {self.memory_end:#x})"
+        )
+
+    def elements_of_range(self, address: int, nbytes: int) -> frozenset[int]:
+        """Indices of every element touched by [address, address + nbytes)."""
+        if nbytes <= 0:
+            return frozenset()
+        first = self.element_of(address).index
+        last = self.element_of(address + nbytes - 1).index
+        return frozenset(range(first, last + 1))
+
+    # ---- exchange -----------------------------------------------------------------
+    def latency(self, source: int, receiver: int) -> int:
+        """Events between a word leaving `source` and reaching `receiver`'s input: L(s, r)."""
+        return int(self.latency_matrix(max(source, receiver) + 1)[source, receiver])
+
+    def latency_matrix(self, tiles: int) -> np.ndarray:
+        """L(s, r) for all s, r < tiles, as an int64 matrix (diagonal unused)."""
+        ids = np.arange(tiles)
+        position = ids % self.column_tiles
+        column = ids // self.column_tiles
+        return (
+            self.latency_base
+            + np.abs(position[:, None] - position[None, :])
+            + self.latency_per_column * np.abs(column[:, None] - column[None, :])
+        )
+
+    def max_latency(self, tiles: int) -> int:
+        return int(self.latency_matrix(tiles).max()) if tiles > 1 else self.latency_base
+
+    # ---- compute ------------------------------------------------------------------
+    def amp_cycles(self, macs: int, precision: str) -> int:
+        rate = self.amp_macs_per_cycle[precision]
+        return self.kernel_call_cycles + -(-macs // rate)
+
+    def vector_cycles(self, nbytes: int) -> int:
+        return self.kernel_call_cycles + -(-nbytes // self.vector_bytes_per_cycle)
+
+
+IPU21 = Target()
+
+
+def get_target(name: str = "ipu21") -> Target:
+    if name != IPU21.name:
+        raise ValueError(f"unknown target '{name}'; known targets: {IPU21.name}")
+    return IPU21

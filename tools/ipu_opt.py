@@ -1,0 +1,58 @@
+"""`ipu-opt`: xDSL's opt driver restricted to ipu-stack's dialects, passes and emitters."""
+
+import argparse
+import re
+from collections.abc import Sequence
+
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from ipu_dialects import get_all_dialects
+from passes import get_all_passes
+
+
+def mlir_pipeline(spec: str) -> str:
+    """Accept mlir-opt's `builtin.module(a,b{x=1})` spelling by stripping the anchor."""
+    match = re.fullmatch(r"\s*builtin\.module\((.*)\)\s*", spec, re.S)
+    return match.group(1) if match else spec
+
+
+class IpuOptMain(xDSLOptMain):
+    version_format = "ipu-opt (xdsl {xdsl_version})"
+
+    def __init__(self, args: Sequence[str] | None = None):
+        super().__init__(description="ipu-stack modular optimizer driver", args=args)
+
+    def register_all_dialects(self):
+        for name, factory in get_all_dialects().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self):
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self):
+        from xdsl.targets.mlir import MLIRTarget
+
+        from tools.targets import get_all_targets
+
+        self.available_targets["mlir"] = lambda: MLIRTarget
+        for name, factory in get_all_targets().items():
+            self.available_targets[name] = factory
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            dest="passes",
+            type=mlir_pipeline,
+            default=argparse.SUPPRESS,
+            help="mlir-opt spelling of -p; the 'builtin.module(...)' anchor is accepted",
+        )
+
+
+def main():
+    IpuOptMain().run()
+
+
+if __name__ == "__main__":
+    main()
