@@ -1,0 +1,111 @@
+"""Exchange-row construction for `schedule-exchange`: the phase program builder.
+
+A broadcast phase moves `words` 32-bit words from one sender tile to a set of receivers.
+Event 0 is the same instant on every tile after the sync. The sender streams its words on
+events 0 .. words-1 in the directions that reach its receivers; a word sent at event t
+reaches receiver r at t + L(s, r). Each receiver selects the sender (XPIC) and its incoming
+word pointer (PIC) at event 0 with one directionless `sendpicp`, then waits until the last
+word has arrived: the phase lasts `words + max_r L(s, r)` events, so it depends on the
+latency of the farthest receiver, not on a constant.
+
+Every row is built from its declarative schedule (send intervals, control events), then
+encoded, decoded and checked against that schedule (`device.row_checker`) before use: a
+disagreement is a compiler bug and is reported as one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.utils.exceptions import PassFailedException
+
+from device import isa
+from device.exchange_timeline import ControlEvent, SendInterval
+from device.row_checker import RowMismatch, RowSchedule, check_row
+
+# Field limits, from the encodings (spec: exchange-isa.md).
+SEND_MAX_WORDS = 64  # send: words - 1 in 6 bits
+SENDOFF_MAX_WORDS = 4096  # sendoff: words - 1 in 12 bits (split field)
+DELAY_MAX_EVENTS = 1 << 19  # delay: events - 1 in 19 bits
+
+XPIC_SOURCE = 0  # XPIC selector 0: select the source tile (DESIGN.md section 5)
+PIC_ABSOLUTE = 0  # sendpicp pic_selector 0: absolute incoming word address
+
+
+@dataclass(frozen=True)
+class BroadcastPhase:
+    """One concrete broadcast: the schedule both rows are built from and checked against."""
+
+    sender: int
+    receivers: tuple[int, ...]
+    words: int
+    source_word: int  # word address of the first word on the sender
+    dest_word: int  # word address the first word lands at on every receiver
+    total_events: int
+    sctl: int
+
+    def sender_schedule(self) -> RowSchedule:
+        return RowSchedule(self.words, [SendInterval(0, self.words, self.source_word,
+                                                     self.sctl)], [])
+
+    def receiver_schedule(self) -> RowSchedule:
+        controls = [ControlEvent(0, "xpic", XPIC_SOURCE, self.sender),
+                    ControlEvent(0, "pic", PIC_ABSOLUTE, self.dest_word)]
+        return RowSchedule(self.total_events, [], controls)
+
+
+def directions_to(sender: int, receivers: tuple[int, ...]) -> int:
+    """sctl direction bits reaching every receiver: 1 = higher ids, 2 = lower ids."""
+    sctl = 0
+    if any(r > sender for r in receivers):
+        sctl |= 1
+    if any(r < sender for r in receivers):
+        sctl |= 2
+    return sctl
+
+
+def plan_broadcast(sender: int, receivers: tuple[int, ...], words: int, source_byte: int,
+                   dest_byte: int, latency: np.ndarray) -> BroadcastPhase:
+    arrival = max((int(latency[sender, r]) for r in receivers), default=0)
+    return BroadcastPhase(sender, receivers, words, source_byte // 4, dest_byte // 4,
+                          words + arrival, directions_to(sender, receivers))
+
+
+def sender_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
+    """`send` for the first words at the absolute address, `sendoff` continuing the stream."""
+    first = min(phase.words, SEND_MAX_WORDS)
+    instrs: list[isa.Instruction] = [isa.Send(first - 1, phase.source_word, phase.sctl)]
+    remaining = phase.words - first
+    while remaining > 0:
+        chunk = min(remaining, SENDOFF_MAX_WORDS)
+        instrs.append(isa.SendOff(chunk - 1, 0, phase.sctl))
+        remaining -= chunk
+    return instrs
+
+
+def receiver_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
+    """Select source and pointer at event 0 (directionless `sendpicp`), then wait."""
+    instrs: list[isa.Instruction] = [
+        isa.SendPicP(0, 0, 0, PIC_ABSOLUTE, phase.sender, phase.dest_word)
+    ]
+    remaining = phase.total_events - 1
+    while remaining > 0:
+        chunk = min(remaining, DELAY_MAX_EVENTS)
+        instrs.append(isa.Delay(chunk - 1))
+        remaining -= chunk
+    return instrs
+
+
+def checked_row(instrs: list[isa.Instruction], schedule: RowSchedule, base_address: int,
+                what: str) -> np.ndarray:
+    """Encode, decode and check a row against its schedule; return its words."""
+    try:
+        words = isa.encode(instrs, base_address)
+        check_row(isa.decode(words, base_address), schedule)
+    except (isa.EncodeError, isa.DecodeError, RowMismatch) as error:
+        raise PassFailedException(
+            f"schedule-exchange: internal error: the row for {what} does not match its "
+            f"schedule: {error}"
+        ) from error
+    return np.asarray(words, dtype=np.uint32)

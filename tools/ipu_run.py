@@ -1,0 +1,219 @@
+"""`ipu-run`: compile a graph function, run it on the device model, check it against NumPy.
+
+Exit status: 0 when the check passes, 1 when it fails, 2 when the input does not compile
+(a diagnostic) or cannot be read.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from ipu_dialects import get_all_dialects
+
+EXIT_PASS, EXIT_FAIL, EXIT_DIAGNOSTIC = 0, 1, 2
+
+# Largest accepted error relative to the reference's largest magnitude, by result type.
+# FP16 results are rounded once per accumulating phase; FP32 only by summation order.
+RELATIVE_TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "f8E4M3FNUZ": 1.5e-1}
+
+
+class UsageError(Exception):
+    """A problem with the command line or the input files (exit 2)."""
+
+
+def make_context() -> Context:
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    return ctx
+
+
+def parse_module(path: Path) -> ModuleOp:
+    text = path.read_text()
+    module = Parser(make_context(), text, str(path)).parse_module()
+    module.verify()
+    return module
+
+
+def find_function(module: ModuleOp, name: str | None) -> FuncOp:
+    funcs = [op for op in module.ops if isinstance(op, FuncOp)]
+    if name is not None:
+        funcs = [f for f in funcs if f.sym_name.data == name]
+    if not funcs:
+        raise UsageError(f"no func.func{' @' + name if name else ''} in the input")
+    return funcs[0]
+
+
+def numpy_dtype(element_type) -> np.dtype:
+    import ml_dtypes
+
+    text = str(element_type)
+    table = {"f32": np.float32, "f16": np.float16, "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz}
+    if text not in table:
+        raise UsageError(f"unsupported element type {text}")
+    return np.dtype(table[text])
+
+
+def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
+    """Uniform values in [-1, 1), rounded to each argument's element type."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for arg_type in func.function_type.inputs.data:
+        assert isinstance(arg_type, TensorType)
+        shape = tuple(arg_type.get_shape())
+        values = rng.uniform(-1.0, 1.0, size=shape)
+        arrays.append(values.astype(numpy_dtype(arg_type.element_type)))
+    return arrays
+
+
+def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> list[np.ndarray]:
+    arrays = random_inputs(func, seed)
+    for spec in given:
+        if "=" not in spec:
+            raise UsageError(f"--input expects NAME=PATH.npy, got '{spec}'")
+        name, path = spec.split("=", 1)
+        if name not in names:
+            raise UsageError(f"--input {name}: the function has no argument '{name}' "
+                             f"(arguments: {', '.join(names)})")
+        index = names.index(name)
+        value = np.load(path)
+        if value.shape != arrays[index].shape:
+            raise UsageError(f"--input {name}: shape {value.shape} does not match the "
+                             f"argument's {arrays[index].shape}")
+        arrays[index] = value.astype(arrays[index].dtype)
+    return arrays
+
+
+def output_names(func: FuncOp) -> list[str]:
+    return [f"result{i}" for i in range(len(func.function_type.outputs.data))]
+
+
+def save_outputs(directory: Path, names: list[str], arrays: list[np.ndarray]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, array in zip(names, arrays, strict=True):
+        np.save(directory / f"{name}.npy", array)
+
+
+@dataclass
+class Comparison:
+    passed: bool
+    max_abs: float
+    max_rel: float
+
+
+def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> Comparison:
+    passed, max_abs, max_rel = True, 0.0, 0.0
+    for got, want, result_type in zip(results, references, types, strict=True):
+        got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        if got64.shape != want64.shape or not np.isfinite(got64).all():
+            return Comparison(False, math.inf, math.inf)
+        error = float(np.max(np.abs(got64 - want64), initial=0.0))
+        scale = max(float(np.max(np.abs(want64), initial=0.0)), 1e-30)
+        tolerance = RELATIVE_TOLERANCE.get(str(result_type.element_type), 1e-4)
+        max_abs, max_rel = max(max_abs, error), max(max_rel, error / scale)
+        passed &= error <= tolerance * scale
+    return Comparison(passed, max_abs, max_rel)
+
+
+def compile_module(module: ModuleOp, tiles: int, indivisible: str):
+    """Run the default pipeline and build the package; diagnostics propagate."""
+    from passes.ipu_pipeline import IpuPipelinePass
+    from tools.package_writer import build_package
+
+    IpuPipelinePass(tiles=tiles, indivisible=indivisible).apply(make_context(), module)
+    return build_package(module)
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@app.command()
+def run(
+    file: Annotated[Path, typer.Argument(help="textual IR holding a graph func.func")],
+    tiles: Annotated[int, typer.Option(help="tiles to compile for")] = 16,
+    seed: Annotated[int, typer.Option(help="seed for the random inputs")] = 0,
+    input: Annotated[list[str], typer.Option(help="NAME=PATH.npy, repeatable")] = [],  # noqa: B006
+    save_outputs_dir: Annotated[
+        Path | None, typer.Option("--save-outputs", help="write each result as DIR/NAME.npy")
+    ] = None,
+    reference: Annotated[bool, typer.Option(help="run only the NumPy reference")] = False,
+    function: Annotated[str | None, typer.Option(help="function to run")] = None,
+    indivisible: Annotated[str, typer.Option(help="pad or reject indivisible extents")] = "pad",
+    package_dir: Annotated[
+        Path | None, typer.Option("--package", help="also write the package to DIR")
+    ] = None,
+) -> None:
+    """Compile FILE with the default pipeline, run it on the device model, check it."""
+    sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
+                      indivisible, package_dir))
+
+
+def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
+             function=None, indivisible="pad", package_dir=None) -> int:
+    from interpreters.graph import input_names, run_function
+
+    try:
+        module = parse_module(Path(file))
+        func = find_function(module, function)
+        names = input_names(func)
+        arrays = load_inputs(func, names, list(inputs), seed)
+    except (ParseError, DiagnosticException, UsageError, OSError, ValueError) as error:
+        print(f"ipu-run: error: {error}", file=sys.stderr)
+        return EXIT_DIAGNOSTIC
+    expected = run_function(module, arrays, func.sym_name.data)
+    result_names = output_names(func)
+    if reference:
+        if save_dir is not None:
+            save_outputs(Path(save_dir), result_names, expected)
+        for name, value in zip(result_names, expected, strict=True):
+            print(f"{name}: shape {value.shape} {value.dtype}")
+        print("reference: done")
+        return EXIT_PASS
+
+    from device.model import run_package
+
+    started = time.perf_counter()
+    try:
+        package = compile_module(module, tiles, indivisible)
+    except DiagnosticException as error:
+        print(f"ipu-run: compile error: {error}", file=sys.stderr)
+        return EXIT_DIAGNOSTIC
+    compile_seconds = time.perf_counter() - started
+    if package_dir is not None:
+        package.save(package_dir)
+    feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
+    outcome = run_package(package, feeds)
+    results = [outcome.outputs[t.name] for t in package.outputs]
+    if save_dir is not None:
+        save_outputs(Path(save_dir), result_names, results)
+    check = compare(results, expected, func.function_type.outputs.data)
+    check_passed = check.passed and not outcome.exchange_errors
+    for message in outcome.exchange_errors[:5]:
+        print(f"exchange error: {message}", file=sys.stderr)
+    print(f"check: {'PASS' if check_passed else 'FAIL'}")
+    print(f"max abs error: {check.max_abs:.3g}  max rel error: {check.max_rel:.3g}")
+    print(f"modeled cycles: {outcome.cycles}")
+    print(f"tiles used: {package.metadata.get('tiles_used', package.tiles)} of {package.tiles}")
+    print(f"compile time: {compile_seconds:.2f} s")
+    return EXIT_PASS if check_passed else EXIT_FAIL
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
