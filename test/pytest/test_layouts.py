@@ -1,0 +1,59 @@
+"""Shard byte layouts: round trips, distinct orders, and the AMP block structure."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from device import layouts
+from device.target import Precision
+
+PRECISIONS = [Precision.F16, Precision.F32, Precision.F8F143]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    order=st.sampled_from(layouts.ORDERS),
+    precision=st.sampled_from(PRECISIONS),
+    batch=st.lists(st.integers(1, 2), max_size=2),
+    row_blocks=st.integers(1, 2),
+    col_blocks=st.integers(1, 3),
+    scale=st.integers(-3, 3),
+)
+def test_pack_unpack_round_trip(order, precision, batch, row_blocks, col_blocks, scale):
+    shape = (*batch, 64 * row_blocks, 64 * col_blocks)
+    rng = np.random.default_rng(len(shape) * 7 + row_blocks)
+    # Small integers times 2**scale are exact in every precision, FP8 included.
+    values = rng.integers(-8, 8, size=shape).astype(np.float64) * 2.0**scale
+    raw = layouts.pack(values, order, precision, scale)
+    assert raw.dtype == np.uint8
+    assert raw.size == layouts.shard_bytes(shape, precision)
+    np.testing.assert_array_equal(layouts.unpack(raw, shape, order, precision, scale), values)
+
+
+def test_amp_left_panels_are_contiguous_column_blocks():
+    shard = np.arange(16 * 128, dtype=np.float64).reshape(16, 128)
+    flat = layouts.to_order(shard, "amp_left", Precision.F16)
+    second_panel = flat[16 * 64: 2 * 16 * 64].reshape(16, 64)
+    np.testing.assert_array_equal(second_panel, shard[:, 64:])
+
+
+def test_amp_right_subblocks_depend_on_precision():
+    block = np.arange(64 * 64, dtype=np.float64).reshape(64, 64)
+    f16 = layouts.to_order(block, "amp_right", Precision.F16)
+    f32 = layouts.to_order(block, "amp_right", Precision.F32)
+    np.testing.assert_array_equal(f16[:256].reshape(16, 16), block[:16, :16])
+    np.testing.assert_array_equal(f32[:128].reshape(8, 16), block[:8, :16])
+    assert not np.array_equal(f16, f32)
+
+
+def test_fp8_saturates_instead_of_nan():
+    raw = layouts.encode_elements(np.array([1000.0, -1000.0, 3.0]), Precision.F8F143, 0)
+    np.testing.assert_array_equal(
+        layouts.decode_elements(raw, Precision.F8F143, 0), [240.0, -240.0, 3.0]
+    )
+
+
+def test_unpadded_amp_shard_is_rejected():
+    with pytest.raises(ValueError, match="not padded to 64-blocks"):
+        layouts.to_order(np.zeros((16, 100)), "amp_left", Precision.F16)

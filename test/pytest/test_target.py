@@ -1,0 +1,29 @@
+"""The target description: memory map, elements and the exchange latency model."""
+
+import numpy as np
+
+from device.target import IPU21
+
+
+def test_memory_map_matches_public_numbers():
+    assert IPU21.sram_bytes == 638_976
+    assert IPU21.memory_end - IPU21.memory_base == IPU21.sram_bytes
+    assert IPU21.code_region[0] == IPU21.memory_base
+
+
+def test_elements_partition_memory_and_split_at_interleaved_region():
+    elements = IPU21.memory_elements
+    assert elements[0].start == IPU21.memory_base and elements[-1].end == IPU21.memory_end
+    for before, after in zip(elements, elements[1:]):
+        assert before.end == after.start
+    assert {e.interleaved for e in elements} == {False, True}
+    assert all(e.interleaved == (e.start >= IPU21.interleaved_start) for e in elements)
+    assert IPU21.element_of(IPU21.interleaved_start).interleaved
+
+
+def test_latency_is_symmetric_positive_and_not_constant():
+    lat = IPU21.latency_matrix(64)
+    assert (lat == lat.T).all() and lat.min() >= 1
+    off_diagonal = lat[~np.eye(64, dtype=bool)]
+    assert off_diagonal.min() < off_diagonal.max()
+    assert IPU21.latency(0, 3) != IPU21.latency(0, 1)
