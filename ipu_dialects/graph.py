@@ -23,7 +23,7 @@ Ops (syntax)
     %g = graph.gelu %x : T -> T
     %o = graph.attention %q, %k, %v [causal] [scale 0.125] : (T_q, T_k, T_v) -> T_o
     %r:2 = graph.repeat 4 carried(%x = %x0 : T, %y = %y0 : U)
-                          invariant(%w = %w0 : W) sequence(%s = %seq : 4xS) {
+                          invariant(%w = %w0 : W) sequence(%s = %seq : tensor<4x...>) {
       ...
       graph.yield %x1, %y1 : T, U
     } -> T, U
@@ -38,8 +38,12 @@ defaults to `1/sqrt(D)` and is then not printed.
 `graph.repeat N` runs its single-block body N times. Its block arguments are, in order: the
 carried values (initialised from `carried(...)`, replaced by the `graph.yield` operands after each
 iteration), the invariants (read-only), and one slice per sequence (`sequence(%s = %seq : T)`:
-`%seq` has a leading axis of extent N, iteration `i` sees `%seq[i]` whose type is printed after the
-colon). Its results are the final carried values.
+`%seq` has a leading axis of extent N and iteration `i` sees `%seq[i]`). In every group the type
+after the colon is the type of the outer operand; a sequence's block argument has that type
+without the leading axis. Its results are the final carried values. The body sees only its
+block arguments (no implicit captures): outside values enter as invariants, which keeps the
+three kinds of inputs explicit for the lowering. `-> types` after the body repeats the result
+types for readability.
 """
 
 from __future__ import annotations
@@ -63,19 +67,34 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import (
+    Attribute,
+    Block,
+    BlockArgument,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+)
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_prop_def,
+    prop_def,
+    region_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
-from xdsl.parser import AttrParser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 FP8_SCALE_RANGE = range(-31, 32)
@@ -277,4 +296,449 @@ class GemmOp(IRDLOperation):
         )
 
 
-Graph = Dialect("graph", [GemmOp], [Fp8ScaleAttr])
+# ----------------------------------------------------------------------------------------------
+# graph.add, graph.gelu
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AddOp(IRDLOperation):
+    """Elementwise sum with full NumPy broadcasting of any ranks."""
+
+    name = "graph.add"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+    )
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lhs_type = checked_tensor(self.name, "lhs", SSAValue.get(lhs).type)
+        rhs_type = checked_tensor(self.name, "rhs", SSAValue.get(rhs).type)
+        shape = broadcast_shapes(lhs_type.get_shape(), rhs_type.get_shape(), "graph.add: lhs and rhs")
+        super().__init__(
+            operands=[lhs, rhs], result_types=[TensorType(lhs_type.get_element_type(), shape)]
+        )
+
+    def verify_(self) -> None:
+        lhs = checked_tensor(self.name, "lhs", self.lhs.type)
+        rhs = checked_tensor(self.name, "rhs", self.rhs.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_same_element_type(self.name, [("lhs", lhs), ("rhs", rhs), ("result", result)])
+        expected = broadcast_shapes(lhs.get_shape(), rhs.get_shape(), "graph.add: lhs and rhs")
+        check_result_shape(self.name, result, expected, "the broadcast shape of lhs and rhs")
+
+
+@irdl_op_definition
+class GeluOp(IRDLOperation):
+    """The exact GeLU, `x * (1 + erf(x / sqrt(2))) / 2`, elementwise."""
+
+    name = "graph.gelu"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(input_type.get_element_type(), input_type.get_shape())],
+        )
+
+    def verify_(self) -> None:
+        input = checked_tensor(self.name, "input", self.input.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_same_element_type(self.name, [("input", input), ("result", result)])
+        check_result_shape(self.name, result, input.get_shape(), "the input shape")
+
+
+# ----------------------------------------------------------------------------------------------
+# graph.attention
+# ----------------------------------------------------------------------------------------------
+
+
+def check_attention_shapes(
+    query: Sequence[int], key: Sequence[int], value: Sequence[int], causal: bool
+) -> None:
+    """Raise a VerifyException naming the operand and axis that do not fit `[..., H, S, D]`."""
+    name = "graph.attention"
+    for what, shape in (("query", query), ("key", key), ("value", value)):
+        if len(shape) < 3:
+            raise VerifyException(
+                f"{name}: {what} has shape {fmt_shape(shape)} of rank {len(shape)}; "
+                "attention operands are [..., heads, seq, head_dim] (rank >= 3)"
+            )
+    if len(key) != len(query) or len(value) != len(query):
+        raise VerifyException(
+            f"{name}: query {fmt_shape(query)}, key {fmt_shape(key)} and value {fmt_shape(value)} "
+            "must have the same rank"
+        )
+    if tuple(key) != tuple(value):
+        raise VerifyException(
+            f"{name}: key {fmt_shape(key)} and value {fmt_shape(value)} must have the same shape"
+        )
+    if tuple(query[:-3]) != tuple(key[:-3]):
+        raise VerifyException(
+            f"{name}: batch axes of query {fmt_shape(query[:-3])} and key {fmt_shape(key[:-3])} differ"
+        )
+    if query[-3] != key[-3]:
+        raise VerifyException(
+            f"{name}: heads (axis -3) differ: query has {query[-3]}, key/value have {key[-3]}"
+        )
+    if query[-1] != key[-1]:
+        raise VerifyException(
+            f"{name}: head_dim (axis -1) differs: query has {query[-1]}, key/value have {key[-1]}"
+        )
+    if causal and query[-2] != key[-2]:
+        raise VerifyException(
+            f"{name}: causal attention needs equal sequence lengths (axis -2), but query has "
+            f"{query[-2]} and key/value have {key[-2]}"
+        )
+
+
+def float_literal(value: float) -> str:
+    """`repr` of a float, with the `.` MLIR's lexer needs before an exponent (1e-05 -> 1.0e-05)."""
+    text = repr(value)
+    mantissa, e, exponent = text.partition("e")
+    return text if "." in mantissa or not e else f"{mantissa}.0e{exponent}"
+
+
+@irdl_op_definition
+class AttentionOp(IRDLOperation):
+    """softmax(scale * query @ key^T [causally masked]) @ value, softmax over the key axis."""
+
+    name = "graph.attention"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    result = result_def(TensorType)
+    causal = opt_prop_def(UnitAttr)
+    # Absent means the default 1/sqrt(head_dim); kept absent so that it follows the shape.
+    scale = opt_prop_def(FloatAttr[Float64Type])
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        query: SSAValue | Operation,
+        key: SSAValue | Operation,
+        value: SSAValue | Operation,
+        causal: bool = False,
+        scale: float | None = None,
+    ):
+        query_type = checked_tensor(self.name, "query", SSAValue.get(query).type)
+        properties: dict[str, Attribute] = {}
+        if causal:
+            properties["causal"] = UnitAttr()
+        if scale is not None:
+            properties["scale"] = FloatAttr(scale, f64)
+        super().__init__(
+            operands=[query, key, value],
+            result_types=[TensorType(query_type.get_element_type(), query_type.get_shape())],
+            properties=properties,
+        )
+
+    def effective_scale(self) -> float:
+        """The scale applied to the logits: the explicit one or 1/sqrt(head_dim)."""
+        if self.scale is not None:
+            return self.scale.value.data
+        query = self.query.type
+        assert isinstance(query, TensorType)
+        return 1.0 / math.sqrt(query.get_shape()[-1])
+
+    def verify_(self) -> None:
+        query = checked_tensor(self.name, "query", self.query.type)
+        key = checked_tensor(self.name, "key", self.key.type)
+        value = checked_tensor(self.name, "value", self.value.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_same_element_type(
+            self.name, [("query", query), ("key", key), ("value", value), ("result", result)]
+        )
+        check_attention_shapes(
+            query.get_shape(), key.get_shape(), value.get_shape(), self.causal is not None
+        )
+        check_result_shape(self.name, result, query.get_shape(), "the query shape")
+        if self.scale is not None:
+            scale = self.scale.value.data
+            if not (math.isfinite(scale) and scale > 0):
+                raise VerifyException(f"{self.name}: scale must be a finite positive number, got {scale}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list([self.query, self.key, self.value], printer.print_ssa_value)
+        if self.causal is not None:
+            printer.print_string(" causal")
+        if self.scale is not None:
+            printer.print_string(f" scale {float_literal(self.scale.value.data)}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> AttentionOp:
+        pos = parser.pos
+        unresolved = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            unresolved.append(parser.parse_unresolved_operand())
+        causal = parser.parse_optional_keyword("causal") is not None
+        scale = None
+        if parser.parse_optional_keyword("scale") is not None:
+            scale = float(parser.parse_number())
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        operands = parser.resolve_operands(unresolved, types, pos)
+        properties: dict[str, Attribute] = {}
+        if causal:
+            properties["causal"] = UnitAttr()
+        if scale is not None:
+            properties["scale"] = FloatAttr(scale, f64)
+        return cls.create(
+            operands=operands,
+            result_types=[result_type],
+            properties=properties,
+            attributes=attributes,
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# graph.repeat, graph.yield
+# ----------------------------------------------------------------------------------------------
+
+
+def sequence_slice_type(sequence_type: TensorType) -> TensorType:
+    """The type iteration `i` sees for a sequence operand: the leading axis dropped."""
+    return TensorType(
+        sequence_type.get_element_type(), sequence_type.get_shape()[1:], sequence_type.encoding
+    )
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `graph.repeat` body; its operands are the next iteration's carried values."""
+
+    name = "graph.yield"
+    values = var_operand_def()
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(RepeatOp), Pure()))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class RepeatOp(IRDLOperation):
+    """Runs its body `count` times over carried values, invariants and per-iteration slices."""
+
+    name = "graph.repeat"
+    count = prop_def(IntegerAttr[I64])
+    carried = var_operand_def(TensorType)
+    invariants = var_operand_def(TensorType)
+    sequences = var_operand_def(TensorType)
+    res = var_result_def(TensorType)
+    body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        count: int,
+        carried: Sequence[SSAValue | Operation],
+        invariants: Sequence[SSAValue | Operation],
+        sequences: Sequence[SSAValue | Operation],
+        body: Region,
+    ):
+        super().__init__(
+            operands=[carried, invariants, sequences],
+            result_types=[[SSAValue.get(v).type for v in carried]],
+            properties={"count": IntegerAttr(count, i64)},
+            regions=[body],
+        )
+
+    @staticmethod
+    def body_arg_types(
+        carried: Sequence[Attribute], invariants: Sequence[Attribute], sequences: Sequence[Attribute]
+    ) -> list[Attribute]:
+        """Block argument types for the given operand types (sequence slices drop axis 0)."""
+        slices = [sequence_slice_type(t) if isinstance(t, TensorType) else t for t in sequences]
+        return [*carried, *invariants, *slices]
+
+    @property
+    def carried_args(self) -> Sequence[BlockArgument]:
+        return self.body.block.args[: len(self.carried)]
+
+    @property
+    def invariant_args(self) -> Sequence[BlockArgument]:
+        start = len(self.carried)
+        return self.body.block.args[start : start + len(self.invariants)]
+
+    @property
+    def sequence_args(self) -> Sequence[BlockArgument]:
+        return self.body.block.args[len(self.carried) + len(self.invariants) :]
+
+    def verify_(self) -> None:
+        count = self.count.value.data
+        if count < 1:
+            raise VerifyException(f"{self.name}: iteration count must be at least 1, got {count}")
+        self.verify_operands(count)
+        self.verify_block_arguments()
+        self.verify_yield()
+        self.verify_no_implicit_captures()
+
+    def verify_operands(self, count: int) -> None:
+        for kind, values in (("carried", self.carried), ("invariant", self.invariants)):
+            for i, v in enumerate(values):
+                checked_tensor(self.name, f"{kind} operand #{i}", v.type)
+        for i, v in enumerate(self.sequences):
+            t = checked_tensor(self.name, f"sequence operand #{i}", v.type)
+            if t.get_num_dims() < 1 or t.get_shape()[0] != count:
+                raise VerifyException(
+                    f"{self.name}: sequence operand #{i} has shape {fmt_shape(t.get_shape())}; "
+                    f"its leading axis must be the iteration count {count}"
+                )
+        for i, (v, r) in enumerate(zip(self.carried, self.res)):
+            if v.type != r.type:
+                raise VerifyException(
+                    f"{self.name}: result #{i} has type {r.type} but carried value #{i} has type {v.type}"
+                )
+        if len(self.res) != len(self.carried):
+            raise VerifyException(
+                f"{self.name}: {len(self.res)} results for {len(self.carried)} carried values"
+            )
+
+    def verify_block_arguments(self) -> None:
+        expected = self.body_arg_types(
+            [v.type for v in self.carried],
+            [v.type for v in self.invariants],
+            [v.type for v in self.sequences],
+        )
+        actual = [a.type for a in self.body.block.args]
+        if len(actual) != len(expected):
+            raise VerifyException(
+                f"{self.name}: body has {len(actual)} block arguments, expected {len(expected)} "
+                f"({len(self.carried)} carried, {len(self.invariants)} invariant, "
+                f"{len(self.sequences)} sequence)"
+            )
+        kinds = (
+            ["carried"] * len(self.carried)
+            + ["invariant"] * len(self.invariants)
+            + ["sequence slice"] * len(self.sequences)
+        )
+        for i, (kind, a, e) in enumerate(zip(kinds, actual, expected)):
+            if a != e:
+                raise VerifyException(
+                    f"{self.name}: block argument #{i} ({kind}) has type {a}, expected {e}"
+                )
+
+    def verify_yield(self) -> None:
+        terminator = self.body.block.last_op
+        if not isinstance(terminator, YieldOp):
+            raise VerifyException(f"{self.name}: body must end with graph.yield")
+        yielded = [v.type for v in terminator.values]
+        carried = [v.type for v in self.carried]
+        if len(yielded) != len(carried):
+            raise VerifyException(
+                f"{self.name}: graph.yield has {len(yielded)} values for {len(carried)} carried values"
+            )
+        for i, (y, c) in enumerate(zip(yielded, carried)):
+            if y != c:
+                raise VerifyException(
+                    f"{self.name}: graph.yield value #{i} has type {y}, but carried value #{i} has type {c}"
+                )
+
+    def verify_no_implicit_captures(self) -> None:
+        """The body sees only its block arguments: outside values must be passed as invariants."""
+        for op in self.body.walk():
+            for operand in op.operands:
+                if not self.is_ancestor_of(operand):
+                    raise VerifyException(
+                        f"{self.name}: {op.name} in the body uses a value defined outside the "
+                        "repeat; pass it in as an invariant"
+                    )
+
+    def is_ancestor_of(self, value: SSAValue) -> bool:
+        owner = value.owner
+        block = owner if isinstance(owner, Block) else owner.parent_block()
+        while block is not None:
+            if block.parent_op() is self:
+                return True
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+        return False
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.count.value.data}")
+        groups = (
+            ("carried", self.carried_args, self.carried),
+            ("invariant", self.invariant_args, self.invariants),
+            ("sequence", self.sequence_args, self.sequences),
+        )
+        for keyword, args, operands in groups:
+            if not operands:
+                continue
+            printer.print_string(f" {keyword}(")
+            printer.print_list(
+                zip(args, operands), lambda pair: self.print_binding(printer, *pair)
+            )
+            printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        if self.res:
+            printer.print_string(" -> ")
+            printer.print_list([r.type for r in self.res], printer.print_attribute)
+
+    @staticmethod
+    def print_binding(printer: Printer, arg: BlockArgument, operand: SSAValue) -> None:
+        printer.print_ssa_value(arg)
+        printer.print_string(" = ")
+        printer.print_ssa_value(operand)
+        printer.print_string(" : ")
+        printer.print_attribute(operand.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RepeatOp:
+        count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        groups: dict[str, tuple[list[Parser.UnresolvedArgument], list[SSAValue]]] = {}
+        for keyword in ("carried", "invariant", "sequence"):
+            args: list[Parser.UnresolvedArgument] = []
+            operands: list[SSAValue] = []
+            if parser.parse_optional_keyword(keyword) is not None:
+                for arg, operand in parser.parse_comma_separated_list(
+                    parser.Delimiter.PAREN, lambda: cls.parse_binding(parser)
+                ):
+                    args.append(arg)
+                    operands.append(operand)
+            groups[keyword] = (args, operands)
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        operand_types = [[v.type for v in groups[k][1]] for k in ("carried", "invariant", "sequence")]
+        arg_types = cls.body_arg_types(*operand_types)
+        unresolved_args = [a for k in ("carried", "invariant", "sequence") for a in groups[k][0]]
+        body = parser.parse_region([a.resolve(t) for a, t in zip(unresolved_args, arg_types)])
+        if parser.parse_optional_punctuation("->") is not None:
+            # The results are the carried values; their types are printed for readability only.
+            parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        op = cls(count, groups["carried"][1], groups["invariant"][1], groups["sequence"][1], body)
+        if attributes is not None:
+            op.attributes |= attributes.data
+        return op
+
+    @staticmethod
+    def parse_binding(parser: Parser) -> tuple[Parser.UnresolvedArgument, SSAValue]:
+        arg = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        unresolved = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        return arg, parser.resolve_operand(unresolved, parser.parse_type())
+
+
+Graph = Dialect(
+    "graph", [GemmOp, AddOp, GeluOp, AttentionOp, RepeatOp, YieldOp], [Fp8ScaleAttr]
+)
