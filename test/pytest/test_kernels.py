@@ -1,0 +1,76 @@
+"""The kernel ABI registry and the ABI comments of device/sources/*.S agree."""
+
+import re
+
+import pytest
+
+from device.kernels import (
+    IMPLEMENTED,
+    KERNELS,
+    REQUIRED,
+    SOURCES_DIR,
+    KernelAbi,
+    UnknownKernelError,
+    get_kernel,
+    parse_source_abis,
+    source_abis,
+)
+
+GEMM = ("amp_gemm_f16_init", "amp_gemm_f16_accum", "amp_gemm_f32_init", "amp_gemm_f32_accum")
+COMPARED = ("pointers", "scalars", "returns", "row_specialization", "status")
+
+
+def test_implemented_kernels_have_the_documented_abi():
+    for symbol in GEMM:
+        abi = get_kernel(symbol)
+        assert (abi.pointers, abi.scalars, abi.status) == (("out", "left", "right"), ("rows",),
+                                                           IMPLEMENTED)
+    copy = get_kernel("copy_words")
+    assert (copy.pointers, copy.scalars, copy.status) == (("out", "src"), ("words",), IMPLEMENTED)
+
+
+def test_required_families_are_registered_without_implementation():
+    required = [s for s, abi in KERNELS.items() if abi.status == REQUIRED]
+    for family in ("gelu", "add", "attention", "cast", "rearrange"):
+        assert any(s.startswith(family) for s in required), family
+    assert not set(required) & set(GEMM + ("copy_words",))
+
+
+def test_unknown_symbol_is_a_clear_error():
+    with pytest.raises(UnknownKernelError, match="unknown kernel symbol 'amp_gemm_f8_init'"):
+        get_kernel("amp_gemm_f8_init")
+
+
+def test_every_registry_entry_has_a_matching_source_comment():
+    sources = source_abis()
+    assert set(sources) == set(KERNELS)
+    for symbol, abi in KERNELS.items():
+        for name in COMPARED:
+            assert getattr(sources[symbol], name) == getattr(abi, name), (symbol, name)
+
+
+def test_every_exported_entry_point_is_registered_or_the_runtime():
+    exported = set()
+    for path in SOURCES_DIR.glob("*.S"):
+        exported |= set(re.findall(r"^\s*\.globl\s+(\w+)", path.read_text(), re.M))
+    assert exported - set(KERNELS) == {"__ipu_static_runtime"}
+    assert set(KERNELS) <= exported
+
+
+def test_static_runtime_hands_control_to_emitted_supervisor_code():
+    text = (SOURCES_DIR / "static_runtime.S").read_text()
+    assert re.search(r"^\s*call\s+\$lr,\s*__ipu_supervisor_main", text, re.M)
+
+
+def test_comment_parser_sees_a_mismatch():
+    text = ("// ABI: amp_gemm_f16_init(out, right, left; rows) -> void\n"
+            "// status: Implemented\n// row_specialization: none\n")
+    (parsed,) = parse_source_abis(text)
+    assert isinstance(parsed, KernelAbi)
+    assert parsed.pointers == ("out", "right", "left")
+    assert parsed.pointers != get_kernel("amp_gemm_f16_init").pointers
+
+
+def test_comment_without_status_is_rejected():
+    with pytest.raises(ValueError, match="no 'status:' line"):
+        parse_source_abis("// ABI: copy_words(out, src; words) -> void\n    nop\n", "x.S")
