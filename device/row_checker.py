@@ -1,0 +1,220 @@
+"""The row checker (the spec's `ipu_exchange::diagnostic`).
+
+`check_row` decodes a row (or takes its instructions), builds its event timeline and compares
+it, event by event, with the declarative schedule the phase builder meant to implement. The
+first disagreement raises `RowMismatch`, naming the event, what the row does and what the
+schedule expects. `RowMismatch` is an xDSL `DiagnosticException`, so a pass may let it escape
+and `--verify-diagnostics` shows it.
+
+Kinds (`RowMismatch.kind`):
+`source-address`, `restart-needed` (a continuing `sendoff`/`sendpic` reads the wrong word
+where the schedule needs an absolute restart: `send` or a transmitting `sendpicp`),
+`direction`, `extra-send`, `missing-send`, `control-early`, `control-late`, `control-value`,
+`extra-control`, `missing-control`, `length`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.utils.exceptions import DiagnosticException
+
+from device.exchange_timeline import (
+    ControlEvent,
+    RowTimeline,
+    SendInterval,
+    event_arrays,
+    row_timeline,
+)
+from device.isa import SCTL_DIRECTION_MASK, format_instruction
+
+
+class RowMismatch(DiagnosticException):
+    def __init__(self, event: int, kind: str, message: str, row: str = "", schedule: str = ""):
+        self.event = event
+        self.kind = kind
+        self.row = row
+        self.schedule = schedule
+        super().__init__(f"event {event}: {message}")
+
+
+@dataclass
+class RowSchedule:
+    """What a row must do: its length, its send intervals, its incoming controls."""
+
+    total_events: int
+    sends: list[SendInterval] = field(default_factory=list)
+    controls: list[ControlEvent] = field(default_factory=list)
+
+    def as_timeline(self) -> RowTimeline:
+        return RowTimeline(self.total_events, list(self.sends), list(self.controls))
+
+
+def _describe_control(control: ControlEvent) -> str:
+    value = f"{control.value}" if control.kind == "xpic" else f"{control.value:#x}"
+    return f"{control.kind.upper()}={value}" + (
+        f" (selector {control.selector})" if control.selector else ""
+    )
+
+
+def _direction(sctl: int) -> int:
+    return int(sctl) & SCTL_DIRECTION_MASK
+
+
+def _controls_by_event(controls: list[ControlEvent]) -> dict[int, list[ControlEvent]]:
+    by_event: dict[int, list[ControlEvent]] = defaultdict(list)
+    for control in controls:
+        by_event[control.event].append(control)
+    return by_event
+
+
+def _first_send_difference(row: RowTimeline, schedule: RowSchedule, limit: int) -> int | None:
+    row_arrays = event_arrays(row)
+    sched_arrays = event_arrays(schedule.as_timeline())
+    n = min(limit, row.total_events, schedule.total_events)
+    row_src, sched_src = row_arrays.source[:n], sched_arrays.source[:n]
+    row_dir = row_arrays.sctl[:n].astype(np.int64) & SCTL_DIRECTION_MASK
+    sched_dir = sched_arrays.sctl[:n].astype(np.int64) & SCTL_DIRECTION_MASK
+    differs = (row_src != sched_src) | (row_dir != sched_dir)
+    hits = np.flatnonzero(differs)
+    return int(hits[0]) if hits.size else None
+
+
+def _send_mismatch(row: RowTimeline, schedule: RowSchedule, event: int) -> RowMismatch:
+    row_arrays = event_arrays(row)
+    sched_arrays = event_arrays(schedule.as_timeline())
+    row_src, sched_src = int(row_arrays.source[event]), int(sched_arrays.source[event])
+    row_dir, sched_dir = _direction(row_arrays.sctl[event]), _direction(sched_arrays.sctl[event])
+    position = row.instruction_at(event)
+    instr_text = format_instruction(row.instructions[position]) if position is not None else "?"
+    row_side = f"{instr_text}: " + (
+        f"sends word {row_src:#x} in direction {row_dir}" if row_src >= 0 else "sends nothing"
+    )
+    sched_side = (
+        f"word {sched_src:#x} in direction {sched_dir}" if sched_src >= 0 else "nothing sent"
+    )
+    if row_src < 0:
+        return RowMismatch(event, "missing-send",
+                           f"row ({instr_text}) sends nothing but the schedule sends word "
+                           f"{sched_src:#x} in direction {sched_dir}", row_side, sched_side)
+    if sched_src < 0:
+        return RowMismatch(event, "extra-send",
+                           f"row ({instr_text}) sends word {row_src:#x} in direction {row_dir} "
+                           f"but the schedule sends nothing", row_side, sched_side)
+    if row_src != sched_src:
+        span = row.spans[position] if position is not None else None
+        if span is not None and span.continues_stream:
+            return RowMismatch(event, "restart-needed",
+                               f"row ({instr_text}) continues the outgoing stream at word "
+                               f"{row_src:#x} but the schedule sends word {sched_src:#x}: a "
+                               f"restart from an absolute address (sendpicp or send) was needed",
+                               row_side, sched_side)
+        return RowMismatch(event, "source-address",
+                           f"row ({instr_text}) sends source word {row_src:#x} but the schedule "
+                           f"sends word {sched_src:#x}", row_side, sched_side)
+    return RowMismatch(event, "direction",
+                       f"row ({instr_text}) sends word {row_src:#x} in direction {row_dir} but "
+                       f"the schedule sends it in direction {sched_dir}", row_side, sched_side)
+
+
+def _nearest(controls: list[ControlEvent], want: ControlEvent, same_value: bool) -> ControlEvent | None:
+    candidates = [
+        c for c in controls
+        if c.kind == want.kind and c.selector == want.selector and (c.value == want.value) == same_value
+    ]
+    return min(candidates, key=lambda c: abs(c.event - want.event), default=None)
+
+
+def _control_mismatch(
+    event: int,
+    row_only: list[ControlEvent],
+    sched_only: list[ControlEvent],
+    row: RowTimeline,
+    schedule: RowSchedule,
+) -> RowMismatch:
+    if row_only:
+        have = row_only[0]
+        text = _describe_control(have)
+        row_side = f"sets {text} at event {event}"
+        same_event = [c for c in sched_only if c.kind == have.kind and c.selector == have.selector]
+        if same_event:
+            want = same_event[0]
+            return RowMismatch(event, "control-value",
+                               f"row sets {text} but the schedule expects "
+                               f"{_describe_control(want)}", row_side,
+                               f"{_describe_control(want)} at event {event}")
+        moved = _nearest([c for c in schedule.controls if c not in row.controls], have, True)
+        if moved is not None:
+            kind = "control-late" if moved.event < event else "control-early"
+            delta = abs(moved.event - event)
+            return RowMismatch(event, kind,
+                               f"row sets {text} but the schedule expects it at event "
+                               f"{moved.event} ({delta} event{'s' if delta != 1 else ''} "
+                               f"{'late' if kind == 'control-late' else 'early'})",
+                               row_side, f"{text} at event {moved.event}")
+        return RowMismatch(event, "extra-control",
+                           f"row sets {text} but the schedule expects no such control",
+                           row_side, "no control")
+    want = sched_only[0]
+    text = _describe_control(want)
+    moved = _nearest([c for c in row.controls if c not in schedule.controls], want, True)
+    if moved is not None:
+        kind = "control-late" if moved.event > event else "control-early"
+        delta = abs(moved.event - event)
+        return RowMismatch(event, kind,
+                           f"schedule expects {text} but the row sets it at event {moved.event} "
+                           f"({delta} event{'s' if delta != 1 else ''} "
+                           f"{'late' if kind == 'control-late' else 'early'})",
+                           f"{text} at event {moved.event}", f"{text} at event {event}")
+    return RowMismatch(event, "missing-control",
+                       f"schedule expects {text} but the row sets no such control",
+                       "no control", f"{text} at event {event}")
+
+
+def _first_control_difference(row: RowTimeline, schedule: RowSchedule):
+    row_by_event = _controls_by_event(row.controls)
+    sched_by_event = _controls_by_event(schedule.controls)
+    for event in sorted(set(row_by_event) | set(sched_by_event)):
+        have, want = list(row_by_event.get(event, [])), list(sched_by_event.get(event, []))
+        row_only = [c for c in have if c not in want]
+        sched_only = [c for c in want if c not in have]
+        if row_only or sched_only:
+            return event, row_only, sched_only
+    return None
+
+
+def _length_mismatch(row: RowTimeline, schedule: RowSchedule) -> RowMismatch:
+    event = min(row.total_events, schedule.total_events)
+    return RowMismatch(event, "length",
+                       f"row spans {row.total_events} events but the schedule spans "
+                       f"{schedule.total_events}",
+                       f"{row.total_events} events", f"{schedule.total_events} events")
+
+
+def find_mismatch(instrs_or_words, schedule: RowSchedule) -> RowMismatch | None:
+    """The first disagreement between a row and its schedule, or None."""
+    row = row_timeline(instrs_or_words)
+    candidates: list[tuple[int, int, RowMismatch]] = []
+    horizon = max(row.total_events, schedule.total_events)
+    send_event = _first_send_difference(row, schedule, horizon)
+    if send_event is not None:
+        candidates.append((send_event, 0, _send_mismatch(row, schedule, send_event)))
+    control = _first_control_difference(row, schedule)
+    if control is not None:
+        event, row_only, sched_only = control
+        candidates.append((event, 1, _control_mismatch(event, row_only, sched_only, row, schedule)))
+    if row.total_events != schedule.total_events:
+        candidates.append((min(row.total_events, schedule.total_events), 2,
+                           _length_mismatch(row, schedule)))
+    if not candidates:
+        return None
+    return min(candidates, key=lambda item: (item[0], item[1]))[2]
+
+
+def check_row(instrs_or_words, schedule: RowSchedule) -> None:
+    """Raise `RowMismatch` at the first event where the row and its schedule disagree."""
+    mismatch = find_mismatch(instrs_or_words, schedule)
+    if mismatch is not None:
+        raise mismatch
