@@ -2,8 +2,10 @@
 
 import argparse
 import re
+import sys
 from collections.abc import Sequence
 
+from xdsl.utils.exceptions import DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ipu_dialects import get_all_dialects
@@ -21,6 +23,16 @@ class IpuOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         super().__init__(description="ipu-stack modular optimizer driver", args=args)
+
+    def run(self):
+        """Report malformed input as a diagnostic on stderr with exit status 1, not a traceback."""
+        try:
+            super().run()
+        except (ParseError, DiagnosticException) as error:
+            print(error, file=sys.stderr)
+            for note in getattr(error, "__notes__", ()):  # the IR with the failing op marked
+                print(note, file=sys.stderr)
+            sys.exit(1)
 
     def register_all_dialects(self):
         for name, factory in get_all_dialects().items():
