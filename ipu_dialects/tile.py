@@ -1,0 +1,990 @@
+"""The `tile` dialect: logical per-tile work lists (buffers, loops, exchange phases, kernels).
+
+An op describes work for a *set of tiles*, never one op per tile, and loops stay loops: the IR
+keeps the size of the program, not of the chip. Per-iteration quantities (the home tile of a
+block, byte offsets into a buffer) are builtin `affine_map`s over the indices of the enclosing
+`tile.loop`s, which each op takes as `index` operands (outermost loop first), like MLIR's
+affine ops. There are no SRAM addresses until `place-memory`, and no exchange rows until
+`schedule-exchange`; both fill in optional properties of the ops defined here.
+
+Example (a 32x128 by 128x64 FP16 GEMM on 2 output-row tiles, as `mid-to-tile` writes it;
+`place-memory` has set the addresses):
+
+    func.func @gemm() {
+      %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [16, 128] f16 amp_left standard
+           align 32 tail 128 from tensor<32x128xf16, #mid.format<...>> address 0x54000
+      %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard
+           align 32 tail 0 from tensor<128x64xf16, #mid.format<...>> address 0x55000
+      %c = tile.buffer @c output 0 on #tile.tiles<[0, 2)> shard [16, 64] f16 amp_output
+           interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<...>> address 0x85000
+      %s = tile.buffer @rhs_slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right
+           standard align 32 tail 0 address 0x57000
+      tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0)
+          to %s[() -> (0)] on #tile.tiles<[0, 2)> iv()
+          provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "rhs block to output-row tiles">
+      tile.kernel @copy_words(%s[() -> (0)], %b[() -> (0)]) scalars [2048]
+          on #tile.tiles<[0, 2)> only () -> (0) iv()
+          provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "home tile keeps its own block">
+      tile.kernel @amp_gemm_f16_init(%c[() -> (0)], %a[() -> (0)], %s[() -> (0)]) scalars [16]
+          on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<...>
+      tile.loop %k = 1 to 2 provenance #tile.provenance<...> {
+        tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)]
+            on #tile.tiles<[0, 2)> iv(%k) provenance #tile.provenance<...>
+        ...
+        tile.kernel @amp_gemm_f16_accum(%c[(d0) -> (0)], %a[(d0) -> ((d0 * 2048))], %s[(d0) -> (0)])
+            scalars [16] on #tile.tiles<[0, 2)> iv(%k) provenance #tile.provenance<...>
+      }
+      func.return
+    }
+
+(each op is printed on one line; they are wrapped here for reading.)
+
+Parts:
+- `!tile.buffer` (`BufferType`): the value of a `tile.buffer`.
+- `#tile.tiles<[a, b)>` or `#tile.tiles<[t0, t1, ...]>` (`TileSetAttr`): a half-open range or
+  an explicit, strictly increasing list of tile ids. `tiles()`, `count`, `in`.
+- `#tile.provenance<op = "...", value = "...", reason = "...">` (`WorkProvenanceAttr`): the
+  graph op, the mid value and why this work exists. Carried by every loop, exchange, kernel.
+- `tile.buffer @name KIND on TILES shard [dims] PRECISION ORDER MEMORY align A tail T
+  [from TENSOR_TYPE] [address ADDR]` (`BufferOp`): one distributed buffer, the same shard shape
+  on every tile of its set. KIND is `input N`, `output N` or `scratch`. `from` names the mid
+  tensor type (logical shape + `#mid.format`) it stores; `address` (absolute byte address, the
+  same on every tile of the set) is set by `place-memory`.
+- `tile.loop %i = LB to UB provenance P { ... }` (`LoopOp`): runs its body for i in [LB, UB).
+- `tile.exchange WORDS words from %src[MAP] on tile MAP to %dst[MAP] on TILES iv(%i, ...)
+  provenance P [rows [@r, ...]] [sender_rows array<i32: ...>] [receiver_rows array<i32: ...>]
+  [row_address N]` (`ExchangeOp`): one synchronized exchange phase per iteration: WORDS 32-bit
+  words move from `src` at byte offset `src_offset(ivs)` on tile `src_tile(ivs)` to `dst` at
+  byte offset `dst_offset(ivs)` on every tile of TILES except the source tile.
+  `schedule-exchange` adds `rows`, `sender_rows`/`receiver_rows` (one entry per linearized
+  iteration of the enclosing loops, selecting an entry of `rows`; see
+  `passes.tile_iteration`) and `row_address`.
+- `tile.kernel @symbol(%buf[MAP], ...) scalars [s, ...] on TILES [only MAP] iv(...)
+  provenance P` (`KernelOp`): one kernel run on every tile of TILES, per iteration; views are
+  in ABI pointer order (`device/kernels.py`), one resident view (buffer + byte-offset map) per
+  pointer. With `only MAP` the run happens, per iteration, on tile `MAP(ivs)` alone, and on
+  no tile at all in an iteration where `MAP(ivs)` is not in TILES (a guarded run, e.g. the
+  home tile's copy of its own block).
+
+Maps are written without the `affine_map<...>` wrapper inside `[...]`, `on tile` and `only`;
+each takes exactly the `iv(...)` operands, which must be the induction variables of the
+enclosing loops, outermost first. Verifiers check the map arities, that tile sets fit in the
+module's configured tile count (`ipu.config`), that kernel views and exchange ends are
+resident on the tiles that use them, and (when the nest has at most
+`MAX_VERIFIED_ITERATIONS` iterations) that every offset stays inside its buffer for every
+iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import ClassVar, final
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    I32,
+    I64,
+    AffineMapAttr,
+    ArrayAttr,
+    DenseArrayBase,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+    i32,
+    i64,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.ir.affine import AffineMap
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.printer import Printer
+from xdsl.traits import NoTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from device.layouts import ORDERS, shard_bytes
+from device.target import BYTES_PER_ELEMENT
+from passes.tile_iteration import evaluate_scalar_map, iteration_count
+
+BUFFER_KINDS = ("input", "output", "scratch")
+PRECISIONS = tuple(BYTES_PER_ELEMENT)
+MEMORY_CLASSES = ("standard", "interleaved")
+WORD_BYTES = 4
+# Verifiers evaluate maps over the whole iteration space only up to this many iterations.
+MAX_VERIFIED_ITERATIONS = 1 << 16
+
+
+# ----------------------------------------------------------------------------------------------
+# Types and attributes
+# ----------------------------------------------------------------------------------------------
+
+
+@final
+@irdl_attr_definition
+class BufferType(ParametrizedAttribute, TypeAttribute):
+    """`!tile.buffer`: a distributed per-tile buffer (its shape lives on the `tile.buffer`)."""
+
+    name = "tile.buffer"
+
+
+@irdl_attr_definition
+class TileSetAttr(ParametrizedAttribute):
+    """A static set of tile ids: `#tile.tiles<[0, 4)>` (half-open) or `#tile.tiles<[0, 2, 7]>`.
+
+    `listed` is empty for a range; otherwise it holds the ids and `start`/`stop` are the
+    smallest id and the largest id + 1.
+    """
+
+    name = "tile.tiles"
+    start: IntAttr
+    stop: IntAttr
+    listed: ArrayAttr[IntAttr]
+
+    def __init__(self, start: int, stop: int, listed: Sequence[int] = ()):
+        super().__init__(IntAttr(start), IntAttr(stop), ArrayAttr(IntAttr(t) for t in listed))
+
+    @staticmethod
+    def range(start: int, stop: int) -> TileSetAttr:
+        return TileSetAttr(start, stop)
+
+    @staticmethod
+    def of(tiles: Iterable[int]) -> TileSetAttr:
+        """The smallest representation: a range when the ids are consecutive."""
+        ids = sorted(set(tiles))
+        if ids and ids == list(range(ids[0], ids[-1] + 1)):
+            return TileSetAttr(ids[0], ids[-1] + 1)
+        return TileSetAttr(ids[0] if ids else 0, ids[-1] + 1 if ids else 0, ids)
+
+    @property
+    def is_range(self) -> bool:
+        return not self.listed.data
+
+    def tiles(self) -> Sequence[int]:
+        if self.is_range:
+            return range(self.start.data, self.stop.data)
+        return tuple(t.data for t in self.listed.data)
+
+    def as_array(self) -> np.ndarray:
+        return np.asarray(self.tiles(), dtype=np.int64)
+
+    @property
+    def count(self) -> int:
+        return len(self.tiles())
+
+    def __contains__(self, tile: object) -> bool:
+        return isinstance(tile, int | np.integer) and int(tile) in self.tiles()
+
+    def issubset(self, other: TileSetAttr) -> bool:
+        if self.is_range and other.is_range:
+            return other.start.data <= self.start.data and self.stop.data <= other.stop.data
+        return set(self.tiles()) <= set(other.tiles())
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            parser.parse_punctuation("[")
+            ids = [parser.parse_integer(allow_boolean=False)]
+            while parser.parse_optional_punctuation(","):
+                ids.append(parser.parse_integer(allow_boolean=False))
+            if parser.parse_optional_punctuation(")"):
+                if len(ids) != 2:
+                    parser.raise_error("a tile range is written [first, end)")
+                return (IntAttr(ids[0]), IntAttr(ids[1]), ArrayAttr(()))
+            parser.parse_punctuation("]", " to end a tile list (or ')' to end a range [a, b))")
+        return (IntAttr(min(ids)), IntAttr(max(ids) + 1), ArrayAttr(IntAttr(t) for t in ids))
+
+    def print_parameters(self, printer: Printer) -> None:
+        if self.is_range:
+            printer.print_string(f"<[{self.start.data}, {self.stop.data})>")
+        else:
+            printer.print_string("<[" + ", ".join(str(t) for t in self.tiles()) + "]>")
+
+    def verify(self) -> None:
+        start, stop = self.start.data, self.stop.data
+        if start < 0:
+            raise VerifyException(f"tile set {self}: tile ids must be >= 0, got {start}")
+        if self.is_range:
+            if stop <= start:
+                raise VerifyException(f"tile set [{start}, {stop}) is empty")
+            return
+        ids = [t.data for t in self.listed.data]
+        if any(b <= a for a, b in zip(ids, ids[1:])):
+            raise VerifyException(f"tile list {ids} must be strictly increasing")
+        if (start, stop) != (ids[0], ids[-1] + 1):
+            raise VerifyException(f"tile list {ids}: bounds must be [{ids[0]}, {ids[-1] + 1})")
+
+
+@irdl_attr_definition
+class WorkProvenanceAttr(ParametrizedAttribute):
+    """Why some work exists: `#tile.provenance<op = "...", value = "...", reason = "...">`."""
+
+    name = "tile.provenance"
+    op: StringAttr
+    value: StringAttr
+    reason: StringAttr
+
+    FIELDS: ClassVar[tuple[str, ...]] = ("op", "value", "reason")
+
+    def __init__(self, op: str, value: str, reason: str):
+        super().__init__(StringAttr(op), StringAttr(value), StringAttr(reason))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: list[Attribute] = []
+        with parser.in_angle_brackets():
+            for index, field in enumerate(cls.FIELDS):
+                if index:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(field)
+                parser.parse_punctuation("=")
+                values.append(StringAttr(parser.parse_str_literal(f" for provenance {field}")))
+        return values
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        for index, (field, value) in enumerate(zip(self.FIELDS, (self.op, self.value, self.reason))):
+            printer.print_string(f"{', ' if index else ''}{field} = ")
+            printer.print_string_literal(value.data)
+        printer.print_string(">")
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared syntax and verification helpers
+# ----------------------------------------------------------------------------------------------
+
+
+def configured_tile_count(op: Operation) -> int | None:
+    """The tile count of the module's `ipu.config` (`PipelineConfigAttr`), if there is one."""
+    module = op.get_toplevel_object()
+    if not isinstance(module, ModuleOp):
+        return None
+    config = module.attributes.get("ipu.config")
+    tiles = getattr(config, "tiles", None)
+    if isinstance(tiles, IntAttr):
+        return tiles.data
+    if isinstance(tiles, IntegerAttr):
+        return tiles.value.data
+    return None
+
+
+def check_tile_set_fits(op: Operation, what: str, tile_set: TileSetAttr) -> None:
+    total = configured_tile_count(op)
+    if total is not None and tile_set.stop.data > total:
+        raise VerifyException(
+            f"{op.name}: {what} {tile_set} reaches tile {tile_set.stop.data - 1}, "
+            f"but the module is configured for {total} tiles"
+        )
+
+
+def enclosing_loops(op: Operation) -> list[LoopOp]:
+    """The `tile.loop`s around `op`, outermost first."""
+    loops: list[LoopOp] = []
+    parent = op.parent_op()
+    while isinstance(parent, LoopOp):
+        loops.append(parent)
+        parent = parent.parent_op()
+    return loops[::-1]
+
+
+def loop_bounds(loops: Sequence[LoopOp]) -> list[tuple[int, int]]:
+    return [(loop.lower_bound, loop.upper_bound) for loop in loops]
+
+
+def defining_buffer(op: Operation, what: str, value: SSAValue) -> BufferOp:
+    owner = value.owner
+    if not isinstance(owner, BufferOp):
+        raise VerifyException(f"{op.name}: {what} must be the result of a tile.buffer")
+    return owner
+
+
+def check_induction_operands(op: Operation, ivs: Sequence[SSAValue]) -> list[tuple[int, int]]:
+    """`ivs` must be the enclosing loops' indices, outermost first; returns the nest bounds."""
+    loops = enclosing_loops(op)
+    expected = [loop.induction_var for loop in loops]
+    if list(ivs) != expected:
+        raise VerifyException(
+            f"{op.name}: iv(...) must list the indices of the {len(loops)} enclosing tile.loop(s), "
+            f"outermost first; got {len(ivs)} operand(s)"
+        )
+    return loop_bounds(loops)
+
+
+def check_map(op: Operation, what: str, affine_map: AffineMap, depth: int) -> None:
+    if affine_map.num_dims != depth:
+        raise VerifyException(
+            f"{op.name}: {what} map {affine_map} takes {affine_map.num_dims} indices, "
+            f"but the op has {depth} index operand(s)"
+        )
+    if affine_map.num_symbols != 0 or len(affine_map.results) != 1:
+        raise VerifyException(
+            f"{op.name}: {what} map {affine_map} must have no symbols and exactly one result"
+        )
+
+
+def map_values(affine_map: AffineMap, bounds: Sequence[tuple[int, int]]) -> np.ndarray | None:
+    """The map over every iteration, or None when the nest is too large to check cheaply."""
+    if iteration_count(bounds) > MAX_VERIFIED_ITERATIONS:
+        return None
+    return evaluate_scalar_map(affine_map, bounds)
+
+
+def check_view_inside(
+    op: Operation,
+    what: str,
+    buffer: BufferOp,
+    offset_map: AffineMap,
+    view_bytes: int,
+    bounds: Sequence[tuple[int, int]],
+) -> None:
+    offsets = map_values(offset_map, bounds)
+    if offsets is None or offsets.size == 0:
+        return
+    size = buffer.byte_size
+    lo, hi = int(offsets.min()), int(offsets.max())
+    if lo < 0 or hi + view_bytes > size:
+        bad = lo if lo < 0 else hi
+        raise VerifyException(
+            f"{op.name}: {what} view of @{buffer.sym_name.data} at byte offset {bad} "
+            f"({view_bytes} bytes) leaves the buffer ({size} bytes)"
+        )
+
+
+def check_resident(op: Operation, what: str, buffer: BufferOp, tiles: TileSetAttr) -> None:
+    if not tiles.issubset(buffer.tiles):
+        raise VerifyException(
+            f"{op.name}: {what} @{buffer.sym_name.data} lives on {buffer.tiles}, "
+            f"not on every tile of {tiles}"
+        )
+
+
+def print_map(printer: Printer, affine_map: AffineMap) -> None:
+    printer.print_string(str(affine_map))
+
+
+def parse_view(parser: Parser) -> tuple[UnresolvedOperand, AffineMap]:
+    """`%buffer[(d0) -> (...)]`"""
+    operand = parser.parse_unresolved_operand()
+    parser.parse_punctuation("[")
+    affine_map = parser.parse_affine_map()
+    parser.parse_punctuation("]")
+    return operand, affine_map
+
+
+def parse_ivs(parser: Parser) -> list[SSAValue]:
+    """`iv(%i, %j)` -> the index operands."""
+    parser.parse_keyword("iv")
+    unresolved = parser.parse_comma_separated_list(
+        Parser.Delimiter.PAREN, parser.parse_unresolved_operand
+    )
+    return [parser.resolve_operand(u, IndexType()) for u in unresolved]
+
+
+def print_ivs(printer: Printer, ivs: Sequence[SSAValue]) -> None:
+    printer.print_string(" iv(")
+    printer.print_list(ivs, printer.print_ssa_value)
+    printer.print_string(")")
+
+
+def print_provenance_and_attrs(printer: Printer, op: Operation, provenance: Attribute) -> None:
+    printer.print_string(" provenance ")
+    printer.print_attribute(provenance)
+    printer.print_op_attributes(op.attributes)
+
+
+def int_prop(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+# ----------------------------------------------------------------------------------------------
+# Ops
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BufferOp(IRDLOperation):
+    """One distributed per-tile buffer holding a shard of the same (padded) shape on each tile."""
+
+    name = "tile.buffer"
+
+    sym_name = prop_def(StringAttr)
+    kind = prop_def(StringAttr)
+    index = opt_prop_def(IntegerAttr[I64])
+    tiles = prop_def(TileSetAttr)
+    shape = prop_def(DenseArrayBase)
+    precision = prop_def(StringAttr)
+    order = prop_def(StringAttr)
+    memory = prop_def(StringAttr)
+    alignment = prop_def(IntegerAttr[I64])
+    tail = prop_def(IntegerAttr[I64])
+    origin = opt_prop_def(TensorType)
+    address = opt_prop_def(IntegerAttr[I64])
+
+    buffer = result_def(BufferType)
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        tiles: TileSetAttr,
+        shape: Sequence[int],
+        precision: str,
+        order: str,
+        memory: str,
+        alignment: int,
+        tail: int,
+        *,
+        index: int | None = None,
+        origin: TensorType | None = None,
+        address: int | None = None,
+    ):
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "kind": StringAttr(kind),
+            "tiles": tiles,
+            "shape": DenseArrayBase.from_list(i64, list(shape)),
+            "precision": StringAttr(precision),
+            "order": StringAttr(order),
+            "memory": StringAttr(memory),
+            "alignment": int_prop(alignment),
+            "tail": int_prop(tail),
+        }
+        if index is not None:
+            properties["index"] = int_prop(index)
+        if origin is not None:
+            properties["origin"] = origin
+        if address is not None:
+            properties["address"] = int_prop(address)
+        super().__init__(properties=properties, result_types=[BufferType()])
+
+    # -- convenient views of the properties (what the passes and emitters read) -----------
+    @property
+    def shard_shape(self) -> tuple[int, ...]:
+        return tuple(int(d) for d in self.shape.get_values())
+
+    @property
+    def byte_size(self) -> int:
+        return shard_bytes(self.shard_shape, self.precision.data)
+
+    @property
+    def alignment_bytes(self) -> int:
+        return self.alignment.value.data
+
+    @property
+    def tail_bytes(self) -> int:
+        return self.tail.value.data
+
+    @property
+    def address_value(self) -> int | None:
+        return None if self.address is None else self.address.value.data
+
+    @property
+    def interleaved(self) -> bool:
+        return self.memory.data == "interleaved"
+
+    @property
+    def format(self) -> Attribute | None:
+        """The `#mid.format` of the tensor this buffer stores (None for a scratch slot)."""
+        return None if self.origin is None else self.origin.encoding
+
+    def set_address(self, address: int) -> None:
+        self.properties["address"] = int_prop(address)
+
+    # -- syntax ----------------------------------------------------------------------------
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(f" {self.kind.data}")
+        if self.index is not None:
+            printer.print_string(f" {self.index.value.data}")
+        printer.print_string(" on ")
+        printer.print_attribute(self.tiles)
+        printer.print_string(f" shard [{', '.join(str(d) for d in self.shard_shape)}]")
+        printer.print_string(f" {self.precision.data} {self.order.data} {self.memory.data}")
+        printer.print_string(f" align {self.alignment_bytes} tail {self.tail_bytes}")
+        if self.origin is not None:
+            printer.print_string(" from ")
+            printer.print_attribute(self.origin)
+        if self.address is not None:
+            printer.print_string(f" address {self.address_value:#x}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BufferOp:
+        name = parser.parse_symbol_name().data
+        kind = parser.parse_identifier(" (buffer kind: input, output or scratch)")
+        index = None
+        if kind in ("input", "output"):
+            index = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        parser.parse_keyword("on")
+        tiles = parser.parse_attribute()
+        if not isinstance(tiles, TileSetAttr):
+            parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
+        parser.parse_keyword("shard")
+        shape = parser.parse_comma_separated_list(
+            Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+        )
+        precision = parser.parse_identifier(" (precision)")
+        order = parser.parse_identifier(" (element order)")
+        memory = parser.parse_identifier(" (memory class)")
+        parser.parse_keyword("align")
+        alignment = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("tail")
+        tail = parser.parse_integer(allow_boolean=False)
+        origin = None
+        if parser.parse_optional_keyword("from"):
+            origin = parser.parse_type()
+            if not isinstance(origin, TensorType):
+                parser.raise_error(f"expected the mid tensor type after 'from', got {origin}")
+        address = None
+        if parser.parse_optional_keyword("address"):
+            address = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        op = cls(
+            name, kind, tiles, shape, precision, order, memory, alignment, tail,
+            index=index, origin=origin, address=address,
+        )
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def verify_(self) -> None:
+        label = f"tile.buffer @{self.sym_name.data}"
+        kind = self.kind.data
+        if kind not in BUFFER_KINDS:
+            raise VerifyException(f"{label}: kind '{kind}' is not one of {', '.join(BUFFER_KINDS)}")
+        if (self.index is None) != (kind == "scratch"):
+            raise VerifyException(f"{label}: 'input' and 'output' buffers take an index, 'scratch' none")
+        if self.index is not None and self.index.value.data < 0:
+            raise VerifyException(f"{label}: {kind} index must be >= 0")
+        if self.precision.data not in PRECISIONS:
+            raise VerifyException(
+                f"{label}: precision '{self.precision.data}' is not one of {', '.join(PRECISIONS)}"
+            )
+        if self.order.data not in ORDERS:
+            raise VerifyException(f"{label}: element order '{self.order.data}' is not one of {', '.join(ORDERS)}")
+        if self.memory.data not in MEMORY_CLASSES:
+            raise VerifyException(
+                f"{label}: memory class '{self.memory.data}' is not one of {', '.join(MEMORY_CLASSES)}"
+            )
+        shape = self.shard_shape
+        if self.shape.elt_type != i64 or not shape or any(d < 1 for d in shape):
+            raise VerifyException(f"{label}: shard shape {list(shape)} must be non-empty with extents >= 1")
+        align = self.alignment_bytes
+        if align < 1 or align & (align - 1):
+            raise VerifyException(f"{label}: alignment {align} must be a power of two")
+        if self.tail_bytes < 0:
+            raise VerifyException(f"{label}: access tail {self.tail_bytes} must be >= 0")
+        address = self.address_value
+        if address is not None and address % align:
+            raise VerifyException(f"{label}: address {address:#x} is not {align}-byte aligned")
+        check_tile_set_fits(self, f"@{self.sym_name.data} tile set", self.tiles)
+
+
+@irdl_op_definition
+class LoopOp(IRDLOperation):
+    """`tile.loop %i = LB to UB provenance P { ... }`: the body once per i in [LB, UB)."""
+
+    name = "tile.loop"
+
+    lower = prop_def(IntegerAttr[I64])
+    upper = prop_def(IntegerAttr[I64])
+    provenance = prop_def(WorkProvenanceAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(NoTerminator())
+
+    def __init__(
+        self, lower: int, upper: int, provenance: WorkProvenanceAttr, body: Region | None = None
+    ):
+        if body is None:
+            body = Region(Block(arg_types=[IndexType()]))
+        super().__init__(
+            properties={"lower": int_prop(lower), "upper": int_prop(upper), "provenance": provenance},
+            regions=[body],
+        )
+
+    @property
+    def lower_bound(self) -> int:
+        return self.lower.value.data
+
+    @property
+    def upper_bound(self) -> int:
+        return self.upper.value.data
+
+    @property
+    def trip_count(self) -> int:
+        return max(0, self.upper_bound - self.lower_bound)
+
+    @property
+    def induction_var(self) -> SSAValue:
+        return self.body.block.args[0]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_ssa_value(self.induction_var)
+        printer.print_string(f" = {self.lower_bound} to {self.upper_bound} provenance ")
+        printer.print_attribute(self.provenance)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoopOp:
+        index = parser.parse_argument(expect_type=False).resolve(IndexType())
+        parser.parse_punctuation("=")
+        lower = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("to")
+        upper = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("provenance")
+        provenance = parser.parse_attribute()
+        if not isinstance(provenance, WorkProvenanceAttr):
+            parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region((index,))
+        op = cls(lower, upper, provenance, body)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def verify_(self) -> None:
+        if self.upper_bound <= self.lower_bound:
+            raise VerifyException(
+                f"tile.loop: empty iteration range [{self.lower_bound}, {self.upper_bound}); "
+                "a loop must run at least once"
+            )
+        args = self.body.block.args
+        if len(args) != 1 or not isinstance(args[0].type, IndexType):
+            raise VerifyException("tile.loop: the body takes exactly one 'index' argument")
+
+
+@irdl_op_definition
+class ExchangeOp(IRDLOperation):
+    """One synchronized exchange phase per iteration of the enclosing loops (see module doc)."""
+
+    name = "tile.exchange"
+
+    src = operand_def(BufferType)
+    dst = operand_def(BufferType)
+    ivs = var_operand_def(IndexType)
+
+    words = prop_def(IntegerAttr[I64])
+    src_offset = prop_def(AffineMapAttr)
+    src_tile = prop_def(AffineMapAttr)
+    dst_offset = prop_def(AffineMapAttr)
+    dst_tiles = prop_def(TileSetAttr)
+    provenance = prop_def(WorkProvenanceAttr)
+    # Filled in by schedule-exchange.
+    rows = opt_prop_def(ArrayAttr[SymbolRefAttr])
+    sender_rows = opt_prop_def(DenseArrayBase)
+    receiver_rows = opt_prop_def(DenseArrayBase)
+    row_address = opt_prop_def(IntegerAttr[I64])
+
+    def __init__(
+        self,
+        words: int,
+        src: SSAValue | Operation,
+        src_offset: AffineMap,
+        src_tile: AffineMap,
+        dst: SSAValue | Operation,
+        dst_offset: AffineMap,
+        dst_tiles: TileSetAttr,
+        ivs: Sequence[SSAValue],
+        provenance: WorkProvenanceAttr,
+    ):
+        super().__init__(
+            operands=[src, dst, list(ivs)],
+            properties={
+                "words": int_prop(words),
+                "src_offset": AffineMapAttr(src_offset),
+                "src_tile": AffineMapAttr(src_tile),
+                "dst_offset": AffineMapAttr(dst_offset),
+                "dst_tiles": dst_tiles,
+                "provenance": provenance,
+            },
+        )
+
+    @property
+    def source(self) -> SSAValue:
+        return self.src
+
+    @property
+    def destination(self) -> SSAValue:
+        return self.dst
+
+    @property
+    def word_count(self) -> int:
+        return self.words.value.data
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.word_count} words from ")
+        printer.print_ssa_value(self.source)
+        printer.print_string("[")
+        print_map(printer, self.src_offset.data)
+        printer.print_string("] on tile ")
+        print_map(printer, self.src_tile.data)
+        printer.print_string(" to ")
+        printer.print_ssa_value(self.destination)
+        printer.print_string("[")
+        print_map(printer, self.dst_offset.data)
+        printer.print_string("] on ")
+        printer.print_attribute(self.dst_tiles)
+        print_ivs(printer, self.ivs)
+        printer.print_string(" provenance ")
+        printer.print_attribute(self.provenance)
+        if self.rows is not None:
+            printer.print_string(" rows ")
+            printer.print_attribute(self.rows)
+        for key in ("sender_rows", "receiver_rows"):
+            if (value := self.properties.get(key)) is not None:
+                printer.print_string(f" {key} ")
+                printer.print_attribute(value)
+        if self.row_address is not None:
+            printer.print_string(f" row_address {self.row_address.value.data:#x}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ExchangeOp:
+        words = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("words")
+        parser.parse_keyword("from")
+        src, src_offset = parse_view(parser)
+        parser.parse_keyword("on")
+        parser.parse_keyword("tile")
+        src_tile = parser.parse_affine_map()
+        parser.parse_keyword("to")
+        dst, dst_offset = parse_view(parser)
+        parser.parse_keyword("on")
+        dst_tiles = parser.parse_attribute()
+        if not isinstance(dst_tiles, TileSetAttr):
+            parser.raise_error(f"expected a #tile.tiles<...> set, got {dst_tiles}")
+        ivs = parse_ivs(parser)
+        parser.parse_keyword("provenance")
+        provenance = parser.parse_attribute()
+        if not isinstance(provenance, WorkProvenanceAttr):
+            parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
+        buffer_type = BufferType()
+        op = cls(
+            words,
+            parser.resolve_operand(src, buffer_type),
+            src_offset,
+            src_tile,
+            parser.resolve_operand(dst, buffer_type),
+            dst_offset,
+            dst_tiles,
+            ivs,
+            provenance,
+        )
+        if parser.parse_optional_keyword("rows"):
+            op.properties["rows"] = parser.parse_attribute()
+        for key in ("sender_rows", "receiver_rows"):
+            if parser.parse_optional_keyword(key):
+                op.properties[key] = parser.parse_attribute()
+        if parser.parse_optional_keyword("row_address"):
+            op.properties["row_address"] = int_prop(parser.parse_integer(allow_boolean=False))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def verify_(self) -> None:
+        if self.word_count < 1:
+            raise VerifyException(f"tile.exchange: must move at least one word, got {self.word_count}")
+        src = defining_buffer(self, "source", self.source)
+        dst = defining_buffer(self, "destination", self.destination)
+        bounds = check_induction_operands(self, self.ivs)
+        depth = len(bounds)
+        for what, attr in (
+            ("source offset", self.src_offset),
+            ("source tile", self.src_tile),
+            ("destination offset", self.dst_offset),
+        ):
+            check_map(self, what, attr.data, depth)
+        check_tile_set_fits(self, "destination tile set", self.dst_tiles)
+        check_resident(self, "destination buffer", dst, self.dst_tiles)
+        nbytes = self.word_count * WORD_BYTES
+        check_view_inside(self, "source", src, self.src_offset.data, nbytes, bounds)
+        check_view_inside(self, "destination", dst, self.dst_offset.data, nbytes, bounds)
+        self.verify_source_tiles(src, bounds)
+        self.verify_schedule(bounds)
+
+    def verify_source_tiles(self, src: BufferOp, bounds: Sequence[tuple[int, int]]) -> None:
+        tiles = map_values(self.src_tile.data, bounds)
+        if tiles is None:
+            return
+        outside = [int(t) for t in np.unique(tiles) if int(t) not in src.tiles]
+        if outside:
+            raise VerifyException(
+                f"tile.exchange: source tile {outside[0]} does not hold @{src.sym_name.data} "
+                f"(it lives on {src.tiles})"
+            )
+
+    def verify_schedule(self, bounds: Sequence[tuple[int, int]]) -> None:
+        row_count = None if self.rows is None else len(self.rows.data)
+        for key in ("sender_rows", "receiver_rows"):
+            selection = self.properties.get(key)
+            if selection is None:
+                continue
+            assert isinstance(selection, DenseArrayBase)
+            if selection.elt_type != i32:
+                raise VerifyException(f"tile.exchange: {key} must be an array<i32: ...>")
+            values = selection.get_values()
+            if len(values) != iteration_count(bounds):
+                raise VerifyException(
+                    f"tile.exchange: {key} has {len(values)} entries, but the enclosing loops "
+                    f"run {iteration_count(bounds)} iteration(s)"
+                )
+            if row_count is None:
+                raise VerifyException(f"tile.exchange: {key} needs 'rows' to select from")
+            if any(not 0 <= v < row_count for v in values):
+                raise VerifyException(f"tile.exchange: {key} selects a row outside the {row_count} rows")
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A kernel run on every tile of a static set, per iteration (see module doc)."""
+
+    name = "tile.kernel"
+
+    views = var_operand_def(BufferType)
+    ivs = var_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    callee = prop_def(SymbolRefAttr)
+    offsets = prop_def(ArrayAttr[AffineMapAttr])
+    scalars = prop_def(DenseArrayBase)
+    tiles = prop_def(TileSetAttr)
+    on_tile = opt_prop_def(AffineMapAttr)
+    provenance = prop_def(WorkProvenanceAttr)
+
+    def __init__(
+        self,
+        callee: str,
+        views: Sequence[tuple[SSAValue | Operation, AffineMap]],
+        scalars: Sequence[int],
+        tiles: TileSetAttr,
+        ivs: Sequence[SSAValue],
+        provenance: WorkProvenanceAttr,
+        on_tile: AffineMap | None = None,
+    ):
+        properties: dict[str, Attribute] = {
+            "callee": SymbolRefAttr(callee),
+            "offsets": ArrayAttr(AffineMapAttr(m) for _, m in views),
+            "scalars": DenseArrayBase.from_list(i64, list(scalars)),
+            "tiles": tiles,
+            "provenance": provenance,
+        }
+        if on_tile is not None:
+            properties["on_tile"] = AffineMapAttr(on_tile)
+        super().__init__(operands=[[v for v, _ in views], list(ivs)], properties=properties)
+
+    @property
+    def symbol(self) -> str:
+        return self.callee.string_value()
+
+    @property
+    def scalar_values(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.scalars.get_values())
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.callee)
+        printer.print_string("(")
+        for index, (view, offset) in enumerate(zip(self.views, self.offsets.data)):
+            if index:
+                printer.print_string(", ")
+            printer.print_ssa_value(view)
+            printer.print_string("[")
+            print_map(printer, offset.data)
+            printer.print_string("]")
+        printer.print_string(f") scalars [{', '.join(str(s) for s in self.scalar_values)}] on ")
+        printer.print_attribute(self.tiles)
+        if self.on_tile is not None:
+            printer.print_string(" only ")
+            print_map(printer, self.on_tile.data)
+        print_ivs(printer, self.ivs)
+        print_provenance_and_attrs(printer, self, self.provenance)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        callee = parser.parse_symbol_name().data
+        views = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, lambda: parse_view(parser))
+        parser.parse_keyword("scalars")
+        scalars = parser.parse_comma_separated_list(
+            Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+        )
+        parser.parse_keyword("on")
+        tiles = parser.parse_attribute()
+        if not isinstance(tiles, TileSetAttr):
+            parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
+        on_tile = parser.parse_affine_map() if parser.parse_optional_keyword("only") else None
+        ivs = parse_ivs(parser)
+        parser.parse_keyword("provenance")
+        provenance = parser.parse_attribute()
+        if not isinstance(provenance, WorkProvenanceAttr):
+            parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
+        buffer_type = BufferType()
+        resolved = [(parser.resolve_operand(v, buffer_type), m) for v, m in views]
+        op = cls(callee, resolved, scalars, tiles, ivs, provenance, on_tile)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def verify_(self) -> None:
+        label = f"tile.kernel @{self.symbol}"
+        if len(self.offsets.data) != len(self.views):
+            raise VerifyException(
+                f"{label}: {len(self.views)} buffer view(s) but {len(self.offsets.data)} offset map(s)"
+            )
+        if self.scalars.elt_type != i64:
+            raise VerifyException(f"{label}: scalars must be an array<i64: ...>")
+        bounds = check_induction_operands(self, self.ivs)
+        check_tile_set_fits(self, "tile set", self.tiles)
+        for position, (view, offset) in enumerate(zip(self.views, self.offsets.data)):
+            buffer = defining_buffer(self, f"view {position}", view)
+            check_map(self, f"view {position} offset", offset.data, len(bounds))
+            check_resident(self, f"view {position} buffer", buffer, self.tiles)
+            check_view_inside(self, f"view {position}", buffer, offset.data, 1, bounds)
+        if self.on_tile is not None:
+            check_map(self, "on_tile", self.on_tile.data, len(bounds))
+            self.verify_on_tile(label, bounds)
+
+    def verify_on_tile(self, label: str, bounds: Sequence[tuple[int, int]]) -> None:
+        assert self.on_tile is not None
+        chosen = map_values(self.on_tile.data, bounds)
+        if chosen is None:
+            return
+        total = configured_tile_count(self)
+        if chosen.min() < 0 or (total is not None and chosen.max() >= total):
+            bad = int(chosen.min()) if chosen.min() < 0 else int(chosen.max())
+            raise VerifyException(f"{label}: on_tile selects tile {bad}, which does not exist")
+        if not np.isin(chosen, self.tiles.as_array()).any():
+            raise VerifyException(
+                f"{label}: on_tile never selects a tile of {self.tiles}; the run would never happen"
+            )
+
+
+Tile = Dialect(
+    "tile",
+    [BufferOp, LoopOp, ExchangeOp, KernelOp],
+    [BufferType, TileSetAttr, WorkProvenanceAttr],
+)

@@ -1,0 +1,91 @@
+"""Iteration spaces of `tile.loop` nests, evaluated with NumPy (no IR needed).
+
+The tile level keeps loops as loops; per-iteration quantities (home tile of a block, byte
+offsets) are `affine_map`s of the loop indices. Verifiers, `schedule-exchange` and the
+emitters need those quantities for *every* iteration of a nest, so this module evaluates a
+map over a whole iteration space at once, as integer arrays.
+
+Iterations are ordered row-major over the loops, outermost first: the *linearized
+iteration* `n` of a nest with bounds `[(lb0, ub0), (lb1, ub1)]` is
+`(i0 - lb0) * (ub1 - lb1) + (i1 - lb1)`. `tile.exchange`'s `sender_rows`/`receiver_rows`
+are indexed by it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
+
+Bounds = Sequence[tuple[int, int]]
+
+
+def iteration_count(bounds: Bounds) -> int:
+    """Number of iterations of a nest (1 for the empty nest: straight-line code runs once)."""
+    return math.prod(max(0, ub - lb) for lb, ub in bounds)
+
+
+def iteration_vectors(bounds: Bounds) -> np.ndarray:
+    """All iteration vectors of a nest, shape (iterations, depth), in linearized order."""
+    if not bounds:
+        return np.zeros((1, 0), dtype=np.int64)
+    axes = [np.arange(lb, ub, dtype=np.int64) for lb, ub in bounds]
+    grids = np.meshgrid(*axes, indexing="ij")
+    return np.stack([g.reshape(-1) for g in grids], axis=1)
+
+
+def linearized_iteration(bounds: Bounds, ivs: Sequence[int]) -> int:
+    """Index of the iteration vector `ivs` in `iteration_vectors(bounds)`."""
+    index = 0
+    for (lb, ub), iv in zip(bounds, ivs, strict=True):
+        index = index * (ub - lb) + (iv - lb)
+    return index
+
+
+def evaluate_expr(expr: AffineExpr, ivs: np.ndarray) -> np.ndarray:
+    """One affine expression over many iteration vectors (`ivs`: (iterations, depth))."""
+    if isinstance(expr, AffineConstantExpr):
+        return np.full(ivs.shape[0], expr.value, dtype=np.int64)
+    if isinstance(expr, AffineDimExpr):
+        return ivs[:, expr.position].astype(np.int64, copy=False)
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs = evaluate_expr(expr.lhs, ivs)
+        rhs = evaluate_expr(expr.rhs, ivs)
+        match expr.kind:
+            case AffineBinaryOpKind.Add:
+                return lhs + rhs
+            case AffineBinaryOpKind.Mul:
+                return lhs * rhs
+            case AffineBinaryOpKind.Mod:
+                return np.mod(lhs, rhs)
+            case AffineBinaryOpKind.FloorDiv:
+                return np.floor_divide(lhs, rhs)
+            case AffineBinaryOpKind.CeilDiv:
+                return -np.floor_divide(-lhs, rhs)
+    raise ValueError(f"cannot evaluate affine expression {expr} (symbols are not used here)")
+
+
+def evaluate_map(affine_map: AffineMap, ivs: np.ndarray) -> np.ndarray:
+    """A map over many iteration vectors: shape (iterations, results)."""
+    if affine_map.num_dims != ivs.shape[1]:
+        raise ValueError(
+            f"map {affine_map} takes {affine_map.num_dims} indices, iterations have {ivs.shape[1]}"
+        )
+    columns = [evaluate_expr(e, ivs) for e in affine_map.results]
+    if not columns:
+        return np.zeros((ivs.shape[0], 0), dtype=np.int64)
+    return np.stack(columns, axis=1)
+
+
+def evaluate_scalar_map(affine_map: AffineMap, bounds: Bounds) -> np.ndarray:
+    """A single-result map over every iteration of a nest: shape (iterations,)."""
+    return evaluate_map(affine_map, iteration_vectors(bounds))[:, 0]
