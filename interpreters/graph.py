@@ -1,0 +1,213 @@
+"""NumPy reference interpreter for the `graph` dialect: the numerical oracle of ipu-stack.
+
+`run_function(module, inputs)` evaluates one graph `func.func` on NumPy arrays.
+
+Numerics. Every op computes in float64 and its result is then rounded to the element type
+declared on the result (f32, f16, or FP8 with the type's power-of-two scale). Rounding each
+result, not only the final ones, models what the device stores between ops: every tensor lives in
+memory in its declared precision, so a later op sees the rounded values. Computing inside an op
+in float64 keeps the reference free of accumulation-order error, so a comparison against the
+device measures the device's error alone, at tolerances set by the declared precisions.
+
+FP8. An argument or result of type `tensor<..xf8E4M3FNUZ, #graph.fp8_scale<s>>` is exchanged as
+an `ml_dtypes.float8_e4m3fnuz` array of the stored values `q`; the tensor's value is
+`q * 2**s` (s = 0 without the encoding). Rounding to FP8 saturates at the largest finite
+magnitude (240 * 2**s) instead of producing NaN, because FNUZ has no infinity.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import (
+    Float8E4M3FNUZType,
+    Float16Type,
+    Float32Type,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from ipu_dialects.graph import (
+    AddOp,
+    AttentionOp,
+    GeluOp,
+    GemmOp,
+    RepeatOp,
+    YieldOp,
+    fp8_scale,
+)
+
+FP8 = ml_dtypes.float8_e4m3fnuz
+FP8_MAX = float(ml_dtypes.finfo(FP8).max)
+
+Env = dict[SSAValue, np.ndarray]
+
+
+class InterpreterError(Exception):
+    """The function cannot be evaluated (wrong inputs, op without reference semantics)."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Element types: storage arrays <-> float64 values
+# ----------------------------------------------------------------------------------------------
+
+
+def storage_dtype(tensor_type: TensorType) -> np.dtype:
+    element = tensor_type.get_element_type()
+    if isinstance(element, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(element, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element, Float8E4M3FNUZType):
+        return np.dtype(FP8)
+    raise InterpreterError(f"no reference semantics for element type {element}")
+
+
+def to_storage(values: np.ndarray, tensor_type: TensorType) -> np.ndarray:
+    """Round float64 values to the declared element type (FP8: stored q = value / 2**scale)."""
+    dtype = storage_dtype(tensor_type)
+    if dtype == FP8:
+        q = np.asarray(values, np.float64) / 2.0 ** fp8_scale(tensor_type)
+        return np.clip(q, -FP8_MAX, FP8_MAX).astype(FP8)
+    return np.asarray(values, np.float64).astype(dtype)
+
+
+def from_storage(stored: np.ndarray, tensor_type: TensorType) -> np.ndarray:
+    """The float64 values a stored array represents (FP8: q * 2**scale)."""
+    return np.asarray(stored).astype(np.float64) * 2.0 ** fp8_scale(tensor_type)
+
+
+def round_to_type(values: np.ndarray, tensor_type: Attribute) -> np.ndarray:
+    assert isinstance(tensor_type, TensorType)
+    return from_storage(to_storage(values, tensor_type), tensor_type)
+
+
+# ----------------------------------------------------------------------------------------------
+# Op semantics (float64 in, float64 out; rounding happens in `run_block`)
+# ----------------------------------------------------------------------------------------------
+
+
+def gemm(op: GemmOp, env: Env) -> list[np.ndarray]:
+    lhs, rhs = env[op.lhs], env[op.rhs]
+    if op.transpose_lhs is not None:
+        lhs = np.swapaxes(lhs, -1, -2)
+    if op.transpose_rhs is not None:
+        rhs = np.swapaxes(rhs, -1, -2)
+    return [np.matmul(lhs, rhs)]  # np.matmul broadcasts the leading batch axes
+
+
+def add(op: AddOp, env: Env) -> list[np.ndarray]:
+    return [env[op.lhs] + env[op.rhs]]
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf is exact-ish
+
+
+def gelu(op: GeluOp, env: Env) -> list[np.ndarray]:
+    x = env[op.input]
+    return [0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))]
+
+
+def attention(op: AttentionOp, env: Env) -> list[np.ndarray]:
+    q, k, v = env[op.query], env[op.key], env[op.value]
+    logits = np.matmul(q, np.swapaxes(k, -1, -2)) * op.effective_scale()
+    if op.causal is not None:
+        seq = q.shape[-2]
+        future = np.triu(np.ones((seq, seq), dtype=bool), k=1)  # key j > query i
+        logits = np.where(future, -np.inf, logits)
+    logits = logits - logits.max(axis=-1, keepdims=True)  # stable softmax over keys
+    weights = np.exp(logits)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return [np.matmul(weights, v)]
+
+
+def repeat(op: RepeatOp, env: Env) -> list[np.ndarray]:
+    carried = [env[v] for v in op.carried]
+    invariants = [env[v] for v in op.invariants]
+    sequences = [env[v] for v in op.sequences]
+    block = op.body.block
+    for i in range(op.count.value.data):
+        inner: Env = dict(zip(block.args, [*carried, *invariants, *(s[i] for s in sequences)]))
+        carried = run_block(block, inner)
+    return carried
+
+
+SEMANTICS: dict[type[Operation], Callable[[Operation, Env], list[np.ndarray]]] = {
+    GemmOp: gemm,
+    AddOp: add,
+    GeluOp: gelu,
+    AttentionOp: attention,
+    RepeatOp: repeat,
+}
+
+
+def run_block(block: Block, env: Env) -> list[np.ndarray]:
+    """Evaluate a block's ops in order; returns the values of its terminator."""
+    for op in block.ops:
+        if isinstance(op, ReturnOp | YieldOp):
+            return [env[v] for v in op.operands]
+        semantics = SEMANTICS.get(type(op))
+        if semantics is None:
+            raise InterpreterError(f"the reference interpreter has no semantics for {op.name}")
+        for result, value in zip(op.results, semantics(op, env), strict=True):
+            env[result] = round_to_type(value, result.type)
+    raise InterpreterError("block has no terminator")
+
+
+# ----------------------------------------------------------------------------------------------
+# Public API
+# ----------------------------------------------------------------------------------------------
+
+
+def find_function(module: ModuleOp, function: str | None = None) -> FuncOp:
+    funcs = [op for op in module.ops if isinstance(op, FuncOp)]
+    if function is not None:
+        funcs = [f for f in funcs if f.sym_name.data == function]
+    if not funcs:
+        raise InterpreterError(
+            f"no func.func @{function} in the module" if function else "no func.func in the module"
+        )
+    return funcs[0]
+
+
+def input_names(func_op: FuncOp) -> list[str]:
+    """Argument names from the block-argument name hints (`%a` -> "a"), else `arg{i}`."""
+    return [arg.name_hint or f"arg{i}" for i, arg in enumerate(func_op.body.block.args)]
+
+
+def run_function(
+    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+) -> list[np.ndarray]:
+    """Run the named (default: first) `func.func` on `inputs` in argument order.
+
+    Each input is rounded to its argument's declared type (FP8 inputs are the stored q values);
+    results come back as arrays of the declared storage dtype (float32, float16, float8_e4m3fnuz).
+    """
+    func = find_function(module, function)
+    func.verify()
+    args = func.body.block.args
+    if len(inputs) != len(args):
+        raise InterpreterError(
+            f"@{func.sym_name.data} takes {len(args)} inputs ({', '.join(input_names(func))}), "
+            f"got {len(inputs)}"
+        )
+    env: Env = {}
+    for name, arg, array in zip(input_names(func), args, inputs):
+        arg_type = arg.type
+        assert isinstance(arg_type, TensorType)
+        if tuple(np.shape(array)) != tuple(arg_type.get_shape()):
+            raise InterpreterError(
+                f"input {name}: shape {tuple(np.shape(array))} does not match the argument type "
+                f"{arg_type}"
+            )
+        # an FP8 input array holds the stored q; its value is q * 2**scale
+        env[arg] = round_to_type(from_storage(np.asarray(array), arg_type), arg_type)
+    values = run_block(func.body.block, env)
+    result_types = func.function_type.outputs.data
+    return [to_storage(v, t) for v, t in zip(values, result_types)]  # type: ignore[arg-type]
+
