@@ -1,0 +1,277 @@
+"""The `exchange` dialect: IPU21 supervisor exchange instructions grouped into rows.
+
+One op per instruction of `spec/exchange-isa.md`; properties are the assembler operands of
+`device.isa` (counts are `events - 1` / `words - 1`, addresses are word addresses). The
+custom syntax is the spec's text form; integers may be written in hex or decimal:
+
+```mlir
+exchange.row @rhs_0 address 0x4c000 provenance "graph.gemm %c, block (0, 1)" {
+  exchange.send 32, 0x14000, 1
+  exchange.delay 0
+  exchange.sendpicp 42, 0x14021, 1, 0, xpic = 0x640, pic = 0x15000
+}
+```
+
+`exchange.row`: a symbol, an optional `address` (byte address of the row's first word) and
+an optional `provenance`; its single block holds instruction ops only. With an address the
+verifier also checks that the row encodes there (`sendpicp` 8-byte alignment).
+All ops are `AssemblyPrintable`: `-t ipu-asm`-style printers emit the spec's text form.
+"""
+
+from __future__ import annotations
+
+from abc import ABC
+from collections.abc import Sequence
+from dataclasses import astuple, fields
+from typing import ClassVar
+
+from xdsl.backend.assembly_printer import AssemblyPrintable, AssemblyPrinter, OneLineAssemblyPrintable
+from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, i64
+from xdsl.ir import Block, Dialect, Operation, Region
+from xdsl.irdl import IRDLOperation, irdl_op_definition, opt_prop_def, prop_def, region_def, traits_def
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
+from xdsl.utils.exceptions import VerifyException
+
+from device import isa
+
+
+class InstructionOp(IRDLOperation, OneLineAssemblyPrintable, ABC):
+    """Shared behaviour of the seven instruction ops (not itself an op)."""
+
+    ISA_CLASS: ClassVar[type]
+
+    def __init__(self, *args: int, **kwargs: int):
+        names = [f.name for f in fields(self.ISA_CLASS)]
+        values = dict(zip(names, args)) | kwargs
+        super().__init__(properties={n: IntegerAttr(values[n], i64) for n in names})
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in fields(cls.ISA_CLASS)]
+
+    def field_value(self, name: str) -> int:
+        attr = self.properties[name]
+        assert isinstance(attr, IntegerAttr)
+        return attr.value.data
+
+    def to_isa(self) -> isa.Instruction:
+        return self.ISA_CLASS(*(self.field_value(n) for n in self.field_names()))
+
+    def verify_(self) -> None:
+        instr = self.to_isa()
+        for name, value, lo, hi in isa.field_errors(instr):
+            raise VerifyException(
+                f"{self.name}: field '{name}' = {value} is out of range [{lo}, {hi}]"
+                + (" (an XPIC immediate in sendpic is 13 bits)"
+                   if isinstance(instr, isa.SendPic) and name == "value" else "")
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> InstructionOp:
+        values = {}
+        for position, name in enumerate(cls.field_names()):
+            if position:
+                parser.parse_punctuation(",")
+            if name in ("xpic", "pic"):
+                parser.parse_keyword(name)
+                parser.parse_punctuation("=")
+            values[name] = parser.parse_integer(allow_boolean=False, context_msg=f" for '{name}'")
+        op = cls(**values)
+        extra = parser.parse_optional_attr_dict()
+        op.attributes |= extra
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" " + isa.format_operands(self.to_isa()))
+        printer.print_op_attributes(self.attributes)
+
+    def assembly_line(self) -> str | None:
+        instr = self.to_isa()
+        words = " ".join(f"{w:08x}" for w in isa.encode_one(instr))
+        return AssemblyPrinter.assembly_line(instr.mnemonic, isa.format_operands(instr),
+                                             StringAttr(words))
+
+
+@irdl_op_definition
+class DelayOp(InstructionOp):
+    name = "exchange.delay"
+    ISA_CLASS: ClassVar[type] = isa.Delay
+    events_m1 = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class DelayPicOp(InstructionOp):
+    name = "exchange.delaypic"
+    ISA_CLASS: ClassVar[type] = isa.DelayPic
+    events_m1 = prop_def(IntegerAttr[I64])
+    selector = prop_def(IntegerAttr[I64])
+    value = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class DelayXpicOp(InstructionOp):
+    name = "exchange.delayxpic"
+    ISA_CLASS: ClassVar[type] = isa.DelayXpic
+    events_m1 = prop_def(IntegerAttr[I64])
+    selector = prop_def(IntegerAttr[I64])
+    value = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class SendOp(InstructionOp):
+    name = "exchange.send"
+    ISA_CLASS: ClassVar[type] = isa.Send
+    words_m1 = prop_def(IntegerAttr[I64])
+    address = prop_def(IntegerAttr[I64])
+    sctl = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class SendOffOp(InstructionOp):
+    name = "exchange.sendoff"
+    ISA_CLASS: ClassVar[type] = isa.SendOff
+    words_m1 = prop_def(IntegerAttr[I64])
+    delta = prop_def(IntegerAttr[I64])
+    sctl = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class SendPicOp(InstructionOp):
+    name = "exchange.sendpic"
+    ISA_CLASS: ClassVar[type] = isa.SendPic
+    words_m1 = prop_def(IntegerAttr[I64])
+    selector = prop_def(IntegerAttr[I64])
+    value = prop_def(IntegerAttr[I64])
+
+
+@irdl_op_definition
+class SendPicPOp(InstructionOp):
+    name = "exchange.sendpicp"
+    ISA_CLASS: ClassVar[type] = isa.SendPicP
+    words_m1 = prop_def(IntegerAttr[I64])
+    address = prop_def(IntegerAttr[I64])
+    sctl = prop_def(IntegerAttr[I64])
+    pic_selector = prop_def(IntegerAttr[I64])
+    xpic = prop_def(IntegerAttr[I64])
+    pic = prop_def(IntegerAttr[I64])
+
+
+INSTRUCTION_OPS: tuple[type[InstructionOp], ...] = (
+    DelayOp, DelayPicOp, DelayXpicOp, SendOp, SendOffOp, SendPicOp, SendPicPOp,
+)
+OP_BY_ISA: dict[type, type[InstructionOp]] = {op.ISA_CLASS: op for op in INSTRUCTION_OPS}
+
+
+def op_from_isa(instr: isa.Instruction) -> InstructionOp:
+    """The instruction op carrying exactly the fields of `instr`."""
+    return OP_BY_ISA[type(instr)](*astuple(instr))
+
+
+@irdl_op_definition
+class RowOp(IRDLOperation, AssemblyPrintable):
+    """A row of exchange instructions, placed (optionally) at a byte address."""
+
+    name = "exchange.row"
+    sym_name = prop_def(StringAttr)
+    address = opt_prop_def(IntegerAttr[I64])
+    provenance = opt_prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(NoTerminator(), IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(
+        self,
+        sym_name: str,
+        instructions: Sequence[isa.Instruction | Operation] = (),
+        address: int | None = None,
+        provenance: str | None = None,
+    ):
+        ops = [i if isinstance(i, Operation) else op_from_isa(i) for i in instructions]
+        properties: dict = {"sym_name": StringAttr(sym_name)}
+        if address is not None:
+            properties["address"] = IntegerAttr(address, i64)
+        if provenance is not None:
+            properties["provenance"] = StringAttr(provenance)
+        super().__init__(properties=properties, regions=[Region(Block(ops))])
+
+    def instructions(self) -> list[isa.Instruction]:
+        return [op.to_isa() for op in self.body.block.ops]  # type: ignore[attr-defined]
+
+    def encode(self, base_address: int | None = None) -> list[int]:
+        if base_address is None:
+            base_address = self.address.value.data if self.address is not None else 0
+        return isa.encode(self.instructions(), base_address)
+
+    def verify_(self) -> None:
+        for op in self.body.block.ops:
+            if not isinstance(op, InstructionOp):
+                raise VerifyException(
+                    f"exchange.row @{self.sym_name.data}: '{op.name}' is not an exchange "
+                    f"instruction; a row holds only exchange.delay/delaypic/delayxpic/send/"
+                    f"sendoff/sendpic/sendpicp"
+                )
+        if self.address is None:
+            return
+        address = self.address.value.data
+        if address < 0 or address % 4:
+            raise VerifyException(
+                f"exchange.row @{self.sym_name.data}: address {address:#x} is not a "
+                f"4-byte-aligned byte address"
+            )
+        if any(isa.field_errors(instr) for instr in self.instructions()):
+            return  # the instruction's own verifier names the field
+        try:
+            self.encode(address)
+        except isa.EncodeError as error:
+            raise VerifyException(f"exchange.row @{self.sym_name.data}: {error}") from error
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RowOp:
+        sym_name = parser.parse_symbol_name().data
+        address = None
+        provenance = None
+        if parser.parse_optional_keyword("address") is not None:
+            address = parser.parse_integer(allow_boolean=False, context_msg=" for the row address")
+        if parser.parse_optional_keyword("provenance") is not None:
+            provenance = parser.parse_str_literal(" for the row provenance")
+        extra = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        if not region.blocks:
+            region.add_block(Block())
+        ops = list(region.block.ops)
+        for nested in ops:
+            nested.detach()
+        op = cls(sym_name, ops, address=address, provenance=provenance)
+        if extra is not None:
+            op.attributes |= extra.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        if self.address is not None:
+            printer.print_string(f" address {self.address.value.data:#x}")
+        if self.provenance is not None:
+            printer.print_string(" provenance ")
+            printer.print_string_literal(self.provenance.data)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_empty_block=False)
+
+    def print_assembly(self, printer: AssemblyPrinter) -> None:
+        # The printer walks nested ops itself: the row prints only its label.
+        notes = []
+        if self.address is not None:
+            notes.append(f"address {self.address.value.data:#x}")
+        if self.provenance is not None:
+            notes.append(self.provenance.data)
+        label = f"{self.sym_name.data}:"
+        printer.print_string(
+            AssemblyPrinter.append_comment(label, StringAttr("; ".join(notes)) if notes else None)
+            + "\n",
+            indent=0,
+        )
+
+
+Exchange = Dialect("exchange", [*INSTRUCTION_OPS, RowOp], [])
