@@ -292,11 +292,18 @@ def configured_tile_count(op: Operation) -> int | None:
     return None
 
 
+def describe(op: Operation) -> str:
+    """How diagnostics name an op: kernels by their symbol."""
+    if isinstance(op, KernelOp):
+        return f"tile.kernel @{op.symbol}"
+    return op.name
+
+
 def check_tile_set_fits(op: Operation, what: str, tile_set: TileSetAttr) -> None:
     total = configured_tile_count(op)
     if total is not None and tile_set.stop.data > total:
         raise VerifyException(
-            f"{op.name}: {what} {tile_set} reaches tile {tile_set.stop.data - 1}, "
+            f"{describe(op)}: {what} {tile_set} reaches tile {tile_set.stop.data - 1}, "
             f"but the module is configured for {total} tiles"
         )
 
@@ -318,7 +325,7 @@ def loop_bounds(loops: Sequence[LoopOp]) -> list[tuple[int, int]]:
 def defining_buffer(op: Operation, what: str, value: SSAValue) -> BufferOp:
     owner = value.owner
     if not isinstance(owner, BufferOp):
-        raise VerifyException(f"{op.name}: {what} must be the result of a tile.buffer")
+        raise VerifyException(f"{describe(op)}: {what} must be the result of a tile.buffer")
     return owner
 
 
@@ -328,7 +335,7 @@ def check_induction_operands(op: Operation, ivs: Sequence[SSAValue]) -> list[tup
     expected = [loop.induction_var for loop in loops]
     if list(ivs) != expected:
         raise VerifyException(
-            f"{op.name}: iv(...) must list the indices of the {len(loops)} enclosing tile.loop(s), "
+            f"{describe(op)}: iv(...) must list the indices of the {len(loops)} enclosing tile.loop(s), "
             f"outermost first; got {len(ivs)} operand(s)"
         )
     return loop_bounds(loops)
@@ -337,12 +344,12 @@ def check_induction_operands(op: Operation, ivs: Sequence[SSAValue]) -> list[tup
 def check_map(op: Operation, what: str, affine_map: AffineMap, depth: int) -> None:
     if affine_map.num_dims != depth:
         raise VerifyException(
-            f"{op.name}: {what} map {affine_map} takes {affine_map.num_dims} indices, "
+            f"{describe(op)}: {what} map {affine_map} takes {affine_map.num_dims} indices, "
             f"but the op has {depth} index operand(s)"
         )
     if affine_map.num_symbols != 0 or len(affine_map.results) != 1:
         raise VerifyException(
-            f"{op.name}: {what} map {affine_map} must have no symbols and exactly one result"
+            f"{describe(op)}: {what} map {affine_map} must have no symbols and exactly one result"
         )
 
 
@@ -369,7 +376,7 @@ def check_view_inside(
     if lo < 0 or hi + view_bytes > size:
         bad = lo if lo < 0 else hi
         raise VerifyException(
-            f"{op.name}: {what} view of @{buffer.sym_name.data} at byte offset {bad} "
+            f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset {bad} "
             f"({view_bytes} bytes) leaves the buffer ({size} bytes)"
         )
 
@@ -377,7 +384,7 @@ def check_view_inside(
 def check_resident(op: Operation, what: str, buffer: BufferOp, tiles: TileSetAttr) -> None:
     if not tiles.issubset(buffer.tiles):
         raise VerifyException(
-            f"{op.name}: {what} @{buffer.sym_name.data} lives on {buffer.tiles}, "
+            f"{describe(op)}: {what} @{buffer.sym_name.data} lives on {buffer.tiles}, "
             f"not on every tile of {tiles}"
         )
 

@@ -1,0 +1,274 @@
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+func.func @empty_range() {
+  %a = tile.buffer @a scratch on #tile.tiles<[3, 3)> shard [4] f32 row_major standard align 4 tail 0
+  func.return
+}
+// CHECK: tile set [3, 3) is empty
+
+// -----
+
+func.func @unsorted_list() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 5, 2]> shard [4] f32 row_major standard align 4 tail 0
+  func.return
+}
+// CHECK: tile list [0, 5, 2] must be strictly increasing
+
+// -----
+
+func.func @bad_kind() {
+  %a = tile.buffer @a temp on #tile.tiles<[0, 1)> shard [4] f32 row_major standard align 4 tail 0
+  func.return
+}
+// CHECK: tile.buffer @a: kind 'temp' is not one of input, output, scratch
+
+// -----
+
+func.func @scratch_with_index() {
+  %a = "tile.buffer"() <{sym_name = "a", kind = "scratch", index = 0 : i64, tiles = #tile.tiles<[0, 1)>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
+  func.return
+}
+// CHECK: tile.buffer @a: 'input' and 'output' buffers take an index, 'scratch' none
+
+// -----
+
+func.func @bad_precision() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] bf16 row_major standard align 4 tail 0
+  func.return
+}
+// CHECK: tile.buffer @a: precision 'bf16' is not one of f8f143, f16, f32
+
+// -----
+
+func.func @bad_order() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 col_major standard align 4 tail 0
+  func.return
+}
+// CHECK: tile.buffer @a: element order 'col_major' is not one of row_major, amp_left, amp_right, amp_output
+
+// -----
+
+func.func @bad_memory() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major fast align 4 tail 0
+  func.return
+}
+// CHECK: tile.buffer @a: memory class 'fast' is not one of standard, interleaved
+
+// -----
+
+func.func @bad_shape() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4, 0] f16 row_major standard align 4 tail 0
+  func.return
+}
+// CHECK: tile.buffer @a: shard shape [4, 0] must be non-empty with extents >= 1
+
+// -----
+
+func.func @bad_alignment() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major standard align 24 tail 0
+  func.return
+}
+// CHECK: tile.buffer @a: alignment 24 must be a power of two
+
+// -----
+
+func.func @bad_tail() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major standard align 8 tail -8
+  func.return
+}
+// CHECK: tile.buffer @a: access tail -8 must be >= 0
+
+// -----
+
+func.func @misaligned_address() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major standard align 32 tail 0 address 0x4c010
+  func.return
+}
+// CHECK: tile.buffer @a: address 0x4c010 is not 32-byte aligned
+
+// -----
+
+func.func @empty_loop() {
+  tile.loop %i = 2 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+  }
+  func.return
+}
+// CHECK: tile.loop: empty iteration range [2, 2); a loop must run at least once
+
+// -----
+
+func.func @zero_words() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 0 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: must move at least one word, got 0
+
+// -----
+
+func.func @not_a_buffer_op(%x: !tile.buffer) {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %x[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: source must be the result of a tile.buffer
+
+// -----
+
+func.func @map_arity() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.exchange 4 words from %a[(d0, d1) -> (0)] on tile (d0) -> (d0) to %a[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  }
+  func.return
+}
+// CHECK: tile.exchange: source offset map (d0, d1) -> (0) takes 2 indices, but the op has 1 index operand(s)
+
+// -----
+
+func.func @map_results() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0, 4)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: source offset map () -> (0, 4) must have no symbols and exactly one result
+
+// -----
+
+func.func @ivs_not_the_loops() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  }
+  func.return
+}
+// CHECK: tile.exchange: iv(...) must list the indices of the 1 enclosing tile.loop(s), outermost first; got 0 operand(s)
+
+// -----
+
+func.func @source_tile_not_holding() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 4)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 3 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (d0) to %b[(d0) -> (0)] on #tile.tiles<[0, 4)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  }
+  func.return
+}
+// CHECK: tile.exchange: source tile 2 does not hold @a (it lives on #tile.tiles<[0, 2)>)
+
+// -----
+
+func.func @destination_not_resident() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 3)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: destination buffer @a lives on #tile.tiles<[0, 2)>, not on every tile of #tile.tiles<[0, 3)>
+
+// -----
+
+func.func @offset_outside() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 4 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.exchange 17 words from %a[(d0) -> (d0 * 64)] on tile (d0) -> (0) to %a[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  }
+  func.return
+}
+// CHECK: tile.exchange: source view of @a at byte offset 192 (68 bytes) leaves the buffer (256 bytes)
+
+// -----
+
+func.func @rows_wrong_length() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (0) to %a[(d0) -> (4)] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r] sender_rows array<i32: 0>
+  }
+  func.return
+}
+// CHECK: tile.exchange: sender_rows has 1 entries, but the enclosing loops run 2 iteration(s)
+
+// -----
+
+func.func @rows_missing() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> receiver_rows array<i32: 0>
+  func.return
+}
+// CHECK: tile.exchange: receiver_rows needs 'rows' to select from
+
+// -----
+
+func.func @rows_out_of_range() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0, @r1] sender_rows array<i32: 2>
+  func.return
+}
+// CHECK: tile.exchange: sender_rows selects a row outside the 2 rows
+
+// -----
+
+func.func @rows_wrong_type() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0] sender_rows array<i64: 0>
+  func.return
+}
+// CHECK: tile.exchange: sender_rows must be an array<i32: ...>
+
+// -----
+
+func.func @view_not_resident() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %b = tile.buffer @b input 1 on #tile.tiles<[1, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (0)], %b[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.kernel @copy_words: view 1 buffer @b lives on #tile.tiles<[1, 2)>, not on every tile of #tile.tiles<[0, 2)>
+
+// -----
+
+func.func @view_outside() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (256)], %a[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.kernel @copy_words: view 0 view of @a at byte offset 256 (1 bytes) leaves the buffer (256 bytes)
+
+// -----
+
+func.func @kernel_map_arity() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[(d0) -> (d0)], %a[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.kernel @copy_words: view 0 offset map (d0) -> (d0) takes 1 indices, but the op has 0 index operand(s)
+
+// -----
+
+func.func @views_and_offsets() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  "tile.kernel"(%a, %a) <{callee = @copy_words, offsets = [affine_map<() -> (0)>], scalars = array<i64: 4>, tiles = #tile.tiles<[0, 2)>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, operandSegmentSizes = array<i32: 2, 0>}> : (!tile.buffer, !tile.buffer) -> ()
+  func.return
+}
+// CHECK: tile.kernel @copy_words: 2 buffer view(s) but 1 offset map(s)
+
+// -----
+
+func.func @on_tile_negative() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (4)]) scalars [1] on #tile.tiles<[0, 2)> only (d0) -> (d0 - 1) iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  }
+  func.return
+}
+// CHECK: tile.kernel @copy_words: on_tile selects tile -1, which does not exist
+
+// -----
+
+func.func @on_tile_never() {
+  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (4)]) scalars [1] on #tile.tiles<[0, 2)> only (d0) -> (d0 + 2) iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  }
+  func.return
+}
+// CHECK: tile.kernel @copy_words: on_tile never selects a tile of #tile.tiles<[0, 2)>; the run would never happen
