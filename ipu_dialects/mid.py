@@ -1,0 +1,947 @@
+"""The `mid` dialect: the layout-aware level of ipu-stack (IR definitions only).
+
+Every mid value is a builtin ranked tensor whose *encoding* is a `#mid.format` (as MLIR's
+sparse tensors carry theirs). The element type is the logical element type; the format's
+precision is the storage precision:
+
+    tensor<128x256xf16, #mid.format<f16, amp_left, [16 x 8 pad, 64 x 1 pad], replication = 1, group = 16, standard>>
+
+Attributes (syntax)
+-------------------
+    #mid.format<PREC, ORDER, [BLOCK x PARTS pad|reject, ...], replication = R, group = G, MEMORY>
+        PREC   = f16 | f32 | f8f143<SCALE>          (SCALE in -31..31, value = q * 2**SCALE)
+        ORDER  = row_major | amp_left | amp_right | amp_output
+        MEMORY = standard | interleaved
+    #mid.axis<BLOCK x PARTS pad|reject>               one tiling entry (also usable standalone)
+    #mid.dispatch<KIND[, inner = I][, columns = C][, init = @sym][, accum = @sym]>
+        KIND = gemm_blocks | pointwise | head_sharded
+    #mid.operand<NAME : ROLE, #mid.format<...>, align = A, tail = T>
+        ROLE = left | right | output | input
+    #mid.plan<"candidate", #mid.dispatch<...>, accumulate = f16|f32, amp = "A16/B16x16/C16"|none,
+              operands = [#mid.operand<...>, ...], distinct = [(out, lhs), ...], alias = none|NAME>
+    #mid.config<target = "ipu21", tiles = N, indivisible = pad|reject, inputs = consumer|row_major,
+                catalog = ["name", ...], scheduling = in_order, profiling = off|cycles>
+
+Ops (syntax)
+------------
+    %c = mid.gemm %a, %b plan #mid.plan<...> : (T_a, T_b) -> T_c
+    %y = mid.cast_precision %x : T_x -> T_y
+    %y = mid.rearrange %x : T_x -> T_y
+
+The shard arithmetic of a format (chunks, padding, tiles of partitions) lives in
+`passes/shard_geometry.py`; plans are built and chosen in `passes/gemm_plans.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntAttr,
+    NoneAttr,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from device.target import get_target
+
+FP8_SCALE_RANGE = range(-31, 32)
+
+
+class StoragePrecision(StrEnum):
+    F8F143 = "f8f143"
+    F16 = "f16"
+    F32 = "f32"
+
+
+class ElementOrder(StrEnum):
+    ROW_MAJOR = "row_major"
+    AMP_LEFT = "amp_left"
+    AMP_RIGHT = "amp_right"
+    AMP_OUTPUT = "amp_output"
+
+
+class Indivisible(StrEnum):
+    PAD = "pad"
+    REJECT = "reject"
+
+
+class MemoryClass(StrEnum):
+    STANDARD = "standard"
+    INTERLEAVED = "interleaved"
+
+
+class DispatchKind(StrEnum):
+    GEMM_BLOCKS = "gemm_blocks"
+    POINTWISE = "pointwise"
+    HEAD_SHARDED = "head_sharded"
+
+
+class OperandRole(StrEnum):
+    LEFT = "left"
+    RIGHT = "right"
+    OUTPUT = "output"
+    INPUT = "input"
+
+
+class InputPolicy(StrEnum):
+    """How graph inputs arrive: in the consumer's format, or row-major (then converted)."""
+
+    CONSUMER = "consumer"
+    ROW_MAJOR = "row_major"
+
+
+class SchedulingPolicy(StrEnum):
+    IN_ORDER = "in_order"
+
+
+class ProfilingPolicy(StrEnum):
+    OFF = "off"
+    CYCLES = "cycles"
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+def _checked_enum(enum: type[E], value: str, what: str) -> E:
+    try:
+        return enum(value)
+    except ValueError:
+        allowed = ", ".join(e.value for e in enum)
+        raise VerifyException(f"{what} '{value}' is not one of: {allowed}") from None
+
+
+def _key(parser: AttrParser, keyword: str) -> None:
+    """Parse `keyword =`."""
+    parser.parse_keyword(keyword)
+    parser.parse_punctuation("=")
+
+
+def _parse_nested(parser: AttrParser, kind: type[Attribute], what: str) -> Attribute:
+    pos = parser.pos
+    attr = parser.parse_attribute()
+    if not isinstance(attr, kind):
+        parser.raise_error(f"expected {what}, got {attr}", pos, parser.pos)
+    return attr
+
+
+# ----------------------------------------------------------------------------------------------
+# TensorFormat
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class AxisTilingAttr(ParametrizedAttribute):
+    """Tiling of one axis: `block x partitions` plus what to do with an indivisible extent."""
+
+    name = "mid.axis"
+    block: IntAttr
+    partitions: IntAttr
+    indivisible: StringAttr
+
+    def __init__(self, block: int, partitions: int, indivisible: str = Indivisible.PAD):
+        super().__init__(IntAttr(block), IntAttr(partitions), StringAttr(str(indivisible)))
+
+    @property
+    def pad(self) -> bool:
+        return self.indivisible.data == Indivisible.PAD
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            return cls.parse_body(parser)
+
+    @staticmethod
+    def parse_body(parser: AttrParser) -> tuple[Attribute, ...]:
+        block = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("x")
+        partitions = parser.parse_integer(allow_boolean=False)
+        mode = parser.parse_str_enum(Indivisible)
+        return (IntAttr(block), IntAttr(partitions), StringAttr(mode.value))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            self.print_body(printer)
+
+    def print_body(self, printer: Printer) -> None:
+        printer.print_string(
+            f"{self.block.data} x {self.partitions.data} {self.indivisible.data}"
+        )
+
+    def verify(self) -> None:
+        if self.block.data < 1:
+            raise VerifyException(f"axis tiling: block size must be >= 1, got {self.block.data}")
+        if self.partitions.data < 1:
+            raise VerifyException(
+                f"axis tiling: partition count must be >= 1, got {self.partitions.data}"
+            )
+        _checked_enum(Indivisible, self.indivisible.data, "axis tiling: indivisible mode")
+
+
+@irdl_attr_definition
+class TensorFormatAttr(ParametrizedAttribute):
+    """`TensorFormat`: storage precision, element order, per-axis tiling, replication and
+    tile-group size, memory class. Used as the encoding of mid tensors."""
+
+    name = "mid.format"
+    precision: StringAttr
+    scale: IntAttr
+    order: StringAttr
+    tiling: ArrayAttr[AxisTilingAttr]
+    replication: IntAttr
+    group: IntAttr
+    memory: StringAttr
+
+    def __init__(
+        self,
+        precision: str,
+        order: str,
+        tiling: Sequence[AxisTilingAttr],
+        replication: int = 1,
+        group: int = 1,
+        memory: str = MemoryClass.STANDARD,
+        scale: int = 0,
+    ):
+        super().__init__(
+            StringAttr(str(precision)),
+            IntAttr(scale),
+            StringAttr(str(order)),
+            ArrayAttr(tiling),
+            IntAttr(replication),
+            IntAttr(group),
+            StringAttr(str(memory)),
+        )
+
+    # -- Python accessors (plain values) -------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return len(self.tiling.data)
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        return tuple(a.block.data for a in self.tiling.data)
+
+    @property
+    def partitions(self) -> tuple[int, ...]:
+        return tuple(a.partitions.data for a in self.tiling.data)
+
+    @property
+    def pads(self) -> tuple[bool, ...]:
+        return tuple(a.pad for a in self.tiling.data)
+
+    @property
+    def partition_count(self) -> int:
+        return math.prod(self.partitions)
+
+    def with_changes(self, **changes: object) -> TensorFormatAttr:
+        """A copy with some parts replaced (keys: the `__init__` argument names)."""
+        parts: dict[str, object] = {
+            "precision": self.precision.data,
+            "order": self.order.data,
+            "tiling": list(self.tiling.data),
+            "replication": self.replication.data,
+            "group": self.group.data,
+            "memory": self.memory.data,
+            "scale": self.scale.data,
+        }
+        parts.update(changes)
+        return TensorFormatAttr(**parts)  # type: ignore[arg-type]
+
+    # -- syntax --------------------------------------------------------------------------------
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            precision = parser.parse_str_enum(StoragePrecision)
+            scale = 0
+            if precision == StoragePrecision.F8F143:
+                with parser.in_angle_brackets():
+                    scale = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(",")
+            order = parser.parse_str_enum(ElementOrder)
+            parser.parse_punctuation(",")
+            tiling = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE,
+                lambda: AxisTilingAttr.new(AxisTilingAttr.parse_body(parser)),
+            )
+            parser.parse_punctuation(",")
+            _key(parser, "replication")
+            replication = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(",")
+            _key(parser, "group")
+            group = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(",")
+            memory = parser.parse_str_enum(MemoryClass)
+        return (
+            StringAttr(precision.value),
+            IntAttr(scale),
+            StringAttr(order.value),
+            ArrayAttr(tiling),
+            IntAttr(replication),
+            IntAttr(group),
+            StringAttr(memory.value),
+        )
+
+    def precision_text(self) -> str:
+        if self.precision.data == StoragePrecision.F8F143:
+            return f"{self.precision.data}<{self.scale.data}>"
+        return self.precision.data
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(f"{self.precision_text()}, {self.order.data}, ")
+            with printer.in_square_brackets():
+                printer.print_list(self.tiling.data, lambda a: a.print_body(printer))
+            printer.print_string(
+                f", replication = {self.replication.data}, group = {self.group.data}, "
+                f"{self.memory.data}"
+            )
+
+    def verify(self) -> None:
+        precision = _checked_enum(StoragePrecision, self.precision.data, "format: precision")
+        _checked_enum(ElementOrder, self.order.data, "format: element order")
+        _checked_enum(MemoryClass, self.memory.data, "format: memory class")
+        scale = self.scale.data
+        if precision == StoragePrecision.F8F143:
+            if scale not in FP8_SCALE_RANGE:
+                raise VerifyException(
+                    f"format: f8f143 scale {scale} is outside "
+                    f"{FP8_SCALE_RANGE.start}..{FP8_SCALE_RANGE.stop - 1}"
+                )
+        elif scale != 0:
+            raise VerifyException(f"format: only f8f143 has a scale, {precision} has {scale}")
+        for axis, entry in enumerate(self.tiling.data):
+            if not isinstance(entry, AxisTilingAttr):
+                raise VerifyException(f"format: tiling entry {axis} is not a #mid.axis")
+        if self.replication.data < 1:
+            raise VerifyException(f"format: replication must be >= 1, got {self.replication.data}")
+        needed = self.replication.data * self.partition_count
+        if self.group.data < needed:
+            raise VerifyException(
+                f"format: tile group {self.group.data} is smaller than replication "
+                f"{self.replication.data} x {self.partition_count} partitions = {needed} tiles"
+            )
+
+
+def format_of(op_name: str, what: str, value_type: Attribute) -> tuple[TensorType, TensorFormatAttr]:
+    """The tensor type of a mid value and its format, or a diagnostic naming op and value."""
+    if not isinstance(value_type, TensorType):
+        raise VerifyException(f"{op_name}: {what} must be a ranked tensor, got {value_type}")
+    fmt = value_type.encoding
+    if not isinstance(fmt, TensorFormatAttr):
+        raise VerifyException(
+            f"{op_name}: {what} of type {value_type} has no #mid.format encoding"
+        )
+    shape = value_type.get_shape()
+    if any(d < 0 for d in shape):
+        raise VerifyException(f"{op_name}: {what} must have static extents, got {value_type}")
+    if fmt.rank != len(shape):
+        raise VerifyException(
+            f"{op_name}: {what} has rank {len(shape)} but its format tiles {fmt.rank} axes"
+        )
+    if fmt.order.data != ElementOrder.ROW_MAJOR and len(shape) < 2:
+        raise VerifyException(
+            f"{op_name}: {what} has rank {len(shape)}; {fmt.order.data} order needs >= 2 axes"
+        )
+    return value_type, fmt
+
+
+# ----------------------------------------------------------------------------------------------
+# OperatorDispatch, OperatorPlan
+# ----------------------------------------------------------------------------------------------
+
+
+def _print_optional_fields(printer: Printer, fields: Sequence[tuple[str, str | None]]) -> None:
+    for key, text in fields:
+        if text is not None:
+            printer.print_string(f", {key} = {text}")
+
+
+@irdl_attr_definition
+class OperatorDispatchAttr(ParametrizedAttribute):
+    """Whole-device recipe: dispatch kind, inner/column block sizes, init/accum kernels."""
+
+    name = "mid.dispatch"
+    kind: StringAttr
+    inner: IntAttr | NoneAttr
+    columns: IntAttr | NoneAttr
+    init: SymbolRefAttr | NoneAttr
+    accum: SymbolRefAttr | NoneAttr
+
+    def __init__(
+        self,
+        kind: str,
+        inner: int | None = None,
+        columns: int | None = None,
+        init: str | None = None,
+        accum: str | None = None,
+    ):
+        super().__init__(
+            StringAttr(str(kind)),
+            IntAttr(inner) if inner is not None else NoneAttr(),
+            IntAttr(columns) if columns is not None else NoneAttr(),
+            SymbolRefAttr(init) if init is not None else NoneAttr(),
+            SymbolRefAttr(accum) if accum is not None else NoneAttr(),
+        )
+
+    @property
+    def init_symbol(self) -> str | None:
+        return self.init.root_reference.data if isinstance(self.init, SymbolRefAttr) else None
+
+    @property
+    def accum_symbol(self) -> str | None:
+        return self.accum.root_reference.data if isinstance(self.accum, SymbolRefAttr) else None
+
+    @property
+    def inner_block(self) -> int | None:
+        return self.inner.data if isinstance(self.inner, IntAttr) else None
+
+    @property
+    def column_block(self) -> int | None:
+        return self.columns.data if isinstance(self.columns, IntAttr) else None
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        values: dict[str, Attribute] = {}
+        with parser.in_angle_brackets():
+            kind = parser.parse_str_enum(DispatchKind)
+            while parser.parse_optional_punctuation(","):
+                pos = parser.pos
+                key = parser.parse_identifier()
+                if key not in ("inner", "columns", "init", "accum") or key in values:
+                    parser.raise_error(
+                        f"expected one of inner, columns, init, accum (each once), got '{key}'",
+                        pos,
+                        parser.pos,
+                    )
+                parser.parse_punctuation("=")
+                if key in ("inner", "columns"):
+                    values[key] = IntAttr(parser.parse_integer(allow_boolean=False))
+                else:
+                    values[key] = SymbolRefAttr(parser.parse_symbol_name())
+        return (
+            StringAttr(kind.value),
+            *(values.get(k, NoneAttr()) for k in ("inner", "columns", "init", "accum")),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.kind.data)
+            _print_optional_fields(
+                printer,
+                [
+                    ("inner", str(self.inner_block) if self.inner_block is not None else None),
+                    ("columns", str(self.column_block) if self.column_block is not None else None),
+                    ("init", f"@{self.init_symbol}" if self.init_symbol else None),
+                    ("accum", f"@{self.accum_symbol}" if self.accum_symbol else None),
+                ],
+            )
+
+    def verify(self) -> None:
+        kind = _checked_enum(DispatchKind, self.kind.data, "dispatch: kind")
+        for key, block in (("inner", self.inner_block), ("columns", self.column_block)):
+            if block is not None and block < 1:
+                raise VerifyException(f"dispatch: {key} block size must be >= 1, got {block}")
+        if self.init_symbol is None:
+            raise VerifyException(f"dispatch: {kind} needs an init kernel symbol")
+        if kind == DispatchKind.GEMM_BLOCKS:
+            missing = [
+                k
+                for k, v in (
+                    ("inner", self.inner_block),
+                    ("columns", self.column_block),
+                    ("accum", self.accum_symbol),
+                )
+                if v is None
+            ]
+            if missing:
+                raise VerifyException(f"dispatch: gemm_blocks needs {', '.join(missing)}")
+
+
+@irdl_attr_definition
+class OperandPlanAttr(ParametrizedAttribute):
+    """One operand of an operator plan: name, role, format, byte alignment, access tail."""
+
+    name = "mid.operand"
+    operand: StringAttr
+    role: StringAttr
+    format: TensorFormatAttr
+    alignment: IntAttr
+    tail: IntAttr
+
+    def __init__(
+        self, operand: str, role: str, format: TensorFormatAttr, alignment: int, tail: int = 0
+    ):
+        super().__init__(
+            StringAttr(operand), StringAttr(str(role)), format, IntAttr(alignment), IntAttr(tail)
+        )
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            operand = parser.parse_identifier()
+            parser.parse_punctuation(":")
+            role = parser.parse_str_enum(OperandRole)
+            parser.parse_punctuation(",")
+            fmt = _parse_nested(parser, TensorFormatAttr, "a #mid.format")
+            parser.parse_punctuation(",")
+            _key(parser, "align")
+            alignment = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(",")
+            _key(parser, "tail")
+            tail = parser.parse_integer(allow_boolean=False)
+        return (StringAttr(operand), StringAttr(role.value), fmt, IntAttr(alignment), IntAttr(tail))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(f"{self.operand.data} : {self.role.data}, ")
+            printer.print_attribute(self.format)
+            printer.print_string(f", align = {self.alignment.data}, tail = {self.tail.data}")
+
+    def verify(self) -> None:
+        _checked_enum(OperandRole, self.role.data, f"operand {self.operand.data}: role")
+        align = self.alignment.data
+        if align < 1 or align & (align - 1):
+            raise VerifyException(
+                f"operand {self.operand.data}: alignment {align} is not a power of two"
+            )
+        if self.tail.data < 0:
+            raise VerifyException(
+                f"operand {self.operand.data}: access tail {self.tail.data} is negative"
+            )
+
+
+@irdl_attr_definition
+class OperatorPlanAttr(ParametrizedAttribute):
+    """A complete, selected operator candidate (see docs/internals.md, "mid level")."""
+
+    name = "mid.plan"
+    candidate: StringAttr
+    dispatch: OperatorDispatchAttr
+    accumulate: StringAttr
+    amp: StringAttr
+    operands: ArrayAttr[OperandPlanAttr]
+    distinct: ArrayAttr[ArrayAttr[StringAttr]]
+    alias: StringAttr
+
+    def __init__(
+        self,
+        candidate: str,
+        dispatch: OperatorDispatchAttr,
+        accumulate: str,
+        amp: str,
+        operands: Sequence[OperandPlanAttr],
+        distinct: Sequence[tuple[str, str]] = (),
+        alias: str = "none",
+    ):
+        super().__init__(
+            StringAttr(candidate),
+            dispatch,
+            StringAttr(str(accumulate)),
+            StringAttr(amp),
+            ArrayAttr(operands),
+            ArrayAttr(ArrayAttr((StringAttr(a), StringAttr(b))) for a, b in distinct),
+            StringAttr(alias),
+        )
+
+    def operand_plan(self, operand: str) -> OperandPlanAttr:
+        for entry in self.operands.data:
+            if entry.operand.data == operand:
+                return entry
+        raise KeyError(f"plan {self.candidate.data} has no operand '{operand}'")
+
+    @property
+    def distinct_pairs(self) -> tuple[tuple[str, str], ...]:
+        return tuple((p.data[0].data, p.data[1].data) for p in self.distinct.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        def parse_pair() -> Attribute:
+            with parser.in_parens():
+                first = parser.parse_identifier()
+                parser.parse_punctuation(",")
+                second = parser.parse_identifier()
+            return ArrayAttr((StringAttr(first), StringAttr(second)))
+
+        with parser.in_angle_brackets():
+            candidate = parser.parse_str_literal()
+            parser.parse_punctuation(",")
+            dispatch = _parse_nested(parser, OperatorDispatchAttr, "a #mid.dispatch")
+            parser.parse_punctuation(",")
+            _key(parser, "accumulate")
+            accumulate = parser.parse_str_enum(StoragePrecision)
+            parser.parse_punctuation(",")
+            _key(parser, "amp")
+            amp = "" if parser.parse_optional_keyword("none") else parser.parse_str_literal()
+            parser.parse_punctuation(",")
+            _key(parser, "operands")
+            operands = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE,
+                lambda: _parse_nested(parser, OperandPlanAttr, "a #mid.operand"),
+            )
+            parser.parse_punctuation(",")
+            _key(parser, "distinct")
+            distinct = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_pair)
+            parser.parse_punctuation(",")
+            _key(parser, "alias")
+            alias = parser.parse_identifier()
+        return (
+            StringAttr(candidate),
+            dispatch,
+            StringAttr(accumulate.value),
+            StringAttr(amp),
+            ArrayAttr(operands),
+            ArrayAttr(distinct),
+            StringAttr(alias),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string_literal(self.candidate.data)
+            printer.print_string(", ")
+            printer.print_attribute(self.dispatch)
+            printer.print_string(f", accumulate = {self.accumulate.data}, amp = ")
+            if self.amp.data:
+                printer.print_string_literal(self.amp.data)
+            else:
+                printer.print_string("none")
+            printer.print_string(", operands = ")
+            with printer.in_square_brackets():
+                printer.print_list(self.operands.data, printer.print_attribute)
+            printer.print_string(", distinct = ")
+            with printer.in_square_brackets():
+                printer.print_list(
+                    self.distinct_pairs, lambda p: printer.print_string(f"({p[0]}, {p[1]})")
+                )
+            printer.print_string(f", alias = {self.alias.data}")
+
+    def verify(self) -> None:
+        name = self.candidate.data
+        _checked_enum(StoragePrecision, self.accumulate.data, f"plan {name}: accumulation precision")
+        names = [entry.operand.data for entry in self.operands.data]
+        if len(set(names)) != len(names):
+            raise VerifyException(f"plan {name}: operand names repeat: {', '.join(names)}")
+        for first, second in self.distinct_pairs:
+            for n in (first, second):
+                if n not in names:
+                    raise VerifyException(
+                        f"plan {name}: distinct-memory pair ({first}, {second}) names unknown "
+                        f"operand '{n}'"
+                    )
+            if first == second:
+                raise VerifyException(
+                    f"plan {name}: distinct-memory pair ({first}, {second}) names one operand twice"
+                )
+        alias = self.alias.data
+        if alias != "none" and alias not in names:
+            raise VerifyException(f"plan {name}: output may alias unknown operand '{alias}'")
+
+
+# ----------------------------------------------------------------------------------------------
+# PipelineConfig
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_attr_definition
+class PipelineConfigAttr(ParametrizedAttribute):
+    """`PipelineConfig`, stored on the module as `ipu.config`: target, tile count, graph-input
+    format policy, operator catalog, scheduling and profiling policy."""
+
+    name = "mid.config"
+    target: StringAttr
+    tiles: IntAttr
+    indivisible: StringAttr
+    inputs: StringAttr
+    catalog: ArrayAttr[StringAttr]
+    scheduling: StringAttr
+    profiling: StringAttr
+
+    def __init__(
+        self,
+        target: str,
+        tiles: int,
+        indivisible: str = Indivisible.PAD,
+        inputs: str = InputPolicy.CONSUMER,
+        catalog: Sequence[str] = (),
+        scheduling: str = SchedulingPolicy.IN_ORDER,
+        profiling: str = ProfilingPolicy.OFF,
+    ):
+        super().__init__(
+            StringAttr(target),
+            IntAttr(tiles),
+            StringAttr(str(indivisible)),
+            StringAttr(str(inputs)),
+            ArrayAttr(StringAttr(c) for c in catalog),
+            StringAttr(str(scheduling)),
+            StringAttr(str(profiling)),
+        )
+
+    @property
+    def catalog_names(self) -> tuple[str, ...]:
+        return tuple(c.data for c in self.catalog.data)
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            _key(parser, "target")
+            target = parser.parse_str_literal()
+            parser.parse_punctuation(",")
+            _key(parser, "tiles")
+            tiles = parser.parse_integer(allow_boolean=False)
+            parser.parse_punctuation(",")
+            _key(parser, "indivisible")
+            indivisible = parser.parse_str_enum(Indivisible)
+            parser.parse_punctuation(",")
+            _key(parser, "inputs")
+            inputs = parser.parse_str_enum(InputPolicy)
+            parser.parse_punctuation(",")
+            _key(parser, "catalog")
+            catalog = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, lambda: StringAttr(parser.parse_str_literal())
+            )
+            parser.parse_punctuation(",")
+            _key(parser, "scheduling")
+            scheduling = parser.parse_str_enum(SchedulingPolicy)
+            parser.parse_punctuation(",")
+            _key(parser, "profiling")
+            profiling = parser.parse_str_enum(ProfilingPolicy)
+        return (
+            StringAttr(target),
+            IntAttr(tiles),
+            StringAttr(indivisible.value),
+            StringAttr(inputs.value),
+            ArrayAttr(catalog),
+            StringAttr(scheduling.value),
+            StringAttr(profiling.value),
+        )
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string("target = ")
+            printer.print_string_literal(self.target.data)
+            printer.print_string(
+                f", tiles = {self.tiles.data}, indivisible = {self.indivisible.data}, "
+                f"inputs = {self.inputs.data}, catalog = "
+            )
+            with printer.in_square_brackets():
+                printer.print_list(self.catalog_names, printer.print_string_literal)
+            printer.print_string(
+                f", scheduling = {self.scheduling.data}, profiling = {self.profiling.data}"
+            )
+
+    def verify(self) -> None:
+        try:
+            target = get_target(self.target.data)
+        except ValueError as err:
+            raise VerifyException(f"config: {err}") from None
+        tiles = self.tiles.data
+        if not 1 <= tiles <= target.tiles:
+            raise VerifyException(
+                f"config: tile count {tiles} is outside 1..{target.tiles} for target {target.name}"
+            )
+        _checked_enum(Indivisible, self.indivisible.data, "config: indivisible policy")
+        _checked_enum(InputPolicy, self.inputs.data, "config: graph-input format policy")
+        _checked_enum(SchedulingPolicy, self.scheduling.data, "config: scheduling policy")
+        _checked_enum(ProfilingPolicy, self.profiling.data, "config: profiling policy")
+        names = self.catalog_names
+        if len(set(names)) != len(names):
+            raise VerifyException(f"config: operator catalog repeats a name: {list(names)}")
+
+
+CONFIG_ATTR_NAME = "ipu.config"
+
+
+# ----------------------------------------------------------------------------------------------
+# Ops
+# ----------------------------------------------------------------------------------------------
+
+
+def _fmt_shape(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _broadcast_batch(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+    rank = max(len(lhs), len(rhs))
+    a = (1,) * (rank - len(lhs)) + tuple(lhs)
+    b = (1,) * (rank - len(rhs)) + tuple(rhs)
+    out: list[int] = []
+    for axis, (x, y) in enumerate(zip(a, b)):
+        if x != y and 1 not in (x, y):
+            raise VerifyException(
+                f"mid.gemm: batch axes {_fmt_shape(lhs)} and {_fmt_shape(rhs)} do not broadcast "
+                f"at axis {axis - rank}: {x} vs {y}"
+            )
+        out.append(max(x, y))
+    return tuple(out)
+
+
+@irdl_op_definition
+class GemmOp(IRDLOperation):
+    """`C = A x B` per broadcast batch, carried out by the selected operator plan."""
+
+    name = "mid.gemm"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs `plan` qualified($plan) attr-dict "
+        "`:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        lhs: SSAValue | Operation,
+        rhs: SSAValue | Operation,
+        result_type: TensorType,
+        plan: OperatorPlanAttr,
+    ):
+        super().__init__(
+            operands=[lhs, rhs], result_types=[result_type], properties={"plan": plan}
+        )
+
+    def verify_(self) -> None:
+        lhs, lhs_fmt = format_of(self.name, "lhs", self.lhs.type)
+        rhs, rhs_fmt = format_of(self.name, "rhs", self.rhs.type)
+        out, out_fmt = format_of(self.name, "result", self.result.type)
+        a, b, c = lhs.get_shape(), rhs.get_shape(), out.get_shape()
+        for what, shape in (("lhs", a), ("rhs", b), ("result", c)):
+            if len(shape) < 2:
+                raise VerifyException(f"{self.name}: {what} {_fmt_shape(shape)} has rank < 2")
+        if a[-1] != b[-2]:
+            raise VerifyException(
+                f"{self.name}: contraction extents differ: lhs {_fmt_shape(a)} axis -1 is "
+                f"{a[-1]}, rhs {_fmt_shape(b)} axis -2 is {b[-2]}"
+            )
+        expected = (*_broadcast_batch(a[:-2], b[:-2]), a[-2], b[-1])
+        if tuple(c) != expected:
+            raise VerifyException(
+                f"{self.name}: result shape {_fmt_shape(c)} does not match {_fmt_shape(expected)}"
+            )
+        for operand, fmt in (("lhs", lhs_fmt), ("rhs", rhs_fmt), ("out", out_fmt)):
+            try:
+                wanted = self.plan.operand_plan(operand).format
+            except KeyError:
+                raise VerifyException(
+                    f"{self.name}: plan {self.plan.candidate.data} has no entry for operand "
+                    f"'{operand}'"
+                ) from None
+            if wanted != fmt:
+                raise VerifyException(
+                    f"{self.name}: {operand} format {fmt} differs from the plan's {wanted}"
+                )
+
+
+def _same_except(
+    op_name: str,
+    src: TensorFormatAttr,
+    dst: TensorFormatAttr,
+    ignore: Callable[[TensorFormatAttr], TensorFormatAttr],
+    what: str,
+) -> None:
+    if ignore(src) != ignore(dst):
+        raise VerifyException(
+            f"{op_name}: may change only the {what}: {src} -> {dst}"
+        )
+
+
+@irdl_op_definition
+class CastPrecisionOp(IRDLOperation):
+    """Change the storage precision of a value; every other part of the format is kept."""
+
+    name = "mid.cast_precision"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        src, src_fmt = format_of(self.name, "input", self.input.type)
+        dst, dst_fmt = format_of(self.name, "result", self.result.type)
+        if src.get_shape() != dst.get_shape():
+            raise VerifyException(
+                f"{self.name}: shape changes from {_fmt_shape(src.get_shape())} to "
+                f"{_fmt_shape(dst.get_shape())}"
+            )
+        if (src_fmt.precision, src_fmt.scale) == (dst_fmt.precision, dst_fmt.scale):
+            raise VerifyException(
+                f"{self.name}: storage precision {src_fmt.precision_text()} does not change"
+            )
+        _same_except(
+            self.name,
+            src_fmt,
+            dst_fmt,
+            lambda f: f.with_changes(precision=StoragePrecision.F32, scale=0),
+            "storage precision",
+        )
+
+
+@irdl_op_definition
+class RearrangeOp(IRDLOperation):
+    """Move a value into another order, tiling, replication, tile group or memory class."""
+
+    name = "mid.rearrange"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        src, src_fmt = format_of(self.name, "input", self.input.type)
+        dst, dst_fmt = format_of(self.name, "result", self.result.type)
+        if src.get_shape() != dst.get_shape():
+            raise VerifyException(
+                f"{self.name}: shape changes from {_fmt_shape(src.get_shape())} to "
+                f"{_fmt_shape(dst.get_shape())}"
+            )
+        if src.get_element_type() != dst.get_element_type():
+            raise VerifyException(
+                f"{self.name}: element type changes from {src.get_element_type()} to "
+                f"{dst.get_element_type()} (use mid.cast_precision)"
+            )
+        if (src_fmt.precision, src_fmt.scale) != (dst_fmt.precision, dst_fmt.scale):
+            raise VerifyException(
+                f"{self.name}: storage precision changes from {src_fmt.precision_text()} to "
+                f"{dst_fmt.precision_text()} (use mid.cast_precision)"
+            )
+        if src_fmt == dst_fmt:
+            raise VerifyException(f"{self.name}: input and result formats are identical")
+
+
+Mid = Dialect(
+    "mid",
+    [GemmOp, CastPrecisionOp, RearrangeOp],
+    [
+        AxisTilingAttr,
+        TensorFormatAttr,
+        OperatorDispatchAttr,
+        OperandPlanAttr,
+        OperatorPlanAttr,
+        PipelineConfigAttr,
+    ],
+)

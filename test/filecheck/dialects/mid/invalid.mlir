@@ -1,0 +1,235 @@
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+"test.op"() {a = #mid.axis<0 x 4 pad>} : () -> ()
+// CHECK: axis tiling: block size must be >= 1, got 0
+
+// -----
+
+"test.op"() {a = #mid.axis<16 x 0 pad>} : () -> ()
+// CHECK: axis tiling: partition count must be >= 1, got 0
+
+// -----
+
+"test.op"() {f = #mid.format<f8f143<32>, row_major, [1 x 1 pad], replication = 1, group = 1, standard>} : () -> ()
+// CHECK: format: f8f143 scale 32 is outside -31..31
+
+// -----
+
+"test.op"() {f = #mid.format<f8f143<-32>, row_major, [1 x 1 pad], replication = 1, group = 1, standard>} : () -> ()
+// CHECK: format: f8f143 scale -32 is outside -31..31
+
+// -----
+
+"test.op"() {f = #mid.format<f16, amp_left, [16 x 4 pad, 64 x 2 pad], replication = 2, group = 15, standard>} : () -> ()
+// CHECK: format: tile group 15 is smaller than replication 2 x 8 partitions = 16 tiles
+
+// -----
+
+"test.op"() {f = #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 0, group = 1, standard>} : () -> ()
+// CHECK: format: replication must be >= 1, got 0
+
+// -----
+
+"test.op"() {d = #mid.dispatch<gemm_blocks, inner = 64, init = @amp_gemm_f16_init>} : () -> ()
+// CHECK: dispatch: gemm_blocks needs columns, accum
+
+// -----
+
+"test.op"() {d = #mid.dispatch<pointwise>} : () -> ()
+// CHECK: dispatch: pointwise needs an init kernel symbol
+
+// -----
+
+"test.op"() {d = #mid.dispatch<gemm_blocks, inner = 0, columns = 64, init = @i, accum = @a>} : () -> ()
+// CHECK: dispatch: inner block size must be >= 1, got 0
+
+// -----
+
+"test.op"() {o = #mid.operand<lhs : left, #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>, align = 24, tail = 0>} : () -> ()
+// CHECK: operand lhs: alignment 24 is not a power of two
+
+// -----
+
+"test.op"() {o = #mid.operand<lhs : left, #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>, align = 32, tail = -4>} : () -> ()
+// CHECK: operand lhs: access tail -4 is negative
+
+// -----
+
+"test.op"() {p = #mid.plan<"p", #mid.dispatch<pointwise, init = @k>, accumulate = f32, amp = none, operands = [#mid.operand<x : input, #mid.format<f16, row_major, [7 x 1 pad], replication = 1, group = 1, standard>, align = 8, tail = 0>], distinct = [(out, x)], alias = none>} : () -> ()
+// CHECK: plan p: distinct-memory pair (out, x) names unknown operand 'out'
+
+// -----
+
+"test.op"() {p = #mid.plan<"p", #mid.dispatch<pointwise, init = @k>, accumulate = f32, amp = none, operands = [#mid.operand<x : input, #mid.format<f16, row_major, [7 x 1 pad], replication = 1, group = 1, standard>, align = 8, tail = 0>], distinct = [(x, x)], alias = none>} : () -> ()
+// CHECK: plan p: distinct-memory pair (x, x) names one operand twice
+
+// -----
+
+"test.op"() {p = #mid.plan<"p", #mid.dispatch<pointwise, init = @k>, accumulate = f32, amp = none, operands = [#mid.operand<x : input, #mid.format<f16, row_major, [7 x 1 pad], replication = 1, group = 1, standard>, align = 8, tail = 0>, #mid.operand<x : output, #mid.format<f16, row_major, [7 x 1 pad], replication = 1, group = 1, standard>, align = 8, tail = 0>], distinct = [], alias = none>} : () -> ()
+// CHECK: plan p: operand names repeat: x, x
+
+// -----
+
+"test.op"() {p = #mid.plan<"p", #mid.dispatch<pointwise, init = @k>, accumulate = f32, amp = none, operands = [#mid.operand<x : input, #mid.format<f16, row_major, [7 x 1 pad], replication = 1, group = 1, standard>, align = 8, tail = 0>], distinct = [], alias = y>} : () -> ()
+// CHECK: plan p: output may alias unknown operand 'y'
+
+// -----
+
+"test.op"() {c = #mid.config<target = "ipu21", tiles = 1473, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} : () -> ()
+// CHECK: config: tile count 1473 is outside 1..1472 for target ipu21
+
+// -----
+
+"test.op"() {c = #mid.config<target = "ipu21", tiles = 0, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} : () -> ()
+// CHECK: config: tile count 0 is outside 1..1472 for target ipu21
+
+// -----
+
+"test.op"() {c = #mid.config<target = "gc200", tiles = 4, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} : () -> ()
+// CHECK: config: unknown target 'gc200'; known targets: ipu21
+
+// -----
+
+"test.op"() {c = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = ["a", "a"], scheduling = in_order, profiling = off>} : () -> ()
+// CHECK: config: operator catalog repeats a name: ['a', 'a']
+
+// -----
+
+func.func @no_format(%x: tensor<4x4xf16>) -> tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> {
+  %y = mid.rearrange %x : tensor<4x4xf16> -> tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+  func.return %y : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+}
+// CHECK: mid.rearrange: input of type tensor<4x4xf16> has no #mid.format encoding
+
+// -----
+
+func.func @rank(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> {
+  %y = mid.rearrange %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+  func.return %y : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+}
+// CHECK: mid.rearrange: input has rank 2 but its format tiles 1 axes
+
+// -----
+
+func.func @amp_rank(%x: tensor<64xf16, #mid.format<f16, row_major, [64 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<64xf16, #mid.format<f16, amp_left, [64 x 1 pad], replication = 1, group = 1, standard>> {
+  %y = mid.rearrange %x : tensor<64xf16, #mid.format<f16, row_major, [64 x 1 pad], replication = 1, group = 1, standard>> -> tensor<64xf16, #mid.format<f16, amp_left, [64 x 1 pad], replication = 1, group = 1, standard>>
+  func.return %y : tensor<64xf16, #mid.format<f16, amp_left, [64 x 1 pad], replication = 1, group = 1, standard>>
+}
+// CHECK: mid.rearrange: result has rank 1; amp_left order needs >= 2 axes
+
+// -----
+
+func.func @same(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> {
+  %y = mid.rearrange %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+  func.return %y : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+}
+// CHECK: mid.rearrange: input and result formats are identical
+
+// -----
+
+func.func @rearrange_precision(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<4x4xf16, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> {
+  %y = mid.rearrange %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<4x4xf16, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+  func.return %y : tensor<4x4xf16, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+}
+// CHECK: mid.rearrange: storage precision changes from f16 to f32 (use mid.cast_precision)
+
+// -----
+
+func.func @rearrange_elem(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<4x4xf32, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 2, standard>> {
+  %y = mid.rearrange %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<4x4xf32, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 2, standard>>
+  func.return %y : tensor<4x4xf32, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 2, standard>>
+}
+// CHECK: mid.rearrange: element type changes from f16 to f32 (use mid.cast_precision)
+
+// -----
+
+func.func @rearrange_shape(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<2x8xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 2, standard>> {
+  %y = mid.rearrange %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<2x8xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 2, standard>>
+  func.return %y : tensor<2x8xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 2, standard>>
+}
+// CHECK: mid.rearrange: shape changes from [4, 4] to [2, 8]
+
+// -----
+
+func.func @cast_same(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<4x4xf32, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> {
+  %y = mid.cast_precision %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<4x4xf32, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+  func.return %y : tensor<4x4xf32, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+}
+// CHECK: mid.cast_precision: storage precision f16 does not change
+
+// -----
+
+func.func @cast_layout(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<4x4xf32, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, interleaved>> {
+  %y = mid.cast_precision %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<4x4xf32, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, interleaved>>
+  func.return %y : tensor<4x4xf32, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, interleaved>>
+}
+// CHECK: mid.cast_precision: may change only the storage precision
+
+// -----
+
+func.func @cast_shape(%x: tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<4x2xf32, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> {
+  %y = mid.cast_precision %x : tensor<4x4xf16, #mid.format<f16, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>> -> tensor<4x2xf32, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+  func.return %y : tensor<4x2xf32, #mid.format<f32, row_major, [4 x 1 pad, 4 x 1 pad], replication = 1, group = 1, standard>>
+}
+// CHECK: mid.cast_precision: shape changes from [4, 4] to [4, 2]
+
+// -----
+
+#L = #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#R = #mid.format<f16, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#O = #mid.format<f16, amp_output, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>
+#P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f16_init, accum = @amp_gemm_f16_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [#mid.operand<lhs : left, #L, align = 32, tail = 16>, #mid.operand<rhs : right, #R, align = 32, tail = 0>, #mid.operand<out : output, #O, align = 32, tail = 0>], distinct = [(out, lhs)], alias = none>
+func.func @gemm_k(%a: tensor<16x64xf16, #L>, %b: tensor<32x64xf16, #R>) -> tensor<16x64xf16, #O> {
+  %c = mid.gemm %a, %b plan #P : (tensor<16x64xf16, #L>, tensor<32x64xf16, #R>) -> tensor<16x64xf16, #O>
+  func.return %c : tensor<16x64xf16, #O>
+}
+// CHECK: mid.gemm: contraction extents differ: lhs [16, 64] axis -1 is 64, rhs [32, 64] axis -2 is 32
+
+// -----
+
+#L = #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#R = #mid.format<f16, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#O = #mid.format<f16, amp_output, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>
+#P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f16_init, accum = @amp_gemm_f16_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [#mid.operand<lhs : left, #L, align = 32, tail = 16>, #mid.operand<rhs : right, #R, align = 32, tail = 0>, #mid.operand<out : output, #O, align = 32, tail = 0>], distinct = [(out, lhs)], alias = none>
+func.func @gemm_out(%a: tensor<16x64xf16, #L>, %b: tensor<64x64xf16, #R>) -> tensor<32x64xf16, #O> {
+  %c = mid.gemm %a, %b plan #P : (tensor<16x64xf16, #L>, tensor<64x64xf16, #R>) -> tensor<32x64xf16, #O>
+  func.return %c : tensor<32x64xf16, #O>
+}
+// CHECK: mid.gemm: result shape [32, 64] does not match [16, 64]
+
+// -----
+
+#L = #mid.format<f16, amp_left, [1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#R = #mid.format<f16, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#O = #mid.format<f16, amp_output, [1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>
+#P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f16_init, accum = @amp_gemm_f16_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [#mid.operand<lhs : left, #L, align = 32, tail = 16>, #mid.operand<rhs : right, #R, align = 32, tail = 0>, #mid.operand<out : output, #O, align = 32, tail = 0>], distinct = [(out, lhs)], alias = none>
+func.func @gemm_batch(%a: tensor<2x16x64xf16, #L>, %b: tensor<3x64x64xf16, #R>) -> tensor<2x16x64xf16, #O> {
+  %c = mid.gemm %a, %b plan #P : (tensor<2x16x64xf16, #L>, tensor<3x64x64xf16, #R>) -> tensor<2x16x64xf16, #O>
+  func.return %c : tensor<2x16x64xf16, #O>
+}
+// CHECK: mid.gemm: batch axes [2] and [3] do not broadcast at axis -1: 2 vs 3
+
+// -----
+
+#L = #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#L2 = #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 2, standard>
+#R = #mid.format<f16, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#O = #mid.format<f16, amp_output, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>
+#P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f16_init, accum = @amp_gemm_f16_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [#mid.operand<lhs : left, #L, align = 32, tail = 16>, #mid.operand<rhs : right, #R, align = 32, tail = 0>, #mid.operand<out : output, #O, align = 32, tail = 0>], distinct = [(out, lhs)], alias = none>
+func.func @gemm_plan_format(%a: tensor<16x64xf16, #L2>, %b: tensor<64x64xf16, #R>) -> tensor<16x64xf16, #O> {
+  %c = mid.gemm %a, %b plan #P : (tensor<16x64xf16, #L2>, tensor<64x64xf16, #R>) -> tensor<16x64xf16, #O>
+  func.return %c : tensor<16x64xf16, #O>
+}
+// CHECK: mid.gemm: lhs format #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 2, standard> differs from the plan's #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+
+// -----
+
+#L = #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#R = #mid.format<f16, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>
+#O = #mid.format<f16, amp_output, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>
+#P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f16_init, accum = @amp_gemm_f16_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [#mid.operand<lhs : left, #L, align = 32, tail = 16>, #mid.operand<rhs : right, #R, align = 32, tail = 0>], distinct = [], alias = none>
+func.func @gemm_plan_missing(%a: tensor<16x64xf16, #L>, %b: tensor<64x64xf16, #R>) -> tensor<16x64xf16, #O> {
+  %c = mid.gemm %a, %b plan #P : (tensor<16x64xf16, #L>, tensor<64x64xf16, #R>) -> tensor<16x64xf16, #O>
+  func.return %c : tensor<16x64xf16, #O>
+}
+// CHECK: mid.gemm: plan p has no entry for operand 'out'
