@@ -1,0 +1,149 @@
+"""NumPy semantics of the Implemented kernels, by ABI symbol.
+
+Each implementation reads its operands' bytes from tile memory in their declared element
+orders (`device.layouts.unpack`), computes, and writes the result bytes back (`pack`), so a
+wrong pointer, layout or packing shows up as wrong numbers. It returns the modeled cycles of
+the call on its tile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from device.kernels import KernelAbi, get_kernel
+from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
+from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
+from device.model.errors import ModelError
+from device.model.memory import WORD_BYTES, TileMemory
+from device.package import KernelStep
+from device.target import Precision, Target
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """One kernel call on one tile: named pointers and scalars, plus where it happens."""
+
+    abi: KernelAbi
+    tile: int
+    pointers: dict[str, int]
+    scalars: dict[str, int]
+    memory: TileMemory
+    target: Target
+    where: str  # "step N" for messages
+
+    def describe(self) -> str:
+        return f"{self.where}: kernel {self.abi.symbol} on tile {self.tile}"
+
+    def fail(self, reason: str) -> ModelError:
+        return ModelError(f"{self.describe()}: {reason}")
+
+    def aligned_pointer(self, name: str, alignment: int) -> int:
+        address = self.pointers[name]
+        if address % alignment:
+            raise self.fail(f"pointer '{name}' = {address:#x} is not {alignment}-byte aligned")
+        return address
+
+    def positive_scalar(self, name: str, minimum: int = 1) -> int:
+        value = self.scalars[name]
+        if value < minimum:
+            raise self.fail(f"scalar '{name}' = {value} must be >= {minimum}")
+        return value
+
+    def read(self, name: str, address: int, nbytes: int) -> np.ndarray:
+        return self.memory.read(self.tile, address, nbytes, f"{self.describe()}, operand '{name}'")
+
+    def write(self, name: str, address: int, data: np.ndarray) -> None:
+        self.memory.write(self.tile, address, data, f"{self.describe()}, operand '{name}'")
+
+
+KernelImpl = Callable[[KernelCall], int]
+
+
+def _amp_gemm(precision: str, accumulate: bool) -> KernelImpl:
+    def run(call: KernelCall) -> int:
+        rows = call.positive_scalar("rows")
+        alignment = call.target.pace_alignment
+        out, left, right = (call.aligned_pointer(n, alignment) for n in ("out", "left", "right"))
+        panel_shape = (rows, AMP_BLOCK)
+        lhs = unpack(call.read("left", left, panel_bytes(rows, precision)), panel_shape,
+                     "amp_left", precision)
+        rhs = unpack(call.read("right", right, block_bytes(precision)), (AMP_BLOCK, AMP_BLOCK),
+                     "amp_right", precision)
+        # FP16 and FP32 inputs are exact in float32, and float32 matmul accumulates in FP32:
+        # the AMP's FP32 partials. One rounding to the storage precision at the store.
+        result = lhs.astype(np.float32) @ rhs.astype(np.float32)
+        if accumulate:
+            previous = unpack(call.read("out", out, panel_bytes(rows, precision)), panel_shape,
+                              "amp_output", precision)
+            result = previous.astype(np.float32) + result
+        call.write("out", out, pack(result, "amp_output", precision))
+        return gemm_cycles(rows, precision, call.target)
+
+    return run
+
+
+def _copy_words(call: KernelCall) -> int:
+    words = call.positive_scalar("words", minimum=0)
+    out, src = (call.aligned_pointer(n, WORD_BYTES) for n in ("out", "src"))
+    nbytes = words * WORD_BYTES
+    call.write("out", out, call.read("src", src, nbytes))
+    return copy_cycles(nbytes, call.target)
+
+
+IMPLEMENTATIONS: dict[str, KernelImpl] = {
+    "amp_gemm_f16_init": _amp_gemm(Precision.F16, accumulate=False),
+    "amp_gemm_f16_accum": _amp_gemm(Precision.F16, accumulate=True),
+    "amp_gemm_f32_init": _amp_gemm(Precision.F32, accumulate=False),
+    "amp_gemm_f32_accum": _amp_gemm(Precision.F32, accumulate=True),
+    "copy_words": _copy_words,
+}
+
+
+def implementation_of(symbol: str, where: str) -> tuple[KernelAbi, KernelImpl]:
+    try:
+        abi = get_kernel(symbol)
+    except KeyError as error:
+        raise ModelError(f"{where}: {error}") from None
+    if not abi.implemented or symbol not in IMPLEMENTATIONS:
+        raise ModelError(
+            f"{where}: kernel '{symbol}' has status {abi.status} in the ABI registry: its ABI "
+            f"is fixed but no implementation exists, so the package cannot run"
+        )
+    return abi, IMPLEMENTATIONS[symbol]
+
+
+def _check_step_shape(step: KernelStep, abi: KernelAbi, where: str) -> np.ndarray:
+    if len(step.scalars) != len(abi.scalars):
+        raise ModelError(
+            f"{where}: kernel {abi.symbol} takes {len(abi.scalars)} scalars "
+            f"({', '.join(abi.scalars)}), the step gives {len(step.scalars)}"
+        )
+    pointers = np.asarray(step.pointers, dtype=np.int64)
+    tiles = np.asarray(step.tiles).reshape(-1)
+    if pointers.ndim != 2 or pointers.shape != (tiles.size, len(abi.pointers)):
+        raise ModelError(
+            f"{where}: kernel {abi.symbol} takes {len(abi.pointers)} pointers "
+            f"({', '.join(abi.pointers)}) on each of {tiles.size} tiles; the step's pointer "
+            f"array has shape {pointers.shape}"
+        )
+    if len(set(tiles.tolist())) != tiles.size:
+        raise ModelError(f"{where}: kernel {abi.symbol} lists a tile more than once")
+    return pointers
+
+
+def run_kernel_step(memory: TileMemory, step: KernelStep, where: str, target: Target) -> int:
+    """Run `step` on each of its tiles; returns the step's cycles (the slowest tile)."""
+    abi, impl = implementation_of(step.symbol, where)
+    pointers = _check_step_shape(step, abi, where)
+    scalars = dict(zip(abi.scalars, (int(s) for s in step.scalars), strict=True))
+    per_tile = []
+    for tile, row in zip(np.asarray(step.tiles).reshape(-1).tolist(), pointers.tolist(),
+                         strict=True):
+        memory.check_tile(tile, f"{where}: kernel {abi.symbol}")
+        call = KernelCall(abi, tile, dict(zip(abi.pointers, row, strict=True)), scalars,
+                          memory, target, where)
+        per_tile.append(impl(call))
+    return kernel_step_cycles(per_tile)
