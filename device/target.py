@@ -71,6 +71,9 @@ class Target:
     sync_cycles: int = 90
     # Spec: PACE operands (AMP left/right/output) require 32-byte alignment.
     pace_alignment: int = 32
+    # [M] the AMP left (input) stream is pipelined: it loads one 128-bit word beyond the end
+    # of a panel, so its buffer carries this access tail. Not public; our model choice.
+    amp_left_access_tail_bytes: int = 16
     # [M] exchange latency model: tiles sit in columns of `column_tiles`; a word crosses
     # `latency_base` stages plus one per tile position within the column and
     # `latency_per_column` per column crossed. Transit time is fixed and depends on tile
