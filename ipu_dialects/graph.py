@@ -211,6 +211,26 @@ def check_result_shape(op_name: str, result: TensorType, expected: Sequence[int]
         )
 
 
+def located_format_errors(op_class: type[IRDLOperation]) -> type[IRDLOperation]:
+    """Give type-constraint failures of a declarative format a source location.
+
+    xDSL's declarative parser checks operand types against their constraints (e.g. "f32 should
+    be of base attribute tensor") with a bare VerifyException that carries no position; re-raise
+    it as a ParseError pointing at the op's text.
+    """
+    format_parse = op_class.parse
+
+    def parse(cls: type[IRDLOperation], parser: Parser) -> IRDLOperation:
+        start = parser.pos
+        try:
+            return format_parse(parser)
+        except VerifyException as error:
+            parser.raise_error(f"{cls.name}: {error}", start)
+
+    op_class.parse = classmethod(parse)  # type: ignore[method-assign]
+    return op_class
+
+
 # ----------------------------------------------------------------------------------------------
 # graph.gemm
 # ----------------------------------------------------------------------------------------------
@@ -239,6 +259,7 @@ def gemm_result_shape(
     return (*batch, m, n)
 
 
+@located_format_errors
 @irdl_op_definition
 class GemmOp(IRDLOperation):
     """Batched matrix product over the last two axes, batch axes broadcast NumPy-style."""
@@ -301,6 +322,7 @@ class GemmOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 
 
+@located_format_errors
 @irdl_op_definition
 class AddOp(IRDLOperation):
     """Elementwise sum with full NumPy broadcasting of any ranks."""
@@ -331,6 +353,7 @@ class AddOp(IRDLOperation):
         check_result_shape(self.name, result, expected, "the broadcast shape of lhs and rhs")
 
 
+@located_format_errors
 @irdl_op_definition
 class GeluOp(IRDLOperation):
     """The exact GeLU, `x * (1 + erf(x / sqrt(2))) / 2`, elementwise."""
@@ -520,6 +543,7 @@ def sequence_slice_type(sequence_type: TensorType) -> TensorType:
     )
 
 
+@located_format_errors
 @irdl_op_definition
 class YieldOp(IRDLOperation):
     """Ends a `graph.repeat` body; its operands are the next iteration's carried values."""
