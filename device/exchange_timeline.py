@@ -175,9 +175,12 @@ def _check_sctl(instr: Instruction, sctl: int) -> None:
         )
 
 
-def row_timeline(instrs_or_words) -> RowTimeline:
-    """The events of a row: its send intervals and incoming-control events."""
-    instrs = as_instructions(instrs_or_words)
+def row_timeline(instrs_or_words, base_address: int = 0) -> RowTimeline:
+    """The events of a row: its send intervals and incoming-control events.
+
+    Raw words are decoded as placed at byte address `base_address`.
+    """
+    instrs = as_instructions(instrs_or_words, base_address)
     timeline = RowTimeline(0, instructions=list(instrs))
     event = 0
     word_index = 0
@@ -221,11 +224,11 @@ def row_timeline(instrs_or_words) -> RowTimeline:
     return timeline
 
 
-def as_instructions(instrs_or_words) -> list[Instruction]:
-    """Accept decoded instructions or raw words (decoded at base address 0)."""
+def as_instructions(instrs_or_words, base_address: int = 0) -> list[Instruction]:
+    """Accept decoded instructions or raw words (decoded at byte address `base_address`)."""
     items = list(instrs_or_words)
     if items and all(isinstance(item, (int, np.integer)) for item in items):
-        return decode(items)
+        return decode(items, base_address)
     return items
 
 

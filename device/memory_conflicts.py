@@ -88,7 +88,7 @@ def find_conflicts(
 ) -> list[Conflict]:
     """Events where accesses of different kinds hit one memory element, in event order."""
     if timeline is None:
-        timeline = row_timeline(as_instructions(instrs_or_words))
+        timeline = row_timeline(as_instructions(instrs_or_words, row_address))
     per_event: dict[int, list[Access]] = defaultdict(list)
     for source in (fetch_accesses(row_address, timeline), send_read_accesses(timeline),
                    write_accesses(incoming)):

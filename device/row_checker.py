@@ -193,9 +193,11 @@ def _length_mismatch(row: RowTimeline, schedule: RowSchedule) -> RowMismatch:
                        f"{row.total_events} events", f"{schedule.total_events} events")
 
 
-def find_mismatch(instrs_or_words, schedule: RowSchedule) -> RowMismatch | None:
+def find_mismatch(
+    instrs_or_words, schedule: RowSchedule, base_address: int = 0
+) -> RowMismatch | None:
     """The first disagreement between a row and its schedule, or None."""
-    row = row_timeline(instrs_or_words)
+    row = row_timeline(instrs_or_words, base_address)
     candidates: list[tuple[int, int, RowMismatch]] = []
     horizon = max(row.total_events, schedule.total_events)
     send_event = _first_send_difference(row, schedule, horizon)
@@ -213,8 +215,12 @@ def find_mismatch(instrs_or_words, schedule: RowSchedule) -> RowMismatch | None:
     return min(candidates, key=lambda item: (item[0], item[1]))[2]
 
 
-def check_row(instrs_or_words, schedule: RowSchedule) -> None:
-    """Raise `RowMismatch` at the first event where the row and its schedule disagree."""
-    mismatch = find_mismatch(instrs_or_words, schedule)
+def check_row(instrs_or_words, schedule: RowSchedule, base_address: int = 0) -> None:
+    """Raise `RowMismatch` at the first event where the row and its schedule disagree.
+
+    Raw words are decoded as placed at byte address `base_address` (a `DecodeError` or a
+    `TimelineError` escapes as is: both are diagnostics too).
+    """
+    mismatch = find_mismatch(instrs_or_words, schedule, base_address)
     if mismatch is not None:
         raise mismatch
