@@ -116,9 +116,9 @@ class GraphBuilder:
         causal: bool = False,
         scale: float | None = None,
     ) -> SSAValue:
-        op = self._add(AttentionOp(query, key, value, causal, scale))
+        op = AttentionOp(query, key, value, causal, scale)
         op.verify()  # the shape rules live in the verifier; report them at the call
-        return op.results[0]
+        return self._add(op).results[0]
 
     def repeat(
         self,
@@ -147,6 +147,6 @@ class GraphBuilder:
             block.add_op(YieldOp(*next_carried))
         finally:
             self.blocks.pop()
-        op = self._add(RepeatOp(count, carried, invariant, sequence, Region(block)))
-        op.verify()
-        return list(op.results)
+        op = RepeatOp(count, carried, invariant, sequence, Region(block))
+        op.verify()  # before inserting it, so a failed repeat leaves the graph unchanged
+        return list(self._add(op).results)
