@@ -33,20 +33,37 @@ def check_package_target(package: Package, target: Target) -> None:
                          f"{target.tiles}")
 
 
-def load_images(memory: TileMemory, package: Package) -> None:
-    """Write every tile's image (its exchange rows at their slot addresses)."""
+def load_images(memory: TileMemory, package: Package) -> list[tuple[int, int, np.ndarray]]:
+    """Write every tile's image (its exchange rows at their slot addresses); returns the
+    (tile, address, words) segments written."""
+    segments = []
     for tile in range(package.tiles):
         for address, words in package.tile_image(tile):
             memory.write_words(tile, address, words,
                                f"loading the image of tile {tile} (segment at {address:#x})")
+            segments.append((tile, address, np.asarray(words, dtype=np.uint32)))
+    return segments
+
+
+def check_images_intact(memory: TileMemory, segments, after: str) -> None:
+    """Each image segment still holds its words: two rows sharing a slot with different
+    words, or host data written over a row, would otherwise run a different row silently."""
+    for tile, address, words in segments:
+        if not np.array_equal(memory.read_words(tile, address, words.size), words):
+            raise ModelError(
+                f"tile {tile}: the exchange row at {address:#x} ({words.size} words) is "
+                f"overwritten {after}"
+            )
 
 
 def run_package(package: Package, inputs: dict[str, np.ndarray],
                 target: Target = IPU21) -> RunResult:
     check_package_target(package, target)
     memory = TileMemory(target, package.tiles)
-    load_images(memory, package)
+    segments = load_images(memory, package)
+    check_images_intact(memory, segments, "by another row of the tile image")
     write_inputs(memory, package, inputs)
+    check_images_intact(memory, segments, "by an input shard")
     latency = target.latency_matrix(package.tiles)
     cycles_by_step: list[int] = []
     errors: list[str] = []

@@ -156,3 +156,19 @@ def test_cycles_add_up_per_step():
                                                    "b": b[:64].astype(np.float32)})
     assert f32.cycles_by_step == [T.amp_cycles(32 * AMP_BLOCK * AMP_BLOCK, "f32")]
     assert f32.cycles > per_call  # FP32 AMP is slower than FP16
+
+
+def test_rows_sharing_a_slot_with_different_words_are_an_error():
+    rows = [np.array([0x40A00000], np.uint32), np.array([0x40A00001], np.uint32)]
+    steps = [ExchangeStep(DATA, np.array([0], np.int32)), ExchangeStep(DATA, np.array([1], np.int32))]
+    package = Package("ipu21", 1, rows, steps, [], [])
+    with pytest.raises(ModelError, match=rf"tile 0: the exchange row at {DATA:#x} .* another row"):
+        run_package(package, {})
+
+
+def test_input_written_over_a_row_is_an_error():
+    rows = [np.array([0x40A00000], np.uint32)]
+    x = tensor("x", (1, 4), "f32", "row_major", (1, 4), [0], [DATA], [(0, 0)])
+    package = Package("ipu21", 1, rows, [ExchangeStep(DATA, np.array([0], np.int32))], [x], [])
+    with pytest.raises(ModelError, match="overwritten by an input shard"):
+        run_package(package, {"x": np.ones((1, 4), np.float32)})
