@@ -105,7 +105,7 @@ def add(op: AddOp, env: Env) -> list[np.ndarray]:
     return [env[op.lhs] + env[op.rhs]]
 
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf; math.erf is exact-ish
+_erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf: use math.erf per element
 
 
 def gelu(op: GeluOp, env: Env) -> list[np.ndarray]:
