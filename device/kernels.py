@@ -60,7 +60,8 @@ class KernelAbi:
 
     def signature(self) -> str:
         """The ABI comment line body: ``symbol(p0, p1; s0) -> returns``."""
-        return f"{self.symbol}({', '.join(self.pointers)}; {', '.join(self.scalars)}) -> {self.returns}"
+        pointers, scalars = ", ".join(self.pointers), ", ".join(self.scalars)
+        return f"{self.symbol}({pointers}; {scalars}) -> {self.returns}"
 
 
 # One entry point serves every row count: the 16-row AMP blocks are loop trips inside it.

@@ -160,7 +160,7 @@ def test_cycles_add_up_per_step():
 
 def test_rows_sharing_a_slot_with_different_words_are_an_error():
     rows = [np.array([0x40A00000], np.uint32), np.array([0x40A00001], np.uint32)]
-    steps = [ExchangeStep(DATA, np.array([0], np.int32)), ExchangeStep(DATA, np.array([1], np.int32))]
+    steps = [ExchangeStep(DATA, np.array([i], np.int32)) for i in (0, 1)]
     package = Package("ipu21", 1, rows, steps, [], [])
     with pytest.raises(ModelError, match=rf"tile 0: the exchange row at {DATA:#x} .* another row"):
         run_package(package, {})

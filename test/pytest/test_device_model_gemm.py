@@ -7,7 +7,12 @@ from test_device_model_support import DATA, ROW_SLOT, SLOT, T, kernel, tensor
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.model import run_package
 from device.package import ExchangeStep, Package
-from passes.exchange_rows import checked_row, plan_broadcast, receiver_instructions, sender_instructions
+from passes.exchange_rows import (
+    checked_row,
+    plan_broadcast,
+    receiver_instructions,
+    sender_instructions,
+)
 
 TILES, ROW_TILES, ROWS = 3, (0, 1), 16  # C (32 x 64) = A (32 x 128) @ B (128 x 64)
 HOME = {0: 2, 1: 0}  # home tile of right block (k, 0); tile 0 is also a row tile
@@ -31,10 +36,7 @@ def broadcast_step(k: int, latency: np.ndarray, rows: list) -> ExchangeStep:
     return ExchangeStep(slot, row_id, f"block ({k}, 0)")
 
 
-def test_two_row_tiles_accumulate_over_two_broadcast_blocks():
-    rng = np.random.default_rng(3)
-    a = rng.uniform(-1, 1, (32, 128)).astype(np.float16)
-    b = rng.uniform(-1, 1, (128, 64)).astype(np.float16)
+def gemm_package() -> Package:
     latency = T.latency_matrix(TILES)
     rows: list = []
     gemm = [[C_AT, A_AT + k * panel_bytes(ROWS, "f16"), SLOT] for k in range(2)]
@@ -54,12 +56,34 @@ def test_two_row_tiles_accumulate_over_two_broadcast_blocks():
     ]
     outputs = [tensor("c", (32, 64), "f16", "amp_output", (ROWS, AMP_BLOCK), ROW_TILES,
                       [C_AT] * 2, [(0, 0), (ROWS, 0)])]
-    result = run_package(Package("ipu21", TILES, rows, steps, inputs, outputs),
-                         {"a": a, "b": b})
+    return Package("ipu21", TILES, rows, steps, inputs, outputs)
+
+
+def operands():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-1, 1, (32, 128)).astype(np.float16)
+    b = rng.uniform(-1, 1, (128, 64)).astype(np.float16)
+    return a, b
+
+
+def test_two_row_tiles_accumulate_over_two_broadcast_blocks():
+    a, b = operands()
+    result = run_package(gemm_package(), {"a": a, "b": b})
     assert result.exchange_errors == []
     reference = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(result.outputs["c"], reference, rtol=4e-3, atol=2e-2)
     words = block_bytes("f16") // 4
-    assert result.cycles_by_step[0] == T.sync_cycles + words + int(max(latency[2, 0], latency[2, 1]))
+    latency = T.latency_matrix(TILES)
+    farthest = int(max(latency[2, 0], latency[2, 1]))
+    assert result.cycles_by_step[0] == T.sync_cycles + words + farthest
     assert result.cycles_by_step[2] == T.sync_cycles + words + int(latency[0, 1])
     assert result.cycles_by_step[3] == T.vector_cycles(4 * words)
+
+
+def test_a_saved_and_loaded_package_runs_the_same(tmp_path):
+    a, b = operands()
+    package = gemm_package()
+    direct = run_package(package, {"a": a, "b": b})
+    loaded = run_package(Package.load(package.save(tmp_path / "pkg")), {"a": a, "b": b})
+    assert np.array_equal(loaded.outputs["c"], direct.outputs["c"])
+    assert loaded.cycles_by_step == direct.cycles_by_step

@@ -54,12 +54,14 @@ class Broadcast:
     """One f16 64x64 block on `source`, broadcast to `receivers`' SLOT in one phase."""
 
     def __init__(self, tiles: int, source: int, receivers: list[int], precision="f16"):
-        self.tiles, self.source, self.receivers, self.precision = tiles, source, receivers, precision
+        self.tiles, self.source, self.receivers = tiles, source, receivers
+        self.precision = precision
         self.words = block_bytes(precision) // 4
         self.latency = {r: T.latency(source, r) for r in receivers}
 
-    def scheduled_rows(self, late: dict[int, int] | None = None, short: dict[int, int] | None = None,
-                       pic: dict[int, int] | None = None, xpic: dict[int, int] | None = None):
+    def scheduled_rows(self, late=None, short=None, pic=None, xpic=None):
+        """Rows as scheduled; per-receiver overrides: select `late` by n events, end `short` by
+        n events, a different `pic` word address or `xpic` source."""
         late, short, pic, xpic = late or {}, short or {}, pic or {}, xpic or {}
         rows = {self.source: sender_row(DATA, self.words)}
         for r in self.receivers:
