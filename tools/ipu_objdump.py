@@ -1,0 +1,164 @@
+"""`ipu-objdump`: disassemble exchange-row words into the spec's text form.
+
+Input: hex words as arguments, `--file` (whitespace-separated hex, `#` comments), or
+`--package DIR --tile N` (every row segment of that tile's image). For each row it prints
+one line per instruction:
+
+    0x0004c008: f54a0109 19015000  sendpicp 42, 0x14021, 1, 0, xpic = 0x640, pic = 0x15000  # events [34, 77): sends 43 words from 0x14021 dir 1; XPIC=1600 at 34; PIC=0x15000 at 34
+
+The address column is the instruction's byte address; the words follow; `#` starts the
+event interval and its effects (from `device.exchange_timeline`). `ipu-as` reads this
+listing back (it ignores the address/word columns and comments), so
+`ipu-as(ipu-objdump(words)) == words`.
+
+Exit status: 0, or 1 with a diagnostic when a word cannot be decoded or read.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from device.exchange_timeline import RowTimeline, TimelineError, instruction_intervals, row_timeline
+from device.isa import DecodeError, Instruction, decode_at, format_instruction
+
+app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
+
+
+class InputError(Exception):
+    """Unreadable input (exit 1)."""
+
+
+def parse_words(tokens: list[str]) -> list[int]:
+    words = []
+    for token in tokens:
+        text = token.lower().removeprefix("0x")
+        try:
+            value = int(text, 16)
+        except ValueError:
+            raise InputError(f"'{token}' is not a hexadecimal word") from None
+        if not 0 <= value <= 0xFFFFFFFF or len(text) > 8:
+            raise InputError(f"'{token}' does not fit in 32 bits")
+        words.append(value)
+    return words
+
+
+def read_word_file(path: Path) -> list[int]:
+    tokens = []
+    for line in path.read_text().splitlines():
+        tokens.extend(line.split("#", 1)[0].split())
+    return parse_words(tokens)
+
+
+def decode_prefix(words: list[int], base_address: int) -> tuple[list[Instruction], DecodeError | None]:
+    """Decode as far as possible: the instructions before the first bad word, and the error."""
+    instrs: list[Instruction] = []
+    index = 0
+    while index < len(words):
+        try:
+            instr = decode_at(words, index, base_address + 4 * index)
+        except DecodeError as error:
+            return instrs, error
+        instrs.append(instr)
+        index += instr.words
+    return instrs, None
+
+
+def effects(timeline: RowTimeline | None, position: int) -> list[str]:
+    if timeline is None:
+        return []
+    span = timeline.spans[position]
+    notes = []
+    for send in timeline.sends:
+        if span.start_event <= send.start_event < span.end_event:
+            notes.append(
+                f"sends {send.words} word{'s' if send.words != 1 else ''} from "
+                f"{send.address:#x} dir {send.direction}"
+            )
+    for control in timeline.controls:
+        if span.start_event <= control.event < span.end_event:
+            value = str(control.value) if control.kind == "xpic" else f"{control.value:#x}"
+            notes.append(f"{control.kind.upper()}={value} at {control.event}")
+    return notes
+
+
+def disassemble(words: list[int], base_address: int = 0) -> tuple[str, str | None]:
+    """The listing of one row and the first decode error (None when the row decodes)."""
+    instrs, error = decode_prefix(words, base_address)
+    try:
+        timeline = row_timeline(instrs)
+        timeline_error = None
+    except TimelineError as problem:
+        timeline, timeline_error = None, str(problem)
+    intervals = instruction_intervals(instrs)
+    total = intervals[-1][1] if intervals else 0
+    lines = [f"# row at {base_address:#x}: {len(words)} words, {total} events"]
+    index = 0
+    for position, instr in enumerate(instrs):
+        address = base_address + 4 * index
+        hex_words = " ".join(f"{w:08x}" for w in words[index : index + instr.words])
+        start, end = intervals[position]
+        comment = "; ".join([f"events [{start}, {end})", *effects(timeline, position)])
+        lines.append(f"{address:#010x}: {hex_words:<17}  {format_instruction(instr):<52}  # {comment}")
+        index += instr.words
+    if timeline_error is not None:
+        lines.append(f"# timeline error: {timeline_error}")
+    message = None
+    if error is not None:
+        message = f"row at {base_address:#x}: decode error at {error}"
+        lines.append(f"# {message}")
+    return "\n".join(lines) + "\n", message
+
+
+def load_segments(words: list[str] | None, file: Path | None, package: Path | None,
+                  tile: int | None, address: int) -> list[tuple[int, list[int]]]:
+    sources = sum(x is not None and x != [] for x in (words, file, package))
+    if sources != 1:
+        raise InputError("give exactly one of: hex words, --file, or --package with --tile")
+    if package is not None:
+        if tile is None:
+            raise InputError("--package needs --tile")
+        from device.package import Package
+
+        image = Package.load(package).tile_image(tile)
+        return [(int(addr), [int(w) for w in row]) for addr, row in image]
+    if file is not None:
+        return [(address, read_word_file(file))]
+    return [(address, parse_words(words or []))]
+
+
+@app.command()
+def objdump(
+    words: Annotated[list[str] | None, typer.Argument(help="hex words of one row")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="file of hex words")] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="package directory")] = None,
+    tile: Annotated[int | None, typer.Option("--tile", help="tile whose image to disassemble")] = None,
+    address: Annotated[str, typer.Option("--address", help="byte address of the row")] = "0",
+) -> None:
+    """Disassemble exchange rows with their event intervals and effects."""
+    try:
+        base = int(address, 0)
+        segments = load_segments(words, file, package, tile, base)
+    except (InputError, ValueError, OSError) as error:
+        typer.echo(f"ipu-objdump: {error}", err=True)
+        raise typer.Exit(1) from None
+    failed = False
+    for segment_address, row in segments:
+        listing, error = disassemble(row, segment_address)
+        typer.echo(listing, nl=False)
+        if error is not None:
+            typer.echo(f"ipu-objdump: {error}", err=True)
+            failed = True
+    if failed:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app(prog_name="ipu-objdump")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
