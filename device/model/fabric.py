@@ -211,19 +211,27 @@ def receiver_deliveries(receiver: int, timeline: RowTimeline,
 
 
 # ---- moving the words --------------------------------------------------------------------
+def _groups(tiles: np.ndarray):
+    """(tile, positions) for each distinct tile in `tiles`, via one stable sort."""
+    order = np.argsort(tiles, kind="stable")
+    sorted_tiles = tiles[order]
+    starts = np.flatnonzero(np.r_[True, sorted_tiles[1:] != sorted_tiles[:-1]])
+    ends = np.r_[starts[1:], sorted_tiles.size]
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        yield int(sorted_tiles[start]), order[start:end]
+
+
 def _gather_by_source(memory: TileMemory, source: np.ndarray, index: np.ndarray) -> np.ndarray:
     values = np.empty(source.size, dtype=np.uint32)
-    for tile in np.unique(source).tolist():
-        mask = source == tile
-        values[mask] = memory.gather_words(tile, index[mask])
+    for tile, positions in _groups(source):
+        values[positions] = memory.gather_words(tile, index[positions])
     return values
 
 
 def _scatter_by_receiver(memory: TileMemory, receiver: np.ndarray, index: np.ndarray,
                          values: np.ndarray) -> None:
-    for tile in np.unique(receiver).tolist():
-        mask = receiver == tile
-        memory.scatter_words(tile, index[mask], values[mask])
+    for tile, positions in _groups(receiver):
+        memory.scatter_words(tile, index[positions], values[positions])
 
 
 def apply_deliveries(memory: TileMemory, deliveries: list[Deliveries]) -> int:
@@ -237,7 +245,9 @@ def apply_deliveries(memory: TileMemory, deliveries: list[Deliveries]) -> int:
     words = memory.words_per_tile
     read_keys = source * words + source_index
     write_keys = receiver * words + target_index
-    if np.isin(read_keys, write_keys).any():
+    # Only a tile that both sends and receives can read what this phase writes.
+    both = np.intersect1d(np.unique(source), np.unique(receiver))
+    if both.size and np.isin(read_keys, write_keys).any():
         _apply_in_event_order(memory, receiver, arrival, source, source_index, send_event,
                               target_index)
         return int(arrival.size)
