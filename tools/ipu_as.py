@@ -1,7 +1,8 @@
 """`ipu-as`: assemble the spec's exchange text form into hex row words.
 
 Reads one row, one instruction per line (`sendpicp 42, 0x14021, 1, 0, xpic = 0x640,
-pic = 0x15000`), from a file or stdin. `#` starts a comment; an `ipu-objdump` listing is
+pic = 0x15000`), from a file or stdin. `#` starts a comment; labels and directives are
+skipped (so `-t ipu-asm` output of one row is accepted); an `ipu-objdump` listing is
 accepted as is (its `0xADDR:` column and 8-digit word columns are skipped), so
 `ipu-as(ipu-objdump(words)) == words`. The row is encoded at `--address` (default: the
 first listed address, else 0), which decides `sendpicp` alignment. Output: one word per line.
@@ -25,6 +26,8 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 # An objdump listing line: `0x0004c008: f54a0109 19015000  sendpicp ...`. Mnemonics all
 # contain letters outside a-f, so an 8-hex-digit token is always a word column.
 LISTING_PREFIX = re.compile(r"^\s*(0x[0-9a-fA-F]+):\s*((?:[0-9a-fA-F]{8}\s+)*)")
+# Labels (`rhs_0:`) and directives (`.text`) of `-t ipu-asm` output carry no words.
+LABEL_OR_DIRECTIVE = re.compile(r"^\s*(?:[A-Za-z_$][\w.$]*:|\.\w+.*)\s*$")
 
 
 def read_lines(text: str) -> tuple[list[tuple[int, str]], int | None]:
@@ -38,7 +41,7 @@ def read_lines(text: str) -> tuple[list[tuple[int, str]], int | None]:
             if first_address is None:
                 first_address = int(match.group(1), 16)
             line = line[match.end():]
-        if line.strip():
+        if line.strip() and not LABEL_OR_DIRECTIVE.match(line):
             statements.append((number, line.strip()))
     return statements, first_address
 
