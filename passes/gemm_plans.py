@@ -1,0 +1,526 @@
+"""GEMM operator candidates: enumeration, validation against concrete types, toy cost model.
+
+The retained AMP GEMM plan (docs/internals.md, "The retained AMP GEMM plan") comes in one
+catalog entry per (precision, row block):
+
+- `amp_gemm_f16_r{16,32,64}`: AMP `A16/B16x16/C16`, FP16 in, FP32 accumulation, kernels
+  `amp_gemm_f16_init` / `amp_gemm_f16_accum`;
+- `amp_gemm_f32_r{16,32,64}`: AMP `A8/B8x16/C16`, FP32 throughout, kernels
+  `amp_gemm_f32_init` / `amp_gemm_f32_accum`.
+
+For `[..., M, K] x [..., K, N]` on `T` tiles a candidate with row block `rb` builds:
+
+- lhs `amp_left`:   batch axes `1 x 1`, rows `rb x R`, K `64 x 1`       (R = min(T, ceil(M / rb)));
+- rhs `amp_right`:  batch axes `1 x 1`, K `64 x pK`, N `64 x pN`       (pN = min(nJ, T),
+  pK = min(nK, T // pN): the 64x64 blocks spread over the tiles);
+- out `amp_output`: batch axes `1 x 1`, rows `rb x R`, N `64 x 1`, interleaved memory;
+
+all with 32-byte (`IPU21.pace_alignment`) alignment, the left stream's access tail, the pair
+(out, lhs) in distinct memory elements and no output aliasing. Every candidate is built in
+full, then validated against the operand types; the cheapest valid one wins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    Float8E4M3FNUZType,
+    Float16Type,
+    Float32Type,
+    TensorType,
+)
+from xdsl.ir import Attribute
+
+from device.kernels import UnknownKernelError, get_kernel
+from device.layouts import AMP_BLOCK, block_bytes, element_bytes
+from device.target import Target
+from ipu_dialects.mid import (
+    AxisTilingAttr,
+    DispatchKind,
+    ElementOrder,
+    Indivisible,
+    MemoryClass,
+    OperandPlanAttr,
+    OperandRole,
+    OperatorDispatchAttr,
+    OperatorPlanAttr,
+    TensorFormatAttr,
+)
+from passes.shard_geometry import ShardGeometry, ceil_div
+
+GEMM_OPERANDS = ("lhs", "rhs", "out")
+ROLE_OF = {"lhs": OperandRole.LEFT, "rhs": OperandRole.RIGHT, "out": OperandRole.OUTPUT}
+ORDER_OF = {
+    "lhs": ElementOrder.AMP_LEFT,
+    "rhs": ElementOrder.AMP_RIGHT,
+    "out": ElementOrder.AMP_OUTPUT,
+}
+GEMM_KERNEL_POINTERS = ("out", "left", "right")
+
+
+# ----------------------------------------------------------------------------------------------
+# The problem: what a graph.gemm asks for, in plain values
+# ----------------------------------------------------------------------------------------------
+
+
+def element_precision(element: Attribute) -> str:
+    """Storage precision name of a logical element type."""
+    if isinstance(element, Float16Type):
+        return "f16"
+    if isinstance(element, Float32Type):
+        return "f32"
+    if isinstance(element, Float8E4M3FNUZType):
+        return "f8f143"
+    raise ValueError(f"element type {element} has no storage precision")
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    """The concrete operand types of one GEMM: shapes, element precision, transposes."""
+
+    lhs_shape: tuple[int, ...]
+    rhs_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    precision: str
+    transpose_lhs: bool = False
+    transpose_rhs: bool = False
+
+    @classmethod
+    def from_types(
+        cls,
+        lhs: TensorType,
+        rhs: TensorType,
+        out: TensorType,
+        transpose_lhs: bool = False,
+        transpose_rhs: bool = False,
+    ) -> GemmProblem:
+        return cls(
+            tuple(lhs.get_shape()),
+            tuple(rhs.get_shape()),
+            tuple(out.get_shape()),
+            element_precision(lhs.get_element_type()),
+            transpose_lhs,
+            transpose_rhs,
+        )
+
+    def shape_of(self, operand: str) -> tuple[int, ...]:
+        return {"lhs": self.lhs_shape, "rhs": self.rhs_shape, "out": self.out_shape}[operand]
+
+    @property
+    def m(self) -> int:
+        return self.out_shape[-2]
+
+    @property
+    def n(self) -> int:
+        return self.out_shape[-1]
+
+    @property
+    def k(self) -> int:
+        return self.lhs_shape[-2] if self.transpose_lhs else self.lhs_shape[-1]
+
+    @property
+    def batch(self) -> int:
+        """Number of broadcast batch GEMMs."""
+        return math.prod(self.out_shape[:-2])
+
+
+# ----------------------------------------------------------------------------------------------
+# The catalog
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GemmCandidate:
+    """A catalog entry: everything about a plan that does not depend on the operand types."""
+
+    name: str
+    precision: str
+    amp: str
+    row_block: int
+    accumulate: str = "f32"
+
+    @property
+    def init_kernel(self) -> str:
+        return f"amp_gemm_{self.precision}_init"
+
+    @property
+    def accum_kernel(self) -> str:
+        return f"amp_gemm_{self.precision}_accum"
+
+
+AMP_CONFIG = {"f16": "A16/B16x16/C16", "f32": "A8/B8x16/C16"}
+ROW_BLOCKS = (16, 32, 64)
+
+CATALOG: tuple[GemmCandidate, ...] = tuple(
+    GemmCandidate(f"amp_gemm_{p}_r{rb}", p, AMP_CONFIG[p], rb)
+    for p in ("f16", "f32")
+    for rb in ROW_BLOCKS
+)
+CATALOG_NAMES = tuple(c.name for c in CATALOG)
+
+
+def catalog_entries(names: Sequence[str] | None) -> tuple[GemmCandidate, ...]:
+    """The enabled catalog entries (all when `names` is empty/None); unknown names raise."""
+    if not names:
+        return CATALOG
+    by_name = {c.name: c for c in CATALOG}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(
+            f"unknown GEMM candidate(s) {', '.join(unknown)}; known: {', '.join(CATALOG_NAMES)}"
+        )
+    return tuple(by_name[n] for n in names)
+
+
+# ----------------------------------------------------------------------------------------------
+# Building a complete candidate plan for concrete types
+# ----------------------------------------------------------------------------------------------
+
+
+def row_partitions(m: int, row_block: int, tiles: int) -> int:
+    """R = min(T, ceil(M / rb)): output-row tiles."""
+    return min(tiles, ceil_div(m, row_block))
+
+
+def right_partitions(k: int, n: int, tiles: int) -> tuple[int, int]:
+    """(pK, pN): 64x64 right blocks spread over the tiles, columns first."""
+    n_k, n_j = ceil_div(k, AMP_BLOCK), ceil_div(n, AMP_BLOCK)
+    p_n = min(n_j, tiles)
+    p_k = max(1, min(n_k, tiles // p_n))
+    return p_k, p_n
+
+
+def _matrix_format(
+    precision: str,
+    order: str,
+    batch_rank: int,
+    rows: tuple[int, int],
+    cols: tuple[int, int],
+    mode: str,
+    group: int,
+    memory: str = MemoryClass.STANDARD,
+) -> TensorFormatAttr:
+    tiling = [AxisTilingAttr(1, 1, mode)] * batch_rank + [
+        AxisTilingAttr(rows[0], rows[1], mode),
+        AxisTilingAttr(cols[0], cols[1], mode),
+    ]
+    return TensorFormatAttr(precision, order, tiling, 1, group, memory)
+
+
+def build_gemm_plan(
+    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
+) -> OperatorPlanAttr:
+    """The complete plan of `candidate` for `problem` (not yet validated)."""
+    p, mode = candidate.precision, str(indivisible)
+    r = row_partitions(problem.m, candidate.row_block, tiles)
+    p_k, p_n = right_partitions(problem.k, problem.n, tiles)
+    rank_of = {o: len(problem.shape_of(o)) for o in GEMM_OPERANDS}
+    formats = {
+        "lhs": _matrix_format(
+            p, ElementOrder.AMP_LEFT, rank_of["lhs"] - 2,
+            (candidate.row_block, r), (AMP_BLOCK, 1), mode, tiles,
+        ),
+        "rhs": _matrix_format(
+            p, ElementOrder.AMP_RIGHT, rank_of["rhs"] - 2,
+            (AMP_BLOCK, p_k), (AMP_BLOCK, p_n), mode, tiles,
+        ),
+        "out": _matrix_format(
+            p, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
+            (candidate.row_block, r), (AMP_BLOCK, 1), mode, tiles, MemoryClass.INTERLEAVED,
+        ),
+    }
+    tails = {"lhs": target.amp_left_access_tail_bytes, "rhs": 0, "out": 0}
+    operands = [
+        OperandPlanAttr(o, ROLE_OF[o], formats[o], target.pace_alignment, tails[o])
+        for o in GEMM_OPERANDS
+    ]
+    dispatch = OperatorDispatchAttr(
+        DispatchKind.GEMM_BLOCKS, AMP_BLOCK, AMP_BLOCK, candidate.init_kernel, candidate.accum_kernel
+    )
+    return OperatorPlanAttr(
+        candidate.name,
+        dispatch,
+        candidate.accumulate,
+        candidate.amp,
+        operands,
+        distinct=[("out", "lhs")],
+        alias="none",
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation against the concrete operand types
+# ----------------------------------------------------------------------------------------------
+
+
+class InvalidPlan(Exception):
+    """Why a candidate cannot run this operation (the message is the reason)."""
+
+
+def _check_transposes(problem: GemmProblem) -> None:
+    for flag, present in (
+        ("transpose_lhs", problem.transpose_lhs),
+        ("transpose_rhs", problem.transpose_rhs),
+    ):
+        if present:
+            raise InvalidPlan(
+                f"{flag} is not supported by the AMP plan (transposed operands are rejected)"
+            )
+
+
+def _check_dispatch(plan: OperatorPlanAttr) -> None:
+    dispatch = plan.dispatch
+    if dispatch.kind.data != DispatchKind.GEMM_BLOCKS:
+        raise InvalidPlan(f"dispatch kind {dispatch.kind.data} does not implement a gemm")
+    for what, block in (("inner", dispatch.inner_block), ("column", dispatch.column_block)):
+        if block != AMP_BLOCK:
+            raise InvalidPlan(f"dispatch {what} block {block} is not the AMP block {AMP_BLOCK}")
+    names = tuple(entry.operand.data for entry in plan.operands.data)
+    if names != GEMM_OPERANDS:
+        raise InvalidPlan(f"plan operands {names} are not the gemm operands {GEMM_OPERANDS}")
+
+
+def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
+    """Kernel modes: both kernels exist, take (out, left, right), run this precision."""
+    dispatch = plan.dispatch
+    for mode, symbol in (("init", dispatch.init_symbol), ("accum", dispatch.accum_symbol)):
+        try:
+            abi = get_kernel(symbol or "")
+        except UnknownKernelError:
+            raise InvalidPlan(f"{mode} kernel @{symbol} is not in the kernel registry") from None
+        if not abi.implemented:
+            raise InvalidPlan(f"{mode} kernel @{symbol} is {abi.status}, not implemented")
+        if abi.pointers != GEMM_KERNEL_POINTERS:
+            raise InvalidPlan(
+                f"{mode} kernel @{symbol} takes pointers {abi.pointers}, a gemm kernel "
+                f"takes {GEMM_KERNEL_POINTERS}"
+            )
+        if not (symbol or "").startswith(f"amp_gemm_{problem.precision}_"):
+            raise InvalidPlan(
+                f"{mode} kernel @{symbol} does not run {problem.precision} operands"
+            )
+        if not (symbol or "").endswith(f"_{mode}"):
+            raise InvalidPlan(f"{mode} kernel @{symbol} is not an {mode} kernel")
+    for entry in plan.operands.data:
+        fmt = entry.format
+        if fmt.precision.data != problem.precision:
+            raise InvalidPlan(
+                f"{entry.operand.data} is stored {fmt.precision_text()} but the operands are "
+                f"{problem.precision}"
+            )
+    if plan.accumulate.data != "f32":
+        raise InvalidPlan(
+            f"accumulation precision {plan.accumulate.data} is not supported by the AMP kernels"
+        )
+
+
+def _check_roles(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
+    """GEMM layout roles, orders, memory class, alignment, batch and block structure."""
+    for entry in plan.operands.data:
+        o, fmt = entry.operand.data, entry.format
+        if entry.role.data != ROLE_OF[o]:
+            raise InvalidPlan(f"{o} has role {entry.role.data}, the AMP plan needs {ROLE_OF[o]}")
+        if fmt.order.data != ORDER_OF[o]:
+            raise InvalidPlan(f"{o} has order {fmt.order.data}, the AMP plan needs {ORDER_OF[o]}")
+        if fmt.rank != len(problem.shape_of(o)):
+            raise InvalidPlan(
+                f"{o} format tiles {fmt.rank} axes, the operand has {len(problem.shape_of(o))}"
+            )
+        if entry.alignment.data % target.pace_alignment:
+            raise InvalidPlan(
+                f"{o} alignment {entry.alignment.data} is not a multiple of the PACE alignment "
+                f"{target.pace_alignment}"
+            )
+        for axis, (block, parts) in enumerate(zip(fmt.blocks[:-2], fmt.partitions[:-2])):
+            if (block, parts) != (1, 1):
+                raise InvalidPlan(f"{o} batch axis {axis} is tiled {block} x {parts}, not 1 x 1")
+    lhs, rhs, out = (plan.operand_plan(o).format for o in GEMM_OPERANDS)
+    if out.memory.data != MemoryClass.INTERLEAVED:
+        raise InvalidPlan("out must live in interleaved memory")
+    if plan.operand_plan("lhs").tail.data < target.amp_left_access_tail_bytes:
+        raise InvalidPlan(
+            f"lhs access tail {plan.operand_plan('lhs').tail.data} is shorter than the left "
+            f"stream's {target.amp_left_access_tail_bytes} bytes"
+        )
+    if ("out", "lhs") not in plan.distinct_pairs and ("lhs", "out") not in plan.distinct_pairs:
+        raise InvalidPlan("out and lhs must sit in distinct memory elements")
+    if lhs.blocks[-1] != AMP_BLOCK or rhs.blocks[-2:] != (AMP_BLOCK, AMP_BLOCK):
+        raise InvalidPlan("the contraction axis must be tiled in 64-blocks on lhs and rhs")
+    if lhs.partitions[-1] != 1 or out.partitions[-1] != 1:
+        raise InvalidPlan("each output-row tile must hold all of K (lhs) and N (out)")
+    if out.blocks[-1] != AMP_BLOCK:
+        raise InvalidPlan("out columns must be tiled in 64-blocks")
+    if (lhs.blocks[-2], lhs.partitions[-2]) != (out.blocks[-2], out.partitions[-2]):
+        raise InvalidPlan("lhs and out must share the row tiling")
+    if lhs.blocks[-2] % 16:
+        raise InvalidPlan(f"row block {lhs.blocks[-2]} is not a multiple of the AMP 16 rows")
+
+
+def _check_tile_groups(plan: OperatorPlanAttr, tiles: int) -> None:
+    for entry in plan.operands.data:
+        fmt = entry.format
+        used = fmt.replication.data * fmt.partition_count
+        if fmt.group.data > tiles or used > tiles:
+            raise InvalidPlan(
+                f"{entry.operand.data} needs a tile group of {max(fmt.group.data, used)} "
+                f"tiles, only {tiles} available"
+            )
+
+
+def _check_divisibility(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
+    for entry in plan.operands.data:
+        o = entry.operand.data
+        shape = problem.shape_of(o)
+        g = ShardGeometry.from_format(shape, entry.format)
+        for axis in g.rejected_axes():
+            raise InvalidPlan(
+                f"{o} axis {axis - len(shape)} extent {shape[axis]} is not a multiple of "
+                f"block {g.blocks[axis]} and the tiling rejects padding"
+            )
+
+
+def row_tile_bytes(plan: OperatorPlanAttr, problem: GemmProblem) -> int:
+    """Bytes an output-row tile holds: its lhs and out shards, the rhs shard, a receive slot."""
+    total = block_bytes(problem.precision)
+    for o in GEMM_OPERANDS:
+        entry = plan.operand_plan(o)
+        g = ShardGeometry.from_format(problem.shape_of(o), entry.format)
+        total += g.shard_bytes() + entry.tail.data
+    return total
+
+
+def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
+    available = target.sram_bytes - target.code_region_bytes
+    needed = row_tile_bytes(plan, problem)
+    if needed > available:
+        raise InvalidPlan(
+            f"an output-row tile needs {needed} bytes, tile memory holds {available} outside "
+            "the code region"
+        )
+
+
+def validate_gemm_plan(
+    plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
+) -> str | None:
+    """None if `plan` can run `problem` on `tiles` tiles, else the reason it cannot."""
+    try:
+        _check_transposes(problem)
+        _check_dispatch(plan)
+        _check_kernels(plan, problem)
+        _check_roles(plan, problem, target)
+        _check_tile_groups(plan, tiles)
+        _check_divisibility(plan, problem)
+        _check_memory(plan, problem, target)
+    except InvalidPlan as reason:
+        return str(reason)
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# Toy cost model
+# ----------------------------------------------------------------------------------------------
+
+
+_LATENCY_CACHE: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _latency(target: Target, tiles: int) -> np.ndarray:
+    # Target holds a dict, so it is not hashable: key the cache by identity.
+    key = (id(target), tiles)
+    if key not in _LATENCY_CACHE:
+        _LATENCY_CACHE.clear()  # one pipeline uses one target and tile count
+        _LATENCY_CACHE[key] = target.latency_matrix(tiles)
+    return _LATENCY_CACHE[key]
+
+
+def estimate_cycles(
+    plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
+) -> int:
+    """Modeled cycles of the plan: per (batch, k, j) phase a sync, the broadcast of one
+    64x64 right block at `exchange_word_bytes` per cycle plus the farthest receiver's
+    latency, the home tile's local copy when it is also a row tile, and one AMP kernel call
+    on a row shard (AMP MAC rate from the target)."""
+    precision = problem.precision
+    lhs_fmt, rhs_fmt = plan.operand_plan("lhs").format, plan.operand_plan("rhs").format
+    lhs = ShardGeometry.from_format(problem.lhs_shape, lhs_fmt)
+    rhs = ShardGeometry.from_format(problem.rhs_shape, rhs_fmt)
+    row_tiles = lhs.partitions[-2]
+    rows = lhs.chunk[-2]
+    k_padded = lhs.padded_shape[-1]
+    # one phase per real (k, j) block: the rhs padding beyond K and N has no phase
+    n_k, n_j = k_padded // AMP_BLOCK, ceil_div(problem.n, AMP_BLOCK)
+    homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j]
+    latency = _latency(target, tiles)
+    farthest = latency[homes.reshape(-1)][:, :row_tiles].max(axis=1)
+    block_words = block_bytes(precision) // target.exchange_word_bytes
+    copies = int(np.count_nonzero(homes.reshape(-1) < row_tiles))
+    kernel = target.amp_cycles(rows * AMP_BLOCK * AMP_BLOCK, precision)
+    per_batch = (
+        homes.size * (target.sync_cycles + block_words + kernel)
+        + int(farthest.sum())
+        + copies * target.vector_cycles(block_bytes(precision))
+    )
+    return problem.batch * per_batch
+
+
+# ----------------------------------------------------------------------------------------------
+# Selection
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    candidate: GemmCandidate
+    plan: OperatorPlanAttr
+    reason: str | None  # None: valid
+    cycles: int | None  # only for valid plans
+
+
+def evaluate_candidates(
+    problem: GemmProblem,
+    tiles: int,
+    indivisible: str,
+    target: Target,
+    catalog: Sequence[GemmCandidate] = CATALOG,
+) -> list[Evaluation]:
+    """Build, validate and (when valid) cost every catalog entry, in catalog order."""
+    results: list[Evaluation] = []
+    for candidate in catalog:
+        plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
+        reason = validate_gemm_plan(plan, problem, tiles, target)
+        cycles = estimate_cycles(plan, problem, tiles, target) if reason is None else None
+        results.append(Evaluation(candidate, plan, reason, cycles))
+    return results
+
+
+class NoValidPlan(Exception):
+    def __init__(self, evaluations: Sequence[Evaluation]):
+        self.evaluations = tuple(evaluations)
+        # candidates failing for the same reason are named together, in catalog order
+        grouped: dict[str, list[str]] = {}
+        for e in evaluations:
+            grouped.setdefault(e.reason or "", []).append(e.candidate.name)
+        reasons = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in grouped.items())
+        super().__init__(f"no valid operator plan: {reasons or 'the operator catalog is empty'}")
+
+
+def select_gemm_plan(
+    problem: GemmProblem,
+    tiles: int,
+    indivisible: str = Indivisible.PAD,
+    target: Target | None = None,
+    catalog: Sequence[GemmCandidate] = CATALOG,
+) -> Evaluation:
+    """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none."""
+    from device.target import IPU21
+
+    target = target or IPU21
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
+    valid = [e for e in evaluations if e.reason is None]
+    if not valid:
+        raise NoValidPlan(evaluations)
+    return min(valid, key=lambda e: e.cycles)  # min keeps the first of equal costs

@@ -1,0 +1,200 @@
+"""`graph-to-mid`: choose an operator plan for every graph op and rewrite it to the mid level.
+
+- Stores the `PipelineConfig` (`#mid.config<...>`) on the module as `ipu.config`.
+- Each `graph.gemm` becomes a `mid.gemm` carrying the cheapest valid candidate of
+  `passes/gemm_plans.py`; its operand and result types carry the plan's formats.
+- Function arguments take the format of their first consumer's plan (input policy
+  `consumer`: the host writes inputs straight into that layout) or a row-major single-tile
+  format (policy `row_major`); results carry their producer's format.
+- Where a consumer wants a format other than the one its operand has, the two are bridged by a
+  `builtin.unrealized_conversion_cast`; `insert-conversions` turns each such bridge into
+  explicit `mid.cast_precision` / `mid.rearrange` ops.
+
+Graph ops without an operator plan yet are a diagnostic, never silently kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.dialects.builtin import TensorType, UnrealizedConversionCastOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from device.target import Target, get_target
+from ipu_dialects import graph, mid
+from passes.gemm_plans import (
+    CATALOG_NAMES,
+    GemmProblem,
+    NoValidPlan,
+    catalog_entries,
+    element_precision,
+    select_gemm_plan,
+)
+
+
+def value_label(value: SSAValue) -> str:
+    return f"%{value.name_hint}" if value.name_hint else "a value"
+
+
+def op_label(op: Operation) -> str:
+    """`graph.gemm %c`: the op named by its first result, as the user wrote it."""
+    return f"{op.name} {value_label(op.results[0])}" if op.results else op.name
+
+
+def row_major_format(value_type: TensorType, indivisible: str) -> mid.TensorFormatAttr:
+    """Graph-input policy `row_major`: the whole tensor, row-major, on one tile."""
+    rank = len(value_type.get_shape())
+    return mid.TensorFormatAttr(
+        element_precision(value_type.get_element_type()),
+        mid.ElementOrder.ROW_MAJOR,
+        [mid.AxisTilingAttr(1, 1, indivisible)] * rank,
+        replication=1,
+        group=1,
+        scale=graph.fp8_scale(value_type)
+        if isinstance(value_type.encoding, graph.Fp8ScaleAttr)
+        else 0,
+    )
+
+
+def is_graph_tensor(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and not isinstance(
+        value.type.encoding, mid.TensorFormatAttr
+    )
+
+
+def with_format(value_type: TensorType, fmt: mid.TensorFormatAttr) -> TensorType:
+    return TensorType(value_type.get_element_type(), value_type.get_shape(), fmt)
+
+
+@dataclass
+class FunctionLowering:
+    """Lowers the graph ops of one function, in program order."""
+
+    function: func.FuncOp
+    config: mid.PipelineConfigAttr
+    target: Target
+
+    def run(self) -> None:
+        for op in list(self.function.body.walk()):
+            if isinstance(op, graph.GemmOp):
+                self.lower_gemm(op)
+            elif op.dialect_name() == "graph":
+                raise PassFailedException(f"{op_label(op)}: {op.name} has no operator plan yet")
+        for arg in self.function.args:
+            if is_graph_tensor(arg):  # unused or only returned: a plain row-major input
+                assert isinstance(arg.type, TensorType)
+                fmt = row_major_format(arg.type, self.config.indivisible.data)
+                Rewriter.replace_value_with_new_type(arg, with_format(arg.type, fmt))
+        self.function.update_function_type()
+
+    def operand_in_format(
+        self, value: SSAValue, fmt: mid.TensorFormatAttr, before: Operation
+    ) -> SSAValue:
+        """`value` as the consumer wants it: retype a fresh graph input, else bridge."""
+        assert isinstance(value.type, TensorType)
+        wanted = with_format(value.type, fmt)
+        if is_graph_tensor(value):
+            if self.config.inputs.data == mid.InputPolicy.CONSUMER:
+                return Rewriter.replace_value_with_new_type(value, wanted)
+            row_major = row_major_format(value.type, self.config.indivisible.data)
+            value = Rewriter.replace_value_with_new_type(
+                value, with_format(value.type, row_major)
+            )
+        if value.type == wanted:
+            return value
+        bridge = UnrealizedConversionCastOp.get([value], [wanted])
+        bridge.results[0].name_hint = value.name_hint
+        Rewriter.insert_op(bridge, InsertPoint.before(before))
+        return bridge.results[0]
+
+    def lower_gemm(self, op: graph.GemmOp) -> None:
+        lhs_type, rhs_type, out_type = op.lhs.type, op.rhs.type, op.result.type
+        assert isinstance(lhs_type, TensorType) and isinstance(rhs_type, TensorType)
+        assert isinstance(out_type, TensorType)
+        try:
+            problem = GemmProblem.from_types(
+                lhs_type,
+                rhs_type,
+                out_type,
+                op.transpose_lhs is not None,
+                op.transpose_rhs is not None,
+            )
+            chosen = select_gemm_plan(
+                problem,
+                self.config.tiles.data,
+                self.config.indivisible.data,
+                self.target,
+                catalog_entries(self.config.catalog_names),
+            )
+        except (NoValidPlan, ValueError) as err:
+            raise PassFailedException(f"{op_label(op)}: {err}") from None
+        plan = chosen.plan
+        lhs = self.operand_in_format(op.lhs, plan.operand_plan("lhs").format, op)
+        rhs = self.operand_in_format(op.rhs, plan.operand_plan("rhs").format, op)
+        result_type = TensorType(
+            out_type.get_element_type(), out_type.get_shape(), plan.operand_plan("out").format
+        )
+        Rewriter.replace_op(op, mid.GemmOp(lhs, rhs, result_type, plan))
+
+
+@dataclass(frozen=True)
+class GraphToMidPass(ModulePass):
+    """-p 'graph-to-mid{tiles=16 indivisible=pad inputs=consumer profiling=off}'"""
+
+    name = "graph-to-mid"
+
+    tiles: int | None = None
+    indivisible: Literal["pad", "reject"] = "pad"
+    inputs: Literal["consumer", "row_major"] = "consumer"
+    profiling: Literal["off", "cycles"] = "off"
+    catalog: tuple[str, ...] = ()
+    target: str = "ipu21"
+
+    def checked_target(self) -> Target:
+        try:
+            target = get_target(self.target)
+        except ValueError as err:
+            raise PassFailedException(f"{self.name}: {err}") from None
+        if self.tiles is None:
+            raise PassFailedException(f"{self.name}: option tiles is required (tiles=N)")
+        if not 1 <= self.tiles <= target.tiles:
+            raise PassFailedException(
+                f"{self.name}: tiles={self.tiles} is outside 1..{target.tiles}, the tile count "
+                f"of target {target.name}"
+            )
+        try:
+            catalog_entries(self.catalog)
+        except ValueError as err:
+            raise PassFailedException(f"{self.name}: {err}") from None
+        return target
+
+    def pipeline_config(self, target: Target) -> mid.PipelineConfigAttr:
+        assert self.tiles is not None
+        return mid.PipelineConfigAttr(
+            target.name,
+            self.tiles,
+            self.indivisible,
+            self.inputs,
+            self.catalog or CATALOG_NAMES,
+            mid.SchedulingPolicy.IN_ORDER,
+            self.profiling,
+        )
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        target = self.checked_target()
+        config = self.pipeline_config(target)
+        op.attributes[mid.CONFIG_ATTR_NAME] = config
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+            if not function.is_declaration:
+                FunctionLowering(function, config, target).run()
+        for stray in op.walk():
+            if stray.dialect_name() == "graph":
+                raise PassFailedException(
+                    f"{op_label(stray)}: graph ops are lowered only inside func.func bodies"
+                )

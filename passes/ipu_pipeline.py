@@ -1,0 +1,57 @@
+"""`ipu-pipeline{tiles=N indivisible=pad|reject}`: the default pipeline, graph to exchange.
+
+Runs, in order: `graph-to-mid{tiles=N indivisible=...}`, `insert-conversions`, `mid-to-tile`,
+`place-memory`, `schedule-exchange`. The passes are looked up in `passes.get_all_passes()`
+when the pipeline runs, so this module imports without them; a stage that cannot be loaded is
+a diagnostic naming it. Only `graph-to-mid` takes options: every later pass reads the tile
+count and target from the module's `ipu.config`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+STAGES = (
+    "graph-to-mid",
+    "insert-conversions",
+    "mid-to-tile",
+    "place-memory",
+    "schedule-exchange",
+)
+
+
+@dataclass(frozen=True)
+class IpuPipelinePass(ModulePass):
+    name = "ipu-pipeline"
+
+    tiles: int | None = None
+    indivisible: Literal["pad", "reject"] = "pad"
+
+    def stage_passes(self) -> list[ModulePass]:
+        from passes import get_all_passes
+
+        registry = get_all_passes()
+        stages: list[ModulePass] = []
+        for stage in STAGES:
+            try:
+                pass_class = registry[stage]()
+            except (KeyError, ImportError) as err:
+                raise PassFailedException(
+                    f"{self.name}: stage {stage} is not available ({err})"
+                ) from None
+            if stage == "graph-to-mid":
+                stages.append(pass_class(tiles=self.tiles, indivisible=self.indivisible))
+            else:
+                stages.append(pass_class())
+        return stages
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for stage in self.stage_passes():
+            stage.apply(ctx, op)
+            op.verify()  # as xDSL's own pipeline does: a broken stage is caught where it broke
