@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Sequence
+from functools import lru_cache
 from dataclasses import astuple, fields
 from typing import ClassVar
 
@@ -37,6 +38,12 @@ from xdsl.utils.exceptions import VerifyException
 from device import isa
 
 
+@lru_cache(maxsize=4096)
+def _i64(value: int) -> IntegerAttr:
+    """Interned field attributes: rows repeat the same small integers a lot."""
+    return IntegerAttr(value, i64)
+
+
 class InstructionOp(IRDLOperation, OneLineAssemblyPrintable, ABC):
     """Shared behaviour of the seven instruction ops (not itself an op)."""
 
@@ -45,7 +52,7 @@ class InstructionOp(IRDLOperation, OneLineAssemblyPrintable, ABC):
     def __init__(self, *args: int, **kwargs: int):
         names = [f.name for f in fields(self.ISA_CLASS)]
         values = dict(zip(names, args)) | kwargs
-        super().__init__(properties={n: IntegerAttr(values[n], i64) for n in names})
+        super().__init__(properties={n: _i64(values[n]) for n in names})
 
     @classmethod
     def field_names(cls) -> list[str]:
