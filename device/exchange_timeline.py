@@ -39,7 +39,6 @@ from xdsl.utils.exceptions import DiagnosticException
 from device.isa import (
     SCTL_64BIT,
     SCTL_DIRECTION_MASK,
-    Delay,
     DelayPic,
     DelayXpic,
     Instruction,
