@@ -1,0 +1,28 @@
+// Option and policy diagnostics of graph-to-mid, one run each.
+// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=0}' | filecheck %s --check-prefix=ZERO
+// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=1473}' | filecheck %s --check-prefix=MANY
+// RUN: ipu-opt %s --verify-diagnostics --pass-pipeline='builtin.module(graph-to-mid{tiles=1473})' | filecheck %s --check-prefix=MANY
+// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid' | filecheck %s --check-prefix=MISSING
+// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f8}' | filecheck %s --check-prefix=CATALOG
+// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 target=gc200}' | filecheck %s --check-prefix=TARGET
+// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 indivisible=reject}' | filecheck %s --check-prefix=REJECT
+// RUN: ipu-opt %s --verify-diagnostics --pass-pipeline='builtin.module(graph-to-mid{tiles=4 indivisible=reject})' | filecheck %s --check-prefix=REJECT
+// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r64}' | filecheck %s --check-prefix=ONLY64
+// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4 indivisible=pad}' | filecheck %s --check-prefix=PAD
+
+// 100 rows are not a multiple of any row block, 70 columns not a multiple of 64.
+func.func @indivisible(%a: tensor<100x64xf16>, %b: tensor<64x70xf16>) -> tensor<100x70xf16> {
+  %c = graph.gemm %a, %b : (tensor<100x64xf16>, tensor<64x70xf16>) -> tensor<100x70xf16>
+  func.return %c : tensor<100x70xf16>
+}
+
+// ZERO: graph-to-mid: tiles=0 is outside 1..1472, the tile count of target ipu21
+// MANY: graph-to-mid: tiles=1473 is outside 1..1472, the tile count of target ipu21
+// MISSING: graph-to-mid: option tiles is required (tiles=N)
+// CATALOG: graph-to-mid: unknown GEMM candidate(s) amp_gemm_f8; known: amp_gemm_f16_r16, amp_gemm_f16_r32, amp_gemm_f16_r64, amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64
+// TARGET: graph-to-mid: unknown target 'gc200'; known targets: ipu21
+// REJECT: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16: lhs axis -2 extent 100 is not a multiple of block 16 and the tiling rejects padding; amp_gemm_f16_r32: lhs axis -2 extent 100 is not a multiple of block 32 and the tiling rejects padding; amp_gemm_f16_r64: lhs axis -2 extent 100 is not a multiple of block 64 and the tiling rejects padding; amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64: init kernel @amp_gemm_f32_init does not run f16 operands
+// ONLY64: ipu.config = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r64"], scheduling = in_order, profiling = off>
+// ONLY64: mid.gemm %a, %b plan #mid.plan<"amp_gemm_f16_r64"
+// PAD: func.func @indivisible(%a: tensor<100x64xf16, #mid.format<f16, amp_left, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>, %b: tensor<64x70xf16, #mid.format<f16, amp_right, [64 x 1 pad, 64 x 2 pad], replication = 1, group = 4, standard>>) -> tensor<100x70xf16, #mid.format<f16, amp_output, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
+// PAD: mid.gemm %a, %b plan #mid.plan<"amp_gemm_f16_r16"
