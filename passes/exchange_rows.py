@@ -109,3 +109,13 @@ def checked_row(instrs: list[isa.Instruction], schedule: RowSchedule, base_addre
             f"schedule: {error}"
         ) from error
     return np.asarray(words, dtype=np.uint32)
+
+
+def slot_stride(row_word_counts: list[int]) -> int:
+    """Bytes between the row slots of consecutive iterations of one exchange phase.
+
+    Every iteration gets its own slot, so tile images hold all rows at once; the stride is
+    the longest row, 8-byte aligned because a `sendpicp` must start on an 8-byte boundary.
+    """
+    longest = max(row_word_counts, default=0) * 4
+    return -(-longest // 8) * 8

@@ -1,0 +1,165 @@
+"""The package writer: expand the scheduled tile program into per-tile NumPy arrays.
+
+This is the one place where per-tile expansion happens (DESIGN.md section 4): loops run
+here, in Python over iterations, and per-tile differences become dense arrays of the
+`device.package` steps; no xDSL op is created per tile. The input is a module after
+`schedule-exchange`: placed `tile.buffer`s, scheduled `tile.exchange`s and their
+`exchange.row`s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block
+from xdsl.utils.exceptions import PassFailedException
+
+from device.package import ExchangeStep, HostTensor, KernelStep, Package, Step
+from ipu_dialects.exchange import RowOp
+from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
+from passes.exchange_rows import slot_stride
+from passes.schedule_exchange import module_config
+from passes.shard_geometry import ShardGeometry
+from passes.tile_iteration import linearized_iteration
+
+
+def provenance_text(provenance: WorkProvenanceAttr, ivs: Sequence[int]) -> str:
+    where = f" [iteration {', '.join(map(str, ivs))}]" if ivs else ""
+    return f"{provenance.op.data} {provenance.value.data}: {provenance.reason.data}{where}"
+
+
+def eval_map(affine_map, ivs: Sequence[int]) -> int:
+    return int(affine_map.eval(list(ivs), [])[0])
+
+
+@dataclass
+class Expansion:
+    """Steps of the program and the rows they use, built by walking the tile program."""
+
+    tiles: int
+    row_index: dict[str, int]
+    rows: list[np.ndarray]
+    steps: list[Step] = field(default_factory=list)
+
+    def walk(self, block: Block, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
+        for op in block.ops:
+            if isinstance(op, LoopOp):
+                for iv in range(op.lower_bound, op.upper_bound):
+                    self.walk(op.body.block, ivs + [iv],
+                              bounds + [(op.lower_bound, op.upper_bound)])
+            elif isinstance(op, ExchangeOp):
+                self.exchange(op, ivs, bounds)
+            elif isinstance(op, KernelOp):
+                self.kernel(op, ivs)
+
+    def exchange(self, op: ExchangeOp, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
+        if op.rows is None or op.row_address is None:
+            raise PassFailedException(
+                f"package: {op.name} ({op.provenance.reason.data}) has no rows; "
+                "run schedule-exchange first"
+            )
+        n = linearized_iteration(bounds, ivs)
+        sender_row = op.sender_rows.get_values()[n]
+        if sender_row < 0:
+            return  # no receiver in this iteration: no traffic, no phase
+        receiver_row = op.receiver_rows.get_values()[n]
+        symbols = [ref.root_reference.data for ref in op.rows.data]
+        row_id = np.full(self.tiles, -1, dtype=np.int32)
+        row_id[op.dst_tiles.as_array()] = self.row_index[symbols[receiver_row]]
+        row_id[eval_map(op.src_tile.data, ivs)] = self.row_index[symbols[sender_row]]
+        stride = slot_stride([len(self.rows[self.row_index[s]]) for s in symbols])
+        address = op.row_address.value.data + n * stride
+        self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, ivs)))
+
+    def kernel(self, op: KernelOp, ivs: list[int]) -> None:
+        tiles = op.tiles.as_array()
+        if op.on_tile is not None:
+            only = eval_map(op.on_tile.data, ivs)
+            if only not in op.tiles:
+                return
+            tiles = np.array([only], dtype=np.int64)
+        pointers = []
+        for view, offset in zip(op.views, op.offsets.data, strict=True):
+            buffer = view.owner
+            assert isinstance(buffer, BufferOp)
+            pointers.append(buffer.address_value + eval_map(offset.data, ivs))
+        self.steps.append(KernelStep(
+            op.symbol, tiles.astype(np.int32),
+            np.broadcast_to(np.asarray(pointers, dtype=np.int64), (len(tiles), len(pointers))).copy(),
+            op.scalar_values, provenance_text(op.provenance, ivs)))
+
+
+def host_tensor(buffer: BufferOp, name: str) -> HostTensor:
+    origin = buffer.origin
+    assert isinstance(origin, TensorType)
+    geometry = ShardGeometry.from_format(origin.get_shape(), buffer.format)
+    tiles = geometry.all_tiles()  # [replication, partitions]
+    origins = np.tile(geometry.all_origins(), (geometry.replication, 1))
+    flat_tiles = tiles.reshape(-1)
+    outside = [int(t) for t in flat_tiles if int(t) not in buffer.tiles]
+    if outside:
+        raise PassFailedException(
+            f"package: buffer @{buffer.sym_name.data} has a shard on tile {outside[0]} "
+            f"outside its tile set {buffer.tiles}"
+        )
+    return HostTensor(
+        name, tuple(origin.get_shape()), buffer.precision.data, buffer.order.data,
+        buffer.shard_shape, flat_tiles.astype(np.int32),
+        np.full(len(flat_tiles), buffer.address_value, dtype=np.int64), origins,
+        scale=buffer.format.scale.data,
+    )
+
+
+def host_tensors(buffers: list[BufferOp]) -> tuple[list[HostTensor], list[HostTensor]]:
+    """Inputs by argument index, named like the buffers (the graph's argument names)."""
+    by_kind: dict[str, dict[int, BufferOp]] = {"input": {}, "output": {}}
+    for buffer in buffers:
+        if buffer.kind.data in by_kind:
+            by_kind[buffer.kind.data][buffer.index.value.data] = buffer
+    inputs = [host_tensor(by_kind["input"][i], by_kind["input"][i].sym_name.data)
+              for i in sorted(by_kind["input"])]
+    outputs = [host_tensor(by_kind["output"][i], f"result{i}")
+               for i in sorted(by_kind["output"])]
+    return inputs, outputs
+
+
+def single_function(module: ModuleOp) -> FuncOp:
+    funcs = [op for op in module.ops if isinstance(op, FuncOp)]
+    if len(funcs) != 1:
+        raise PassFailedException(f"package: expected one func.func, found {len(funcs)}")
+    return funcs[0]
+
+
+def unplaced(buffers: list[BufferOp]) -> list[str]:
+    return [b.sym_name.data for b in buffers if b.address_value is None]
+
+
+def build_package(module: ModuleOp) -> Package:
+    from tools.emit_asm import format_assembly
+
+    target, tiles = module_config(module, "package")
+    func = single_function(module)
+    buffers = [op for op in func.walk() if isinstance(op, BufferOp)]
+    if missing := unplaced(buffers):
+        raise PassFailedException(
+            f"package: buffers without addresses: {', '.join(missing)} (run place-memory)"
+        )
+    row_ops = [op for op in module.ops if isinstance(op, RowOp)]
+    code_start = target.code_region[0]
+    rows = [np.asarray(op.encode(code_start), dtype=np.uint32) for op in row_ops]
+    expansion = Expansion(tiles, {op.sym_name.data: i for i, op in enumerate(row_ops)}, rows)
+    expansion.walk(func.body.block, [], [])
+    inputs, outputs = host_tensors(buffers)
+    tiles_used = max((max(b.tiles.tiles(), default=-1) for b in buffers), default=-1) + 1
+    package = Package(
+        target.name, tiles, rows, expansion.steps, inputs, outputs, func.sym_name.data,
+        metadata={"row_symbols": [op.sym_name.data for op in row_ops],
+                  "tiles_used": tiles_used},
+    )
+    package.assembly = format_assembly(package)
+    return package
+
