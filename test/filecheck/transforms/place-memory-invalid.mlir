@@ -1,0 +1,35 @@
+// RUN: ipu-opt %s --split-input-file -p place-memory --verify-diagnostics | filecheck %s
+
+builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
+  func.func @too_big() {
+    %a = tile.buffer @a input 0 on #tile.tiles<[0, 4)> shard [368, 512] f16 amp_left standard align 32 tail 16
+    %c = tile.buffer @c output 0 on #tile.tiles<[3, 4)> shard [368, 512] f16 amp_output interleaved align 32 tail 0
+    func.return
+  }
+}
+// CHECK: Out of memory on tile 3: 786448 bytes needed, tiles only have 638976 bytes (code region 32768, buffers: a 376832 + tail 16, c 376832)
+
+// -----
+
+builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
+  func.func @interleaved_too_big() {
+    %c = tile.buffer @c output 0 on #tile.tiles<[0, 1)> shard [256, 512] f16 amp_output interleaved align 32 tail 0
+    func.return
+  }
+}
+// CHECK: Out of interleaved memory on tile 0: interleaved buffers need 262144 bytes, the interleaved region has 245760 bytes (buffers: c 262144)
+
+// -----
+
+// Left stream and output both interleaved: the output takes elements 6..8, the left stream
+// would need 90 KiB outside them, but only element 9 (48 KiB) is left.
+builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
+  func.func @elements() {
+    %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [720, 64] f16 amp_left interleaved align 32 tail 16
+    %b = tile.buffer @b input 1 on #tile.tiles<[0, 1)> shard [64, 64] f16 amp_right standard align 32 tail 0
+    %c = tile.buffer @c output 0 on #tile.tiles<[0, 1)> shard [1000, 64] f16 amp_output interleaved align 32 tail 0
+    tile.kernel @amp_gemm_f16_init(%c[() -> (0)], %a[() -> (0)], %b[() -> (0)]) scalars [720] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "r">
+    func.return
+  }
+}
+// CHECK: place-memory: cannot keep @c (128000 bytes) in a memory element apart from @a at 0xac000 (92176 bytes, elements [6, 7]) on tile 0
