@@ -32,7 +32,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.kernels import UnknownKernelError, get_kernel
 from device.target import Target, get_target
-from ipu_dialects.tile import BufferOp, KernelOp, configured_tile_count
+from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_count
 
 PACE_ORDERS = ("amp_left", "amp_right", "amp_output")
 
@@ -69,6 +69,7 @@ class FunctionPlacement:
     target: Target
     tile_count: int
     placed: list[Placed] = field(default_factory=list)
+    exchanged: set[BufferOp] = field(default_factory=set)
 
     # -- facts about buffers -------------------------------------------------------------
     def alignment(self, buffer: BufferOp) -> int:
@@ -151,12 +152,30 @@ class FunctionPlacement:
             )
 
     # -- placement -----------------------------------------------------------------------
+    def exchanged_buffers(self) -> set[BufferOp]:
+        """Sources and destinations of exchange phases."""
+        ends: set[BufferOp] = set()
+        for op in self.function.walk():
+            if isinstance(op, ExchangeOp):
+                ends.update(v.owner for v in (op.src, op.dst) if isinstance(v.owner, BufferOp))
+        return ends
+
+    def code_elements_end(self) -> int:
+        """End of the last memory element the code region touches."""
+        code_start, code_end = self.target.code_region
+        return max(e.end for e in self.target.memory_elements
+                   if e.start < code_end and code_start < e.end)
+
     def regions(self, buffer: BufferOp) -> list[tuple[int, int]]:
         target = self.target
         interleaved = (target.interleaved_start, target.memory_end)
         if buffer.interleaved:
             return [interleaved]
-        return [(target.code_region[1], target.interleaved_start), interleaved]
+        # A row's instruction fetch and its send reads or incoming writes happen in the same
+        # exchange events; keeping exchanged buffers out of the code's elements avoids the
+        # contention (spec: exchange-isa.md), which schedule-exchange checks.
+        start = self.code_elements_end() if buffer in self.exchanged else target.code_region[1]
+        return [(start, target.interleaved_start), interleaved]
 
     def fits(self, buffer: BufferOp, address: int, end: int, partners: set[BufferOp]) -> bool:
         elements = None
@@ -197,6 +216,7 @@ class FunctionPlacement:
         self.tile_count = max(self.tile_count, max(b.tiles.stop.data for b in buffers))
         self.check_capacity(buffers)
         partners = self.distinct_pairs()
+        self.exchanged = self.exchanged_buffers()
         # Interleaved buffers first: they have only one region to go to.
         ordered = [b for b in buffers if b.interleaved] + [b for b in buffers if not b.interleaved]
         for buffer in ordered:
