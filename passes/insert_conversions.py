@@ -86,7 +86,7 @@ class MaterializeBridge(RewritePattern):
             )
         ops = conversion_ops(op.inputs[0], dst_type)
         result = ops[-1].results[0] if ops else op.inputs[0]
-        rewriter.replace_op(op, ops, [result])
+        rewriter.replace(op, ops, [result])
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,190 @@
+"""GEMM operator candidates: construction, validation against concrete types, selection."""
+
+import dataclasses
+
+import pytest
+
+from device.layouts import AMP_BLOCK
+from device.target import IPU21
+from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorDispatchAttr, OperatorPlanAttr
+from passes.gemm_plans import (
+    CATALOG,
+    GemmProblem,
+    NoValidPlan,
+    build_gemm_plan,
+    catalog_entries,
+    estimate_cycles,
+    evaluate_candidates,
+    select_gemm_plan,
+    validate_gemm_plan,
+)
+from passes.shard_geometry import ShardGeometry
+
+F16 = [c for c in CATALOG if c.precision == "f16"]
+F32 = [c for c in CATALOG if c.precision == "f32"]
+
+
+def problem(m, k, n, precision="f16", batch_lhs=(), batch_rhs=(), **flags):
+    import numpy as np
+
+    out_batch = tuple(np.broadcast_shapes(batch_lhs, batch_rhs))
+    lhs = (*batch_lhs, k, m) if flags.get("transpose_lhs") else (*batch_lhs, m, k)
+    rhs = (*batch_rhs, n, k) if flags.get("transpose_rhs") else (*batch_rhs, k, n)
+    return GemmProblem(lhs, rhs, (*out_batch, m, n), precision, **flags)
+
+
+def replace_operand(plan: OperatorPlanAttr, name: str, **changes) -> OperatorPlanAttr:
+    entries = []
+    for e in plan.operands.data:
+        if e.operand.data == name:
+            fields = dict(operand=e.operand.data, role=e.role.data, format=e.format,
+                          alignment=e.alignment.data, tail=e.tail.data)
+            fields.update(changes)
+            e = OperandPlanAttr(**fields)
+        entries.append(e)
+    return OperatorPlanAttr(plan.candidate.data, plan.dispatch, plan.accumulate.data,
+                            plan.amp.data, entries, plan.distinct_pairs, plan.alias.data)
+
+
+@pytest.mark.parametrize("tiles", [1, 4, 16])
+@pytest.mark.parametrize("m,k,n", [(128, 256, 64), (100, 64, 70), (16, 128, 192)])
+def test_retained_plan_shape_follows_the_spec(tiles, m, k, n):
+    pr = problem(m, k, n)
+    for cand in F16:
+        plan = build_gemm_plan(cand, pr, tiles, "pad", IPU21)
+        assert validate_gemm_plan(plan, pr, tiles, IPU21) is None
+        lhs, rhs, out = (plan.operand_plan(o) for o in ("lhs", "rhs", "out"))
+        rows = -(-m // cand.row_block)
+        assert lhs.format.partitions == (min(tiles, rows), 1) == out.format.partitions
+        assert lhs.format.blocks == (cand.row_block, AMP_BLOCK)
+        assert rhs.format.blocks == (AMP_BLOCK, AMP_BLOCK)
+        assert rhs.format.partition_count <= tiles
+        assert (lhs.role.data, rhs.role.data, out.role.data) == ("left", "right", "output")
+        assert out.format.memory.data == "interleaved" and lhs.format.memory.data == "standard"
+        assert {e.alignment.data for e in (lhs, rhs, out)} == {IPU21.pace_alignment}
+        assert lhs.tail.data == IPU21.amp_left_access_tail_bytes
+        assert plan.distinct_pairs == (("out", "lhs"),)
+        assert plan.dispatch.init_symbol == "amp_gemm_f16_init"
+        assert plan.dispatch.accum_symbol == "amp_gemm_f16_accum"
+        assert plan.accumulate.data == "f32" and plan.amp.data == "A16/B16x16/C16"
+        # every padded output row block lives on exactly one row tile
+        g = ShardGeometry.from_format(pr.out_shape, out.format)
+        assert g.padded_shape[-2] >= m and g.padded_shape[-1] == -(-n // 64) * 64
+
+
+def test_fp32_plan_uses_the_a8_configuration():
+    pr = problem(32, 64, 64, "f32")
+    chosen = select_gemm_plan(pr, 4)
+    assert chosen.candidate.precision == "f32"
+    assert chosen.plan.amp.data == "A8/B8x16/C16"
+    assert chosen.plan.dispatch.init_symbol == "amp_gemm_f32_init"
+
+
+@pytest.mark.parametrize("flag", ["transpose_lhs", "transpose_rhs"])
+def test_transposed_operands_are_rejected_by_every_candidate(flag):
+    pr = problem(64, 64, 64, **{flag: True})
+    for e in evaluate_candidates(pr, 4, "pad", IPU21):
+        assert e.reason == f"{flag} is not supported by the AMP plan (transposed operands are rejected)"
+    with pytest.raises(NoValidPlan, match=f"{flag} is not supported"):
+        select_gemm_plan(pr, 4)
+
+
+def test_precision_mismatch_is_a_kernel_mode_failure():
+    pr = problem(64, 64, 64, "f16")
+    reasons = {e.candidate.name: e.reason for e in evaluate_candidates(pr, 4, "pad", IPU21)}
+    assert all(reasons[c.name] is None for c in F16)
+    assert all("does not run f16 operands" in reasons[c.name] for c in F32)
+
+
+def test_reject_invalidates_only_the_indivisible_candidates():
+    pr = problem(48, 64, 64)  # 48 rows: a multiple of 16 but not of 32 or 64
+    evals = {e.candidate.name: e for e in evaluate_candidates(pr, 4, "reject", IPU21)}
+    assert evals["amp_gemm_f16_r16"].reason is None
+    assert "extent 48 is not a multiple of block 32" in evals["amp_gemm_f16_r32"].reason
+    assert "extent 48 is not a multiple of block 64" in evals["amp_gemm_f16_r64"].reason
+    # with padding every f16 candidate is valid
+    assert all(e.reason is None for e in evaluate_candidates(pr, 4, "pad", IPU21)
+               if e.candidate.precision == "f16")
+    with pytest.raises(NoValidPlan, match="extent 70 is not a multiple of block 64"):
+        select_gemm_plan(problem(48, 64, 70), 4, "reject")
+
+
+def test_validation_catches_a_broken_plan():
+    pr = problem(64, 64, 64)
+    good = build_gemm_plan(F16[0], pr, 4, "pad", IPU21)
+    lhs_fmt = good.operand_plan("lhs").format
+    cases = {
+        "alignment 8 is not a multiple of the PACE alignment": replace_operand(good, "lhs", alignment=8),
+        "lhs has role right": replace_operand(good, "lhs", role="right"),
+        "lhs access tail 0 is shorter": replace_operand(good, "lhs", tail=0),
+        "lhs needs a tile group of 8 tiles, only 4 available":
+            replace_operand(good, "lhs", format=lhs_fmt.with_changes(group=8)),
+        "each output-row tile must hold all of K":
+            replace_operand(good, "lhs", format=lhs_fmt.with_changes(
+                tiling=[AxisTilingAttr(16, 2), AxisTilingAttr(64, 2)])),
+        "out must live in interleaved memory":
+            replace_operand(good, "out", format=good.operand_plan("out").format.with_changes(memory="standard")),
+    }
+    for expected, plan in cases.items():
+        assert expected in validate_gemm_plan(plan, pr, 4, IPU21)
+    pointwise = OperatorPlanAttr("x", OperatorDispatchAttr("pointwise", init="gelu"), "f32", "",
+                                 list(good.operands.data), good.distinct_pairs)
+    assert "does not implement a gemm" in validate_gemm_plan(pointwise, pr, 4, IPU21)
+    wrong_kernel = OperatorPlanAttr("x", OperatorDispatchAttr("gemm_blocks", 64, 64, "copy_words", "amp_gemm_f16_accum"),
+                                    "f32", "A16/B16x16/C16", list(good.operands.data), good.distinct_pairs)
+    assert "takes pointers ('out', 'src')" in validate_gemm_plan(wrong_kernel, pr, 4, IPU21)
+    no_distinct = OperatorPlanAttr("x", good.dispatch, "f32", "A16/B16x16/C16", list(good.operands.data), ())
+    assert "distinct memory elements" in validate_gemm_plan(no_distinct, pr, 4, IPU21)
+
+
+def test_plans_too_big_for_tile_memory_are_invalid():
+    pr = problem(16, 8192, 64)  # the 1 MiB right operand fits only when spread over tiles
+    on_one = validate_gemm_plan(build_gemm_plan(F16[0], pr, 1, "pad", IPU21), pr, 1, IPU21)
+    assert on_one is not None and "tile memory holds" in on_one
+    assert validate_gemm_plan(build_gemm_plan(F16[0], pr, 16, "pad", IPU21), pr, 16, IPU21) is None
+    small = dataclasses.replace(IPU21, sram_bytes=64 * 1024)
+    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, 16, "pad", small), pr, 16, small)
+    assert reason is not None and "tile memory holds" in reason
+
+
+@pytest.mark.parametrize("tiles", [1, 2, 4, 16])
+@pytest.mark.parametrize("m", [16, 40, 96, 200])
+def test_selection_picks_the_cheapest_valid_candidate(tiles, m):
+    pr = problem(m, 128, 128)
+    evals = evaluate_candidates(pr, tiles, "pad", IPU21)
+    chosen = select_gemm_plan(pr, tiles)
+    valid = [e for e in evals if e.reason is None]
+    assert chosen.reason is None and chosen.cycles == min(e.cycles for e in valid)
+    first_cheapest = next(e for e in valid if e.cycles == chosen.cycles)
+    assert chosen.candidate == first_cheapest.candidate
+
+
+def test_selection_is_real_different_shapes_choose_different_candidates():
+    assert select_gemm_plan(problem(96, 64, 64), 4).candidate.name == "amp_gemm_f16_r32"
+    assert select_gemm_plan(problem(128, 64, 64), 4).candidate.name == "amp_gemm_f16_r16"
+
+
+def test_cost_model_grows_with_work_and_shrinks_with_tiles():
+    small, large = problem(64, 64, 64), problem(64, 256, 256)
+    plan = lambda pr, t: build_gemm_plan(F16[0], pr, t, "pad", IPU21)
+    assert estimate_cycles(plan(large, 4), large, 4, IPU21) > estimate_cycles(plan(small, 4), small, 4, IPU21)
+    big = problem(256, 128, 128)
+    assert estimate_cycles(plan(big, 16), big, 16, IPU21) < estimate_cycles(plan(big, 1), big, 1, IPU21)
+    batched = problem(64, 64, 64, batch_lhs=(2, 1), batch_rhs=(3,))
+    assert estimate_cycles(plan(batched, 4), batched, 4, IPU21) == 6 * estimate_cycles(plan(small, 4), small, 4, IPU21)
+
+
+def test_batch_axes_are_not_distributed():
+    pr = problem(32, 64, 64, batch_lhs=(2, 1), batch_rhs=(3,))
+    plan = select_gemm_plan(pr, 4).plan
+    assert plan.operand_plan("lhs").format.blocks[:2] == (1, 1)
+    assert plan.operand_plan("lhs").format.partitions[:2] == (1, 1)
+    assert plan.operand_plan("rhs").format.partitions[:1] == (1,)
+    assert plan.operand_plan("out").format.rank == 4
+
+
+def test_catalog_lookup():
+    assert catalog_entries(None) == CATALOG
+    assert [c.name for c in catalog_entries(["amp_gemm_f32_r64"])] == ["amp_gemm_f32_r64"]
+    with pytest.raises(ValueError, match="unknown GEMM candidate"):
+        catalog_entries(["nope"])
