@@ -85,7 +85,11 @@ class FunctionLowering:
             if isinstance(op, graph.GemmOp):
                 self.lower_gemm(op)
             elif op.dialect_name() == "graph":
-                raise PassFailedException(f"{op_label(op)}: {op.name} has no operator plan yet")
+                raise PassFailedException(
+                    f"{op.name} has no operator plan yet (result {value_label(op.results[0])})"
+                    if op.results
+                    else f"{op.name} has no operator plan yet"
+                )
         for arg in self.function.args:
             if is_graph_tensor(arg):  # unused or only returned: a plain row-major input
                 assert isinstance(arg.type, TensorType)

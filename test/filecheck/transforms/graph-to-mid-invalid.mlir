@@ -24,3 +24,13 @@ func.func @fp8(%a: tensor<64x64xf8E4M3FNUZ>, %b: tensor<64x64xf8E4M3FNUZ>) -> te
   func.return %c : tensor<64x64xf8E4M3FNUZ>
 }
 // CHECK: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16, amp_gemm_f16_r32, amp_gemm_f16_r64: init kernel @amp_gemm_f16_init does not run f8f143 operands; amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64: init kernel @amp_gemm_f32_init does not run f8f143 operands
+
+// -----
+
+// Ops without an operator plan yet are a diagnostic, never kept silently.
+func.func @gelu(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  %c = graph.gemm %a, %b : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
+  %g = graph.gelu %c : tensor<64x64xf16> -> tensor<64x64xf16>
+  func.return %g : tensor<64x64xf16>
+}
+// CHECK: graph.gelu has no operator plan yet (result %g)
