@@ -58,13 +58,21 @@ def fetch_accesses(row_address: int, timeline: RowTimeline) -> dict[int, list[Ac
     return accesses
 
 
-def send_read_accesses(timeline: RowTimeline) -> dict[int, list[Access]]:
+def send_read_accesses(timeline: RowTimeline, events: Iterable[int] | None = None) -> dict[int, list[Access]]:
+    """Send reads per event; with `events`, only at those events (long streams stay cheap)."""
+    wanted = None if events is None else set(events)
     accesses: dict[int, list[Access]] = defaultdict(list)
     for interval in timeline.sends:
-        for k in range(interval.words):
-            address = WORD_BYTES * (interval.address + k)
-            accesses[interval.start_event + k].append(Access(SEND_READ, address, WORD_BYTES))
+        span = range(interval.start_event, interval.start_event + interval.words)
+        for event in span if wanted is None else sorted(wanted.intersection(span)):
+            address = WORD_BYTES * (interval.address + event - interval.start_event)
+            accesses[event].append(Access(SEND_READ, address, WORD_BYTES))
     return accesses
+
+
+def send_events(timeline: RowTimeline) -> np.ndarray:
+    spans = [np.arange(i.start_event, i.start_event + i.words) for i in timeline.sends]
+    return np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
 
 
 def write_accesses(incoming: Mapping[int, int] | Sequence[int] | np.ndarray | None) -> dict[int, list[Access]]:
@@ -89,13 +97,20 @@ def find_conflicts(
     """Events where accesses of different kinds hit one memory element, in event order."""
     if timeline is None:
         timeline = row_timeline(as_instructions(instrs_or_words, row_address))
+    fetches, writes = fetch_accesses(row_address, timeline), write_accesses(incoming)
+    # Only events with accesses of two kinds can conflict; find them before expanding the
+    # (possibly thousands of) send reads into per-event accesses.
+    kinds_per_event = np.concatenate([np.fromiter(fetches, dtype=np.int64),
+                                      np.unique(send_events(timeline)),
+                                      np.fromiter(writes, dtype=np.int64)])
+    events, counts = np.unique(kinds_per_event, return_counts=True)
+    candidates = events[counts > 1].tolist()
     per_event: dict[int, list[Access]] = defaultdict(list)
-    for source in (fetch_accesses(row_address, timeline), send_read_accesses(timeline),
-                   write_accesses(incoming)):
+    for source in (fetches, send_read_accesses(timeline, candidates), writes):
         for event, accesses in source.items():
             per_event[event].extend(accesses)
     conflicts = []
-    for event in sorted(per_event):
+    for event in candidates:
         by_element: dict[int, list[Access]] = defaultdict(list)
         for access in per_event[event]:
             for element in target.elements_of_range(access.address, access.nbytes):

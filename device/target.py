@@ -130,11 +130,11 @@ class Target:
     # ---- exchange -----------------------------------------------------------------
     def latency(self, source: int, receiver: int) -> int:
         """Events between a word leaving `source` and reaching `receiver`'s input: L(s, r)."""
-        return int(self.latency_matrix(max(source, receiver) + 1)[source, receiver])
+        return int(self.latency_matrix(2, np.array([source, receiver]))[0, 1])
 
-    def latency_matrix(self, tiles: int) -> np.ndarray:
-        """L(s, r) for all s, r < tiles, as an int64 matrix (diagonal unused)."""
-        ids = np.arange(tiles)
+    def latency_matrix(self, tiles: int, ids: np.ndarray | None = None) -> np.ndarray:
+        """L(s, r) for all s, r < tiles (or among `ids`), as an int64 matrix (diagonal unused)."""
+        ids = np.arange(tiles) if ids is None else ids
         position = ids % self.column_tiles
         column = ids // self.column_tiles
         return (

@@ -89,7 +89,7 @@ class RowTable:
         return f"{self.prefix}_{self.roles[index][0]}{index}"
 
 
-def phase_per_iteration(op: ExchangeOp, target: Target, tiles: int):
+def phase_per_iteration(op: ExchangeOp, target: Target, latency: np.ndarray):
     """The concrete broadcast of every iteration of `op`'s loop nest (None: no receiver)."""
     bounds = loop_bounds(enclosing_loops(op))
     ivs = iteration_vectors(bounds)
@@ -98,7 +98,6 @@ def phase_per_iteration(op: ExchangeOp, target: Target, tiles: int):
     senders = evaluate_map(op.src_tile.data, ivs)[:, 0]
     sources = placed_address(src, ScheduleExchangePass.name) + evaluate_map(op.src_offset.data, ivs)[:, 0]
     dests = placed_address(dst, ScheduleExchangePass.name) + evaluate_map(op.dst_offset.data, ivs)[:, 0]
-    latency = target.latency_matrix(tiles)
     dst_tiles = tuple(int(t) for t in op.dst_tiles.tiles())
     phases: list[BroadcastPhase | None] = []
     for sender, source, dest in zip(senders.tolist(), sources.tolist(), dests.tolist(),
@@ -112,11 +111,14 @@ def phase_per_iteration(op: ExchangeOp, target: Target, tiles: int):
 
 
 def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
-                          receiver_words, slot: int, target: Target) -> None:
-    """Fetch, send reads and incoming writes of one iteration must not share an element."""
-    nearest = min(phase.receivers, key=lambda r: target.latency(phase.sender, r))
+                          receiver_words, slot: int, target: Target, latency: np.ndarray) -> None:
+    """Fetch, send reads and incoming writes of one iteration must not share an element.
+
+    The receiver side is checked for the nearest receiver, whose words arrive earliest and
+    so closest to the row's own instruction fetches.
+    """
+    first = int(latency[phase.sender, list(phase.receivers)].min())
     arrivals = np.zeros(phase.total_events, dtype=bool)
-    first = target.latency(phase.sender, nearest)
     arrivals[first: first + phase.words] = True
     writes = incoming_writes(phase.receiver_schedule().controls, arrivals, phase.total_events)
     for role, words, incoming in (("sender", sender_words, None),
@@ -134,7 +136,8 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
 
 def schedule_op(op: ExchangeOp, index: int, target: Target, tiles: int,
                 code: CodeRegion) -> list[RowOp]:
-    phases = phase_per_iteration(op, target, tiles)
+    latency = target.latency_matrix(tiles)
+    phases = phase_per_iteration(op, target, latency)
     table = RowTable(f"x{index}", {}, [], [], [])
     sender_rows, receiver_rows = [], []
     for phase in phases:
@@ -160,7 +163,7 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, tiles: int,
     for n, phase in enumerate(phases):
         if phase is not None:
             check_memory_elements(op, phase, words[sender_rows[n]], words[receiver_rows[n]],
-                                  base + n * stride, target)
+                                  base + n * stride, target, latency)
     op.properties["rows"] = ArrayAttr(
         [SymbolRefAttr(table.symbol(i)) for i in range(len(table.instructions))])
     op.properties["sender_rows"] = DenseArrayBase.from_list(i32, sender_rows)

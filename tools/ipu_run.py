@@ -134,6 +134,7 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str):
     from tools.package_writer import build_package
 
     IpuPipelinePass(tiles=tiles, indivisible=indivisible).apply(make_context(), module)
+    module.verify()
     return build_package(module)
 
 
@@ -183,7 +184,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         print("reference: done")
         return EXIT_PASS
 
-    from device.model import run_package
+    from device.model import ModelError, run_package
 
     started = time.perf_counter()
     try:
@@ -195,7 +196,12 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     if package_dir is not None:
         package.save(package_dir)
     feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
-    outcome = run_package(package, feeds)
+    try:
+        outcome = run_package(package, feeds)
+    except ModelError as error:
+        print(f"ipu-run: the device model stopped: {error}", file=sys.stderr)
+        print("check: FAIL")
+        return EXIT_FAIL
     results = [outcome.outputs[t.name] for t in package.outputs]
     if save_dir is not None:
         save_outputs(Path(save_dir), result_names, results)
