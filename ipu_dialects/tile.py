@@ -273,6 +273,60 @@ class WorkProvenanceAttr(ParametrizedAttribute):
         printer.print_string(">")
 
 
+@irdl_attr_definition
+class RowPatchAttr(ParametrizedAttribute):
+    """A per-iteration immediate of a shared row:
+    `#tile.patch<@row, INSTRUCTION, "FIELD", array<i64: v0, v1, ...>>`.
+
+    Rows are shared by every iteration and tile that runs them; what differs between
+    iterations (source address, source tile, pointer, delay) is carried here as one value per
+    linearized iteration of the enclosing loops, replacing field FIELD of instruction number
+    INSTRUCTION of row @row (DESIGN.md section 4: per-tile immediates as dense arrays).
+    """
+
+    name = "tile.patch"
+    row: SymbolRefAttr
+    instruction: IntAttr
+    field: StringAttr
+    values: DenseArrayBase
+
+    def __init__(self, row: str, instruction: int, field: str, values: Sequence[int]):
+        super().__init__(SymbolRefAttr(row), IntAttr(instruction), StringAttr(field),
+                         DenseArrayBase.from_list(i64, list(values)))
+
+    @property
+    def row_name(self) -> str:
+        return self.row.root_reference.data
+
+    def value_list(self) -> tuple[int, ...]:
+        return tuple(int(v) for v in self.values.get_values())
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            row = parser.parse_attribute()
+            if not isinstance(row, SymbolRefAttr):
+                parser.raise_error(f"expected a row symbol (@name), got {row}")
+            parser.parse_punctuation(",")
+            instruction = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            parser.parse_punctuation(",")
+            field = parser.parse_str_literal(" for the patched field")
+            parser.parse_punctuation(",")
+            values = parser.parse_attribute()
+            if not isinstance(values, DenseArrayBase) or values.elt_type != i64:
+                parser.raise_error(f"expected array<i64: ...> of patch values, got {values}")
+        return (row, IntAttr(instruction), StringAttr(field), values)
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string("<")
+        printer.print_attribute(self.row)
+        printer.print_string(f", {self.instruction.data}, ")
+        printer.print_string_literal(self.field.data)
+        printer.print_string(", ")
+        printer.print_attribute(self.values)
+        printer.print_string(">")
+
+
 # ----------------------------------------------------------------------------------------------
 # Shared syntax and verification helpers
 # ----------------------------------------------------------------------------------------------
@@ -707,6 +761,7 @@ class ExchangeOp(IRDLOperation):
     rows = opt_prop_def(ArrayAttr[SymbolRefAttr])
     sender_rows = opt_prop_def(DenseArrayBase)
     receiver_rows = opt_prop_def(DenseArrayBase)
+    patches = opt_prop_def(ArrayAttr[RowPatchAttr])
     row_address = opt_prop_def(IntegerAttr[I64])
 
     def __init__(
@@ -768,6 +823,9 @@ class ExchangeOp(IRDLOperation):
             if (value := self.properties.get(key)) is not None:
                 printer.print_string(f" {key} ")
                 printer.print_attribute(value)
+        if self.patches is not None:
+            printer.print_string(" patches ")
+            printer.print_attribute(self.patches)
         if self.row_address is not None:
             printer.print_string(f" row_address {self.row_address.value.data:#x}")
         printer.print_op_attributes(self.attributes)
@@ -809,6 +867,8 @@ class ExchangeOp(IRDLOperation):
         for key in ("sender_rows", "receiver_rows"):
             if parser.parse_optional_keyword(key):
                 op.properties[key] = parser.parse_attribute()
+        if parser.parse_optional_keyword("patches"):
+            op.properties["patches"] = parser.parse_attribute()
         if parser.parse_optional_keyword("row_address"):
             op.properties["row_address"] = int_prop(parser.parse_integer(allow_boolean=False))
         op.attributes |= parser.parse_optional_attr_dict()
@@ -863,8 +923,31 @@ class ExchangeOp(IRDLOperation):
                 )
             if row_count is None:
                 raise VerifyException(f"tile.exchange: {key} needs 'rows' to select from")
-            if any(not 0 <= v < row_count for v in values):
-                raise VerifyException(f"tile.exchange: {key} selects a row outside the {row_count} rows")
+            if any(not -1 <= v < row_count for v in values):
+                raise VerifyException(
+                    f"tile.exchange: {key} selects a row outside the {row_count} rows "
+                    "(-1 means no row: the iteration has no traffic)"
+                )
+        self.verify_patches(iteration_count(bounds))
+
+    def verify_patches(self, iterations: int) -> None:
+        if self.patches is None:
+            return
+        if self.rows is None:
+            raise VerifyException("tile.exchange: patches need 'rows' to patch")
+        names = {ref.root_reference.data for ref in self.rows.data}
+        for patch in self.patches.data:
+            if patch.row_name not in names:
+                raise VerifyException(
+                    f"tile.exchange: a patch names @{patch.row_name}, which is not one of its rows"
+                )
+            if len(patch.value_list()) != iterations:
+                raise VerifyException(
+                    f"tile.exchange: the patch of @{patch.row_name} instruction "
+                    f"{patch.instruction.data} field '{patch.field.data}' has "
+                    f"{len(patch.value_list())} values, but the enclosing loops run "
+                    f"{iterations} iteration(s)"
+                )
 
 
 @irdl_op_definition
@@ -993,5 +1076,5 @@ class KernelOp(IRDLOperation):
 Tile = Dialect(
     "tile",
     [BufferOp, LoopOp, ExchangeOp, KernelOp],
-    [BufferType, TileSetAttr, WorkProvenanceAttr],
+    [BufferType, TileSetAttr, WorkProvenanceAttr, RowPatchAttr],
 )

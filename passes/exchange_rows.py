@@ -15,7 +15,7 @@ disagreement is a compiler bug and is reported as one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 from xdsl.utils.exceptions import PassFailedException
@@ -111,11 +111,40 @@ def checked_row(instrs: list[isa.Instruction], schedule: RowSchedule, base_addre
     return np.asarray(words, dtype=np.uint32)
 
 
-def slot_stride(row_word_counts: list[int]) -> int:
+def slot_stride(rows: list[list[isa.Instruction]]) -> int:
     """Bytes between the row slots of consecutive iterations of one exchange phase.
 
     Every iteration gets its own slot, so tile images hold all rows at once; the stride is
     the longest row, 8-byte aligned because a `sendpicp` must start on an 8-byte boundary.
     """
-    longest = max(row_word_counts, default=0) * 4
+    longest = max((sum(i.words for i in row) for row in rows), default=0) * 4
     return -(-longest // 8) * 8
+
+
+# ---- shared rows with per-iteration immediates ------------------------------------------
+Patch = tuple[int, str]  # (instruction index, field name)
+
+
+def structure(instrs: list[isa.Instruction]) -> tuple[str, ...]:
+    """Rows with the same instruction sequence can share one row and differ by patches."""
+    return tuple(type(i).__name__ for i in instrs)
+
+
+def varying_fields(variants: list[list[isa.Instruction]]) -> list[Patch]:
+    """Fields whose value differs between rows of one structure, in instruction order."""
+    first = variants[0]
+    patches = []
+    for index, instr in enumerate(first):
+        for f in fields(instr):
+            if any(getattr(v[index], f.name) != getattr(instr, f.name) for v in variants[1:]):
+                patches.append((index, f.name))
+    return patches
+
+
+def instantiate(template: list[isa.Instruction],
+                values: list[tuple[int, str, int]]) -> list[isa.Instruction]:
+    """The concrete row of one iteration: the template with its patched fields replaced."""
+    instrs = list(template)
+    for index, name, value in values:
+        instrs[index] = replace(instrs[index], **{name: value})
+    return instrs

@@ -2,22 +2,26 @@
 
 For each exchange phase and each iteration of its loop nest, the phase program builder
 (`passes.exchange_rows`) derives the broadcast schedule from the placed buffers and the
-target's latency L(s, r), builds the sender's and the receivers' rows, and checks each row
-(encode, decode, timeline, compare with the schedule) before it is used. Identical rows are
-built once and shared: the pass adds one `exchange.row` per distinct row at the end of the
-module and records, on the `tile.exchange`, which row each iteration's sender and receivers
-run (`sender_rows`/`receiver_rows`, -1 where an iteration has no receiver and so no traffic),
-and the code-region slot of the phase (`row_address`; iteration n uses
-`row_address + n * slot_stride(rows)`).
+target's latency L(s, r) and builds the sender's and the receivers' rows. Every distinct
+concrete row is encoded, decoded and checked against its schedule (`device.row_checker`)
+before it is used; a disagreement is reported as a compiler bug.
 
-Rows are placed in the target's code region; the pass also checks, with
-`device.memory_conflicts`, that no row's instruction fetch, send read or incoming write
-contend for one memory element.
+The IR keeps the size of the program, not of the chip or of the loop nest (DESIGN.md
+section 4): rows with the same instruction structure are one shared `exchange.row` (normally
+one sender row and one receiver row per exchange op), and what differs between iterations
+(source address, source tile, directions, delays) is carried on the `tile.exchange` as
+`#tile.patch` arrays with one value per iteration. `sender_rows`/`receiver_rows` say which
+shared row each iteration's sender and receivers run (-1 where an iteration has no receiver
+and so no traffic); `row_address` is the code-region slot of iteration 0 and iteration n
+uses `row_address + n * slot_stride(rows)`, so tile images hold every iteration's row.
+
+The pass also checks, with `device.memory_conflicts`, that no row's instruction fetch, send
+read or incoming write contend for one memory element.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
@@ -37,7 +41,7 @@ from device.isa import Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import Target, get_target
 from ipu_dialects.exchange import RowOp
-from ipu_dialects.tile import BufferOp, ExchangeOp, enclosing_loops, loop_bounds
+from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
 from passes.exchange_rows import (
     BroadcastPhase,
     checked_row,
@@ -45,6 +49,8 @@ from passes.exchange_rows import (
     receiver_instructions,
     sender_instructions,
     slot_stride,
+    structure,
+    varying_fields,
 )
 from passes.tile_iteration import evaluate_map, iteration_vectors
 
@@ -68,25 +74,44 @@ def placed_address(buffer: BufferOp, pass_name: str) -> int:
 
 
 @dataclass
-class RowTable:
-    """Distinct rows of one exchange op, keyed by what determines their words."""
+class RowTemplate:
+    """One shared row of an exchange op: its instruction structure and, per iteration that
+    runs it, the concrete instructions (from which the patches are derived)."""
+
+    symbol: str
+    role: str
+    variants: dict[int, list[Instruction]] = field(default_factory=dict)
+
+    @property
+    def instructions(self) -> list[Instruction]:
+        return self.variants[min(self.variants)]
+
+    def patches(self, iterations: int) -> list[RowPatchAttr]:
+        result = []
+        for index, name in varying_fields(list(self.variants.values())):
+            default = getattr(self.instructions[index], name)
+            values = [getattr(self.variants[n][index], name) if n in self.variants else default
+                      for n in range(iterations)]
+            result.append(RowPatchAttr(self.symbol, index, name, values))
+        return result
+
+
+@dataclass
+class TemplateTable:
+    """The shared rows of one exchange op, keyed by role and instruction structure."""
 
     prefix: str
-    keys: dict[tuple, int]
-    instructions: list[list[Instruction]]
-    phases: list[BroadcastPhase]
-    roles: list[str]
+    templates: list[RowTemplate] = field(default_factory=list)
+    keys: dict[tuple, int] = field(default_factory=dict)
 
-    def intern(self, key: tuple, role: str, phase: BroadcastPhase, build) -> int:
+    def add(self, role: str, iteration: int, instrs: list[Instruction]) -> int:
+        key = (role, structure(instrs))
         if key not in self.keys:
-            self.keys[key] = len(self.instructions)
-            self.instructions.append(build(phase))
-            self.phases.append(phase)
-            self.roles.append(role)
+            suffix = "" if not any(t.role == role for t in self.templates) else str(len(self.templates))
+            self.keys[key] = len(self.templates)
+            self.templates.append(RowTemplate(f"{self.prefix}_{role}{suffix}", role))
+        self.templates[self.keys[key]].variants[iteration] = instrs
         return self.keys[key]
-
-    def symbol(self, index: int) -> str:
-        return f"{self.prefix}_{self.roles[index][0]}{index}"
 
 
 def phase_per_iteration(op: ExchangeOp, target: Target, latency: np.ndarray):
@@ -134,44 +159,55 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
             )
 
 
+def check_distinct_rows(phases: list[BroadcastPhase | None], what: str,
+                        base_address: int) -> dict[tuple, np.ndarray]:
+    """Build, encode, decode and check every distinct concrete row once; words by row."""
+    checked: dict[tuple, np.ndarray] = {}
+    for phase in phases:
+        if phase is None:
+            continue
+        for instrs, schedule in ((sender_instructions(phase), phase.sender_schedule()),
+                                 (receiver_instructions(phase), phase.receiver_schedule())):
+            key = tuple(instrs)
+            if key not in checked:
+                checked[key] = checked_row(instrs, schedule, base_address, what)
+    return checked
+
+
 def schedule_op(op: ExchangeOp, index: int, target: Target, tiles: int,
                 code: CodeRegion) -> list[RowOp]:
     latency = target.latency_matrix(tiles)
     phases = phase_per_iteration(op, target, latency)
-    table = RowTable(f"x{index}", {}, [], [], [])
+    what = f"{op.name} ({op.provenance.op.data} {op.provenance.value.data})"
+    words = check_distinct_rows(phases, what, code.start)
+    if not words:
+        return []
+    table = TemplateTable(f"x{index}")
     sender_rows, receiver_rows = [], []
-    for phase in phases:
+    for n, phase in enumerate(phases):
         if phase is None:
             sender_rows.append(-1)
             receiver_rows.append(-1)
             continue
-        sender_rows.append(table.intern(
-            ("send", phase.source_word, phase.words, phase.sctl), "send", phase,
-            sender_instructions))
-        receiver_rows.append(table.intern(
-            ("receive", phase.sender, phase.dest_word, phase.total_events), "receive", phase,
-            receiver_instructions))
-    if not table.instructions:
-        return []
-    what = f"{op.name} ({op.provenance.op.data} {op.provenance.value.data})"
-    words = [checked_row(instrs, table.phases[i].sender_schedule() if table.roles[i] == "send"
-                         else table.phases[i].receiver_schedule(), code.start,
-                         f"{what}, row {table.symbol(i)}")
-             for i, instrs in enumerate(table.instructions)]
-    stride = slot_stride([len(w) for w in words])
+        sender_rows.append(table.add("send", n, sender_instructions(phase)))
+        receiver_rows.append(table.add("receive", n, receiver_instructions(phase)))
+    stride = slot_stride([t.instructions for t in table.templates])
     base = code.allocate(len(phases) * stride, what)
     for n, phase in enumerate(phases):
         if phase is not None:
-            check_memory_elements(op, phase, words[sender_rows[n]], words[receiver_rows[n]],
+            check_memory_elements(op, phase, words[tuple(sender_instructions(phase))],
+                                  words[tuple(receiver_instructions(phase))],
                                   base + n * stride, target, latency)
-    op.properties["rows"] = ArrayAttr(
-        [SymbolRefAttr(table.symbol(i)) for i in range(len(table.instructions))])
+    templates = table.templates
+    op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
     op.properties["sender_rows"] = DenseArrayBase.from_list(i32, sender_rows)
     op.properties["receiver_rows"] = DenseArrayBase.from_list(i32, receiver_rows)
+    patches = [p for t in templates for p in t.patches(len(phases))]
+    if patches:
+        op.properties["patches"] = ArrayAttr(patches)
     op.properties["row_address"] = IntegerAttr(base, i64)
     provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
-    return [RowOp(table.symbol(i), instrs, provenance=provenance)
-            for i, instrs in enumerate(table.instructions)]
+    return [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
 
 
 @dataclass

@@ -21,7 +21,8 @@ from xdsl.utils.exceptions import PassFailedException
 from device.package import ExchangeStep, HostTensor, KernelStep, Package, Step
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
-from passes.exchange_rows import slot_stride
+from device import isa
+from passes.exchange_rows import instantiate, slot_stride
 from passes.schedule_exchange import module_config
 from passes.shard_geometry import ShardGeometry
 from passes.tile_iteration import linearized_iteration
@@ -37,12 +38,30 @@ def eval_map(affine_map, ivs: Sequence[int]) -> int:
 
 
 @dataclass
+class RowInterner:
+    """Concrete rows of the package, each encoded once and named after its first use."""
+
+    base_address: int
+    rows: list[np.ndarray] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
+    ids: dict[tuple[int, ...], int] = field(default_factory=dict)
+
+    def intern(self, instrs: list, symbol: str) -> int:
+        words = tuple(isa.encode(instrs, self.base_address))
+        if words not in self.ids:
+            self.ids[words] = len(self.rows)
+            self.rows.append(np.asarray(words, dtype=np.uint32))
+            self.symbols.append(symbol)
+        return self.ids[words]
+
+
+@dataclass
 class Expansion:
     """Steps of the program and the rows they use, built by walking the tile program."""
 
     tiles: int
-    row_index: dict[str, int]
-    rows: list[np.ndarray]
+    templates: dict[str, RowOp]
+    rows: RowInterner
     steps: list[Step] = field(default_factory=list)
 
     def walk(self, block: Block, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
@@ -55,6 +74,13 @@ class Expansion:
                 self.exchange(op, ivs, bounds)
             elif isinstance(op, KernelOp):
                 self.kernel(op, ivs)
+
+    def concrete_row(self, op: ExchangeOp, symbol: str, n: int) -> int:
+        patches = [(p.instruction.data, p.field.data, p.value_list()[n])
+                   for p in (op.patches.data if op.patches is not None else ())
+                   if p.row_name == symbol]
+        instrs = instantiate(self.templates[symbol].instructions(), patches)
+        return self.rows.intern(instrs, f"{symbol}.{n}" if patches else symbol)
 
     def exchange(self, op: ExchangeOp, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         if op.rows is None or op.row_address is None:
@@ -69,9 +95,9 @@ class Expansion:
         receiver_row = op.receiver_rows.get_values()[n]
         symbols = [ref.root_reference.data for ref in op.rows.data]
         row_id = np.full(self.tiles, -1, dtype=np.int32)
-        row_id[op.dst_tiles.as_array()] = self.row_index[symbols[receiver_row]]
-        row_id[eval_map(op.src_tile.data, ivs)] = self.row_index[symbols[sender_row]]
-        stride = slot_stride([len(self.rows[self.row_index[s]]) for s in symbols])
+        row_id[op.dst_tiles.as_array()] = self.concrete_row(op, symbols[receiver_row], n)
+        row_id[eval_map(op.src_tile.data, ivs)] = self.concrete_row(op, symbols[sender_row], n)
+        stride = slot_stride([self.templates[s].instructions() for s in symbols])
         address = op.row_address.value.data + n * stride
         self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, ivs)))
 
@@ -148,17 +174,15 @@ def build_package(module: ModuleOp) -> Package:
         raise PassFailedException(
             f"package: buffers without addresses: {', '.join(missing)} (run place-memory)"
         )
-    row_ops = [op for op in module.ops if isinstance(op, RowOp)]
-    code_start = target.code_region[0]
-    rows = [np.asarray(op.encode(code_start), dtype=np.uint32) for op in row_ops]
-    expansion = Expansion(tiles, {op.sym_name.data: i for i, op in enumerate(row_ops)}, rows)
+    templates = {op.sym_name.data: op for op in module.ops if isinstance(op, RowOp)}
+    rows = RowInterner(target.code_region[0])
+    expansion = Expansion(tiles, templates, rows)
     expansion.walk(func.body.block, [], [])
     inputs, outputs = host_tensors(buffers)
     tiles_used = max((max(b.tiles.tiles(), default=-1) for b in buffers), default=-1) + 1
     package = Package(
-        target.name, tiles, rows, expansion.steps, inputs, outputs, func.sym_name.data,
-        metadata={"row_symbols": [op.sym_name.data for op in row_ops],
-                  "tiles_used": tiles_used},
+        target.name, tiles, rows.rows, expansion.steps, inputs, outputs, func.sym_name.data,
+        metadata={"row_symbols": rows.symbols, "tiles_used": tiles_used},
     )
     package.assembly = format_assembly(package)
     return package

@@ -1,12 +1,14 @@
 // RUN: ipu-opt %s -p 'graph-to-mid{tiles=4},mid-to-tile,place-memory' | filecheck %s
 
 // Code region [0x4c000, 0x54000) stays free; a (left stream, 8192 bytes + 16 tail) first,
-// b after a's tail aligned to 32, the slot after b; the interleaved output at 0xac000.
+// right after it. b and the slot are exchanged (b is sent, the slot receives), so they stay
+// out of element 0, which the code region's instruction fetches use: b at the start of
+// element 1 (0x5c000), the slot after b. The interleaved output at 0xac000.
 func.func @gemm(%a: tensor<64x256xf16>, %b: tensor<256x128xf16>) -> tensor<64x128xf16> {
   %c = graph.gemm %a, %b : (tensor<64x256xf16>, tensor<256x128xf16>) -> tensor<64x128xf16>
   func.return %c : tensor<64x128xf16>
 }
 // CHECK:      %a = tile.buffer @a input 0 {{.*}} address 0x54000
-// CHECK-NEXT: %b = tile.buffer @b input 1 {{.*}} address 0x56020
+// CHECK-NEXT: %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // CHECK-NEXT: %c = tile.buffer @c output 0 {{.*}} interleaved {{.*}} address 0xac000
-// CHECK-NEXT: %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x5a020
+// CHECK-NEXT: %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x60000
