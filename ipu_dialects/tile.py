@@ -53,12 +53,15 @@ Parts:
 - `tile.loop %i = LB to UB provenance P { ... }` (`LoopOp`): runs its body for i in [LB, UB).
 - `tile.exchange WORDS words from %src[MAP] on tile MAP to %dst[MAP] on TILES iv(%i, ...)
   provenance P [rows [@r, ...]] [sender_rows array<i32: ...>] [receiver_rows array<i32: ...>]
-  [row_address N]` (`ExchangeOp`): one synchronized exchange phase per iteration: WORDS 32-bit
+  [patches [#tile.patch<...>, ...]] [row_address N]` (`ExchangeOp`): one synchronized exchange phase per iteration: WORDS 32-bit
   words move from `src` at byte offset `src_offset(ivs)` on tile `src_tile(ivs)` to `dst` at
   byte offset `dst_offset(ivs)` on every tile of TILES except the source tile.
-  `schedule-exchange` adds `rows`, `sender_rows`/`receiver_rows` (one entry per linearized
-  iteration of the enclosing loops, selecting an entry of `rows`; see
-  `passes.tile_iteration`) and `row_address`.
+  `schedule-exchange` adds `rows` (shared `exchange.row`s), `sender_rows`/`receiver_rows`
+  (one entry per linearized iteration of the enclosing loops, selecting an entry of `rows`,
+  or -1 for an iteration without traffic; see `passes.tile_iteration`), `patches` and
+  `row_address`.
+- `#tile.patch<@row, I, "FIELD", array<i64: ...>>` (`RowPatchAttr`): the per-iteration values
+  of field FIELD of instruction I of a shared row (one value per linearized iteration).
 - `tile.kernel @symbol(%buf[MAP], ...) scalars [s, ...] on TILES [only MAP] iv(...)
   provenance P` (`KernelOp`): one kernel run on every tile of TILES, per iteration; views are
   in ABI pointer order (`device/kernels.py`), one resident view (buffer + byte-offset map) per

@@ -15,12 +15,19 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block
+from xdsl.ir import Block, Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from device.package import ExchangeStep, HostTensor, KernelStep, Package, Step
 from ipu_dialects.exchange import RowOp
-from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
+from ipu_dialects.tile import (
+    BufferOp,
+    ExchangeOp,
+    KernelOp,
+    LoopOp,
+    WorkProvenanceAttr,
+    enclosing_loops,
+)
 from device import isa
 from passes.exchange_rows import instantiate, slot_stride
 from passes.schedule_exchange import module_config
@@ -28,8 +35,11 @@ from passes.shard_geometry import ShardGeometry
 from passes.tile_iteration import linearized_iteration
 
 
-def provenance_text(provenance: WorkProvenanceAttr, ivs: Sequence[int]) -> str:
-    where = f" [iteration {', '.join(map(str, ivs))}]" if ivs else ""
+def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence[int]) -> str:
+    """`graph.gemm %c %b: rhs block to output-row tiles [j=0, k=1]`."""
+    names = [loop.induction_var.name_hint or f"i{depth}"
+             for depth, loop in enumerate(enclosing_loops(op))]
+    where = f" [{', '.join(f'{n}={v}' for n, v in zip(names, ivs, strict=True))}]" if ivs else ""
     return f"{provenance.op.data} {provenance.value.data}: {provenance.reason.data}{where}"
 
 
@@ -99,7 +109,7 @@ class Expansion:
         row_id[eval_map(op.src_tile.data, ivs)] = self.concrete_row(op, symbols[sender_row], n)
         stride = slot_stride([self.templates[s].instructions() for s in symbols])
         address = op.row_address.value.data + n * stride
-        self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, ivs)))
+        self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, op, ivs)))
 
     def kernel(self, op: KernelOp, ivs: list[int]) -> None:
         tiles = op.tiles.as_array()
@@ -116,7 +126,7 @@ class Expansion:
         self.steps.append(KernelStep(
             op.symbol, tiles.astype(np.int32),
             np.broadcast_to(np.asarray(pointers, dtype=np.int64), (len(tiles), len(pointers))).copy(),
-            op.scalar_values, provenance_text(op.provenance, ivs)))
+            op.scalar_values, provenance_text(op.provenance, op, ivs)))
 
 
 def host_tensor(buffer: BufferOp, name: str) -> HostTensor:
