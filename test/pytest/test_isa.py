@@ -1,6 +1,5 @@
 """Exchange ISA: golden SDK vectors, encode/decode properties, timeline rules, memory conflicts."""
 
-import time
 from dataclasses import fields, replace
 
 import numpy as np
@@ -223,7 +222,6 @@ def test_a_million_random_words_decode_or_raise_decode_error():
     firsts = rng.integers(0, 1 << 32, size=count, dtype=np.uint64).tolist()
     seconds = rng.integers(0, 1 << 32, size=count, dtype=np.uint64).tolist()
     decoded = failed = 0
-    start = time.perf_counter()
     for first, second in zip(firsts, seconds):
         try:
             instrs = decode([first, second], 0x4C000)
@@ -235,7 +233,6 @@ def test_a_million_random_words_decode_or_raise_decode_error():
         assert encode(instrs, 0x4C000) == [first, second][: sum(i.words for i in instrs)]
     assert decoded + failed == count
     assert decoded > 0 and failed > 0
-    assert time.perf_counter() - start < 20
 
 
 # ---- timeline rules ---------------------------------------------------------------------

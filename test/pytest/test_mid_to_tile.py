@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -66,10 +65,7 @@ def test_op_count_does_not_grow_with_tiles():
     counts = {}
     for tiles in (16, 184, 1472):
         module = build_gemm_module((2944, 1024), (1024, 1024), (2944, 1024), tiles)
-        start = time.perf_counter()
         lower(module)
-        elapsed = time.perf_counter() - start
-        assert elapsed < 5.0, f"mid-to-tile took {elapsed:.1f} s on {tiles} tiles"
         counts[tiles] = sum(1 for _ in module.walk())
     assert len(set(counts.values())) == 1, counts
 
