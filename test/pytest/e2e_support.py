@@ -1,0 +1,73 @@
+"""Shared helpers of the end-to-end GEMM tests (test_e2e_gemm.py, test_e2e_corruption.py).
+
+A case is a graph module built with `frontend.builder.GraphBuilder`; `compile_case` computes
+the NumPy reference on the untouched module first (the pipeline rewrites the module in place)
+and then compiles a clone to a `device.package.Package`. `run_verdict` runs a package on the
+device model and says how the run failed, or None when it passes the same check `ipu-run`
+applies (outputs within `tools.ipu_run.compare`'s tolerance and no exchange errors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from device.model import ModelError, run_package
+from device.package import Package
+from frontend.builder import GraphBuilder
+from interpreters.graph import find_function, run_function
+from tools.ipu_run import compare, compile_module, random_inputs
+
+
+def gemm_module(lhs_shape: Sequence[int], rhs_shape: Sequence[int], element_type,
+                transpose_lhs: bool = False, transpose_rhs: bool = False) -> ModuleOp:
+    """`func.func @gemm(%a, %b)` returning one `graph.gemm`."""
+    g = GraphBuilder("gemm")
+    a = g.input(list(lhs_shape), element_type, name="a")
+    b = g.input(list(rhs_shape), element_type, name="b")
+    g.output(g.gemm(a, b, transpose_lhs=transpose_lhs, transpose_rhs=transpose_rhs))
+    return g.build()
+
+
+def write_module(module: ModuleOp, path: Path) -> Path:
+    path.write_text(str(module))
+    return path
+
+
+@dataclass
+class CompiledCase:
+    package: Package
+    feeds: dict[str, np.ndarray]
+    expected: list[np.ndarray]
+    result_types: list
+
+
+def compile_case(module: ModuleOp, tiles: int, indivisible: str = "pad",
+                 seed: int = 0) -> CompiledCase:
+    func = find_function(module)
+    arrays = random_inputs(func, seed)
+    expected = run_function(module, arrays)
+    result_types = list(func.function_type.outputs.data)
+    package = compile_module(module.clone(), tiles, indivisible)
+    feeds = {t.name: a for t, a in zip(package.inputs, arrays, strict=True)}
+    return CompiledCase(package, feeds, expected, result_types)
+
+
+def run_verdict(case: CompiledCase, package: Package | None = None) -> str | None:
+    """None when `package` (default: the case's own) passes; otherwise how it failed."""
+    package = case.package if package is None else package
+    try:
+        outcome = run_package(package, case.feeds)
+    except ModelError as error:
+        return f"model error: {error}"
+    if outcome.exchange_errors:
+        return f"exchange errors: {outcome.exchange_errors[0]}"
+    results = [outcome.outputs[t.name] for t in package.outputs]
+    check = compare(results, case.expected, case.result_types)
+    if not check.passed:
+        return f"outputs differ: max rel error {check.max_rel:.3g}"
+    return None
