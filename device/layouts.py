@@ -30,6 +30,8 @@ from device.target import BYTES_PER_ELEMENT, Precision
 AMP_BLOCK = 64
 ORDERS = ("row_major", "amp_left", "amp_right", "amp_output")
 FP8_MAX = 240.0
+# [C] Poplar QUARTER metadata: a signed power-of-two scale s in -31..31, value = q * 2**s.
+FP8_SCALE_RANGE = range(-31, 32)
 
 _NUMPY_STORAGE = {
     Precision.F16: np.dtype("<f2"),

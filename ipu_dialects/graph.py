@@ -96,7 +96,9 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-FP8_SCALE_RANGE = range(-31, 32)
+from device.layouts import FP8_SCALE_RANGE
+from ipu_dialects.shapes import broadcast_shapes, fmt_shape
+
 
 
 # ----------------------------------------------------------------------------------------------
@@ -137,10 +139,6 @@ class Fp8ScaleAttr(ParametrizedAttribute):
 SUPPORTED_ELEMENT_TYPES = (Float32Type, Float16Type, Float8E4M3FNUZType)
 
 
-def fmt_shape(shape: Sequence[int]) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
 def checked_tensor(op_name: str, what: str, value_type: Attribute) -> TensorType:
     """The tensor type of an operand/result, or a diagnostic saying why it is not a graph tensor."""
     if not isinstance(value_type, TensorType):
@@ -172,24 +170,6 @@ def fp8_scale(tensor_type: TensorType) -> int:
     """The power-of-two exponent of a tensor's values (0 unless an FP8 scale is attached)."""
     encoding = tensor_type.encoding
     return encoding.exponent.data if isinstance(encoding, Fp8ScaleAttr) else 0
-
-
-def broadcast_shapes(
-    lhs: Sequence[int], rhs: Sequence[int], describe: str
-) -> tuple[int, ...]:
-    """NumPy broadcasting of two shapes; `describe` names them in the error message."""
-    rank = max(len(lhs), len(rhs))
-    a = (1,) * (rank - len(lhs)) + tuple(lhs)
-    b = (1,) * (rank - len(rhs)) + tuple(rhs)
-    out: list[int] = []
-    for axis, (x, y) in enumerate(zip(a, b)):
-        if x != y and 1 not in (x, y):
-            raise VerifyException(
-                f"{describe} {fmt_shape(lhs)} and {fmt_shape(rhs)} do not broadcast: "
-                f"extents {x} and {y} at axis {axis - rank} (counted from the last axis)"
-            )
-        out.append(max(x, y) if 0 not in (x, y) else 0)
-    return tuple(out)
 
 
 def check_same_element_type(op_name: str, named: Sequence[tuple[str, TensorType]]) -> None:

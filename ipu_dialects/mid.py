@@ -62,9 +62,10 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from device.layouts import FP8_SCALE_RANGE
 from device.target import get_target
+from ipu_dialects.shapes import broadcast_shapes, fmt_shape
 
-FP8_SCALE_RANGE = range(-31, 32)
 
 
 class StoragePrecision(StrEnum):
@@ -774,25 +775,6 @@ CONFIG_ATTR_NAME = "ipu.config"
 # ----------------------------------------------------------------------------------------------
 
 
-def _fmt_shape(shape: Sequence[int]) -> str:
-    return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-def _broadcast_batch(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
-    rank = max(len(lhs), len(rhs))
-    a = (1,) * (rank - len(lhs)) + tuple(lhs)
-    b = (1,) * (rank - len(rhs)) + tuple(rhs)
-    out: list[int] = []
-    for axis, (x, y) in enumerate(zip(a, b)):
-        if x != y and 1 not in (x, y):
-            raise VerifyException(
-                f"mid.gemm: batch axes {_fmt_shape(lhs)} and {_fmt_shape(rhs)} do not broadcast "
-                f"at axis {axis - rank}: {x} vs {y}"
-            )
-        out.append(max(x, y))
-    return tuple(out)
-
-
 @irdl_op_definition
 class GemmOp(IRDLOperation):
     """`C = A x B` per broadcast batch, carried out by the selected operator plan."""
@@ -826,16 +808,16 @@ class GemmOp(IRDLOperation):
         a, b, c = lhs.get_shape(), rhs.get_shape(), out.get_shape()
         for what, shape in (("lhs", a), ("rhs", b), ("result", c)):
             if len(shape) < 2:
-                raise VerifyException(f"{self.name}: {what} {_fmt_shape(shape)} has rank < 2")
+                raise VerifyException(f"{self.name}: {what} {fmt_shape(shape)} has rank < 2")
         if a[-1] != b[-2]:
             raise VerifyException(
-                f"{self.name}: contraction extents differ: lhs {_fmt_shape(a)} axis -1 is "
-                f"{a[-1]}, rhs {_fmt_shape(b)} axis -2 is {b[-2]}"
+                f"{self.name}: contraction extents differ: lhs {fmt_shape(a)} axis -1 is "
+                f"{a[-1]}, rhs {fmt_shape(b)} axis -2 is {b[-2]}"
             )
-        expected = (*_broadcast_batch(a[:-2], b[:-2]), a[-2], b[-1])
+        expected = (*broadcast_shapes(a[:-2], b[:-2], f"{self.name}: batch axes"), a[-2], b[-1])
         if tuple(c) != expected:
             raise VerifyException(
-                f"{self.name}: result shape {_fmt_shape(c)} does not match {_fmt_shape(expected)}"
+                f"{self.name}: result shape {fmt_shape(c)} does not match {fmt_shape(expected)}"
             )
         for operand, fmt in (("lhs", lhs_fmt), ("rhs", rhs_fmt), ("out", out_fmt)):
             try:
@@ -882,8 +864,8 @@ class CastPrecisionOp(IRDLOperation):
         dst, dst_fmt = format_of(self.name, "result", self.result.type)
         if src.get_shape() != dst.get_shape():
             raise VerifyException(
-                f"{self.name}: shape changes from {_fmt_shape(src.get_shape())} to "
-                f"{_fmt_shape(dst.get_shape())}"
+                f"{self.name}: shape changes from {fmt_shape(src.get_shape())} to "
+                f"{fmt_shape(dst.get_shape())}"
             )
         if (src_fmt.precision, src_fmt.scale) == (dst_fmt.precision, dst_fmt.scale):
             raise VerifyException(
@@ -916,8 +898,8 @@ class RearrangeOp(IRDLOperation):
         dst, dst_fmt = format_of(self.name, "result", self.result.type)
         if src.get_shape() != dst.get_shape():
             raise VerifyException(
-                f"{self.name}: shape changes from {_fmt_shape(src.get_shape())} to "
-                f"{_fmt_shape(dst.get_shape())}"
+                f"{self.name}: shape changes from {fmt_shape(src.get_shape())} to "
+                f"{fmt_shape(dst.get_shape())}"
             )
         if src.get_element_type() != dst.get_element_type():
             raise VerifyException(

@@ -207,7 +207,7 @@ func.func @gemm_batch(%a: tensor<2x16x64xf16, #L>, %b: tensor<3x64x64xf16, #R>) 
   %c = mid.gemm %a, %b plan #P : (tensor<2x16x64xf16, #L>, tensor<3x64x64xf16, #R>) -> tensor<2x16x64xf16, #O>
   func.return %c : tensor<2x16x64xf16, #O>
 }
-// CHECK: mid.gemm: batch axes [2] and [3] do not broadcast at axis -1: 2 vs 3
+// CHECK: mid.gemm: batch axes [2] and [3] do not broadcast: extents 2 and 3 at axis -1 (counted from the last axis)
 
 // -----
 
