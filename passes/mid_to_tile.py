@@ -39,7 +39,6 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
-from device.target import get_target
 from ipu_dialects import mid
 from ipu_dialects.tile import (
     BufferOp,
@@ -49,22 +48,12 @@ from ipu_dialects.tile import (
     TileSetAttr,
     WorkProvenanceAttr,
 )
+from passes.pipeline_config import configured_target, pipeline_config
 from passes.shard_geometry import ShardGeometry, geometry
 from passes.tile_iteration import evaluate_scalar_map, iteration_count
 
 WORD_BYTES = 4
 COPY_KERNEL = "copy_words"
-
-
-def pipeline_config(module: ModuleOp) -> mid.PipelineConfigAttr:
-    config = module.attributes.get("ipu.config")
-    if not isinstance(config, mid.PipelineConfigAttr):
-        raise PassFailedException(
-            "mid-to-tile: the module has no 'ipu.config' #mid.config attribute; "
-            "run graph-to-mid first (it records the tile count and target)"
-        )
-    get_target(config.target.data)  # unknown target -> ValueError naming the known ones
-    return config
 
 
 def value_label(value: SSAValue) -> str:
@@ -505,7 +494,8 @@ class MidToTilePass(ModulePass):
     name = "mid-to-tile"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        config = pipeline_config(op)
+        config = pipeline_config(op, self.name)
+        configured_target(config, self.name)
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             if function.is_declaration:
                 continue

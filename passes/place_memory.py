@@ -32,7 +32,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.kernels import UnknownKernelError, get_kernel
 from device.target import Target, get_target
+from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_count
+from passes.pipeline_config import configured_target
 
 PACE_ORDERS = ("amp_left", "amp_right", "amp_output")
 
@@ -42,12 +44,11 @@ def align_up(address: int, alignment: int) -> int:
 
 
 def module_target(module: ModuleOp) -> Target:
-    config = module.attributes.get("ipu.config")
-    name = getattr(getattr(config, "target", None), "data", None)
-    try:
-        return get_target(name) if name is not None else get_target()
-    except ValueError as error:
-        raise PassFailedException(f"place-memory: {error}") from None
+    """The configured target; hand-written tile IR without `ipu.config` gets the default."""
+    config = module.attributes.get(CONFIG_ATTR_NAME)
+    if isinstance(config, PipelineConfigAttr):
+        return configured_target(config, PlaceMemoryPass.name)
+    return get_target()
 
 
 @dataclass

@@ -39,7 +39,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.isa import Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
-from device.target import Target, get_target
+from device.target import Target
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
 from passes.exchange_rows import (
@@ -52,16 +52,8 @@ from passes.exchange_rows import (
     structure,
     varying_fields,
 )
+from passes.pipeline_config import target_and_tiles
 from passes.tile_iteration import evaluate_map, iteration_vectors
-
-
-def module_config(module: ModuleOp, pass_name: str) -> tuple[Target, int]:
-    config = module.attributes.get("ipu.config")
-    if config is None:
-        raise PassFailedException(
-            f"{pass_name}: the module has no 'ipu.config' (run graph-to-mid first)"
-        )
-    return get_target(config.target.data), config.tiles.data
 
 
 def placed_address(buffer: BufferOp, pass_name: str) -> int:
@@ -233,7 +225,7 @@ class ScheduleExchangePass(ModulePass):
     name = "schedule-exchange"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target, tiles = module_config(op, self.name)
+        target, tiles = target_and_tiles(op, self.name)
         code = CodeRegion(*target.code_region)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]
         rows: list[RowOp] = []

@@ -30,7 +30,7 @@ from ipu_dialects.tile import (
 )
 from device import isa
 from passes.exchange_rows import instantiate, slot_stride
-from passes.schedule_exchange import module_config
+from passes.pipeline_config import target_and_tiles
 from passes.shard_geometry import ShardGeometry
 from passes.tile_iteration import linearized_iteration
 
@@ -177,7 +177,7 @@ def unplaced(buffers: list[BufferOp]) -> list[str]:
 def build_package(module: ModuleOp) -> Package:
     from tools.emit_asm import format_assembly
 
-    target, tiles = module_config(module, "package")
+    target, tiles = target_and_tiles(module, "package")
     func = single_function(module)
     buffers = [op for op in func.walk() if isinstance(op, BufferOp)]
     if missing := unplaced(buffers):
