@@ -1,0 +1,154 @@
+// RUN: ipu-opt %s --split-input-file --parsing-diagnostics --verify-diagnostics | filecheck %s
+
+// Verifier rules of scheduled tile.exchange ops: rows, sender_rows/receiver_rows, #tile.patch.
+// A patch must name one of the exchange's rows.
+func.func @patch_unknown_row() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@elsewhere, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: a patch names @elsewhere, which is not one of its rows
+
+// -----
+
+// One patch value per iteration of the enclosing loops (2 here).
+func.func @patch_too_few_values() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 0, "xpic", array<i64: 0>>] row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: the patch of @receive instruction 0 field 'xpic' has 1 values, but the enclosing loops run 2 iteration(s)
+
+// -----
+
+// 
+func.func @patch_too_many_values() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@send, 1, "sctl", array<i64: 1, 2, 1>>] row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: the patch of @send instruction 1 field 'sctl' has 3 values, but the enclosing loops run 2 iteration(s)
+
+// -----
+
+// Patches without rows to patch.
+func.func @patches_without_rows() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> patches [#tile.patch<@receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: patches need 'rows' to patch
+
+// -----
+
+// -1 (no traffic) is the only negative selection.
+func.func @sender_rows_below_minus_one() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: -2, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: sender_rows selects a row outside the 2 rows (-1 means no row: the iteration has no traffic)
+
+// -----
+
+// A selection must index `rows` (2 rows: 0 and 1).
+func.func @sender_rows_past_end() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 2> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: sender_rows selects a row outside the 2 rows (-1 means no row: the iteration has no traffic)
+
+// -----
+
+// 
+func.func @receiver_rows_past_end() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 5> row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: receiver_rows selects a row outside the 2 rows (-1 means no row: the iteration has no traffic)
+
+// -----
+
+// One selection per iteration.
+func.func @sender_rows_wrong_count() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: sender_rows has 3 entries, but the enclosing loops run 2 iteration(s)
+
+// -----
+
+// Selections without rows to select from.
+func.func @selection_without_rows() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: receiver_rows needs 'rows' to select from
+
+// -----
+
+// Selections are i32 arrays.
+func.func @selection_not_i32() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i64: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+// CHECK: tile.exchange: sender_rows must be an array<i32: ...>
+
+// -----
+
+// The patched row is a symbol reference.
+func.func @patch_row_not_symbol() attributes {p = #tile.patch<"row", 0, "xpic", array<i64: 0>>} {
+  func.return
+}
+// CHECK: expected a row symbol (@name), got "row"
+
+// -----
+
+// Patch values are an array<i64: ...>.
+func.func @patch_values_not_i64() attributes {p = #tile.patch<@row, 0, "xpic", array<i32: 0>>} {
+  func.return
+}
+// CHECK: expected array<i64: ...> of patch values, got array<i32: 0>
+
+// -----
+
+// The instruction index is not negative.
+func.func @patch_negative_instruction() attributes {p = #tile.patch<@row, -1, "xpic", array<i64: 0>>} {
+  func.return
+}
+// CHECK: Expected integer literal
