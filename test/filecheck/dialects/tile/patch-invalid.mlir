@@ -1,6 +1,7 @@
 // RUN: ipu-opt %s --split-input-file --parsing-diagnostics --verify-diagnostics | filecheck %s
 
 // Verifier rules of scheduled tile.exchange ops: rows, sender_rows/receiver_rows, #tile.patch.
+
 // A patch must name one of the exchange's rows.
 func.func @patch_unknown_row() {
   %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
@@ -27,7 +28,6 @@ func.func @patch_too_few_values() {
 
 // -----
 
-// 
 func.func @patch_too_many_values() {
   %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
   %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
@@ -79,7 +79,6 @@ func.func @sender_rows_past_end() {
 
 // -----
 
-// 
 func.func @receiver_rows_past_end() {
   %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
   %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
