@@ -188,7 +188,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
 
     started = time.perf_counter()
     try:
-        package = compile_module(module, tiles, indivisible)
+        package = compile_module(ModuleOp([func.clone()]), tiles, indivisible)
     except DiagnosticException as error:
         print(f"ipu-run: compile error: {error}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
