@@ -245,3 +245,20 @@ def test_cli_exit_codes_and_no_traceback(tmp_path):
     assert bad.returncode == EXIT_DIAGNOSTIC
     assert "Traceback" not in bad.stderr
     assert "--input b: shape (3, 3) does not match" in bad.stderr
+
+
+def test_function_option_runs_one_function_of_several(tmp_path, capsys):
+    """`--function NAME` compiles and runs that function alone, whatever else the file holds."""
+    path = tmp_path / "two.mlir"
+    path.write_text(
+        "func.func @first(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> tensor<64x64xf16> {\n"
+        "  %c = graph.gemm %a, %b : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>\n"
+        "  func.return %c : tensor<64x64xf16>\n}\n"
+        "func.func @second(%a: tensor<48x64xf32>, %b: tensor<64x80xf32>) -> tensor<48x80xf32> {\n"
+        "  %c = graph.gemm %a, %b : (tensor<48x64xf32>, tensor<64x80xf32>) -> tensor<48x80xf32>\n"
+        "  func.return %c : tensor<48x80xf32>\n}\n")
+    for name in ("first", "second"):
+        status = run_main(path, tiles=4, function=name, save_dir=tmp_path / name)
+        out, err = capsys.readouterr()
+        assert status == EXIT_PASS, out + err
+    assert np.load(tmp_path / "second" / "result0.npy").shape == (48, 80)
