@@ -1,0 +1,121 @@
+// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=2}' -t ipu-asm | filecheck %s
+// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=4}' -t ipu-asm | filecheck %s --check-prefix=FOUR
+
+// FP16 C[32x128] = A[32x128] x B[128x128] on 2 tiles: each tile owns 16 output rows and the
+// B column block j = its tile id (both k blocks). Per (j, k): a sync and an exchange phase
+// (the home tile sends, the other receives), the home tile's local copy into its slot,
+// then the GEMM kernel on both tiles. Placed addresses (place-memory): a 0x54000 (the
+// k = 1 panel 16 x 64 x 2 = 2048 bytes further, 0x54800), b 0x5c000 (k = 1 block at
+// 0x5e000), c 0xac000 (column panel j = 1 at 0xac800), slot 0x60000; row slots 16 bytes
+// per iteration from 0x4c000 (x0: j = 0, 1; x1: j = 0, 1 at 0x4c020).
+func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128xf16> {
+  %c = graph.gemm %a, %b : (tensor<32x128xf16>, tensor<128x128xf16>) -> tensor<32x128xf16>
+  func.return %c : tensor<32x128xf16>
+}
+
+// CHECK:      # ipu-asm: function @gemm, 2 tiles, target ipu21
+// CHECK-NEXT:     .text
+// CHECK-EMPTY:
+// CHECK-NEXT: # tiles 0
+// CHECK-NEXT: tile_0:
+// CHECK-NEXT:     sync {{ +}}# graph.gemm %c %b: rhs block to output-row tiles [j=0]
+// CHECK-NEXT:     exchange .Lx0_send.0, 0x4c000
+// CHECK-NEXT:     call copy_words, out=0x60000, src=0x5c000, words=2048 # {{.*}} [j=0]
+// CHECK-NEXT:     call amp_gemm_f16_init, out=0xac000, left=0x54000, right=0x60000, rows=16 # graph.gemm %c %c: initializing gemm phase k = 0 [j=0]
+// CHECK-NEXT:     sync {{ +}}# {{.*}} [j=0, k=1]
+// CHECK-NEXT:     exchange .Lx1_send.0, 0x4c020
+// CHECK-NEXT:     call copy_words, out=0x60000, src=0x5e000, words=2048 # {{.*}} [j=0, k=1]
+// CHECK-NEXT:     call amp_gemm_f16_accum, out=0xac000, left=0x54800, right=0x60000, rows=16 # {{.*}} [j=0, k=1]
+// CHECK-NEXT:     sync {{ +}}# {{.*}} [j=1]
+// CHECK-NEXT:     exchange .Lx0_receive.1, 0x4c010
+// CHECK-NEXT:     call amp_gemm_f16_init, out=0xac800, left=0x54000, right=0x60000, rows=16 # {{.*}} [j=1]
+// CHECK-NEXT:     sync {{ +}}# {{.*}} [j=1, k=1]
+// CHECK-NEXT:     exchange .Lx0_receive.1, 0x4c030
+// CHECK-NEXT:     call amp_gemm_f16_accum, out=0xac800, left=0x54800, right=0x60000, rows=16 # {{.*}} [j=1, k=1]
+// CHECK-NEXT:     ret
+// CHECK-EMPTY:
+// CHECK-NEXT: # tiles 1
+// CHECK-NEXT: tile_1:
+// CHECK-NEXT:     sync {{ +}}# {{.*}} [j=0]
+// CHECK-NEXT:     exchange .Lx0_receive.0, 0x4c000
+// CHECK-NEXT:     call amp_gemm_f16_init, out=0xac000, left=0x54000, right=0x60000, rows=16 # {{.*}} [j=0]
+// CHECK-NEXT:     sync {{ +}}# {{.*}} [j=0, k=1]
+// CHECK-NEXT:     exchange .Lx0_receive.0, 0x4c020
+// CHECK-NEXT:     call amp_gemm_f16_accum, out=0xac000, left=0x54800, right=0x60000, rows=16 # {{.*}} [j=0, k=1]
+// CHECK-NEXT:     sync {{ +}}# {{.*}} [j=1]
+// CHECK-NEXT:     exchange .Lx0_send.1, 0x4c010
+// CHECK-NEXT:     call copy_words, out=0x60000, src=0x5c000, words=2048 # {{.*}} [j=1]
+// CHECK-NEXT:     call amp_gemm_f16_init, out=0xac800, left=0x54000, right=0x60000, rows=16 # {{.*}} [j=1]
+// CHECK-NEXT:     sync {{ +}}# {{.*}} [j=1, k=1]
+// CHECK-NEXT:     exchange .Lx1_send.1, 0x4c030
+// CHECK-NEXT:     call copy_words, out=0x60000, src=0x5e000, words=2048 # {{.*}} [j=1, k=1]
+// CHECK-NEXT:     call amp_gemm_f16_accum, out=0xac800, left=0x54800, right=0x60000, rows=16 # {{.*}} [j=1, k=1]
+// CHECK-NEXT:     ret
+
+// Unique concrete rows, each once, named after the shared row and the iteration of its
+// first use (x1's receiver row equals x0's: same sender, slot and delay). Encodings by hand
+// (spec: exchange-isa.md): sendpicp prefix 0xf0000000 (no words, no direction), inline word
+// xpic << 18 | pic: 0x18000 (pic = slot 0x60000 / 4), 1 << 18 | 0x18000 = 0x58000;
+// delay 2053 = 0x40a00000 | 0x805; send 63, 0x17000, sctl = 0x78000000 | 63 << 21 |
+// 0x17000 << 3 | sctl = 0x7feb800s; sendoff 1983 = 0x70000000 | (1983 & 63) << 21 |
+// (1983 >> 6) << 14 | sctl = 0x77e7800s.
+// CHECK:          .section .exchange_rows
+// CHECK-NEXT: .Lx0_receive.0:
+// CHECK-NEXT:     .word 0xf0000000, 0x00018000  # sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00805              # delay 2053
+// CHECK-NEXT: .Lx0_send.0:
+// CHECK-NEXT:     .word 0x7feb8001              # send 63, 0x17000, 1
+// CHECK-NEXT:     .word 0x77e78001              # sendoff 1983, 0x0, 1
+// CHECK-NEXT: .Lx1_send.0:
+// CHECK-NEXT:     .word 0x7febc001              # send 63, 0x17800, 1
+// CHECK-NEXT:     .word 0x77e78001              # sendoff 1983, 0x0, 1
+// CHECK-NEXT: .Lx0_receive.1:
+// CHECK-NEXT:     .word 0xf0000000, 0x00058000  # sendpicp 0, 0x0, 0, 0, xpic = 0x1, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00805              # delay 2053
+// CHECK-NEXT: .Lx0_send.1:
+// CHECK-NEXT:     .word 0x7feb8002              # send 63, 0x17000, 2
+// CHECK-NEXT:     .word 0x77e78002              # sendoff 1983, 0x0, 2
+// CHECK-NEXT: .Lx1_send.1:
+// CHECK-NEXT:     .word 0x7febc002              # send 63, 0x17800, 2
+// CHECK-NEXT:     .word 0x77e78002              # sendoff 1983, 0x0, 2
+// CHECK-NOT:  .word
+
+// -----
+
+// C[48x64] = A[48x64] x B[64x64]: one block, one phase. On 4 tiles, 3 output-row tiles;
+// tile 0 holds B and sends it to tiles 1 and 2, which run identical programs and share one
+// listing; tile 3 only takes part in the sync.
+func.func @rows3(%a: tensor<48x64xf16>, %b: tensor<64x64xf16>) -> tensor<48x64xf16> {
+  %c = graph.gemm %a, %b : (tensor<48x64xf16>, tensor<64x64xf16>) -> tensor<48x64xf16>
+  func.return %c : tensor<48x64xf16>
+}
+
+// CHECK:      # ipu-asm: function @rows3, 2 tiles, target ipu21
+
+// FOUR:      # ipu-asm: function @rows3, 4 tiles, target ipu21
+// FOUR:      # tiles 0
+// FOUR-NEXT: tile_0:
+// FOUR-NEXT:     sync {{ +}}# graph.gemm %c %b: rhs block to output-row tiles [j=0]
+// FOUR-NEXT:     exchange .Lx0_send, 0x4c000
+// FOUR-NEXT:     call copy_words, out=[[SLOT:0x[0-9a-f]+]], src=[[B:0x[0-9a-f]+]], words=2048
+// FOUR-NEXT:     call amp_gemm_f16_init, out=[[C:0x[0-9a-f]+]], left=[[A:0x[0-9a-f]+]], right=[[SLOT]], rows=16
+// FOUR-NEXT:     ret
+// FOUR-EMPTY:
+// FOUR-NEXT: # tiles 1-2
+// FOUR-NEXT: tile_1:
+// FOUR-NEXT:     sync {{ +}}# graph.gemm %c %b: rhs block to output-row tiles [j=0]
+// FOUR-NEXT:     exchange .Lx0_receive, 0x4c000
+// FOUR-NEXT:     call amp_gemm_f16_init, out=[[C]], left=[[A]], right=[[SLOT]], rows=16
+// FOUR-NEXT:     ret
+// FOUR-EMPTY:
+// FOUR-NEXT: # tiles 3
+// FOUR-NEXT: tile_3:
+// FOUR-NEXT:     sync
+// FOUR-NEXT:     ret
+// FOUR-EMPTY:
+// FOUR-NEXT:     .section .exchange_rows
+// FOUR-NEXT: .Lx0_receive:
+// FOUR-NEXT:     .word 0xf0000000, 0x{{[0-9a-f]+}}  # sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic =
+// FOUR-NEXT:     .word 0x40a00806              # delay 2054
+// FOUR-NEXT: .Lx0_send:
+// FOUR-NEXT:     .word 0x7f{{[0-9a-f]+}}1              # send 63, {{.*}}, 1
