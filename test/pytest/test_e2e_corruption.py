@@ -218,6 +218,7 @@ def test_row_checker_rejects_the_corrupted_row(case, name):
 
 def test_delay_corruption_loses_words(case):
     """A shorter receiver row ends the phase before the last words arrive: reported."""
+    assert run_verdict(case) is None
     broadcast = single_receiver_broadcast(case.package)
     tile, words = corrupt_delay_count(case.package, broadcast)
     corrupted = with_row_on_one_tile(case.package, broadcast.step_index, tile, words)
