@@ -127,11 +127,12 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
-from xdsl.traits import NoTerminator
+from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import ORDERS, shard_bytes
 from device.target import BYTES_PER_ELEMENT
+from ipu_dialects.exchange import InstructionOp, RowOp
 from passes.tile_iteration import evaluate_scalar_map, iteration_count
 
 BUFFER_KINDS = ("input", "output", "scratch")
@@ -347,6 +348,24 @@ def configured_tile_count(op: Operation) -> int | None:
     if isinstance(tiles, IntegerAttr):
         return tiles.value.data
     return None
+
+
+def check_patch_target(row: RowOp, patch: RowPatchAttr) -> None:
+    """A patch must name an instruction of its row and one of that instruction's fields."""
+    instructions = list(row.body.block.ops)
+    index = patch.instruction.data
+    if index >= len(instructions):
+        raise VerifyException(
+            f"tile.exchange: the patch of @{patch.row_name} names instruction {index}, but the "
+            f"row has {len(instructions)} instruction(s)"
+        )
+    instr = instructions[index]
+    assert isinstance(instr, InstructionOp)
+    if patch.field.data not in instr.field_names():
+        raise VerifyException(
+            f"tile.exchange: the patch of @{patch.row_name} instruction {index} ({instr.name}) "
+            f"names field '{patch.field.data}'; its fields are {', '.join(instr.field_names())}"
+        )
 
 
 def describe(op: Operation) -> str:
@@ -931,7 +950,21 @@ class ExchangeOp(IRDLOperation):
                     f"tile.exchange: {key} selects a row outside the {row_count} rows "
                     "(-1 means no row: the iteration has no traffic)"
                 )
+        self.verify_rows_exist()
         self.verify_patches(iteration_count(bounds))
+
+    def row_op(self, name: str) -> RowOp | None:
+        """The `exchange.row` a symbol names; None while the op is not inside a module."""
+        if not isinstance(self.get_toplevel_object(), ModuleOp):
+            return None
+        row = SymbolTable.lookup_symbol(self, name)
+        if not isinstance(row, RowOp):
+            raise VerifyException(f"tile.exchange: @{name} is not an exchange.row of the module")
+        return row
+
+    def verify_rows_exist(self) -> None:
+        for ref in self.rows.data if self.rows is not None else ():
+            self.row_op(ref.root_reference.data)
 
     def verify_patches(self, iterations: int) -> None:
         if self.patches is None:
@@ -944,6 +977,9 @@ class ExchangeOp(IRDLOperation):
                 raise VerifyException(
                     f"tile.exchange: a patch names @{patch.row_name}, which is not one of its rows"
                 )
+            row = self.row_op(patch.row_name)
+            if row is not None:
+                check_patch_target(row, patch)
             if len(patch.value_list()) != iterations:
                 raise VerifyException(
                     f"tile.exchange: the patch of @{patch.row_name} instruction "

@@ -29,6 +29,7 @@ from ipu_dialects.tile import (
     enclosing_loops,
 )
 from device import isa
+from device.exchange_timeline import TimelineError, row_timeline
 from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import target_and_tiles
 from passes.shard_geometry import ShardGeometry
@@ -57,7 +58,13 @@ class RowInterner:
     ids: dict[tuple[int, ...], int] = field(default_factory=dict)
 
     def intern(self, instrs: list, symbol: str) -> int:
-        words = tuple(isa.encode(instrs, self.base_address))
+        """Encode a concrete row; a new one must also have a well-defined event timeline."""
+        try:
+            words = tuple(isa.encode(instrs, self.base_address))
+            if words not in self.ids:
+                row_timeline(instrs)
+        except (isa.EncodeError, TimelineError) as error:
+            raise PassFailedException(f"package: row {symbol}: {error}") from error
         if words not in self.ids:
             self.ids[words] = len(self.rows)
             self.rows.append(np.asarray(words, dtype=np.uint32))

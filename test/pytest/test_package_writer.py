@@ -171,3 +171,25 @@ def test_save_and_load_give_an_identical_run(case, tmp_path):
             assert a.symbol == b.symbol and a.scalars == b.scalars
             np.testing.assert_array_equal(a.pointers, b.pointers)
 
+
+
+def test_a_patched_row_without_a_defined_timeline_is_a_diagnostic():
+    # XPIC 9000 still fits the 14-bit field, but as selector 1, which has no meaning yet:
+    # the writer must refuse the row instead of emitting it.
+    from xdsl.dialects.builtin import ArrayAttr
+    from xdsl.utils.exceptions import PassFailedException
+
+    from ipu_dialects.tile import RowPatchAttr
+
+    module = scheduled((32, 128), (128, 128), f16, 2)
+    exchange = next(op for op in module.walk() if isinstance(op, ExchangeOp))
+    patches = []
+    for patch in exchange.patches.data:
+        if patch.field.data == "xpic":
+            values = list(patch.value_list())
+            values[0] = 9000
+            patch = RowPatchAttr(patch.row_name, patch.instruction.data, "xpic", values)
+        patches.append(patch)
+    exchange.properties["patches"] = ArrayAttr(patches)
+    with pytest.raises(PassFailedException, match="XPIC selector 1 is not supported"):
+        build_package(module)

@@ -65,6 +65,14 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
     }
     func.return
   }
+  exchange.row @x0_send {
+    exchange.send 63, 0x17000, 1
+    exchange.sendoff 1983, 0x0, 1
+  }
+  exchange.row @x0_receive {
+    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+    exchange.delay 2055
+  }
 }
 // CHECK: schedule-exchange: tile.exchange is already scheduled (it has rows)
 

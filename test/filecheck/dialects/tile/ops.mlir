@@ -16,6 +16,14 @@ func.func @gemm() {
   }
   func.return
 }
+exchange.row @r0 {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
+exchange.row @r1 {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
 
 // CHECK-LABEL: func.func @gemm() {
 // CHECK-NEXT:    %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [16, 128] f16 amp_left standard align 32 tail 128 from tensor<32x128xf16> address 0x54000

@@ -11,6 +11,14 @@ func.func @patch_unknown_row() {
   }
   func.return
 }
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
 // CHECK: tile.exchange: a patch names @elsewhere, which is not one of its rows
 
 // -----
@@ -24,6 +32,14 @@ func.func @patch_too_few_values() {
   }
   func.return
 }
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
 // CHECK: tile.exchange: the patch of @receive instruction 0 field 'xpic' has 1 values, but the enclosing loops run 2 iteration(s)
 
 // -----
@@ -35,6 +51,14 @@ func.func @patch_too_many_values() {
     tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@send, 1, "sctl", array<i64: 1, 2, 1>>] row_address 0x4c000
   }
   func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
 }
 // CHECK: tile.exchange: the patch of @send instruction 1 field 'sctl' has 3 values, but the enclosing loops run 2 iteration(s)
 
@@ -62,6 +86,14 @@ func.func @sender_rows_below_minus_one() {
   }
   func.return
 }
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
 // CHECK: tile.exchange: sender_rows selects a row outside the 2 rows (-1 means no row: the iteration has no traffic)
 
 // -----
@@ -75,6 +107,14 @@ func.func @sender_rows_past_end() {
   }
   func.return
 }
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
 // CHECK: tile.exchange: sender_rows selects a row outside the 2 rows (-1 means no row: the iteration has no traffic)
 
 // -----
@@ -86,6 +126,14 @@ func.func @receiver_rows_past_end() {
     tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 5> row_address 0x4c000
   }
   func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
 }
 // CHECK: tile.exchange: receiver_rows selects a row outside the 2 rows (-1 means no row: the iteration has no traffic)
 
@@ -99,6 +147,14 @@ func.func @sender_rows_wrong_count() {
     tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
   }
   func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
 }
 // CHECK: tile.exchange: sender_rows has 3 entries, but the enclosing loops run 2 iteration(s)
 
@@ -126,6 +182,14 @@ func.func @selection_not_i32() {
   }
   func.return
 }
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
 // CHECK: tile.exchange: sender_rows must be an array<i32: ...>
 
 // -----
@@ -151,3 +215,62 @@ func.func @patch_negative_instruction() attributes {p = #tile.patch<@row, -1, "x
   func.return
 }
 // CHECK: Expected integer literal
+
+// -----
+
+// Every row an exchange selects must be an exchange.row of the module.
+func.func @row_symbol_missing() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+// CHECK: tile.exchange: @receive is not an exchange.row of the module
+
+// -----
+
+// A patch must name an instruction of its row (the receiver row has two).
+func.func @patch_instruction_out_of_range() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 2, "events_m1", array<i64: 5, 6>>] row_address 0x4c000
+  }
+  func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
+// CHECK: tile.exchange: the patch of @receive names instruction 2, but the row has 2 instruction(s)
+
+// -----
+
+// A patch must name a field of its instruction.
+func.func @patch_unknown_field() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 0, "bogus", array<i64: 5, 6>>] row_address 0x4c000
+  }
+  func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
+// CHECK: tile.exchange: the patch of @receive instruction 0 (exchange.sendpicp) names field 'bogus'; its fields are words_m1, address, sctl, pic_selector, xpic, pic

@@ -39,6 +39,14 @@ exchange.row @x0_receive provenance "graph.gemm %c %b: rhs block to output-row t
   exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x1, pic = 0x18000
   exchange.delay 2053
 }
+exchange.row @x1_send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @x1_receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
 
 // CHECK-LABEL: func.func @scheduled() {
 // CHECK:         tile.loop %j = 0 to 4
