@@ -61,6 +61,7 @@ class GraphBuilder:
         self.entry = Block()
         self.blocks = [self.entry]  # innermost last: where new ops go
         self.outputs: list[SSAValue] | None = None
+        self.op_count = 0
 
     # -- arguments and results ----------------------------------------------------------------
 
@@ -71,8 +72,9 @@ class GraphBuilder:
         name: str | None = None,
         scale: int | None = None,
     ) -> SSAValue:
-        arg = self.entry.insert_arg(tensor_type(shape, element_type, scale), len(self.entry.args))
-        arg.name_hint = name
+        index = len(self.entry.args)
+        arg = self.entry.insert_arg(tensor_type(shape, element_type, scale), index)
+        arg.name_hint = name or f"arg{index}"
         return arg
 
     def output(self, *values: SSAValue) -> None:
@@ -94,7 +96,12 @@ class GraphBuilder:
     # -- ops ----------------------------------------------------------------------------------
 
     def _add(self, op: Operation) -> Operation:
+        """Insert `op`; unnamed results get readable names (`%gemm3`) for diagnostics."""
         self.blocks[-1].add_op(op)
+        for result in op.results:
+            if result.name_hint is None:
+                self.op_count += 1
+                result.name_hint = f"{op.name.split('.', 1)[1]}{self.op_count}"
         return op
 
     def gemm(
