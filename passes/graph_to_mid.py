@@ -192,6 +192,11 @@ class GraphToMidPass(ModulePass):
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = self.checked_target()
+        if mid.CONFIG_ATTR_NAME in op.attributes:
+            raise PassFailedException(
+                f"{self.name}: the module already has '{mid.CONFIG_ATTR_NAME}': it was lowered "
+                "before (run graph-to-mid, or ipu-pipeline, once per module)"
+            )
         config = self.pipeline_config(target)
         op.attributes[mid.CONFIG_ATTR_NAME] = config
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:

@@ -34,3 +34,13 @@ func.func @gelu(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> tensor<64x64xf1
   func.return %g : tensor<64x64xf16>
 }
 // CHECK: graph.gelu has no operator plan yet (result %g)
+
+// -----
+
+// A module is lowered once: a second graph-to-mid (or ipu-pipeline) is refused.
+builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
+  func.func @lowered() {
+    func.return
+  }
+}
+// CHECK: graph-to-mid: the module already has 'ipu.config': it was lowered before (run graph-to-mid, or ipu-pipeline, once per module)
