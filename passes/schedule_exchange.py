@@ -106,7 +106,7 @@ class TemplateTable:
         return self.keys[key]
 
 
-def phase_per_iteration(op: ExchangeOp, target: Target, latency: np.ndarray):
+def phase_per_iteration(op: ExchangeOp, latency: np.ndarray) -> list[BroadcastPhase | None]:
     """The concrete broadcast of every iteration of `op`'s loop nest (None: no receiver)."""
     bounds = loop_bounds(enclosing_loops(op))
     ivs = iteration_vectors(bounds)
@@ -151,57 +151,6 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
             )
 
 
-def check_distinct_rows(phases: list[BroadcastPhase | None], what: str,
-                        base_address: int) -> dict[tuple, np.ndarray]:
-    """Build, encode, decode and check every distinct concrete row once; words by row."""
-    checked: dict[tuple, np.ndarray] = {}
-    for phase in phases:
-        if phase is None:
-            continue
-        for instrs, schedule in ((sender_instructions(phase), phase.sender_schedule()),
-                                 (receiver_instructions(phase), phase.receiver_schedule())):
-            key = tuple(instrs)
-            if key not in checked:
-                checked[key] = checked_row(instrs, schedule, base_address, what)
-    return checked
-
-
-def schedule_op(op: ExchangeOp, index: int, target: Target, tiles: int,
-                code: CodeRegion) -> list[RowOp]:
-    latency = target.latency_matrix(tiles)
-    phases = phase_per_iteration(op, target, latency)
-    what = f"{op.name} ({op.provenance.op.data} {op.provenance.value.data})"
-    words = check_distinct_rows(phases, what, code.start)
-    if not words:
-        return []
-    table = TemplateTable(f"x{index}")
-    sender_rows, receiver_rows = [], []
-    for n, phase in enumerate(phases):
-        if phase is None:
-            sender_rows.append(-1)
-            receiver_rows.append(-1)
-            continue
-        sender_rows.append(table.add("send", n, sender_instructions(phase)))
-        receiver_rows.append(table.add("receive", n, receiver_instructions(phase)))
-    stride = slot_stride([t.instructions for t in table.templates])
-    base = code.allocate(len(phases) * stride, what)
-    for n, phase in enumerate(phases):
-        if phase is not None:
-            check_memory_elements(op, phase, words[tuple(sender_instructions(phase))],
-                                  words[tuple(receiver_instructions(phase))],
-                                  base + n * stride, target, latency)
-    templates = table.templates
-    op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
-    op.properties["sender_rows"] = DenseArrayBase.from_list(i32, sender_rows)
-    op.properties["receiver_rows"] = DenseArrayBase.from_list(i32, receiver_rows)
-    patches = [p for t in templates for p in t.patches(len(phases))]
-    if patches:
-        op.properties["patches"] = ArrayAttr(patches)
-    op.properties["row_address"] = IntegerAttr(base, i64)
-    provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
-    return [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
-
-
 @dataclass
 class CodeRegion:
     """Bump allocator over the target's code region (rows only, 8-byte aligned slots)."""
@@ -220,6 +169,58 @@ class CodeRegion:
         return address
 
 
+Rows = tuple[list[Instruction], list[Instruction]]  # (sender row, receiver row)
+
+
+def concrete_rows(phase: BroadcastPhase | None) -> Rows | None:
+    return None if phase is None else (sender_instructions(phase), receiver_instructions(phase))
+
+
+def check_distinct_rows(phases: list[BroadcastPhase | None], rows: list[Rows | None],
+                        what: str, base_address: int) -> dict[tuple, np.ndarray]:
+    """Encode, decode and check every distinct concrete row once; words by row."""
+    checked: dict[tuple, np.ndarray] = {}
+    for phase, pair in zip(phases, rows, strict=True):
+        if phase is None or pair is None:
+            continue
+        for instrs, schedule in zip(pair, (phase.sender_schedule(), phase.receiver_schedule()),
+                                    strict=True):
+            if (key := tuple(instrs)) not in checked:
+                checked[key] = checked_row(instrs, schedule, base_address, what)
+    return checked
+
+
+def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
+                code: CodeRegion) -> list[RowOp]:
+    phases = phase_per_iteration(op, latency)
+    rows = [concrete_rows(phase) for phase in phases]
+    what = f"{op.name} ({op.provenance.op.data} {op.provenance.value.data})"
+    words = check_distinct_rows(phases, rows, what, code.start)
+    if not words:
+        return []
+    table = TemplateTable(f"x{index}")
+    sender_rows, receiver_rows = [], []
+    for n, pair in enumerate(rows):
+        sender_rows.append(-1 if pair is None else table.add("send", n, pair[0]))
+        receiver_rows.append(-1 if pair is None else table.add("receive", n, pair[1]))
+    stride = slot_stride([t.instructions for t in table.templates])
+    base = code.allocate(len(phases) * stride, what)
+    for n, (phase, pair) in enumerate(zip(phases, rows, strict=True)):
+        if phase is not None and pair is not None:
+            check_memory_elements(op, phase, words[tuple(pair[0])], words[tuple(pair[1])],
+                                  base + n * stride, target, latency)
+    templates = table.templates
+    op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
+    op.properties["sender_rows"] = DenseArrayBase.from_list(i32, sender_rows)
+    op.properties["receiver_rows"] = DenseArrayBase.from_list(i32, receiver_rows)
+    patches = [p for t in templates for p in t.patches(len(phases))]
+    if patches:
+        op.properties["patches"] = ArrayAttr(patches)
+    op.properties["row_address"] = IntegerAttr(base, i64)
+    provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
+    return [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
+
+
 @dataclass(frozen=True)
 class ScheduleExchangePass(ModulePass):
     name = "schedule-exchange"
@@ -227,6 +228,7 @@ class ScheduleExchangePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target, tiles = target_and_tiles(op, self.name)
         code = CodeRegion(*target.code_region)
+        latency = target.latency_matrix(tiles)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]
         rows: list[RowOp] = []
         for index, exchange in enumerate(exchanges):
@@ -234,5 +236,5 @@ class ScheduleExchangePass(ModulePass):
                 raise PassFailedException(
                     f"{self.name}: {exchange.name} is already scheduled (it has rows)"
                 )
-            rows.extend(schedule_op(exchange, index, target, tiles, code))
+            rows.extend(schedule_op(exchange, index, target, latency, code))
         op.body.block.add_ops(rows)
