@@ -18,6 +18,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation
 from xdsl.utils.exceptions import PassFailedException
 
+from device import isa
+from device.exchange_timeline import TimelineError, row_timeline
 from device.package import ExchangeStep, HostTensor, KernelStep, Package, Step
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import (
@@ -28,8 +30,6 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
     enclosing_loops,
 )
-from device import isa
-from device.exchange_timeline import TimelineError, row_timeline
 from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import target_and_tiles
 from passes.shard_geometry import ShardGeometry
