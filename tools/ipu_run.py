@@ -7,6 +7,7 @@ Exit status: 0 when the check passes, 1 when it fails, 2 when the input does not
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -48,12 +49,29 @@ def parse_module(path: Path) -> ModuleOp:
     return module
 
 
+def failing_op_line(error: Exception) -> str:
+    """The op a verifier rejected, from xDSL's marked-IR note: some of xDSL's own messages
+    ('3 : i64 should be of base attribute unit') name neither the op nor the value."""
+    for note in getattr(error, "__notes__", ()):
+        lines = note.splitlines()
+        for line, marker in zip(lines, lines[1:]):
+            if re.fullmatch(r"\s*\^+-*", marker):  # `^^^^---` under the op, not `^bb0(`
+                return f"\n  in: {line.strip()}"
+    return ""
+
+
 def find_function(module: ModuleOp, name: str | None) -> FuncOp:
     funcs = [op for op in module.ops if isinstance(op, FuncOp)]
     if name is not None:
         funcs = [f for f in funcs if f.sym_name.data == name]
     if not funcs:
         raise UsageError(f"no func.func{' @' + name if name else ''} in the input")
+    if len(funcs) > 1:  # running whichever comes first would check a function nobody chose
+        names = ", ".join(f"@{f.sym_name.data}" for f in funcs)
+        raise UsageError(f"the input holds {len(funcs)} functions ({names}): choose one with "
+                         f"--function")
+    if not funcs[0].function_type.outputs.data:
+        raise UsageError(f"@{funcs[0].sym_name.data} has no results: nothing to run or check")
     return funcs[0]
 
 
@@ -69,6 +87,8 @@ def numpy_dtype(element_type) -> np.dtype:
 
 def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
     """Uniform values in [-1, 1), rounded to each argument's element type."""
+    if seed < 0:
+        raise UsageError(f"--seed must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     arrays = []
     for arg_type in func.function_type.inputs.data:
@@ -89,7 +109,14 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> 
             raise UsageError(f"--input {name}: the function has no argument '{name}' "
                              f"(arguments: {', '.join(names)})")
         index = names.index(name)
-        value = np.load(path)
+        try:
+            value = np.load(path)
+        except (OSError, ValueError) as error:  # missing, a directory, not an .npy, pickled
+            raise UsageError(f"--input {name}: cannot read '{path}': {error}") from None
+        if value.dtype.kind != "f" and value.dtype != arrays[index].dtype:
+            # integers, booleans and complex numbers would be cast silently (and lossily)
+            raise UsageError(f"--input {name}: dtype {value.dtype} is not a floating-point type "
+                             f"(the argument holds {arrays[index].dtype})")
         if value.shape != arrays[index].shape:
             raise UsageError(f"--input {name}: shape {value.shape} does not match the "
                              f"argument's {arrays[index].shape}")
@@ -172,7 +199,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         names = input_names(func)
         arrays = load_inputs(func, names, list(inputs), seed)
     except (ParseError, DiagnosticException, UsageError, OSError, ValueError) as error:
-        print(f"ipu-run: error: {error}", file=sys.stderr)
+        print(f"ipu-run: error: {error}{failing_op_line(error)}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
     expected = run_function(module, arrays, func.sym_name.data)
     result_names = output_names(func)

@@ -1,7 +1,7 @@
 // ipu-run compiles each GEMM with the default pipeline, runs it on the device model and
 // checks it against the NumPy reference.
-// RUN: ipu-run %s --tiles 4 | filecheck %s --check-prefix=F16
-// RUN: ipu-run %s --tiles 1 --indivisible reject | filecheck %s --check-prefix=ONE
+// RUN: ipu-run %s --function f16_square --tiles 4 | filecheck %s --check-prefix=F16
+// RUN: ipu-run %s --function f16_square --tiles 1 --indivisible reject | filecheck %s --check-prefix=ONE
 // RUN: ipu-run %s --function padded --tiles 7 | filecheck %s --check-prefix=PAD
 // RUN: ipu-run %s --function broadcast --tiles 16 | filecheck %s --check-prefix=BCAST
 // RUN: ipu-run %s --function mixed_rank --tiles 64 | filecheck %s --check-prefix=MIXED
