@@ -5,7 +5,7 @@ import re
 import sys
 from collections.abc import Sequence
 
-from xdsl.utils.exceptions import DiagnosticException, ParseError
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ipu_dialects import get_all_dialects
@@ -16,6 +16,11 @@ def mlir_pipeline(spec: str) -> str:
     """Accept mlir-opt's `builtin.module(a,b{x=1})` spelling by stripping the anchor."""
     match = re.fullmatch(r"\s*builtin\.module\((.*)\)\s*", spec, re.S)
     return match.group(1) if match else spec
+
+
+def usage_error(message: str):
+    print(f"ipu-opt: error: {message}", file=sys.stderr)
+    sys.exit(1)
 
 
 class IpuOptMain(xDSLOptMain):
@@ -33,6 +38,20 @@ class IpuOptMain(xDSLOptMain):
             for note in getattr(error, "__notes__", ()):  # the IR with the failing op marked
                 print(note, file=sys.stderr)
             sys.exit(1)
+
+    def setup_pipeline(self):
+        """An unknown pass, option or option value is a usage error, not a traceback."""
+        try:
+            super().setup_pipeline()
+        except (ValueError, ArgSpecParseError) as error:
+            usage_error(f"pass pipeline '{self.args.passes}': {error}")
+
+    def prepare_input(self):
+        """A missing or unreadable input file is a usage error, not a traceback."""
+        try:
+            return super().prepare_input()
+        except (OSError, ValueError) as error:
+            usage_error(f"input {self.args.input_file}: {error}")
 
     def register_all_dialects(self):
         for name, factory in get_all_dialects().items():
