@@ -7,37 +7,61 @@ block, byte offsets into a buffer) are builtin `affine_map`s over the indices of
 affine ops. There are no SRAM addresses until `place-memory`, and no exchange rows until
 `schedule-exchange`; both fill in optional properties of the ops defined here.
 
-Example (a 32x128 by 128x64 FP16 GEMM on 2 output-row tiles, as `mid-to-tile` writes it;
-`place-memory` has set the addresses):
+Example: `examples/gemm_f16.mlir` (256x320 by 320x192, FP16) on 2 tiles, as
+`ipu-opt examples/gemm_f16.mlir -p 'graph-to-mid{tiles=2},mid-to-tile,place-memory,schedule-exchange'`
+prints it, trimmed: the module's `ipu.config` attribute, the inner `tile.loop %k = 1 to 5`
+(the same exchange, copy and `amp_gemm_f16_accum` over `iv(%j, %k)`) and its rows `@x1_*`
+are left out, and each op, printed on one line, is wrapped here for reading:
 
     func.func @gemm() {
-      %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [16, 128] f16 amp_left standard
-           align 32 tail 128 from tensor<32x128xf16, #mid.format<...>> address 0x54000
-      %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard
-           align 32 tail 0 from tensor<128x64xf16, #mid.format<...>> address 0x55000
-      %c = tile.buffer @c output 0 on #tile.tiles<[0, 2)> shard [16, 64] f16 amp_output
-           interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<...>> address 0x85000
-      %s = tile.buffer @rhs_slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right
-           standard align 32 tail 0 address 0x57000
-      tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0)
-          to %s[() -> (0)] on #tile.tiles<[0, 2)> iv()
-          provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "rhs block to output-row tiles">
-      tile.kernel @copy_words(%s[() -> (0)], %b[() -> (0)]) scalars [2048]
-          on #tile.tiles<[0, 2)> only () -> (0) iv()
-          provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "home tile keeps its own block">
-      tile.kernel @amp_gemm_f16_init(%c[() -> (0)], %a[() -> (0)], %s[() -> (0)]) scalars [16]
-          on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<...>
-      tile.loop %k = 1 to 2 provenance #tile.provenance<...> {
-        tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)]
-            on #tile.tiles<[0, 2)> iv(%k) provenance #tile.provenance<...>
-        ...
-        tile.kernel @amp_gemm_f16_accum(%c[(d0) -> (0)], %a[(d0) -> ((d0 * 2048))], %s[(d0) -> (0)])
-            scalars [16] on #tile.tiles<[0, 2)> iv(%k) provenance #tile.provenance<...>
+      %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [128, 320] f16 amp_left standard
+          align 32 tail 16 from tensor<256x320xf16, #mid.format<f16, amp_left,
+          [16 x 2 pad, 64 x 1 pad], replication = 1, group = 2, standard>> address 0x54000
+      %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [320, 128] f16 amp_right standard
+          align 32 tail 0 from tensor<320x192xf16, #mid.format<f16, amp_right,
+          [64 x 1 pad, 64 x 2 pad], replication = 1, group = 2, standard>> address 0x68020
+      %c = tile.buffer @c output 0 on #tile.tiles<[0, 2)> shard [128, 192] f16 amp_output
+          interleaved align 32 tail 0 from tensor<256x192xf16, #mid.format<f16, amp_output,
+          [16 x 2 pad, 64 x 1 pad], replication = 1, group = 2, interleaved>> address 0xac000
+      %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16
+          amp_right standard align 32 tail 0 address 0x7c020
+      tile.loop %j = 0 to 3 provenance #tile.provenance<op = "graph.gemm %c", value = "%c",
+          reason = "output-column blocks j"> {
+        tile.exchange 2048 words from %b[(d0) -> (((d0 mod 2) * 8192))]
+            on tile (d0) -> ((d0 floordiv 2)) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<[0, 2)>
+            iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b",
+            reason = "rhs block to output-row tiles">
+            rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0>
+            receiver_rows array<i32: 1, 1, 1>
+            patches [#tile.patch<@x0_send, 0, "address", array<i64: 106504, 108552, 106504>>,
+                     #tile.patch<@x0_send, 0, "sctl", array<i64: 1, 1, 2>>,
+                     #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 1, 2>>,
+                     #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 0, 1>>]
+            row_address 0x4c000
+        tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> (((d0 mod 2) * 8192))])
+            scalars [2048] on #tile.tiles<[0, 2)> only (d0) -> ((d0 floordiv 2)) iv(%j)
+            provenance #tile.provenance<op = "graph.gemm %c", value = "%b",
+            reason = "home tile copies its own rhs block into its slot">
+        tile.kernel @amp_gemm_f16_init(%c[(d0) -> ((d0 * 16384))], %a[(d0) -> (0)],
+            %c_rhs_slot[(d0) -> (0)]) scalars [128] on #tile.tiles<[0, 2)> iv(%j)
+            provenance #tile.provenance<op = "graph.gemm %c", value = "%c",
+            reason = "initializing gemm phase k = 0">
       }
       func.return
     }
+    exchange.row @x0_send provenance "graph.gemm %c %b: rhs block to output-row tiles" {
+      exchange.send 63, 0x1a008, 1
+      exchange.sendoff 1983, 0x0, 1
+    }
+    exchange.row @x0_receive provenance "graph.gemm %c %b: rhs block to output-row tiles" {
+      exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x1f008
+      exchange.delay 2053
+    }
 
-(each op is printed on one line; they are wrapped here for reading.)
+Iteration j broadcasts rhs block (0, j) from its home tile `j floordiv 2`; the shared rows
+`@x0_send`/`@x0_receive` hold the values of iteration 0, and the patches replace, per
+iteration, the send's source word address, both directions (`sctl` 2 = towards lower ids,
+in j = 2 where tile 1 sends to tile 0) and the receiver's XPIC (the source tile).
 
 Parts:
 - `!tile.buffer` (`BufferType`): the value of a `tile.buffer`.
@@ -53,15 +77,19 @@ Parts:
 - `tile.loop %i = LB to UB provenance P { ... }` (`LoopOp`): runs its body for i in [LB, UB).
 - `tile.exchange WORDS words from %src[MAP] on tile MAP to %dst[MAP] on TILES iv(%i, ...)
   provenance P [rows [@r, ...]] [sender_rows array<i32: ...>] [receiver_rows array<i32: ...>]
-  [patches [#tile.patch<...>, ...]] [row_address N]` (`ExchangeOp`): one synchronized exchange phase per iteration: WORDS 32-bit
-  words move from `src` at byte offset `src_offset(ivs)` on tile `src_tile(ivs)` to `dst` at
-  byte offset `dst_offset(ivs)` on every tile of TILES except the source tile.
-  `schedule-exchange` adds `rows` (shared `exchange.row`s), `sender_rows`/`receiver_rows`
-  (one entry per linearized iteration of the enclosing loops, selecting an entry of `rows`,
-  or -1 for an iteration without traffic; see `passes.tile_iteration`), `patches` and
-  `row_address`.
+  [patches [#tile.patch<...>, ...]] [row_address N]` (`ExchangeOp`): one synchronized
+  exchange phase per iteration: WORDS 32-bit words move from `src` at byte offset
+  `src_offset(ivs)` on tile `src_tile(ivs)` to `dst` at byte offset `dst_offset(ivs)` on
+  every tile of TILES except the source tile. `schedule-exchange` adds `rows` (symbols of
+  shared `exchange.row`s of the module), `sender_rows`/`receiver_rows` (one entry per
+  linearized iteration of the enclosing loops, `passes.tile_iteration`, selecting the entry
+  of `rows` that the source tile / every other tile of TILES runs, or -1 for an iteration
+  without traffic), `patches` and `row_address` (the code-region slot of iteration 0;
+  iteration n runs at `row_address + n * passes.exchange_rows.slot_stride(rows)`).
 - `#tile.patch<@row, I, "FIELD", array<i64: ...>>` (`RowPatchAttr`): the per-iteration values
-  of field FIELD of instruction I of a shared row (one value per linearized iteration).
+  of field FIELD (a `device.isa` field name: `address`, `sctl`, `xpic`, `pic`, `events_m1`,
+  ...) of instruction I of a shared row, one value per linearized iteration; the row itself
+  holds the values of the first iteration that runs it.
 - `tile.kernel @symbol(%buf[MAP], ...) scalars [s, ...] on TILES [only MAP] iv(...)
   provenance P` (`KernelOp`): one kernel run on every tile of TILES, per iteration; views are
   in ABI pointer order (`device/kernels.py`), one resident view (buffer + byte-offset map) per
@@ -75,7 +103,9 @@ enclosing loops, outermost first. Verifiers check the map arities, that tile set
 module's configured tile count (`ipu.config`), that kernel views and exchange ends are
 resident on the tiles that use them, and (when the nest has at most
 `MAX_VERIFIED_ITERATIONS` iterations) that every offset stays inside its buffer for every
-iteration.
+iteration. A scheduled `tile.exchange` also checks that its row selections and patches have
+one entry per iteration, that every `rows` symbol is an `exchange.row` of the module, and
+that every patch names one of its rows, an instruction of that row and a field of it.
 """
 
 from __future__ import annotations
