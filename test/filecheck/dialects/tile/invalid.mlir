@@ -272,3 +272,42 @@ func.func @on_tile_never() {
   func.return
 }
 // CHECK: tile.kernel @copy_words: on_tile never selects a tile of #tile.tiles<[0, 2)>; the run would never happen
+
+// -----
+
+// A tile set may not reach past the tile count that graph-to-mid recorded on the module.
+builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r16"], scheduling = in_order, profiling = off>} {
+  func.func @beyond_config() {
+    %a = tile.buffer @a scratch on #tile.tiles<[0, 4)> shard [4] f32 row_major standard align 4 tail 0
+    func.return
+  }
+}
+// CHECK: tile.buffer: @a tile set #tile.tiles<[0, 4)> reaches tile 3, but the module is configured for 2 tiles
+
+// -----
+
+// The custom syntax cannot spell a negative index; the generic form can.
+func.func @negative_index() {
+  %a = "tile.buffer"() <{sym_name = "a", kind = "input", index = -1 : i64, tiles = #tile.tiles<[0, 2)>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
+  func.return
+}
+// CHECK: tile.buffer @a: input index must be >= 0
+
+// -----
+
+func.func @loop_two_ivs() {
+  "tile.loop"() <{lower = 0 : i64, upper = 2 : i64, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">}> ({
+  ^bb0(%i: index, %j: index):
+  }) : () -> ()
+  func.return
+}
+// CHECK: tile.loop: the body takes exactly one 'index' argument
+
+// -----
+
+func.func @scalars_not_i64() {
+  %s = tile.buffer @s scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  "tile.kernel"(%s, %s) <{callee = @copy_words, offsets = [affine_map<() -> (0)>, affine_map<() -> (4)>], scalars = array<i32: 1>, tiles = #tile.tiles<[0, 2)>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, operandSegmentSizes = array<i32: 2, 0>}> : (!tile.buffer, !tile.buffer) -> ()
+  func.return
+}
+// CHECK: tile.kernel @copy_words: scalars must be an array<i64: ...>
