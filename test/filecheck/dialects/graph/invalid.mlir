@@ -1,4 +1,4 @@
-// RUN: ipu-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: ipu-opt %s --split-input-file --parsing-diagnostics --verify-diagnostics | filecheck %s
 
 func.func @gemm_rank(%a: tensor<8xf32>, %b: tensor<8x4xf32>) {
   %c = graph.gemm %a, %b : (tensor<8xf32>, tensor<8x4xf32>) -> tensor<4xf32>
@@ -336,3 +336,13 @@ func.func @yield_outside(%x0: tensor<4xf32>) {
   graph.yield %x0 : tensor<4xf32>
 }
 // CHECK: 'graph.yield' expects parent op 'graph.repeat'
+
+// -----
+
+// A type that breaks an operand constraint of the custom syntax is a located parse error
+// naming the op, not a bare verifier message without a position.
+func.func @gemm_custom_scalar(%a: f32, %b: tensor<4x4xf32>) {
+  %c = graph.gemm %a, %b : (f32, tensor<4x4xf32>) -> tensor<4x4xf32>
+  func.return
+}
+// CHECK: graph.gemm: f32 should be of base attribute tensor

@@ -233,3 +233,13 @@ func.func @gemm_plan_missing(%a: tensor<16x64xf16, #L>, %b: tensor<64x64xf16, #R
   func.return %c : tensor<16x64xf16, #O>
 }
 // CHECK: mid.gemm: plan p has no entry for operand 'out'
+
+// -----
+
+#R = #mid.format<f32, row_major, [1 x 1 pad], replication = 1, group = 1, standard>
+#P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f32_init, accum = @amp_gemm_f32_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [], distinct = [], alias = none>
+func.func @gemm_rank1(%a: tensor<64xf32, #R>, %b: tensor<64xf32, #R>) {
+  %c = "mid.gemm"(%a, %b) <{plan = #P}> : (tensor<64xf32, #R>, tensor<64xf32, #R>) -> tensor<64xf32, #R>
+  func.return
+}
+// CHECK: mid.gemm: lhs [64] has rank < 2
