@@ -60,18 +60,26 @@ class Deliveries:
 
 
 # ---- rows --------------------------------------------------------------------------------
-def fetch_timelines(memory: TileMemory, package: Package, step: ExchangeStep,
-                    where: str) -> dict[int, RowTimeline]:
+def check_row_ids(package: Package, step: ExchangeStep, where: str) -> np.ndarray:
+    """One row index (or -1) per tile, each naming a row of the package."""
     row_id = np.asarray(step.row_id).reshape(-1)
     if row_id.size != package.tiles:
         raise ModelError(f"{where}: row_id has {row_id.size} entries for {package.tiles} tiles")
+    missing = np.flatnonzero(row_id >= len(package.rows))
+    if missing.size:
+        tile = int(missing[0])
+        raise ModelError(f"{where}: tile {tile} uses row {int(row_id[tile])}, but the package "
+                         f"has {len(package.rows)} rows")
+    return row_id
+
+
+def fetch_timelines(memory: TileMemory, package: Package, step: ExchangeStep,
+                    where: str) -> dict[int, RowTimeline]:
+    row_id = check_row_ids(package, step, where)
     cache: dict[bytes, RowTimeline] = {}
     timelines: dict[int, RowTimeline] = {}
     for tile in np.flatnonzero(row_id >= 0).tolist():
         rid = int(row_id[tile])
-        if rid >= len(package.rows):
-            raise ModelError(f"{where}: tile {tile} uses row {rid}, but the package has "
-                             f"{len(package.rows)} rows")
         length = len(package.rows[rid])
         words = memory.read_words(tile, step.row_address, length,
                                   f"{where}: fetching tile {tile}'s exchange row")

@@ -8,7 +8,7 @@ import numpy as np
 
 from device.model.cycles import exchange_step_cycles
 from device.model.errors import ModelError
-from device.model.fabric import run_exchange_phase
+from device.model.fabric import check_row_ids, run_exchange_phase
 from device.model.host import read_outputs, write_inputs
 from device.model.kernel_impls import run_kernel_step
 from device.model.memory import TileMemory
@@ -56,9 +56,17 @@ def check_images_intact(memory: TileMemory, segments, after: str) -> None:
             )
 
 
+def step_label(index: int, step) -> str:
+    provenance = getattr(step, "provenance", "")  # an unknown step type may have none
+    return f"step {index}" + (f" ({provenance})" if provenance else "")
+
+
 def run_package(package: Package, inputs: dict[str, np.ndarray],
                 target: Target = IPU21) -> RunResult:
     check_package_target(package, target)
+    for index, step in enumerate(package.steps):  # the image loader indexes row_id and rows
+        if isinstance(step, ExchangeStep):
+            check_row_ids(package, step, step_label(index, step))
     memory = TileMemory(target, package.tiles)
     segments = load_images(memory, package)
     check_images_intact(memory, segments, "by another row of the tile image")
@@ -68,7 +76,7 @@ def run_package(package: Package, inputs: dict[str, np.ndarray],
     cycles_by_step: list[int] = []
     errors: list[str] = []
     for index, step in enumerate(package.steps):
-        where = f"step {index}" + (f" ({step.provenance})" if step.provenance else "")
+        where = step_label(index, step)
         if isinstance(step, ExchangeStep):
             phase = run_exchange_phase(memory, package, step, where, target, latency)
             errors.extend(phase.errors)
