@@ -14,8 +14,12 @@ exchange.row @rhs_0 address 0x4c000 provenance "graph.gemm %c, block (0, 1)" {
 
 `exchange.row`: a symbol, an optional `address` (byte address of the row's first word) and
 an optional `provenance`; its single block holds instruction ops only. With an address the
-verifier also checks that the row encodes there (`sendpicp` 8-byte alignment).
-All ops are `AssemblyPrintable`: `-t ipu-asm`-style printers emit the spec's text form.
+verifier also checks that the row encodes there (`sendpicp` 8-byte alignment). The shared
+rows that `schedule-exchange` adds to the module carry no address: the `tile.exchange` that
+uses them holds the slot (`row_address`) and the per-iteration `#tile.patch`es.
+All ops are `AssemblyPrintable`: xDSL's `AssemblyPrinter` prints a row as its label and one
+spec text line per instruction, with the encoded words as a comment. (`-t ipu-asm` prints
+from the package instead, `tools/emit_asm.py`.)
 """
 
 from __future__ import annotations
