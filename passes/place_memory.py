@@ -2,6 +2,9 @@
 
 Rules (docs/internals.md, "tile level"; spec: architecture.md, the retained GEMM plan):
 - nothing is placed in the code region (`Target.code_region`): exchange rows live there;
+  the sources and destinations of `tile.exchange`s are also kept out of the memory elements
+  the code region touches, so a row's instruction fetch never contends with its own sends
+  or incoming writes (`schedule-exchange` checks this with `device.memory_conflicts`);
 - `interleaved` buffers go to the interleaved region (`interleaved_start`..`memory_end`);
   standard buffers go below it, and spill into the interleaved region only when the standard
   region is full (interleaved memory can hold anything; the reverse is not true);
@@ -12,7 +15,9 @@ Rules (docs/internals.md, "tile level"; spec: architecture.md, the retained GEMM
   registry `device/kernels.py`) sit in different memory elements (`Target.elements_of_range`);
 - two buffers whose tile sets share a tile never overlap.
 
-Lifetimes: all buffers of one function are live for the whole function for now (no reuse).
+Placement is first fit, interleaved buffers first. Lifetimes: all buffers of one function are
+live for the whole function for now (no reuse). The tile count and target come from
+`ipu.config`; hand-written tile IR without it is placed for the default target.
 
 When a tile cannot hold its buffers the pass fails the way Poplar does, naming the tile, the
 bytes needed and available, and the buffers with their sizes.
