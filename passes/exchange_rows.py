@@ -11,6 +11,13 @@ latency of the farthest receiver, not on a constant.
 Every row is built from its declarative schedule (send intervals, control events), then
 encoded, decoded and checked against that schedule (`device.row_checker`) before use: a
 disagreement is a compiler bug and is reported as one.
+
+Rows at scale (docs/internals.md, "Exchange rows at scale"): concrete rows with the same
+instruction sequence (`structure`) are shared; `varying_fields` lists the (instruction,
+field) pairs that differ between them, which `schedule-exchange` carries as `#tile.patch`
+arrays, and `instantiate` rebuilds one iteration's concrete row from the shared row and its
+patch values (the package writer does). `slot_stride` is the byte distance between the code
+slots of consecutive iterations of one exchange op.
 """
 
 from __future__ import annotations
