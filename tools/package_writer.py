@@ -3,8 +3,18 @@
 This is the one place where per-tile expansion happens (DESIGN.md section 4): loops run
 here, in Python over iterations, and per-tile differences become dense arrays of the
 `device.package` steps; no xDSL op is created per tile. The input is a module after
-`schedule-exchange`: placed `tile.buffer`s, scheduled `tile.exchange`s and their
-`exchange.row`s.
+`schedule-exchange` with one `func.func`: placed `tile.buffer`s, scheduled `tile.exchange`s
+and their shared `exchange.row`s.
+
+- Exchange, iteration n: the concrete rows are the shared rows with their `#tile.patch`
+  values at n (`passes.exchange_rows.instantiate`); each distinct row is encoded once
+  (`RowInterner`; a new row must also have a well-defined timeline) and named `<row>.<n>`
+  when patched. The step is an `ExchangeStep` at `row_address + n * slot_stride(rows)` whose
+  `row_id` gives the receiver row to every destination tile, the sender row to the source
+  tile and -1 elsewhere; an iteration without traffic (-1) has no step.
+- Kernel runs become `KernelStep`s (a guarded `only` run on its one tile, or none).
+- Inputs and outputs become `HostTensor`s from the buffers' `#mid.format`s (inputs named like
+  the buffers, outputs `result<i>`); `package.assembly` is the `-t ipu-asm` text.
 """
 
 from __future__ import annotations
