@@ -44,3 +44,10 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4,
   }
 }
 // CHECK: graph-to-mid: the module already has 'ipu.config': it was lowered before (run graph-to-mid, or ipu-pipeline, once per module)
+
+// -----
+
+// A graph op outside any func.func is not left behind unlowered.
+%a = "test.op"() : () -> tensor<64x64xf32>
+%g = "graph.gelu"(%a) : (tensor<64x64xf32>) -> tensor<64x64xf32>
+// CHECK: graph.gelu %g: graph ops are lowered only inside func.func bodies

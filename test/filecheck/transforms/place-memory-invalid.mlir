@@ -33,3 +33,15 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
   }
 }
 // CHECK: place-memory: cannot keep @c (128000 bytes) in a memory element apart from @a at 0xac000 (92176 bytes, elements [6, 7]) on tile 0
+
+// -----
+
+// A kernel the ABI registry does not know has no pointer roles to place.
+builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r16"], scheduling = in_order, profiling = off>} {
+  func.func @unknown_kernel() {
+    %s = tile.buffer @s scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+    tile.kernel @no_such_kernel(%s[() -> (0)], %s[() -> (4)]) scalars [1] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    func.return
+  }
+}
+// CHECK: place-memory: tile.kernel @no_such_kernel: unknown kernel symbol 'no_such_kernel'; the ABI registry (device/kernels.py) knows: add_broadcast_f16
