@@ -18,6 +18,10 @@ tile's image is its rows at their slot addresses (`tile_image`). Host tensors ar
 the host from `HostTensor` metadata: each shard is the padded rectangle ``origin`` +
 ``padded`` of the logical tensor (zero beyond the tensor), stored in ``order`` and
 ``precision`` at ``address`` on ``tile``.
+
+On disk (`Package.save(dir)` / `Package.load(dir)`, `FORMAT_VERSION`): ``metadata.json``
+(target, tiles, function, steps, host tensors, metadata), ``program.npz`` (the row words and
+the per-step and per-tensor arrays) and ``program.s`` (the supervisor assembly).
 """
 
 from __future__ import annotations
