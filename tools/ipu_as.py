@@ -2,7 +2,8 @@
 
 Reads one row, one instruction per line (`sendpicp 42, 0x14021, 1, 0, xpic = 0x640,
 pic = 0x15000`), from a file or stdin. `#` starts a comment; labels and directives are
-skipped (so `-t ipu-asm` output of one row is accepted); an `ipu-objdump` listing is
+skipped (including `.word` lines, so the `.exchange_rows` section of `-t ipu-asm` output,
+whose instruction text is a comment, yields no words); an `ipu-objdump` listing is
 accepted as is (its `0xADDR:` column and 8-digit word columns are skipped), so
 `ipu-as(ipu-objdump(words)) == words`. The row is encoded at `--address` (default: the
 first listed address, else 0), which decides `sendpicp` alignment. Output: one word per line.

@@ -1,10 +1,12 @@
 """`ipu-objdump`: disassemble exchange-row words into the spec's text form.
 
-Input: hex words as arguments, `--file` (whitespace-separated hex, `#` comments), or
-`--package DIR --tile N` (every row segment of that tile's image). For each row it prints
-one line per instruction:
+Input: hex words as arguments or `--file` (whitespace-separated hex, `#` comments), placed
+at `--address` (default 0), or `--package DIR --tile N` (every row segment of that tile's
+image, at its slot). For each row it prints a header and one line per instruction
+(`ipu-objdump --address 0x4c008 f54a0109 19015000`):
 
-    0x0004c008: f54a0109 19015000  sendpicp 42, 0x14021, 1, 0, xpic = 0x640, pic = 0x15000  # events [34, 77): sends 43 words from 0x14021 dir 1; XPIC=1600 at 34; PIC=0x15000 at 34
+    # row at 0x4c008: 2 words, 43 events
+    0x0004c008: f54a0109 19015000  sendpicp 42, 0x14021, 1, 0, xpic = 0x640, pic = 0x15000  # events [0, 43); sends 43 words from 0x14021 dir 1; XPIC=1600 at 0; PIC=0x15000 at 0
 
 The address column is the instruction's byte address; the words follow; `#` starts the
 event interval and its effects (from `device.exchange_timeline`). `ipu-as` reads this
