@@ -403,3 +403,29 @@ def test_builder_output_rules():
     with pytest.raises(VerifyException, match=r"output\(\) inside a repeat body: return the "
                                               r"carried values instead"):
         g.repeat(2, body, carried=[x])
+
+
+def test_interpreter_names_ops_without_semantics():
+    from xdsl.dialects.test import TestOp
+
+    module = gemm_module([4, 8], [8, 2], f32)
+    gemm_op = next(op for op in module.walk() if op.name == "graph.gemm")
+    gemm_op.parent.insert_op_before(TestOp(result_types=[gemm_op.result.type]), gemm_op)
+    with pytest.raises(InterpreterError, match="the reference interpreter has no semantics for "
+                                               "test.op"):
+        run_function(module, [np.zeros((4, 8), np.float32), np.zeros((8, 2), np.float32)])
+
+
+def test_format_scale_only_on_fp8():
+    from ipu_dialects.mid import AxisTilingAttr, TensorFormatAttr
+
+    assert TensorFormatAttr("f8f143", "row_major", [AxisTilingAttr(1, 1)], scale=-3).scale.data == -3
+    with pytest.raises(VerifyException, match="format: only f8f143 has a scale, f16 has -3"):
+        TensorFormatAttr("f16", "row_major", [AxisTilingAttr(1, 1)], scale=-3)
+
+
+def test_incoming_writes_need_a_pic_first():
+    from device.memory_conflicts import incoming_writes
+
+    with pytest.raises(ValueError, match="event 0: a word arrives before any PIC set the pointer"):
+        incoming_writes([], [True], 1)
