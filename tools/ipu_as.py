@@ -50,6 +50,9 @@ def read_lines(text: str) -> tuple[list[tuple[int, str]], int | None]:
 def assemble(text: str, address: int | None = None) -> list[int]:
     """Encode the row in `text`; raises `AsmSyntaxError`/`EncodeError` naming the line."""
     statements, listed = read_lines(text)
+    if not statements:
+        raise AsmSyntaxError("no exchange instructions in the input (labels, directives and "
+                             "comments alone assemble to nothing)")
     base = address if address is not None else (listed if listed is not None else 0)
     instrs = []
     for number, statement in statements:

@@ -116,3 +116,12 @@ def test_instruction_verifier_names_op_field_value_and_range():
     with pytest.raises(VerifyException,
                        match=r"exchange.sendpicp: field 'xpic' = 16384 is out of range \[0, 16383\]"):
         SendPicPOp(0, 0, 1, 0, 0x4000, 0).verify()
+
+
+def test_assembling_an_input_without_instructions_is_an_error():
+    from device.isa import AsmSyntaxError
+    from tools.ipu_as import assemble
+
+    # e.g. the `.exchange_rows` section of -t ipu-asm: labels and `.word` directives only
+    with pytest.raises(AsmSyntaxError, match="no exchange instructions in the input"):
+        assemble(".Lx0_send.0:\n    .word 0x7febc041  # send 63, 0x17808, 1\n")
