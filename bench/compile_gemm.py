@@ -13,9 +13,8 @@ import argparse
 import time
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import DiagnosticException
-
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException
 
 from tools.ipu_run import make_context
 
