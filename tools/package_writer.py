@@ -60,26 +60,27 @@ def eval_map(affine_map, ivs: Sequence[int]) -> int:
 
 @dataclass
 class RowInterner:
-    """Concrete rows of the package, each encoded once and named after its first use."""
+    """Concrete rows of the package, each encoded once per shared row and named after the
+    shared row and the first iteration that runs it (so a listing traces back to its op)."""
 
     base_address: int
     rows: list[np.ndarray] = field(default_factory=list)
     symbols: list[str] = field(default_factory=list)
-    ids: dict[tuple[int, ...], int] = field(default_factory=dict)
+    ids: dict[tuple[str, tuple[int, ...]], int] = field(default_factory=dict)
 
-    def intern(self, instrs: list, symbol: str) -> int:
+    def intern(self, instrs: list, shared: str, symbol: str) -> int:
         """Encode a concrete row; a new one must also have a well-defined event timeline."""
         try:
-            words = tuple(isa.encode(instrs, self.base_address))
-            if words not in self.ids:
+            key = (shared, tuple(isa.encode(instrs, self.base_address)))
+            if key not in self.ids:
                 row_timeline(instrs)
         except (isa.EncodeError, TimelineError) as error:
             raise PassFailedException(f"package: row {symbol}: {error}") from error
-        if words not in self.ids:
-            self.ids[words] = len(self.rows)
-            self.rows.append(np.asarray(words, dtype=np.uint32))
+        if key not in self.ids:
+            self.ids[key] = len(self.rows)
+            self.rows.append(np.asarray(key[1], dtype=np.uint32))
             self.symbols.append(symbol)
-        return self.ids[words]
+        return self.ids[key]
 
 
 @dataclass
@@ -107,7 +108,7 @@ class Expansion:
                    for p in (op.patches.data if op.patches is not None else ())
                    if p.row_name == symbol]
         instrs = instantiate(self.templates[symbol].instructions(), patches)
-        return self.rows.intern(instrs, f"{symbol}.{n}" if patches else symbol)
+        return self.rows.intern(instrs, symbol, f"{symbol}.{n}" if patches else symbol)
 
     def exchange(self, op: ExchangeOp, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         if op.rows is None or op.row_address is None:

@@ -30,7 +30,7 @@ func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x12
 // CHECK-NEXT:     exchange .Lx0_receive.1, 0x4c010
 // CHECK-NEXT:     call amp_gemm_f16_init, out=0xac800, left=0x54000, right=0x60000, rows=16 # {{.*}} [j=1]
 // CHECK-NEXT:     sync {{ +}}# {{.*}} [j=1, k=1]
-// CHECK-NEXT:     exchange .Lx0_receive.1, 0x4c030
+// CHECK-NEXT:     exchange .Lx1_receive.1, 0x4c030
 // CHECK-NEXT:     call amp_gemm_f16_accum, out=0xac800, left=0x54800, right=0x60000, rows=16 # {{.*}} [j=1, k=1]
 // CHECK-NEXT:     ret
 // CHECK-EMPTY:
@@ -40,7 +40,7 @@ func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x12
 // CHECK-NEXT:     exchange .Lx0_receive.0, 0x4c000
 // CHECK-NEXT:     call amp_gemm_f16_init, out=0xac000, left=0x54000, right=0x60000, rows=16 # {{.*}} [j=0]
 // CHECK-NEXT:     sync {{ +}}# {{.*}} [j=0, k=1]
-// CHECK-NEXT:     exchange .Lx0_receive.0, 0x4c020
+// CHECK-NEXT:     exchange .Lx1_receive.0, 0x4c020
 // CHECK-NEXT:     call amp_gemm_f16_accum, out=0xac000, left=0x54800, right=0x60000, rows=16 # {{.*}} [j=0, k=1]
 // CHECK-NEXT:     sync {{ +}}# {{.*}} [j=1]
 // CHECK-NEXT:     exchange .Lx0_send.1, 0x4c010
@@ -52,8 +52,8 @@ func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x12
 // CHECK-NEXT:     call amp_gemm_f16_accum, out=0xac800, left=0x54800, right=0x60000, rows=16 # {{.*}} [j=1, k=1]
 // CHECK-NEXT:     ret
 
-// Unique concrete rows, each once, named after the shared row and the iteration of its
-// first use (x1's receiver row equals x0's: same sender, slot and delay). Encodings by hand
+// Unique concrete rows of each shared row, named after the shared row and the iteration of
+// its first use (x1's receiver rows have x0's words but are listed under x1, their op). Encodings by hand
 // (spec: exchange-isa.md): sendpicp prefix 0xf0000000 (no words, no direction), inline word
 // xpic << 18 | pic: 0x18000 (pic = slot 0x60000 / 4), 1 << 18 | 0x18000 = 0x58000;
 // delay 2053 = 0x40a00000 | 0x805; send 63, 0x17000, sctl = 0x78000000 | 63 << 21 |
@@ -66,6 +66,9 @@ func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x12
 // CHECK-NEXT: .Lx0_send.0:
 // CHECK-NEXT:     .word 0x7feb8001              # send 63, 0x17000, 1
 // CHECK-NEXT:     .word 0x77e78001              # sendoff 1983, 0x0, 1
+// CHECK-NEXT: .Lx1_receive.0:
+// CHECK-NEXT:     .word 0xf0000000, 0x00018000  # sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00805              # delay 2053
 // CHECK-NEXT: .Lx1_send.0:
 // CHECK-NEXT:     .word 0x7febc001              # send 63, 0x17800, 1
 // CHECK-NEXT:     .word 0x77e78001              # sendoff 1983, 0x0, 1
@@ -75,6 +78,9 @@ func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x12
 // CHECK-NEXT: .Lx0_send.1:
 // CHECK-NEXT:     .word 0x7feb8002              # send 63, 0x17000, 2
 // CHECK-NEXT:     .word 0x77e78002              # sendoff 1983, 0x0, 2
+// CHECK-NEXT: .Lx1_receive.1:
+// CHECK-NEXT:     .word 0xf0000000, 0x00058000  # sendpicp 0, 0x0, 0, 0, xpic = 0x1, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00805              # delay 2053
 // CHECK-NEXT: .Lx1_send.1:
 // CHECK-NEXT:     .word 0x7febc002              # send 63, 0x17800, 2
 // CHECK-NEXT:     .word 0x77e78002              # sendoff 1983, 0x0, 2

@@ -4,27 +4,29 @@
 // FP16 C[32x128] = A[32x128] x B[128x128] on 2 tiles. Steps per (j, k) iteration:
 // exchange, home-tile copy, GEMM, so the exchanges are steps 0, 3, 6, 9 (iterations
 // (0,0) (0,1) (1,0) (1,1)) with slots 0x4c000, 0x4c020 (x1, j = 0), 0x4c010, 0x4c030.
-// One line per unique concrete row; x1's receiver row equals x0's (same sender tile, slot
-// and delay) and is shared. Words: see ipu-asm.mlir (xpic << 18 | pic with pic 0x18000;
-// delay 2053; send 63 from word 0x17000 or 0x17800; sctl 1 from tile 0, 2 from tile 1).
+// One line per unique concrete row of each shared row: x1's receiver rows have the same
+// words as x0's (same sender tile, slot and delay) but stay listed under their own op.
+// Words: see ipu-asm.mlir (xpic << 18 | pic with pic 0x18000; delay 2053; send 63 from word 0x17000 or 0x17800; sctl 1 from tile 0, 2 from tile 1).
 func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128xf16> {
   %c = graph.gemm %a, %b : (tensor<32x128xf16>, tensor<128x128xf16>) -> tensor<32x128xf16>
   func.return %c : tensor<32x128xf16>
 }
 
-// TWO:      # ipu-rows: function @gemm, 2 tiles, 6 unique rows
+// TWO:      # ipu-rows: function @gemm, 2 tiles, 8 unique rows
 // TWO-NEXT: @x0_receive.0: f0000000 00018000 40a00805
 // TWO-NEXT:   step 0 at 0x4c000 on tiles 1
-// TWO-NEXT:   step 3 at 0x4c020 on tiles 1
 // TWO-NEXT: @x0_send.0: 7feb8001 77e78001
 // TWO-NEXT:   step 0 at 0x4c000 on tiles 0
+// TWO-NEXT: @x1_receive.0: f0000000 00018000 40a00805
+// TWO-NEXT:   step 3 at 0x4c020 on tiles 1
 // TWO-NEXT: @x1_send.0: 7febc001 77e78001
 // TWO-NEXT:   step 3 at 0x4c020 on tiles 0
 // TWO-NEXT: @x0_receive.1: f0000000 00058000 40a00805
 // TWO-NEXT:   step 6 at 0x4c010 on tiles 0
-// TWO-NEXT:   step 9 at 0x4c030 on tiles 0
 // TWO-NEXT: @x0_send.1: 7feb8002 77e78002
 // TWO-NEXT:   step 6 at 0x4c010 on tiles 1
+// TWO-NEXT: @x1_receive.1: f0000000 00058000 40a00805
+// TWO-NEXT:   step 9 at 0x4c030 on tiles 0
 // TWO-NEXT: @x1_send.1: 7febc002 77e78002
 // TWO-NEXT:   step 9 at 0x4c030 on tiles 1
 // TWO-NEXT: {{/}}/ -----
@@ -43,21 +45,24 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
   func.return %c : tensor<16x256xf16>
 }
 
-// FOUR:      # ipu-rows: function @one_row_tile, 4 tiles, 5 unique rows
+// FOUR:      # ipu-rows: function @one_row_tile, 4 tiles, 8 unique rows
 // FOUR-NEXT: @x0_receive.1: f0000000 00058000 40a00805
 // FOUR-NEXT:   step 4 at 0x4c010 on tiles 0
-// FOUR-NEXT:   step 6 at 0x4c050 on tiles 0
 // FOUR-NEXT: @x0_send: 7feb8002 77e78002
 // FOUR-NEXT:   step 4 at 0x4c010 on tiles 1
 // FOUR-NEXT:   step 8 at 0x4c020 on tiles 2
 // FOUR-NEXT:   step 12 at 0x4c030 on tiles 3
+// FOUR-NEXT: @x1_receive.1: f0000000 00058000 40a00805
+// FOUR-NEXT:   step 6 at 0x4c050 on tiles 0
 // FOUR-NEXT: @x1_send: 7febc002 77e78002
 // FOUR-NEXT:   step 6 at 0x4c050 on tiles 1
 // FOUR-NEXT:   step 10 at 0x4c060 on tiles 2
 // FOUR-NEXT:   step 14 at 0x4c070 on tiles 3
 // FOUR-NEXT: @x0_receive.2: f0000000 00098000 40a00806
 // FOUR-NEXT:   step 8 at 0x4c020 on tiles 0
+// FOUR-NEXT: @x1_receive.2: f0000000 00098000 40a00806
 // FOUR-NEXT:   step 10 at 0x4c060 on tiles 0
 // FOUR-NEXT: @x0_receive.3: f0000000 000d8000 40a00807
 // FOUR-NEXT:   step 12 at 0x4c030 on tiles 0
+// FOUR-NEXT: @x1_receive.3: f0000000 000d8000 40a00807
 // FOUR-NEXT:   step 14 at 0x4c070 on tiles 0
