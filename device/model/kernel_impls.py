@@ -52,6 +52,18 @@ class KernelCall:
             raise self.fail(f"scalar '{name}' = {value} must be >= {minimum}")
         return value
 
+    def check_amp_memory(self, out: int, left: int, nbytes: int) -> None:
+        """The AMP stores its output to interleaved memory while the left stream is read, so
+        the two must sit in different memory elements (spec: the retained GEMM plan)."""
+        target = self.target
+        if not (target.interleaved_start <= out and out + nbytes <= target.memory_end):
+            raise self.fail(f"output panel at {out:#x} is not in interleaved memory "
+                            f"[{target.interleaved_start:#x}, {target.memory_end:#x})")
+        shared = target.elements_of_range(out, nbytes) & target.elements_of_range(left, nbytes)
+        if shared:
+            raise self.fail(f"output panel at {out:#x} and left panel at {left:#x} share "
+                            f"memory element {min(shared)}")
+
     def read(self, name: str, address: int, nbytes: int) -> np.ndarray:
         return self.memory.read(self.tile, address, nbytes, f"{self.describe()}, operand '{name}'")
 
@@ -67,6 +79,7 @@ def _amp_gemm(precision: str, accumulate: bool) -> KernelImpl:
         rows = call.positive_scalar("rows")
         alignment = call.target.pace_alignment
         out, left, right = (call.aligned_pointer(n, alignment) for n in ("out", "left", "right"))
+        call.check_amp_memory(out, left, panel_bytes(rows, precision))
         panel_shape = (rows, AMP_BLOCK)
         lhs = unpack(call.read("left", left, panel_bytes(rows, precision)), panel_shape,
                      "amp_left", precision)

@@ -3,13 +3,13 @@
 import ml_dtypes
 import numpy as np
 import pytest
-from test_device_model_support import DATA, T, kernel, tensor
+from test_device_model_support import DATA, OUTPUT, T, kernel, tensor
 
 from device.kernels import KERNELS
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.model import ModelError, run_package
 from device.model.kernel_impls import IMPLEMENTATIONS
-from device.package import ExchangeStep, Package
+from device.package import ExchangeStep, KernelStep, Package
 
 RNG = np.random.default_rng(7)
 
@@ -20,7 +20,7 @@ def gemm_package(rows: int, k_blocks: int, precision: str, right_offset: int = 0
     inner = AMP_BLOCK * k_blocks
     a_at = DATA
     b_at = a_at + k_blocks * panel_bytes(rows, precision)
-    c_at = b_at + k_blocks * block_bytes(precision)
+    c_at = OUTPUT
     inputs = [
         tensor("a", (rows, inner), precision, "amp_left", (rows, inner), [1], [a_at], [(0, 0)]),
         tensor("b", (inner, AMP_BLOCK), precision, "amp_right", (inner, AMP_BLOCK), [1], [b_at],
@@ -88,6 +88,29 @@ def test_misaligned_amp_pointer_is_an_error():
     with pytest.raises(ModelError, match=r"amp_gemm_f16_init on tile 1: pointer 'right' = "
                                          r"0x[0-9a-f]+ is not 32-byte aligned"):
         run_package(gemm_package(16, 1, "f16", right_offset=8), {"a": a, "b": b})
+
+
+def with_gemm_pointer(package: Package, name: str, address: int) -> Package:
+    """The package with one AMP pointer (`out` or `left`) of its first GEMM moved."""
+    step = next(s for s in package.steps
+                if isinstance(s, KernelStep) and s.symbol.startswith("amp_gemm"))
+    step.pointers[:, ("out", "left", "right").index(name)] = address
+    return package
+
+
+def test_amp_output_outside_interleaved_memory_is_an_error():
+    a, b = operands(16, 1, np.float16)
+    package = with_gemm_pointer(gemm_package(16, 1, "f16"), "out", DATA + 0x8000)
+    with pytest.raises(ModelError, match=r"output panel at 0x[0-9a-f]+ is not in interleaved memory"):
+        run_package(package, {"a": a, "b": b})
+
+
+def test_amp_output_and_left_stream_in_one_element_is_an_error():
+    a, b = operands(16, 1, np.float16)
+    package = with_gemm_pointer(gemm_package(16, 1, "f16"), "left", OUTPUT + 0x4000)
+    with pytest.raises(ModelError, match=r"output panel at 0x[0-9a-f]+ and left panel at "
+                                         r"0x[0-9a-f]+ share memory element \d+"):
+        run_package(package, {"a": a, "b": b})
 
 
 def test_unknown_and_required_kernels_are_errors():

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from test_device_model_support import (
     DATA,
+    OUTPUT,
     ROW_SLOT,
     SLOT,
     Broadcast,
@@ -205,7 +206,7 @@ def test_exchange_then_gemm_on_the_received_block():
     bc = Broadcast(20, SOURCE, RECEIVERS)
     value, left = block(), RNG.uniform(-1, 1, (16, AMP_BLOCK)).astype(np.float16)
     rows = bc.scheduled_rows()
-    out_at = SLOT + 0x4000
+    out_at = OUTPUT
     gemm = kernel("amp_gemm_f16_init", [5], [out_at, DATA, SLOT], [16])
     package = bc.package(rows, extra_steps=[gemm])
     package.inputs.append(tensor("left", (16, AMP_BLOCK), "f16", "amp_left", (16, AMP_BLOCK),

@@ -2,7 +2,7 @@
 broadcast row builder (`passes.exchange_rows`), run on the model."""
 
 import numpy as np
-from test_device_model_support import DATA, ROW_SLOT, SLOT, T, kernel, tensor
+from test_device_model_support import DATA, OUTPUT, ROW_SLOT, SLOT, T, kernel, tensor
 
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.model import run_package
@@ -18,7 +18,7 @@ TILES, ROW_TILES, ROWS = 3, (0, 1), 16  # C (32 x 64) = A (32 x 128) @ B (128 x 
 HOME = {0: 2, 1: 0}  # home tile of right block (k, 0); tile 0 is also a row tile
 A_AT = DATA
 B_AT = DATA + 2 * panel_bytes(ROWS, "f16")
-C_AT = B_AT + 2 * block_bytes("f16")
+C_AT = OUTPUT
 
 
 def broadcast_step(k: int, latency: np.ndarray, rows: list) -> ExchangeStep:

@@ -13,6 +13,7 @@ T = IPU21
 ROW_SLOT = T.memory_base  # exchange rows live at the bottom of memory (the code region)
 DATA = T.memory_base + T.code_region_bytes  # first byte after the code region
 SLOT = DATA + 0x10000  # receive slot on every receiver
+OUTPUT = T.interleaved_start  # AMP outputs live in interleaved memory, apart from the left stream
 
 
 def tensor(name, shape, precision, order, padded, tiles, addresses, origins, scale=0):
