@@ -15,7 +15,8 @@ arrival is stored at byte address PIC * 4; words from other sources are ignored.
 lasts the longest row; a selected word arriving at or after that is lost.
 
 Faults that hardware would survive are reported, not raised: lost words, words with no PIC,
-stores or sends outside tile memory.
+stores or sends outside tile memory, and memory-element contention between a tile's row
+fetch, send reads and incoming writes (`device.memory_conflicts`).
 
 Vectorized: per receiver, its XPIC timeline is cut into segments with one selected source;
 each segment is intersected with that source's send intervals (shifted by L) to produce only
@@ -31,6 +32,7 @@ import numpy as np
 
 from device.exchange_timeline import PIC, XPIC, RowTimeline, SendInterval, row_timeline
 from device.isa import decode
+from device.memory_conflicts import find_conflicts
 from device.model.errors import ModelError
 from device.model.memory import WORD_BYTES, TileMemory
 from device.package import ExchangeStep, Package
@@ -304,5 +306,44 @@ def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep,
                                     where, outcome.errors)
         if found is not None and found.arrival.size:
             deliveries.append(found)
+    report_contention(step, timelines, sends, deliveries, memory, target, where,
+                      outcome.errors)
     outcome.stored_words = apply_deliveries(memory, deliveries)
     return outcome
+
+
+# ---- memory-element contention -----------------------------------------------------------
+def touched_elements(target: Target, ranges: list[tuple[int, int]]) -> frozenset[int]:
+    elements: frozenset[int] = frozenset()
+    for address, nbytes in ranges:
+        elements |= target.elements_of_range(address, nbytes)
+    return elements
+
+
+def report_contention(step: ExchangeStep, timelines: dict[int, RowTimeline],
+                      sends: dict[int, list[SendInterval]], deliveries: list[Deliveries],
+                      memory: TileMemory, target: Target, where: str,
+                      errors: list[str]) -> None:
+    """Instruction fetch, send reads and incoming writes of one tile in one element in the
+    same event contend (spec: exchange-isa.md); the placement should have kept them apart.
+    Checked exactly (`device.memory_conflicts`) only on tiles whose row shares an element
+    with what the tile sends or receives, so a well-placed program costs one set test."""
+    stores = {d.receiver: d for d in deliveries}
+    for tile, timeline in timelines.items():
+        row_bytes = WORD_BYTES * sum(instr.words for instr in timeline.instructions)
+        code = target.elements_of_range(step.row_address, row_bytes)
+        data = [(i.address * WORD_BYTES, i.words * WORD_BYTES) for i in sends.get(tile, ())]
+        if tile in stores:
+            words = stores[tile].target_index
+            data += [(memory.base + int(words.min()) * WORD_BYTES,
+                      int(words.max() - words.min() + 1) * WORD_BYTES)]
+        if not code & touched_elements(target, data):
+            continue
+        incoming = {} if tile not in stores else {
+            int(a): memory.base + int(w) * WORD_BYTES
+            for a, w in zip(stores[tile].arrival, stores[tile].target_index, strict=True)}
+        conflicts = find_conflicts(step.row_address, timeline.instructions, incoming, target,
+                                   timeline)
+        if conflicts:
+            errors.append(f"{where}: tile {tile}: memory-element contention: {conflicts[0]}"
+                          + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""))

@@ -254,3 +254,18 @@ def test_pic_change_takes_effect_at_its_own_event():
     assert np.array_equal(result.outputs["head"], value[:, :8])
     assert np.array_equal(result.outputs["tail"], value[:, 8:])
     assert result.cycles_by_step == [T.sync_cycles + lat + words]
+
+
+def test_a_send_from_the_code_rows_memory_element_is_reported_as_contention():
+    # The block sits right after the code region, in the element the rows are fetched from:
+    # the sender's `send` is fetched at event 0, when it also reads the block's first word.
+    in_code_element = T.code_region[1]
+    assert T.element_of(in_code_element) == T.element_of(ROW_SLOT)
+    bc = Broadcast(4, 0, [1, 2, 3], data=in_code_element)
+    result = run_package(bc.package(bc.scheduled_rows()), {"block": block()})
+    assert any("tile 0: memory-element contention: event 0: element 0 is hit by fetch at "
+               f"{ROW_SLOT:#x}, send-read at {in_code_element:#x}" in e
+               for e in result.exchange_errors), result.exchange_errors
+    well_placed = Broadcast(4, 0, [1, 2, 3])
+    assert run_package(well_placed.package(well_placed.scheduled_rows()),
+                       {"block": block()}).exchange_errors == []

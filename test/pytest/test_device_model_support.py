@@ -11,7 +11,9 @@ from device.target import IPU21
 
 T = IPU21
 ROW_SLOT = T.memory_base  # exchange rows live at the bottom of memory (the code region)
-DATA = T.memory_base + T.code_region_bytes  # first byte after the code region
+# First byte of the element after the code region's: exchanged data shares no memory
+# element with the rows (instruction fetch and send reads would contend).
+DATA = T.element_of(T.code_region[1] - 1).end
 SLOT = DATA + 0x10000  # receive slot on every receiver
 OUTPUT = T.interleaved_start  # AMP outputs live in interleaved memory, apart from the left stream
 
@@ -54,8 +56,10 @@ def receiver_row(source: int, address: int, select_at: int, total_events: int,
 class Broadcast:
     """One f16 64x64 block on `source`, broadcast to `receivers`' SLOT in one phase."""
 
-    def __init__(self, tiles: int, source: int, receivers: list[int], precision="f16"):
+    def __init__(self, tiles: int, source: int, receivers: list[int], precision="f16",
+                 data: int = DATA):
         self.tiles, self.source, self.receivers = tiles, source, receivers
+        self.data = data  # where the block lives on the source tile
         self.precision = precision
         self.words = block_bytes(precision) // 4
         self.latency = {r: T.latency(source, r) for r in receivers}
@@ -64,7 +68,7 @@ class Broadcast:
         """Rows as scheduled; per-receiver overrides: select `late` by n events, end `short` by
         n events, a different `pic` word address or `xpic` source."""
         late, short, pic, xpic = late or {}, short or {}, pic or {}, xpic or {}
-        rows = {self.source: sender_row(DATA, self.words)}
+        rows = {self.source: sender_row(self.data, self.words)}
         for r in self.receivers:
             lat = self.latency[r]
             rows[r] = receiver_row(xpic.get(r, self.source), SLOT, lat + late.get(r, 0),
@@ -77,7 +81,7 @@ class Broadcast:
         for index, tile in enumerate(rows):
             row_id[tile] = index
         block = (AMP_BLOCK, AMP_BLOCK)
-        inputs = [tensor("block", block, self.precision, "amp_right", block, [self.source], [DATA],
+        inputs = [tensor("block", block, self.precision, "amp_right", block, [self.source], [self.data],
                          [(0, 0)])]
         n = len(self.receivers)
         outputs = [tensor("received", (n * AMP_BLOCK, AMP_BLOCK), self.precision, "amp_right",
