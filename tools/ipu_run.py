@@ -75,14 +75,14 @@ def find_function(module: ModuleOp, name: str | None) -> FuncOp:
     return funcs[0]
 
 
-def numpy_dtype(element_type) -> np.dtype:
-    import ml_dtypes
+def numpy_dtype(tensor_type: TensorType) -> np.dtype:
+    """The reference interpreter's storage dtype of an argument, as a usage error if none."""
+    from interpreters.graph import InterpreterError, storage_dtype
 
-    text = str(element_type)
-    table = {"f32": np.float32, "f16": np.float16, "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz}
-    if text not in table:
-        raise UsageError(f"unsupported element type {text}")
-    return np.dtype(table[text])
+    try:
+        return storage_dtype(tensor_type)
+    except InterpreterError:
+        raise UsageError(f"unsupported element type {tensor_type.element_type}") from None
 
 
 def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
@@ -95,7 +95,7 @@ def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
         assert isinstance(arg_type, TensorType)
         shape = tuple(arg_type.get_shape())
         values = rng.uniform(-1.0, 1.0, size=shape)
-        arrays.append(values.astype(numpy_dtype(arg_type.element_type)))
+        arrays.append(values.astype(numpy_dtype(arg_type)))
     return arrays
 
 
