@@ -63,7 +63,7 @@ def _row_keys(pointers: np.ndarray) -> np.ndarray:
 class AsmContext:
     package: Package
     symbols: list[str]
-    disassembly: list[list[str]]
+    instructions: list[list]  # each row decoded once, from its words
 
 
 def kernel_line(step: KernelStep, tile: int) -> str:
@@ -92,23 +92,22 @@ def program_lines(ctx: AsmContext, tile: int) -> list[str]:
 
 def row_section(ctx: AsmContext) -> list[str]:
     lines = ["", "    .section .exchange_rows"]
-    for symbol, words, text in zip(ctx.symbols, ctx.package.rows, ctx.disassembly,
-                                   strict=True):
+    for symbol, words, instrs in zip(ctx.symbols, ctx.package.rows, ctx.instructions,
+                                     strict=True):
         lines.append(f".L{symbol}:")
-        for word_text in _pair_words_with_text(words, text):
-            lines.append(word_text)
+        lines.extend(word_lines(words, instrs))
     return lines
 
 
-def _pair_words_with_text(words: np.ndarray, text: list[str]) -> list[str]:
-    """One `.word` line per instruction (a `sendpicp` carries two words)."""
+def word_lines(words: np.ndarray, instrs: list) -> list[str]:
+    """One `.word` line per instruction (a `sendpicp` carries two words), with its text."""
     from device import isa
 
     lines = []
     index = 0
-    for instr, line in zip(isa.decode([int(w) for w in words]), text, strict=True):
+    for instr in instrs:
         chunk = ", ".join(f"{int(w):#010x}" for w in words[index: index + instr.words])
-        lines.append(f"    .word {chunk:<24}# {line}")
+        lines.append(f"    .word {chunk:<24}# {isa.format_instruction(instr)}")
         index += instr.words
     return lines
 
@@ -117,9 +116,8 @@ def format_assembly(package: Package) -> str:
     from device import isa
 
     symbols = package.metadata.get("row_symbols") or [f"row{i}" for i in range(len(package.rows))]
-    disassembly = [[isa.format_instruction(i) for i in isa.decode([int(w) for w in row])]
-                   for row in package.rows]
-    ctx = AsmContext(package, symbols, disassembly)
+    instructions = [isa.decode([int(w) for w in row]) for row in package.rows]
+    ctx = AsmContext(package, symbols, instructions)
     lines = [f"# ipu-asm: function @{package.function}, {package.tiles} tiles, "
              f"target {package.target}", "    .text"]
     for group in tile_groups(package):
@@ -139,4 +137,4 @@ class IpuAsmTarget(Target):
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from tools.package_writer import build_package
 
-        output.write(format_assembly(build_package(module)))
+        output.write(build_package(module).assembly)  # the writer formats it once
