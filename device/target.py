@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from xdsl.utils.str_enum import StrEnum
 
 
-class Precision:
-    """Storage precision names shared by formats, kernels and the model."""
+class Precision(StrEnum):
+    """Storage precision names shared by formats (`#mid.format`), kernels and the model."""
 
     F8F143 = "f8f143"
     F16 = "f16"

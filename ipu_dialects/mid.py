@@ -63,15 +63,10 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from device.layouts import FP8_SCALE_RANGE
+from device.target import Precision as StoragePrecision
 from device.target import get_target
 from ipu_dialects.shapes import broadcast_shapes, fmt_shape
 
-
-
-class StoragePrecision(StrEnum):
-    F8F143 = "f8f143"
-    F16 = "f16"
-    F32 = "f32"
 
 
 class ElementOrder(StrEnum):
