@@ -193,3 +193,16 @@ def test_a_patched_row_without_a_defined_timeline_is_a_diagnostic():
     exchange.properties["patches"] = ArrayAttr(patches)
     with pytest.raises(PassFailedException, match="XPIC selector 1 is not supported"):
         build_package(module)
+
+
+def test_a_buffer_whose_format_puts_a_shard_outside_its_tile_set_is_a_diagnostic():
+    from xdsl.utils.exceptions import PassFailedException
+
+    from ipu_dialects.tile import BufferOp, TileSetAttr
+
+    module = scheduled((32, 128), (128, 128), f16, 2)
+    lhs = next(op for op in module.walk() if isinstance(op, BufferOp) and op.kind.data == "input")
+    lhs.properties["tiles"] = TileSetAttr.range(0, 1)  # its format still spreads it over 2 tiles
+    with pytest.raises(PassFailedException, match=r"package: buffer @a has a shard on tile 1 "
+                                                   r"outside its tile set"):
+        build_package(module)
