@@ -82,7 +82,7 @@ Parts:
   `src_offset(ivs)` on tile `src_tile(ivs)` to `dst` at byte offset `dst_offset(ivs)` on
   every tile of TILES except the source tile. `schedule-exchange` adds `rows` (symbols of
   shared `exchange.row`s of the module), `sender_rows`/`receiver_rows` (one entry per
-  linearized iteration of the enclosing loops, `passes.tile_iteration`, selecting the entry
+  linearized iteration of the enclosing loops, `ipu_dialects.tile_iteration`, selecting the entry
   of `rows` that the source tile / every other tile of TILES runs, or -1 for an iteration
   without traffic), `patches` and `row_address` (the code-region slot of iteration 0;
   iteration n runs at `row_address + n * passes.exchange_rows.slot_stride(rows)`).
@@ -163,7 +163,8 @@ from xdsl.utils.exceptions import VerifyException
 from device.layouts import ORDERS, shard_bytes
 from device.target import BYTES_PER_ELEMENT
 from ipu_dialects.exchange import InstructionOp, RowOp
-from passes.tile_iteration import evaluate_scalar_map, iteration_count
+from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
+from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
 
 BUFFER_KINDS = ("input", "output", "scratch")
 PRECISIONS = tuple(BYTES_PER_ELEMENT)
@@ -371,13 +372,8 @@ def configured_tile_count(op: Operation) -> int | None:
     module = op.get_toplevel_object()
     if not isinstance(module, ModuleOp):
         return None
-    config = module.attributes.get("ipu.config")
-    tiles = getattr(config, "tiles", None)
-    if isinstance(tiles, IntAttr):
-        return tiles.data
-    if isinstance(tiles, IntegerAttr):
-        return tiles.value.data
-    return None
+    config = module.attributes.get(CONFIG_ATTR_NAME)
+    return config.tiles.data if isinstance(config, PipelineConfigAttr) else None
 
 
 def check_patch_target(row: RowOp, patch: RowPatchAttr) -> None:

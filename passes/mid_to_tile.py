@@ -50,7 +50,7 @@ from ipu_dialects.tile import (
 )
 from passes.pipeline_config import configured_target, pipeline_config
 from passes.shard_geometry import ShardGeometry, geometry
-from passes.tile_iteration import evaluate_scalar_map, iteration_count
+from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
 
 WORD_BYTES = 4
 COPY_KERNEL = "copy_words"

@@ -53,7 +53,7 @@ from passes.exchange_rows import (
     varying_fields,
 )
 from passes.pipeline_config import target_and_tiles
-from passes.tile_iteration import evaluate_map, iteration_vectors
+from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors
 
 
 def placed_address(buffer: BufferOp, pass_name: str) -> int:

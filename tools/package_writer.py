@@ -43,7 +43,7 @@ from ipu_dialects.tile import (
 from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import target_and_tiles
 from passes.shard_geometry import ShardGeometry
-from passes.tile_iteration import linearized_iteration
+from ipu_dialects.tile_iteration import linearized_iteration
 
 
 def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence[int]) -> str:
