@@ -7,8 +7,9 @@
 //   1. clear the worker contexts' state and the exchange configuration registers,
 //   2. sync with the host (the host has written the tile image: exchange rows in the code
 //      region, and the input shards at the addresses of the package's HostTensor records),
-//   3. branch to the supervisor code emitted by the compiler (`__ipu_supervisor_main`),
-//      which runs the steps: `sync` + the tile's exchange row for an ExchangeStep,
+//   3. branch to the supervisor code emitted by the compiler (`__ipu_supervisor_main`: in a
+//      tile's image, the program that `-t ipu-asm` lists under that tile's `tile_N` label,
+//      which is shared by every tile listed in its `# tiles` comment), which runs the steps: `sync` + the tile's exchange row for an ExchangeStep,
 //      `run` of a kernel entry point with a vertex-state record for a KernelStep,
 //   4. on return, sync with the host again and halt.
 //
