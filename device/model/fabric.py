@@ -326,18 +326,20 @@ def report_contention(step: ExchangeStep, timelines: dict[int, RowTimeline],
                       errors: list[str]) -> None:
     """Instruction fetch, send reads and incoming writes of one tile in one element in the
     same event contend (spec: exchange-isa.md); the placement should have kept them apart.
-    Checked exactly (`device.memory_conflicts`) only on tiles whose row shares an element
-    with what the tile sends or receives, so a well-placed program costs one set test."""
+    Checked exactly (`device.memory_conflicts`) only on tiles where two of the three kinds
+    touch a common element at all, so a well-placed program costs a few set tests."""
     stores = {d.receiver: d for d in deliveries}
     for tile, timeline in timelines.items():
         row_bytes = WORD_BYTES * sum(instr.words for instr in timeline.instructions)
         code = target.elements_of_range(step.row_address, row_bytes)
-        data = [(i.address * WORD_BYTES, i.words * WORD_BYTES) for i in sends.get(tile, ())]
+        read = touched_elements(
+            target, [(i.address * WORD_BYTES, i.words * WORD_BYTES) for i in sends.get(tile, ())])
+        written: frozenset[int] = frozenset()
         if tile in stores:
             words = stores[tile].target_index
-            data += [(memory.base + int(words.min()) * WORD_BYTES,
-                      int(words.max() - words.min() + 1) * WORD_BYTES)]
-        if not code & touched_elements(target, data):
+            written = touched_elements(target, [(memory.base + int(words.min()) * WORD_BYTES,
+                                                 int(words.max() - words.min() + 1) * WORD_BYTES)])
+        if not (code & (read | written) or read & written):
             continue
         incoming = {} if tile not in stores else {
             int(a): memory.base + int(w) * WORD_BYTES

@@ -180,7 +180,9 @@ def test_undecodable_row_word_in_the_image_is_an_error():
 
 
 def test_relay_reads_words_received_in_the_same_phase():
-    # Tile 0 sends to tile 1; tile 1 forwards its slot to tile 2 as the words arrive.
+    # Tile 0 sends to tile 1; tile 1 forwards its slot to tile 2 as the words arrive. The
+    # words arrive intact, but tile 1 reads and writes its slot's element in the same events:
+    # send-read/write contention, reported even though the row's code is elsewhere.
     words = 256
     l01, l12 = T.latency(0, 1), T.latency(1, 2)
     start = l01 + 1  # word i is in tile 1's slot from event l01 + i on; sent at l01 + 1 + i
@@ -198,8 +200,11 @@ def test_relay_reads_words_received_in_the_same_phase():
         [tensor("y", shape, "f32", "row_major", shape, [2], [SLOT], [(0, 0)])],
     )
     result = run_package(package, {"x": value})
-    assert result.exchange_errors == []
     assert np.array_equal(result.outputs["y"], value)
+    assert len(result.exchange_errors) == 1
+    error = result.exchange_errors[0]
+    assert error.startswith("step 0: tile 1: memory-element contention: event ")
+    assert f"send-read at {SLOT:#x}, write at {SLOT + 4:#x}" in error
 
 
 def test_exchange_then_gemm_on_the_received_block():
