@@ -31,15 +31,23 @@ with all fields zero) also matches the `sendoff` prefix. No `sendoff` field reac
 at most one meaning, every field bit is significant, and `decode` is the exact inverse of
 `encode` on every valid instruction (and `encode(decode(w)) == w` for every decodable `w`).
 
+Field values and words must be integers (Python or NumPy, never `bool` or `float`): anything
+else is an `EncodeError` naming the instruction and field, or a `DecodeError` naming the word
+index. `sendpicp`'s 14-bit XPIC configuration and every selector are encoded and decoded as
+the hardware holds them; which selectors have a defined meaning is the timeline's business
+(`device.exchange_timeline` rejects the undefined ones).
+
 `sendpicp` is a two-word instruction that must start at an 8-byte-aligned byte address; its
 second (inline) word is `xpic << 18 | pic` and is never decoded on its own.
 """
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass, fields
 
+import numpy as np
 from xdsl.utils.exceptions import DiagnosticException
 
 # ---- field widths (bits), from the spec's masks -------------------------------------------
@@ -67,11 +75,22 @@ class EncodeError(DiagnosticException, ValueError):
 class DecodeError(DiagnosticException, ValueError):
     """Word `index` of a row cannot be decoded; `reason` says why."""
 
-    def __init__(self, index: int, word: int, reason: str):
+    def __init__(self, index: int, word, reason: str):
         self.index = index
         self.word = word
         self.reason = reason
-        super().__init__(f"word {index} ({word:#010x}): {reason}")
+        shown = f"{word:#010x}" if is_integer(word) else repr(word)
+        super().__init__(f"word {index} ({shown}): {reason}")
+
+
+def is_integer(value) -> bool:
+    """An integer field value or word: Python or NumPy integers, but not `bool`.
+
+    A bool is an `int` subclass, but `Delay(True)` is a mistake, not an instruction.
+    """
+    if type(value) is int:  # the common case, without the ABC check
+        return True
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
 
 
 # ---- instructions ------------------------------------------------------------------------
@@ -193,7 +212,8 @@ FIELD_BITS: dict[type, dict[str, int]] = {
 def field_range(cls: type, field_name: str, instr: Instruction | None = None) -> tuple[int, int]:
     """Inclusive [lo, hi] of a field; `sendpic`'s value narrows to 13 bits for XPIC selectors."""
     bits = FIELD_BITS[cls][field_name]
-    if cls is SendPic and field_name == "value" and instr is not None and instr.selector in (0, 1):
+    if (cls is SendPic and field_name == "value" and instr is not None
+            and is_integer(instr.selector) and instr.selector in (0, 1)):
         bits = XPIC_VALUE_BITS
     return 0, (1 << bits) - 1
 
@@ -204,7 +224,7 @@ def field_errors(instr: Instruction) -> list[tuple[str, int, int, int]]:
     for name in FIELD_BITS[type(instr)]:
         value = getattr(instr, name)
         lo, hi = field_range(type(instr), name, instr)
-        if not isinstance(value, int) or not lo <= value <= hi:
+        if not is_integer(value) or not lo <= value <= hi:
             errors.append((name, value, lo, hi))
     return errors
 
@@ -216,6 +236,11 @@ def check_fields(instr: Instruction) -> None:
     errors = field_errors(instr)
     if errors:
         name, value, lo, hi = errors[0]
+        if not is_integer(value):
+            raise EncodeError(
+                f"{format_instruction(instr)}: field '{name}' = {value!r} is not an integer "
+                f"(a {type(value).__name__})"
+            )
         extra = ""
         if type(instr) is SendPic and name == "value" and instr.selector in (0, 1):
             extra = " (an XPIC immediate in sendpic is 13 bits)"
@@ -229,6 +254,8 @@ def check_fields(instr: Instruction) -> None:
 def encode_one(instr: Instruction) -> tuple[int, ...]:
     """The word(s) of one instruction (fields are checked; alignment is the row's business)."""
     check_fields(instr)
+    # Plain ints from here: a NumPy field (e.g. uint8) would wrap silently when shifted.
+    instr = type(instr)(*(int(getattr(instr, name)) for name in FIELD_BITS[type(instr)]))
     match instr:
         case Delay(n):
             return (0x40A00000 | n,)
@@ -313,11 +340,21 @@ for _top in range(0x3C, 0x40):  # 0xf0..0xff
     _TOP6[_top] = _SENDPICP
 
 
-def decode_at(words, index: int, byte_address: int) -> Instruction:
-    """Decode the instruction starting at `words[index]`, placed at `byte_address`."""
-    word = int(words[index])
+def _word_at(words, index: int) -> int:
+    """`words[index]` as a plain int; anything but a 32-bit integer is a `DecodeError`."""
+    word = words[index]
+    if not is_integer(word):
+        raise DecodeError(index, word, f"{word!r} is not an integer word "
+                                       f"(a {type(word).__name__})")
+    word = int(word)
     if not 0 <= word <= 0xFFFFFFFF:
         raise DecodeError(index, word & 0xFFFFFFFF, f"{word} is not a 32-bit word")
+    return word
+
+
+def decode_at(words, index: int, byte_address: int) -> Instruction:
+    """Decode the instruction starting at `words[index]`, placed at `byte_address`."""
+    word = _word_at(words, index)
     handler = _TOP6[word >> 26]
     if handler is None:
         raise DecodeError(index, word, "unknown opcode")
@@ -328,9 +365,7 @@ def decode_at(words, index: int, byte_address: int) -> Instruction:
             )
         if index + 1 >= len(words):
             raise DecodeError(index, word, "sendpicp is missing its inline word")
-        inline = int(words[index + 1])
-        if not 0 <= inline <= 0xFFFFFFFF:
-            raise DecodeError(index + 1, inline & 0xFFFFFFFF, f"{inline} is not a 32-bit word")
+        inline = _word_at(words, index + 1)
         return SendPicP(
             (word >> 21) & 0x3F,
             (word >> 3) & 0x3FFFF,
@@ -348,7 +383,7 @@ def decode_at(words, index: int, byte_address: int) -> Instruction:
 def decode(words, base_address: int = 0) -> list[Instruction]:
     """Decode a whole row placed at byte address `base_address`."""
     if base_address % 4:
-        raise DecodeError(0, int(words[0]) if len(words) else 0,
+        raise DecodeError(0, words[0] if len(words) else 0,
                           f"row address {base_address:#x} is not 4-byte aligned")
     instrs: list[Instruction] = []
     index = 0
@@ -366,7 +401,9 @@ HEX_FIELDS = frozenset({"address", "value", "delta", "xpic", "pic"})
 
 
 def format_field(name: str, value: int) -> str:
-    return f"{value:#x}" if name in HEX_FIELDS else str(value)
+    if not is_integer(value):  # only in diagnostics about the bad field itself
+        return repr(value)
+    return f"{int(value):#x}" if name in HEX_FIELDS else str(int(value))
 
 
 def format_operands(instr: Instruction) -> str:
@@ -412,5 +449,16 @@ def parse_instruction(text: str) -> Instruction:
             operand = match.group(1)
         elif re.fullmatch(_INT, operand) is None:
             raise AsmSyntaxError(f"'{text}': operand '{name}' is not an integer: '{operand}'")
-        values[name] = int(operand, 0)
+        values[name] = _parse_int(text, name, operand)
     return cls(**values)
+
+
+def _parse_int(text: str, name: str, operand: str) -> int:
+    try:
+        return int(operand, 0)
+    except ValueError:
+        # e.g. `042`: Python (and we) give leading-zero decimals no meaning
+        raise AsmSyntaxError(
+            f"'{text}': operand '{name}' is not an integer: '{operand}' (a decimal "
+            f"integer has no leading zeros; write hex as 0x...)"
+        ) from None

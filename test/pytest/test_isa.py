@@ -98,6 +98,77 @@ def test_sdk_receiver_row_events():
     assert arrays.source.shape == (266,) and (arrays.source == -1).all()
 
 
+# ---- hand-derived golden words: every layout, every field non-zero and asymmetric --------
+# Each word is computed by hand from the spec's formulas (exchange-isa.md, "Recovered
+# encodings"), not by the encoder; the arithmetic is in the comment. Fields are chosen so that
+# moving or swapping any field (or the two halves of sendoff's words-1) changes the word.
+GOLDEN = [
+    # delay(0x5a5a5): 0x40a00000 | (0x5a5a5 & 0x7ffff) = 0x40a5a5a5
+    (Delay(events_m1=0x5A5A5), [0x40A5A5A5]),
+    # delaypic(0x5a, 1, 0x2d2d3): 0x60000000 | ((0x5a << 19) & 0x03f80000 = 0x02d00000)
+    #   | ((1 << 18) & 0x00040000 = 0x00040000) | (0x2d2d3 & 0x3ffff) = 0x62d6d2d3
+    (DelayPic(events_m1=0x5A, selector=1, value=0x2D2D3), [0x62D6D2D3]),
+    # delayxpic(0xa5c, 1, 0x1b3c): 0x64000000 | ((0xa5c << 14) & 0x03ffc000 = 0x02970000)
+    #   | ((1 << 13) & 0x2000 = 0x2000) | (0x1b3c & 0x1fff) = 0x66973b3c
+    (DelayXpic(events_m1=0xA5C, selector=1, value=0x1B3C), [0x66973B3C]),
+    # send(0x2b, 0x1a5c3, 2): 0x78000000 | ((0x2b << 21) & 0x07e00000 = 0x05600000)
+    #   | ((0x1a5c3 << 3) & 0x001ffff8 = 0x000d2e18) | 2 = 0x7d6d2e1a
+    (Send(words_m1=0x2B, address=0x1A5C3, sctl=2), [0x7D6D2E1A]),
+    # sendoff(0xc5d, 0x5b3, 3): 3166 words; low half 0xc5d & 0x3f = 0x1d, high half
+    #   0xc5d >> 6 = 0x31. 0x70000000 | ((0xc5d << 21) & 0x07e00000 = 0x1d << 21 = 0x03a00000)
+    #   | (((0xc5d >> 6) << 14) & 0x000fc000 = 0x31 << 14 = 0x000c4000)
+    #   | ((0x5b3 << 3) & 0x00003ff8 = 0x2d98) | 3 = 0x73ac6d9b
+    (SendOff(words_m1=0xC5D, delta=0x5B3, sctl=3), [0x73AC6D9B]),
+    # sendpic(0x15, 0, 0x1a2b): 0x70100000 | (0x15 << 21 = 0x02a00000) | (0 << 18) | 0x1a2b
+    #   = 0x72b01a2b
+    (SendPic(words_m1=0x15, selector=0, value=0x1A2B), [0x72B01A2B]),
+    # sendpic(0x2a, 1, 0xc3d): 0x70100000 | (0x2a << 21 = 0x05400000) | (1 << 18 = 0x00040000)
+    #   | 0xc3d = 0x75540c3d
+    (SendPic(words_m1=0x2A, selector=1, value=0xC3D), [0x75540C3D]),
+    # sendpic(0x33, 2, 0x3c5a7): 0x70100000 | (0x33 << 21 = 0x06600000) | (2 << 18 = 0x00080000)
+    #   | 0x3c5a7 = 0x767bc5a7
+    (SendPic(words_m1=0x33, selector=2, value=0x3C5A7), [0x767BC5A7]),
+    # sendpic(0x0e, 3, 0x21f0e): 0x70100000 | (0x0e << 21 = 0x01c00000) | (3 << 18 = 0x000c0000)
+    #   | 0x21f0e = 0x71de1f0e
+    (SendPic(words_m1=0x0E, selector=3, value=0x21F0E), [0x71DE1F0E]),
+    # sendpicp(0x1d, 0x2c4b7, 1, pic_selector 1, xpic 0x2a6b, pic 0x1f3c5):
+    #   prefix 0xf0000000 | ((1 << 27) & 0x08000000 = 0x08000000) | (0x1d << 21 = 0x03a00000)
+    #   | ((0x2c4b7 << 3) & 0x001ffff8 = 0x001625b8) | 1 = 0xfbb625b9;
+    #   inline (0x2a6b << 18 = 0xa9ac0000) | 0x1f3c5 = 0xa9adf3c5.
+    #   xpic 0x2a6b has bit 13 set (XPIC selector 1): the ISA carries all 14 bits, only the
+    #   timeline rejects the undefined selector.
+    (SendPicP(words_m1=0x1D, address=0x2C4B7, sctl=1, pic_selector=1, xpic=0x2A6B,
+              pic=0x1F3C5), [0xFBB625B9, 0xA9ADF3C5]),
+]
+
+
+def test_golden_words_cover_every_instruction_with_every_field_non_zero():
+    assert {type(instr) for instr, _ in GOLDEN} == set(isa.INSTRUCTION_CLASSES)
+    assert {i.selector for i, _ in GOLDEN if isinstance(i, SendPic)} == {0, 1, 2, 3}
+    for instr, _ in GOLDEN:  # (sendpic selector 0 is the one field that must be zero)
+        nonzero = [f.name for f in fields(instr) if not (isinstance(instr, SendPic)
+                                                         and f.name == "selector")]
+        assert all(getattr(instr, name) != 0 for name in nonzero), instr
+    (sendoff,) = [i for i, _ in GOLDEN if isinstance(i, SendOff)]
+    assert sendoff.events >= 65 and sendoff.words_m1 >> 6 != sendoff.words_m1 & 0x3F
+
+
+@pytest.mark.parametrize("instr, words", GOLDEN, ids=lambda x: getattr(x, "mnemonic", None))
+def test_golden_encode(instr, words):
+    assert encode([instr]) == words
+
+
+@pytest.mark.parametrize("instr, words", GOLDEN, ids=lambda x: getattr(x, "mnemonic", None))
+def test_golden_decode(instr, words):
+    assert decode(words) == [instr]
+
+
+def test_golden_sendoff_halves_land_at_their_bits():
+    (word,) = encode([SendOff(0xC5D, 0x5B3, 3)])
+    assert (word >> 21) & 0x3F == 0x1D  # low six bits of words - 1
+    assert (word >> 14) & 0x3F == 0x31  # high six bits of words - 1
+
+
 # ---- encoder diagnostics ----------------------------------------------------------------
 @pytest.mark.parametrize(
     "instr, field, value, hi",
@@ -206,14 +277,80 @@ def test_encode_then_decode_is_identity_per_row(instrs, base):
     assert encode(decode(words, base), base) == words
 
 
-@settings(max_examples=200, deadline=None)
-@given(INSTRUCTIONS, st.sampled_from([f.name for f in fields(SendPicP)]))
-def test_every_field_one_past_its_range_is_rejected(instr, name):
-    names = [f.name for f in fields(instr)]
-    name = name if name in names else names[0]
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_every_field_one_past_its_range_and_negative_is_rejected(data):
+    instr = data.draw(INSTRUCTIONS)
+    name = data.draw(st.sampled_from([f.name for f in fields(instr)]))
     _, hi = isa.field_range(type(instr), name, instr)
-    with pytest.raises(EncodeError, match=f"'{name}' = {hi + 1}"):
-        isa.encode_one(replace(instr, **{name: hi + 1}))
+    for bad in (hi + 1, -1):
+        with pytest.raises(EncodeError, match=f"{instr.mnemonic} .*'{name}' = {bad} is out of"):
+            isa.encode_one(replace(instr, **{name: bad}))
+
+
+@pytest.mark.parametrize(
+    "cls, name",
+    [(cls, name) for cls in isa.INSTRUCTION_CLASSES for name in isa.FIELD_BITS[cls]],
+)
+def test_each_field_of_each_instruction_has_its_spec_width(cls, name):
+    """Every (instruction, field) pair, not a sample: max accepted, max + 1 and -1 rejected."""
+    base = {f: 0 for f in isa.FIELD_BITS[cls]}
+    if cls is SendPic and name == "value":
+        base["selector"] = 2  # the full 18-bit PIC form; the XPIC form is pinned below
+    _, hi = isa.field_range(cls, name, cls(**base))
+    assert hi == (1 << isa.FIELD_BITS[cls][name]) - 1
+    assert decode(encode([cls(**{**base, name: hi})])) == [cls(**{**base, name: hi})]
+    for bad in (hi + 1, -1):
+        with pytest.raises(EncodeError, match=f"'{name}' = {bad} is out of range"):
+            encode([cls(**{**base, name: bad})])
+
+
+def test_sendpic_xpic_value_is_13_bits():
+    assert encode([SendPic(0, 1, 0x1FFF)]) == [0x70100000 | (1 << 18) | 0x1FFF]
+    with pytest.raises(EncodeError, match="an XPIC immediate in sendpic is 13 bits"):
+        encode([SendPic(0, 1, 0x2000)])
+
+
+@pytest.mark.parametrize(
+    "instr, field, shown",
+    [
+        (Delay(True), "events_m1", "True"),
+        (Send(0, 1.5, 1), "address", "1.5"),
+        (SendPicP(0, 0, 0, 0, "1", 0), "xpic", "'1'"),
+        (DelayPic(0, False, 0), "selector", "False"),
+    ],
+)
+def test_encode_rejects_non_integer_fields(instr, field, shown):
+    with pytest.raises(EncodeError) as info:
+        encode([instr])
+    assert f"{instr.mnemonic} " in str(info.value)
+    assert f"field '{field}' = {shown} is not an integer" in str(info.value)
+
+
+def test_numpy_integer_fields_encode_as_their_values():
+    # a uint8 shifted left by 19 would wrap to zero if the encoder kept NumPy types
+    assert encode([DelayPic(np.uint8(0x5A), np.int64(1), np.uint32(0x2D2D3))]) == [0x62D6D2D3]
+
+
+@pytest.mark.parametrize(
+    "words, index, reason",
+    [
+        ([1.5], 0, "1.5 is not an integer word (a float)"),
+        ([True], 0, "True is not an integer word (a bool)"),
+        (["40a00000"], 0, "'40a00000' is not an integer word (a str)"),
+        ([0xF54A0109, 2.0], 1, "2.0 is not an integer word (a float)"),
+        ([0x40A00000, None], 1, "None is not an integer word"),
+    ],
+)
+def test_decode_rejects_non_integer_words(words, index, reason):
+    with pytest.raises(DecodeError) as info:
+        decode(words)
+    assert info.value.index == index and reason in str(info.value)
+    assert str(info.value).startswith(f"word {index} (")
+
+
+def test_decode_accepts_numpy_words():
+    assert decode(np.array([0xFBB625B9, 0xA9ADF3C5], np.uint32)) == [GOLDEN[-1][0]]
 
 
 def test_a_million_random_words_decode_or_raise_decode_error():
