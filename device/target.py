@@ -24,6 +24,9 @@ class Precision(StrEnum):
 
 
 BYTES_PER_ELEMENT = {Precision.F8F143: 1, Precision.F16: 2, Precision.F32: 4}
+# [C] the supervisor's instruction words, exchange items and PIC/send word addresses are
+# 32-bit words (spec: exchange-isa.md).
+WORD_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class Target:
     # [M] bytes a tile-local copy or vector kernel moves per cycle (one 64-bit load/store).
     vector_bytes_per_cycle: int = 8
     # [C] one 32-bit word per tile per exchange event; one event per cycle (4 bytes/cycle).
-    exchange_word_bytes: int = 4
+    exchange_word_bytes: int = WORD_BYTES
     # [C] bulk-synchronous sync cost, cycles (one poplibs plan).
     sync_cycles: int = 90
     # Spec: PACE operands (AMP left/right/output) require 32-byte alignment.

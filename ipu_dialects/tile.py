@@ -141,7 +141,13 @@ from xdsl.ir import (
     SSAValue,
     TypeAttribute,
 )
-from xdsl.ir.affine import AffineMap
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineExpr,
+    AffineMap,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -161,7 +167,7 @@ from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import ORDERS, shard_bytes
-from device.target import BYTES_PER_ELEMENT
+from device.target import BYTES_PER_ELEMENT, WORD_BYTES
 from ipu_dialects.exchange import InstructionOp, RowOp
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
@@ -169,9 +175,9 @@ from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
 BUFFER_KINDS = ("input", "output", "scratch")
 PRECISIONS = tuple(BYTES_PER_ELEMENT)
 MEMORY_CLASSES = ("standard", "interleaved")
-WORD_BYTES = 4
 # Verifiers evaluate maps over the whole iteration space only up to this many iterations.
 MAX_VERIFIED_ITERATIONS = 1 << 16
+DIVISIONS = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -453,6 +459,20 @@ def check_map(op: Operation, what: str, affine_map: AffineMap, depth: int) -> No
         raise VerifyException(
             f"{describe(op)}: {what} map {affine_map} must have no symbols and exactly one result"
         )
+    for divisor in divisors(affine_map.results[0]):
+        if not isinstance(divisor, AffineConstantExpr) or divisor.value < 1:
+            raise VerifyException(
+                f"{describe(op)}: {what} map {affine_map} divides by {divisor}; floordiv, "
+                "ceildiv and mod need a positive constant"
+            )
+
+
+def divisors(expr: AffineExpr) -> list[AffineExpr]:
+    """Right-hand sides of every floordiv, ceildiv and mod in `expr`."""
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return []
+    own = [expr.rhs] if expr.kind in DIVISIONS else []
+    return own + divisors(expr.lhs) + divisors(expr.rhs)
 
 
 def map_values(affine_map: AffineMap, bounds: Sequence[tuple[int, int]]) -> np.ndarray | None:
@@ -480,6 +500,24 @@ def check_view_inside(
         raise VerifyException(
             f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset {bad} "
             f"({view_bytes} bytes) leaves the buffer ({size} bytes)"
+        )
+
+
+def check_word_aligned(
+    op: Operation, what: str, buffer: BufferOp, offset_map: AffineMap, bounds: Sequence[tuple[int, int]]
+) -> None:
+    """Exchanges stream 32-bit words: a view that is not word aligned cannot be addressed."""
+    if buffer.alignment_bytes % WORD_BYTES:
+        raise VerifyException(
+            f"{describe(op)}: {what} buffer @{buffer.sym_name.data} is only "
+            f"{buffer.alignment_bytes}-byte aligned; exchanged buffers need {WORD_BYTES}-byte alignment"
+        )
+    offsets = map_values(offset_map, bounds)
+    misaligned = [] if offsets is None else offsets[offsets % WORD_BYTES != 0]
+    if len(misaligned):
+        raise VerifyException(
+            f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset "
+            f"{int(misaligned[0])} is not a multiple of {WORD_BYTES}; exchanges move whole words"
         )
 
 
@@ -938,8 +976,9 @@ class ExchangeOp(IRDLOperation):
         check_tile_set_fits(self, "destination tile set", self.dst_tiles)
         check_resident(self, "destination buffer", dst, self.dst_tiles)
         nbytes = self.word_count * WORD_BYTES
-        check_view_inside(self, "source", src, self.src_offset.data, nbytes, bounds)
-        check_view_inside(self, "destination", dst, self.dst_offset.data, nbytes, bounds)
+        for what, buffer, offset in (("source", src, self.src_offset), ("destination", dst, self.dst_offset)):
+            check_view_inside(self, what, buffer, offset.data, nbytes, bounds)
+            check_word_aligned(self, what, buffer, offset.data, bounds)
         self.verify_source_tiles(src, bounds)
         self.verify_schedule(bounds)
 
@@ -1126,7 +1165,7 @@ class KernelOp(IRDLOperation):
     def verify_on_tile(self, label: str, bounds: Sequence[tuple[int, int]]) -> None:
         assert self.on_tile is not None
         chosen = map_values(self.on_tile.data, bounds)
-        if chosen is None:
+        if chosen is None or chosen.size == 0:  # an empty nest is the enclosing loop's error
             return
         total = configured_tile_count(self)
         if chosen.min() < 0 or (total is not None and chosen.max() >= total):

@@ -39,6 +39,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
+from device.target import WORD_BYTES
 from ipu_dialects import mid
 from ipu_dialects.tile import (
     BufferOp,
@@ -52,7 +53,6 @@ from passes.pipeline_config import configured_target, pipeline_config
 from passes.shard_geometry import ShardGeometry, geometry
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
 
-WORD_BYTES = 4
 COPY_KERNEL = "copy_words"
 
 

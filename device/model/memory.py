@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from device.model.errors import ModelError
-from device.target import Target
+from device.target import WORD_BYTES, Target
 
-WORD_BYTES = 4
 
 
 class TileMemory:

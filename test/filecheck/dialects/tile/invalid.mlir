@@ -311,3 +311,49 @@ func.func @scalars_not_i64() {
   func.return
 }
 // CHECK: tile.kernel @copy_words: scalars must be an array<i64: ...>
+
+// -----
+
+func.func @kernel_in_an_empty_loop() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [16] f32 row_major standard align 4 tail 0
+  tile.loop %i = 3 to 1 provenance #tile.provenance<op = "x", value = "y", reason = "z"> {
+    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (0)]) scalars [16] on #tile.tiles<[0, 2)> only (d0) -> (d0) iv(%i) provenance #tile.provenance<op = "x", value = "y", reason = "z">
+  }
+  func.return
+}
+// CHECK: tile.loop: empty iteration range [3, 1); a loop must run at least once
+
+// -----
+
+func.func @exchange_offset_not_a_word() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (2)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: source view of @a at byte offset 2 is not a multiple of 4; exchanges move whole words
+
+// -----
+
+func.func @exchanged_buffer_half_word_aligned() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %b = tile.buffer @b scratch on #tile.tiles<[0, 2)> shard [64] f16 row_major standard align 2 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %b[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: destination buffer @b is only 2-byte aligned; exchanged buffers need 4-byte alignment
+
+// -----
+
+func.func @map_divides_by_zero() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  tile.loop %i = 0 to 2 provenance #tile.provenance<op = "x", value = "y", reason = "z"> {
+    tile.kernel @copy_words(%a[(d0) -> ((d0 floordiv 0))], %a[(d0) -> (0)]) scalars [1] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "x", value = "y", reason = "z">
+  }
+  func.return
+}
+// CHECK: tile.kernel @copy_words: view 0 offset map (d0) -> ((d0 floordiv 0)) divides by 0; floordiv, ceildiv and mod need a positive constant
+
+// -----
+
+"test.op"() {tiles = #tile.tiles<[-1, 3)>} : () -> ()
+// CHECK: tile ids must be >= 0
