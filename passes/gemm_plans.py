@@ -383,30 +383,211 @@ def _check_divisibility(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
             )
 
 
-def row_tile_bytes(plan: OperatorPlanAttr, problem: GemmProblem) -> int:
-    """Bytes an output-row tile holds: its lhs and out shards, the rhs shard, a receive slot."""
-    total = block_bytes(problem.precision)
-    for o in GEMM_OPERANDS:
+# Tile memory: the per-tile limits `place-memory` enforces, checked here so that a plan that
+# is chosen can also be placed. Tile 0 is an output-row tile and the home of a right block, so
+# it holds every buffer of the GEMM (shards are equal-sized on every tile): its memory decides.
+
+
+@dataclass(frozen=True)
+class RowTileBuffer:
+    """One buffer of an output-row tile as `place-memory` sees it."""
+
+    what: str  # for diagnostics: "its left shard"
+    nbytes: int
+    tail: int
+    alignment: int
+    interleaved: bool
+    exchanged: bool  # an exchange source or destination: kept out of the code's elements
+
+    @property
+    def extent(self) -> int:
+        return self.nbytes + self.tail
+
+    def described(self) -> str:
+        if not self.tail:
+            return self.what
+        return f"{self.what} ({self.nbytes} bytes + {self.tail}-byte access tail)"
+
+
+def row_tile_buffers(
+    plan: OperatorPlanAttr, problem: GemmProblem, target: Target
+) -> dict[str, RowTileBuffer]:
+    """The buffers of tile 0, in the order `mid-to-tile` declares them (inputs, output, the
+    rhs receive slot); `rhs` and the slot are the ends of the right-block exchanges."""
+
+    def buffer(o: str, what: str, exchanged: bool) -> RowTileBuffer:
         entry = plan.operand_plan(o)
         g = ShardGeometry.from_format(problem.shape_of(o), entry.format)
-        total += g.shard_bytes() + entry.tail.data
-    return total
+        return RowTileBuffer(
+            what,
+            g.shard_bytes(),
+            entry.tail.data,
+            max(target.pace_alignment, entry.alignment.data),
+            entry.format.memory.data == MemoryClass.INTERLEAVED,
+            exchanged,
+        )
+
+    rhs = plan.operand_plan("rhs")
+    return {
+        "lhs": buffer("lhs", "its left shard", False),
+        "rhs": buffer("rhs", "its right shard", True),
+        "out": buffer("out", "its output shard", False),
+        "slot": RowTileBuffer(
+            "its right-block receive slot",
+            block_bytes(problem.precision),
+            0,
+            max(target.pace_alignment, rhs.alignment.data),
+            rhs.format.memory.data == MemoryClass.INTERLEAVED,
+            True,
+        ),
+    }
 
 
-def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
+def row_tile_bytes(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> int:
+    """Bytes an output-row tile holds: its lhs and out shards, the rhs shard, a receive slot."""
+    return sum(b.extent for b in row_tile_buffers(plan, problem, target).values())
+
+
+class DoesNotFit(InvalidPlan):
+    """The plan's buffers do not fit the memory of an output-row tile."""
+
+
+def _align_up(address: int, alignment: int) -> int:
+    return -(-address // alignment) * alignment
+
+
+def _code_elements_end(target: Target) -> int:
+    """End of the last memory element the code region touches."""
+    code_start, code_end = target.code_region
+    return max(
+        e.end for e in target.memory_elements if e.start < code_end and code_start < e.end
+    )
+
+
+def _regions(buffer: RowTileBuffer, target: Target) -> list[tuple[int, int]]:
+    """Where `place-memory` may put `buffer`, in the order it tries: interleaved buffers in the
+    interleaved region; standard ones below it (exchanged ones above the code's elements),
+    spilling into the interleaved region."""
+    interleaved = (target.interleaved_start, target.memory_end)
+    if buffer.interleaved:
+        return [interleaved]
+    start = _code_elements_end(target) if buffer.exchanged else target.code_region[1]
+    return [(start, target.interleaved_start), interleaved]
+
+
+@dataclass
+class RowTilePlacement:
+    """First-fit placement of one output-row tile, by the rules of `place-memory`."""
+
+    target: Target
+    placed: dict[str, tuple[int, int]]  # buffer -> (address, end)
+
+    def fits(self, start: int, end: int, partners: Sequence[str]) -> bool:
+        elements = None
+        for name, (address, stop) in self.placed.items():
+            if start < stop and address < end:
+                return False
+            if name in partners:
+                elements = elements or self.target.elements_of_range(start, end - start)
+                if elements & self.target.elements_of_range(address, stop - address):
+                    return False
+        return True
+
+    def find_address(self, buffer: RowTileBuffer, partners: Sequence[str]) -> int | None:
+        for start, stop in _regions(buffer, self.target):
+            points = {start} | {e for _, e in self.placed.values() if start <= e < stop}
+            if partners:
+                points |= {e.start for e in self.target.memory_elements if start <= e.start < stop}
+            for address in sorted(_align_up(p, buffer.alignment) for p in points):
+                end = address + buffer.extent
+                if end <= stop and self.fits(address, end, partners):
+                    return address
+        return None
+
+    def largest_free_range(self, start: int, stop: int) -> int:
+        taken = sorted((max(a, start), min(e, stop)) for a, e in self.placed.values()
+                       if a < stop and start < e)
+        largest, cursor = 0, start
+        for a, e in taken:
+            largest, cursor = max(largest, a - cursor), max(cursor, e)
+        return max(largest, stop - cursor)
+
+
+def _check_capacity(buffers: dict[str, RowTileBuffer], target: Target) -> None:
     available = target.sram_bytes - target.code_region_bytes
-    needed = row_tile_bytes(plan, problem)
+    needed = sum(b.extent for b in buffers.values())
     if needed > available:
-        raise InvalidPlan(
+        raise DoesNotFit(
             f"an output-row tile needs {needed} bytes, tile memory holds {available} outside "
             "the code region"
         )
+    region = target.memory_end - target.interleaved_start
+    for b in buffers.values():
+        if b.interleaved and b.extent > region:
+            raise DoesNotFit(
+                f"an output-row tile needs {b.extent} bytes of interleaved memory for "
+                f"{b.what}, the interleaved region holds {region}"
+            )
+    interleaved = sum(b.extent for b in buffers.values() if b.interleaved)
+    if interleaved > region:
+        raise DoesNotFit(
+            f"an output-row tile needs {interleaved} bytes of interleaved memory, the "
+            f"interleaved region holds {region}"
+        )
 
 
-def validate_gemm_plan(
+def _placement_failure(
+    placement: RowTilePlacement, buffer: RowTileBuffer, partner_names: Sequence[str],
+    buffers: dict[str, RowTileBuffer],
+) -> DoesNotFit:
+    target = placement.target
+    if partner_names and placement.find_address(buffer, ()) is not None:
+        others = " and ".join(buffers[p].what.removeprefix("its ") for p in partner_names)
+        return DoesNotFit(
+            f"an output-row tile cannot keep {buffer.described()} in a memory element apart "
+            f"from the {others}: no free range of its memory class avoids their elements"
+        )
+    standard = (
+        "standard memory above the code region's memory elements (an exchanged buffer)"
+        if buffer.exchanged
+        else "standard memory outside the code region"
+    )
+    free = [
+        f"{placement.largest_free_range(start, stop)} bytes of "
+        f"{'interleaved memory' if start >= target.interleaved_start else standard}"
+        for start, stop in _regions(buffer, target)
+    ]
+    return DoesNotFit(
+        f"an output-row tile needs one free range of {buffer.extent} bytes for "
+        f"{buffer.described()}; the largest free ranges left are {' and '.join(free)}"
+    )
+
+
+def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
+                     distinct: Sequence[tuple[str, str]]) -> None:
+    placement = RowTilePlacement(target, {})
+    # interleaved buffers first, like place-memory: they have only one region to go to
+    order = [n for n, b in buffers.items() if b.interleaved]
+    order += [n for n, b in buffers.items() if not b.interleaved]
+    for name in order:
+        buffer = buffers[name]
+        partners = [b for a, b in distinct if a == name] + [a for a, b in distinct if b == name]
+        address = placement.find_address(buffer, partners)
+        if address is None:
+            raise _placement_failure(placement, buffer, partners, buffers)
+        placement.placed[name] = (address, address + buffer.extent)
+
+
+def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
+    """The checks `place-memory` makes, for the buffers of an output-row tile."""
+    buffers = row_tile_buffers(plan, problem, target)
+    _check_capacity(buffers, target)
+    _check_placement(buffers, target, plan.distinct_pairs)
+
+
+def _validation_failure(
     plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
-) -> str | None:
-    """None if `plan` can run `problem` on `tiles` tiles, else the reason it cannot."""
+) -> InvalidPlan | None:
     try:
         _check_transposes(problem)
         _check_dispatch(plan)
@@ -416,8 +597,16 @@ def validate_gemm_plan(
         _check_divisibility(plan, problem)
         _check_memory(plan, problem, target)
     except InvalidPlan as reason:
-        return str(reason)
+        return reason
     return None
+
+
+def validate_gemm_plan(
+    plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
+) -> str | None:
+    """None if `plan` can run `problem` on `tiles` tiles, else the reason it cannot."""
+    failure = _validation_failure(plan, problem, tiles, target)
+    return None if failure is None else str(failure)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -491,10 +680,40 @@ def evaluate_candidates(
     results: list[Evaluation] = []
     for candidate in catalog:
         plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
-        reason = validate_gemm_plan(plan, problem, tiles, target)
+        failure = _validation_failure(plan, problem, tiles, target)
+        reason = None if failure is None else str(failure)
+        if isinstance(failure, DoesNotFit):
+            reason = f"{reason}; {_tile_count_hint(candidate, problem, tiles, indivisible, target)}"
         cycles = estimate_cycles(plan, problem, tiles, target) if reason is None else None
         results.append(Evaluation(candidate, plan, reason, cycles))
     return results
+
+
+def _tile_count_hint(
+    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
+) -> str:
+    """Whether more tiles would let a candidate that does not fit tile memory fit: every shard
+    shrinks (or stays) as tiles are added, so the fewest tiles that fit are found by bisection."""
+
+    def plan_on(count: int) -> OperatorPlanAttr:
+        return build_gemm_plan(candidate, problem, count, indivisible, target)
+
+    def fits(count: int) -> bool:
+        return _validation_failure(plan_on(count), problem, count, target) is None
+
+    if tiles >= target.tiles or not fits(target.tiles):
+        out = plan_on(target.tiles).operand_plan("out").format
+        rows = ShardGeometry.from_format(problem.out_shape, out).chunk[-2]
+        return (
+            "no tile count helps: the retained plan partitions output rows only, and on all "
+            f"{target.tiles} tiles an output-row tile still holds {rows} rows (with all "
+            f"{problem.n} output columns and all {problem.k} of K)"
+        )
+    failing, fitting = tiles, target.tiles
+    while fitting - failing > 1:
+        middle = (failing + fitting) // 2
+        failing, fitting = (failing, middle) if fits(middle) else (middle, fitting)
+    return f"it fits on {fitting} tiles"
 
 
 class NoValidPlan(Exception):

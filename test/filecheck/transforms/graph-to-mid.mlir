@@ -27,19 +27,19 @@ func.func @f16(%a: tensor<128x256xf16>, %b: tensor<256x64xf16>) -> tensor<128x64
 
 
 
-// FP32, batch broadcast [2,1,100,64] x [3,64,70] -> [2,3,100,70]: batch axes 1 x 1, rows padded
+// FP32, batch broadcast [2,1,100,64] x [2,64,70] -> [2,2,100,70]: batch axes 1 x 1, rows padded
 // to whole row blocks, N = 70 padded to two 64-blocks (spread over min(2, T) tiles).
-func.func @f32_batched(%a: tensor<2x1x100x64xf32>, %b: tensor<3x64x70xf32>) -> tensor<2x3x100x70xf32> {
-  %c = graph.gemm %a, %b : (tensor<2x1x100x64xf32>, tensor<3x64x70xf32>) -> tensor<2x3x100x70xf32>
-  func.return %c : tensor<2x3x100x70xf32>
+func.func @f32_batched(%a: tensor<2x1x100x64xf32>, %b: tensor<2x64x70xf32>) -> tensor<2x2x100x70xf32> {
+  %c = graph.gemm %a, %b : (tensor<2x1x100x64xf32>, tensor<2x64x70xf32>) -> tensor<2x2x100x70xf32>
+  func.return %c : tensor<2x2x100x70xf32>
 }
 
 // CHECK-LABEL: func.func @f32_batched
-// T1-SAME:  (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>, %b: tensor<3x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<2x3x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>>
-// T4-SAME:  (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>, %b: tensor<3x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 2 pad], replication = 1, group = 4, standard>>) -> tensor<2x3x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
-// T16-SAME: (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 7 pad, 64 x 1 pad], replication = 1, group = 16, standard>>, %b: tensor<3x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 2 pad], replication = 1, group = 16, standard>>) -> tensor<2x3x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 7 pad, 64 x 1 pad], replication = 1, group = 16, interleaved>>
+// T1-SAME:  (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>, %b: tensor<2x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>>
+// T4-SAME:  (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>, %b: tensor<2x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 2 pad], replication = 1, group = 4, standard>>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
+// T16-SAME: (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 7 pad, 64 x 1 pad], replication = 1, group = 16, standard>>, %b: tensor<2x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 2 pad], replication = 1, group = 16, standard>>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 7 pad, 64 x 1 pad], replication = 1, group = 16, interleaved>>
 // CHECK-NEXT: %c = mid.gemm %a, %b plan #mid.plan<"amp_gemm_f32_r16", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f32_init, accum = @amp_gemm_f32_accum>, accumulate = f32, amp = "A8/B8x16/C16", operands = [#mid.operand<lhs : left, #mid.format<f32, amp_left,
-// CHECK-SAME: distinct = [(out, lhs)], alias = none> : (tensor<2x1x100x64xf32, {{.*}}>, tensor<3x64x70xf32, {{.*}}>) -> tensor<2x3x100x70xf32, #mid.format<f32, amp_output,
+// CHECK-SAME: distinct = [(out, lhs)], alias = none> : (tensor<2x1x100x64xf32, {{.*}}>, tensor<2x64x70xf32, {{.*}}>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output,
 // CHECK-NEXT: func.return %c
 
 

@@ -1,0 +1,43 @@
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=16}' | filecheck %s
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=1}' | filecheck %s --check-prefix=T1
+
+// graph-to-mid rejects a plan that place-memory could not place, and says which per-tile
+// limit it exceeds, with byte counts, and whether more tiles would help.
+
+// The output shard lives in the interleaved region: 16 rows of 8192 FP16 columns (256 KiB)
+// exceed it, and since the retained plan partitions output rows only, no tile count helps.
+func.func @interleaved(%a: tensor<256x64xf16>, %b: tensor<64x8192xf16>) -> tensor<256x8192xf16> {
+  %c = graph.gemm %a, %b : (tensor<256x64xf16>, tensor<64x8192xf16>) -> tensor<256x8192xf16>
+  func.return %c : tensor<256x8192xf16>
+}
+// CHECK: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16: an output-row tile needs 262144 bytes of interleaved memory for its output shard, the interleaved region holds 245760; no tile count helps: the retained plan partitions output rows only, and on all 1472 tiles an output-row tile still holds 16 rows (with all 8192 output columns and all 64 of K);
+// CHECK-SAME: amp_gemm_f16_r32: an output-row tile needs 524288 bytes of interleaved memory for its output shard, the interleaved region holds 245760; no tile count helps
+// CHECK-SAME: amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64: init kernel @amp_gemm_f32_init does not run f16 operands
+// T1: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16: an output-row tile needs 5283856 bytes, tile memory holds 606208 outside the code region; no tile count helps
+
+// -----
+
+// A 393 KiB left shard (16 rows of K = 12288) fits neither standard memory outside the code
+// region nor what the output shard leaves of the interleaved region: one buffer cannot
+// straddle the two. Every row tile already holds a single 16-row block.
+func.func @left_spill(%a: tensor<256x12288xf16>, %b: tensor<12288x64xf16>) -> tensor<256x64xf16> {
+  %c = graph.gemm %a, %b : (tensor<256x12288xf16>, tensor<12288x64xf16>) -> tensor<256x64xf16>
+  func.return %c : tensor<256x64xf16>
+}
+// CHECK: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16: an output-row tile needs one free range of 393232 bytes for its left shard (393216 bytes + 16-byte access tail); the largest free ranges left are 360448 bytes of standard memory outside the code region and 243712 bytes of interleaved memory; no tile count helps: the retained plan partitions output rows only, and on all 1472 tiles an output-row tile still holds 16 rows (with all 64 output columns and all 12288 of K);
+// CHECK-SAME: amp_gemm_f16_r32: an output-row tile needs 897040 bytes, tile memory holds 606208 outside the code region; no tile count helps
+// T1: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16: an output-row tile needs 7905296 bytes, tile memory holds 606208 outside the code region; no tile count helps
+
+// -----
+
+// On one tile the 512 KiB right operand is one exchanged buffer: it must sit above the code
+// region's memory elements (or in the interleaved region) and fits in neither; on two tiles
+// each holds half of it. On 16 tiles the plan is valid.
+func.func @right_on_one_tile(%a: tensor<16x512xf16>, %b: tensor<512x512xf16>) -> tensor<16x512xf16> {
+  %c = graph.gemm %a, %b : (tensor<16x512xf16>, tensor<512x512xf16>) -> tensor<16x512xf16>
+  func.return %c : tensor<16x512xf16>
+}
+// CHECK-LABEL: func.func @right_on_one_tile
+// CHECK: mid.gemm %a, %b plan #mid.plan<"amp_gemm_f16_r16"
+// T1: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16: an output-row tile needs one free range of 524288 bytes for its right shard; the largest free ranges left are 327680 bytes of standard memory above the code region's memory elements (an exchanged buffer) and 229376 bytes of interleaved memory; it fits on 2 tiles;
+// T1-SAME: amp_gemm_f16_r64: an output-row tile needs 663568 bytes, tile memory holds 606208 outside the code region; it fits on 2 tiles;
