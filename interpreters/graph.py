@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from ipu_dialects.graph import (
     AddOp,
@@ -39,6 +40,7 @@ from ipu_dialects.graph import (
     GemmOp,
     RepeatOp,
     YieldOp,
+    check_graph_signature,
     fp8_scale,
 )
 
@@ -49,7 +51,14 @@ Env = dict[SSAValue, np.ndarray]
 
 
 class InterpreterError(Exception):
-    """The function cannot be evaluated (wrong inputs, op without reference semantics)."""
+    """The function cannot be evaluated (wrong inputs, op without reference semantics).
+
+    `op` is the op at fault when there is one, so that a driver can give its source location.
+    """
+
+    def __init__(self, message: str, op: Operation | None = None):
+        super().__init__(message)
+        self.op = op
 
 
 # ----------------------------------------------------------------------------------------------
@@ -151,9 +160,7 @@ def run_block(block: Block, env: Env) -> list[np.ndarray]:
     for op in block.ops:
         if isinstance(op, ReturnOp | YieldOp):
             return [env[v] for v in op.operands]
-        semantics = SEMANTICS.get(type(op))
-        if semantics is None:
-            raise InterpreterError(f"the reference interpreter has no semantics for {op.name}")
+        semantics = SEMANTICS[type(op)]  # check_runnable vetted every op
         for result, value in zip(op.results, semantics(op, env), strict=True):
             env[result] = round_to_type(value, result.type)
     raise InterpreterError("block has no terminator")
@@ -175,6 +182,25 @@ def find_function(module: ModuleOp, function: str | None = None) -> FuncOp:
     return funcs[0]
 
 
+def check_runnable(func: FuncOp) -> None:
+    """A function the interpreter can evaluate: a body, graph-tensor arguments and results
+    (`check_graph_signature`, naming the argument), and only ops with reference semantics."""
+    if func.is_declaration:
+        raise InterpreterError(
+            f"func.func @{func.sym_name.data} is a declaration without a body: nothing to run", func
+        )
+    try:
+        check_graph_signature(func)
+    except VerifyException as error:  # re-raised with the function, for its source location
+        raise InterpreterError(str(error), func) from None
+    for op in func.body.walk():
+        if type(op) not in SEMANTICS and not isinstance(op, ReturnOp | YieldOp):
+            known = ", ".join(sorted(o.name for o in SEMANTICS))
+            raise InterpreterError(
+                f"{op.name} is not a graph op; the reference interpreter runs {known}", op
+            )
+
+
 def input_names(func_op: FuncOp) -> list[str]:
     """Argument names from the block-argument name hints (`%a` -> "a"), else `arg{i}`."""
     return [arg.name_hint or f"arg{i}" for i, arg in enumerate(func_op.body.block.args)]
@@ -190,6 +216,7 @@ def run_function(
     """
     func = find_function(module, function)
     func.verify()
+    check_runnable(func)
     args = func.body.block.args
     if len(inputs) != len(args):
         raise InterpreterError(
@@ -199,7 +226,7 @@ def run_function(
     env: Env = {}
     for name, arg, array in zip(input_names(func), args, inputs):
         arg_type = arg.type
-        assert isinstance(arg_type, TensorType)
+        assert isinstance(arg_type, TensorType)  # check_runnable
         if tuple(np.shape(array)) != tuple(arg_type.get_shape()):
             raise InterpreterError(
                 f"input {name}: shape {tuple(np.shape(array))} does not match the argument type "

@@ -1,7 +1,8 @@
 """The `graph` dialect: the semantic compute graph (ComputeGraph) of ipu-stack.
 
-Values are builtin ranked tensors `tensor<AxBx...xT>` of any rank with static extents and element
-type `f32`, `f16` or FP8 `f8E4M3FNUZ`. Graphs live in `func.func`.
+Values are builtin ranked tensors `tensor<AxBx...xT>` of any rank with static extents >= 1 and
+element type `f32`, `f16` or FP8 `f8E4M3FNUZ`. Graphs live in `func.func`; the arguments and
+results of a graph function are such tensors too (`check_graph_signature`).
 
 FP8 scale
 ---------
@@ -33,7 +34,9 @@ leading batch axes NumPy-style: `[2,1,M,K] x [3,K,N] -> [2,3,M,N]`. `graph.add` 
 ranks NumPy-style. `graph.gelu` is the exact function `x * (1 + erf(x / sqrt 2)) / 2`.
 `graph.attention` takes query `[..., heads, Sq, D]`, key and value `[..., heads, Sk, D]`
 (Sk == Sq when `causal`), computes `softmax(scale * q @ k^T) @ v` over the key axis; `scale`
-defaults to `1/sqrt(D)` and is then not printed.
+defaults to `1/sqrt(D)` and is then not printed. It must be finite and positive; like MLIR's float
+attributes it may be written as a decimal or as the hexadecimal bits of an f64
+(`scale 0x3FC0000000000000` is 0.125).
 
 `graph.repeat N` runs its single-block body N times. Its block arguments are, in order: the
 carried values (initialised from `carried(...)`, replaced by the `graph.yield` operands after each
@@ -43,12 +46,13 @@ after the colon is the type of the outer operand; a sequence's block argument ha
 without the leading axis. Its results are the final carried values. The body sees only its
 block arguments (no implicit captures): outside values enter as invariants, which keeps the
 three kinds of inputs explicit for the lowering. `-> types` after the body repeats the result
-types for readability.
+types for readability; it is required when there are carried values and must list their types.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -66,6 +70,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import (
     Attribute,
     Block,
@@ -93,7 +98,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
+from xdsl.traits import HasParent, IsTerminator, NoTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import FP8_SCALE_RANGE
@@ -119,17 +124,25 @@ class Fp8ScaleAttr(ParametrizedAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
-            return (IntAttr(parser.parse_integer(allow_boolean=False)),)
+            start = parser.pos
+            exponent = parser.parse_integer(allow_boolean=False)
+            if exponent not in FP8_SCALE_RANGE:  # here, so the error points at the text
+                parser.raise_error(fp8_scale_range_error(exponent), start, parser.pos)
+            return (IntAttr(exponent),)
 
     def print_parameters(self, printer: Printer) -> None:
         printer.print_string(f"<{self.exponent.data}>")
 
     def verify(self) -> None:
         if self.exponent.data not in FP8_SCALE_RANGE:
-            raise VerifyException(
-                f"FP8 scale exponent {self.exponent.data} is outside "
-                f"{FP8_SCALE_RANGE.start}..{FP8_SCALE_RANGE.stop - 1}"
-            )
+            raise VerifyException(fp8_scale_range_error(self.exponent.data))
+
+
+def fp8_scale_range_error(exponent: int) -> str:
+    return (
+        f"#graph.fp8_scale: exponent {exponent} is outside "
+        f"{FP8_SCALE_RANGE.start}..{FP8_SCALE_RANGE.stop - 1}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,6 +159,14 @@ def checked_tensor(op_name: str, what: str, value_type: Attribute) -> TensorType
     shape = value_type.get_shape()
     if any(d < 0 for d in shape):
         raise VerifyException(f"{op_name}: {what} must have static extents, got {value_type}")
+    if 0 in shape:
+        # An empty tensor has nothing to compute or place on tiles, and some ops have no
+        # meaning on it (attention's softmax over zero keys, its 1/sqrt(head_dim) default).
+        axis = list(shape).index(0)
+        raise VerifyException(
+            f"{op_name}: {what} has shape {fmt_shape(shape)} with extent 0 at axis {axis}; "
+            "graph tensors need every extent >= 1"
+        )
     element = value_type.get_element_type()
     if not isinstance(element, SUPPORTED_ELEMENT_TYPES):
         raise VerifyException(
@@ -164,6 +185,22 @@ def checked_tensor(op_name: str, what: str, value_type: Attribute) -> TensorType
                 "only f8E4M3FNUZ tensors are scaled"
             )
     return value_type
+
+
+def check_graph_signature(func: FuncOp) -> None:
+    """The arguments and results of a graph function are graph tensors (`checked_tensor`).
+
+    The op verifiers see only the values the ops use; an unused argument, or an FP8 scale on an
+    f32 argument that flows straight to `func.return`, passes them. The drivers that run or lower
+    a graph function call this on it.
+    """
+    owner = f"func.func @{func.sym_name.data}"
+    args = func.body.block.args if func.body.blocks else ()
+    for i, arg_type in enumerate(func.function_type.inputs.data):
+        hint = args[i].name_hint if i < len(args) else None
+        checked_tensor(owner, f"argument %{hint}" if hint else f"argument #{i}", arg_type)
+    for i, result_type in enumerate(func.function_type.outputs.data):
+        checked_tensor(owner, f"result #{i}", result_type)
 
 
 def fp8_scale(tensor_type: TensorType) -> int:
@@ -480,6 +517,20 @@ class AttentionOp(IRDLOperation):
         printer.print_string(") -> ")
         printer.print_attribute(self.result.type)
 
+    @staticmethod
+    def parse_scale(parser: Parser) -> float:
+        """A decimal number, or (as in MLIR's float attributes) the hex bits of an f64."""
+        start = parser.pos
+        number = parser.parse_number()
+        text = parser.lexer.input.content[start : parser.pos].strip()
+        if not text.lstrip("-").lower().startswith("0x"):
+            return float(number)
+        if text.startswith("-") or not 0 <= number < 2**64:
+            parser.raise_error(
+                "graph.attention: a hexadecimal scale is the 64 bits of an f64", start, parser.pos
+            )
+        return struct.unpack("<d", int(number).to_bytes(8, "little"))[0]
+
     @classmethod
     def parse(cls, parser: Parser) -> AttentionOp:
         pos = parser.pos
@@ -490,7 +541,7 @@ class AttentionOp(IRDLOperation):
         causal = parser.parse_optional_keyword("causal") is not None
         scale = None
         if parser.parse_optional_keyword("scale") is not None:
-            scale = float(parser.parse_number())
+            scale = cls.parse_scale(parser)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
@@ -548,7 +599,10 @@ class RepeatOp(IRDLOperation):
     res = var_result_def(TensorType)
     body = region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    traits = traits_def(RecursiveMemoryEffect())
+    # NoTerminator only switches off xDSL's generic terminator check, which names the body's
+    # last op ("graph.gelu terminates block ... but is not a terminator") and runs before
+    # verify_; verify_yield requires the graph.yield itself, in the repeat's terms.
+    traits = traits_def(RecursiveMemoryEffect(), NoTerminator())
 
     def __init__(
         self,
@@ -708,7 +762,13 @@ class RepeatOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> RepeatOp:
+        start = parser.pos
         count = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        if count >= 2**63:
+            parser.raise_error(
+                f"graph.repeat: iteration count {count} does not fit in a signed 64-bit integer",
+                start, parser.pos,
+            )
         groups: dict[str, tuple[list[Parser.UnresolvedArgument], list[SSAValue]]] = {}
         for keyword in ("carried", "invariant", "sequence"):
             args: list[Parser.UnresolvedArgument] = []
@@ -725,13 +785,35 @@ class RepeatOp(IRDLOperation):
         arg_types = cls.body_arg_types(*operand_types)
         unresolved_args = [a for k in ("carried", "invariant", "sequence") for a in groups[k][0]]
         body = parser.parse_region([a.resolve(t) for a, t in zip(unresolved_args, arg_types)])
-        if parser.parse_optional_punctuation("->") is not None:
-            # The results are the carried values; their types are printed for readability only.
-            parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        cls.parse_result_types(parser, operand_types[0])
         op = cls(count, groups["carried"][1], groups["invariant"][1], groups["sequence"][1], body)
         if attributes is not None:
             op.attributes |= attributes.data
         return op
+
+    @staticmethod
+    def parse_result_types(parser: Parser, carried: Sequence[Attribute]) -> None:
+        """`-> types`: the results are the carried values, so the types must repeat theirs."""
+        start = parser.pos
+        if parser.parse_optional_punctuation("->") is None:
+            if carried:
+                parser.raise_error(
+                    "graph.repeat: expected '->' and the result types after the body "
+                    f"(the carried types {', '.join(map(str, carried))})"
+                )
+            return
+        types = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type)
+        if len(types) != len(carried):
+            parser.raise_error(
+                f"graph.repeat: {len(types)} result types for {len(carried)} carried values",
+                start, parser.pos,
+            )
+        for i, (result, value) in enumerate(zip(types, carried)):
+            if result != value:
+                parser.raise_error(
+                    f"graph.repeat: result type #{i} is {result} but carried value #{i} has "
+                    f"type {value}", start, parser.pos,
+                )
 
     @staticmethod
     def parse_binding(parser: Parser) -> tuple[Parser.UnresolvedArgument, SSAValue]:

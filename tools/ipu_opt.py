@@ -5,11 +5,13 @@ import re
 import sys
 from collections.abc import Sequence
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ipu_dialects import get_all_dialects
 from passes import get_all_passes
+from tools.source_locations import parse_located_module, verify_with_locations
 
 
 def mlir_pipeline(spec: str) -> str:
@@ -52,6 +54,25 @@ class IpuOptMain(xDSLOptMain):
             return super().prepare_input()
         except (OSError, ValueError) as error:
             usage_error(f"input {self.args.input_file}: {error}")
+
+    def parse_chunk(self, chunk, file_extension: str, start_offset: int = 0) -> ModuleOp | None:
+        """Parse MLIR text with a source location on every op (for located verifier errors);
+        a file that is not UTF-8 text is a usage error."""
+        if file_extension != "mlir":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        try:
+            text = chunk.read().decode("utf-8")
+        except UnicodeDecodeError as error:
+            usage_error(f"input {self.get_input_name()} is not UTF-8 text: {error}")
+        return parse_located_module(self.ctx, text, self.get_input_name(), start_offset,
+                                    not self.args.no_implicit_module)
+
+    def apply_passes(self, prog: ModuleOp):
+        """Verify the parsed input first, so that its errors carry the op's file:line:col
+        (the pipeline verifies again after every pass)."""
+        if not self.args.disable_verify:
+            verify_with_locations(prog)
+        super().apply_passes(prog)
 
     def register_all_dialects(self):
         for name, factory in get_all_dialects().items():

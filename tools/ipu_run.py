@@ -2,6 +2,16 @@
 
 Exit status: 0 when the check passes, 1 when it fails, 2 when the input does not compile
 (a diagnostic) or cannot be read.
+
+Diagnostics. An error in the IR is reported MLIR-style with the position of the op at fault,
+`file.mlir:12:5: error: graph.gemm: ...`, followed by that source line; other input errors
+(command line, .npy files) start with `ipu-run: error:`.
+
+Files. `--input NAME=PATH.npy` takes a floating-point array of the argument's shape; it holds
+the tensor's values, so for an FP8 argument `tensor<..xf8E4M3FNUZ, #graph.fp8_scale<s>>` it is
+divided by 2**s and rounded to FP8 (saturating). `--save-outputs DIR` writes `DIR/resultI.npy`
+in the same form: f32 and f16 results in their own dtype, FP8 results as float32 arrays of their
+values `q * 2**s` (exact), which `--input` reads back unchanged.
 """
 
 from __future__ import annotations
@@ -19,10 +29,10 @@ import typer
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from ipu_dialects import get_all_dialects
+from tools.source_locations import located_message, parse_located_module, verify_with_locations
 
 EXIT_PASS, EXIT_FAIL, EXIT_DIAGNOSTIC = 0, 1, 2
 
@@ -42,28 +52,48 @@ def make_context() -> Context:
     return ctx
 
 
-def parse_module(path: Path) -> ModuleOp:
-    text = path.read_text()
-    module = Parser(make_context(), text, str(path)).parse_module()
-    module.verify()
+def read_source(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{path} is not UTF-8 text: {error}") from None
+
+
+def parse_module(path: Path, text: str) -> ModuleOp:
+    """Parse and verify; verifier errors carry the failing op's file:line:col."""
+    module = parse_located_module(make_context(), text, str(path))
+    verify_with_locations(module)
     return module
 
 
-def failing_op_line(error: Exception) -> str:
-    """The op a verifier rejected, from xDSL's marked-IR note: some of xDSL's own messages
-    ('3 : i64 should be of base attribute unit') name neither the op nor the value."""
-    for note in getattr(error, "__notes__", ()):
-        lines = note.splitlines()
-        for line, marker in zip(lines, lines[1:]):
-            if re.fullmatch(r"\s*\^+-*", marker):  # `^^^^---` under the op, not `^bb0(`
-                return f"\n  in: {line.strip()}"
-    return ""
+def with_source_line(message: str, text: str) -> str:
+    """Append the source line a `file:line:col: error:` message points at, MLIR-style."""
+    match = re.match(r"[^\n]*?:(\d+):(\d+): error: ", message)
+    lines = text.splitlines()
+    if match is None or not 1 <= int(match.group(1)) <= len(lines):
+        return message
+    column = int(match.group(2))
+    return f"{message}\n{lines[int(match.group(1)) - 1]}\n{' ' * (column - 1)}^"
+
+
+def diagnostic_text(error: Exception, text: str) -> str:
+    """One diagnostic for stderr: located when the error names an op, else `ipu-run: error:`."""
+    from interpreters.graph import InterpreterError
+
+    message = str(error)
+    if isinstance(error, InterpreterError) and error.op is not None:
+        message = located_message(error.op, message)
+    if re.match(r"[^\n]*?:\d+:\d+: error: ", message):
+        return with_source_line(message, text)
+    return f"ipu-run: error: {message}"
 
 
 def find_function(module: ModuleOp, name: str | None) -> FuncOp:
     funcs = [op for op in module.ops if isinstance(op, FuncOp)]
     if name is not None:
         funcs = [f for f in funcs if f.sym_name.data == name]
+    if name is None:  # a declaration cannot be run; don't count it as a choice
+        funcs = [f for f in funcs if not f.is_declaration] or funcs
     if not funcs:
         raise UsageError(f"no func.func{' @' + name if name else ''} in the input")
     if len(funcs) > 1:  # running whichever comes first would check a function nobody chose
@@ -75,27 +105,24 @@ def find_function(module: ModuleOp, name: str | None) -> FuncOp:
     return funcs[0]
 
 
-def numpy_dtype(tensor_type: TensorType) -> np.dtype:
-    """The reference interpreter's storage dtype of an argument, as a usage error if none."""
-    from interpreters.graph import InterpreterError, storage_dtype
-
-    try:
-        return storage_dtype(tensor_type)
-    except InterpreterError:
-        raise UsageError(f"unsupported element type {tensor_type.element_type}") from None
+def argument_types(func: FuncOp) -> list[TensorType]:
+    """The argument types, which `check_runnable` has checked to be graph tensors."""
+    types = list(func.function_type.inputs.data)
+    assert all(isinstance(t, TensorType) for t in types)
+    return types  # type: ignore[return-value]
 
 
 def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
     """Uniform values in [-1, 1), rounded to each argument's element type."""
+    from interpreters.graph import storage_dtype
+
     if seed < 0:
         raise UsageError(f"--seed must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     arrays = []
-    for arg_type in func.function_type.inputs.data:
-        assert isinstance(arg_type, TensorType)
-        shape = tuple(arg_type.get_shape())
-        values = rng.uniform(-1.0, 1.0, size=shape)
-        arrays.append(values.astype(numpy_dtype(arg_type)))
+    for arg_type in argument_types(func):
+        values = rng.uniform(-1.0, 1.0, size=tuple(arg_type.get_shape()))
+        arrays.append(values.astype(storage_dtype(arg_type)))
     return arrays
 
 
@@ -120,17 +147,30 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> 
         if value.shape != arrays[index].shape:
             raise UsageError(f"--input {name}: shape {value.shape} does not match the "
                              f"argument's {arrays[index].shape}")
-        arrays[index] = value.astype(arrays[index].dtype)
+        arrays[index] = stored_input(value, argument_types(func)[index])
     return arrays
+
+
+def stored_input(values: np.ndarray, arg_type: TensorType) -> np.ndarray:
+    """An --input array (the tensor's values) as the interpreter's storage array; FP8 values
+    are divided by the type's 2**scale and rounded (saturating) to the stored q."""
+    from interpreters.graph import to_storage
+
+    return to_storage(np.asarray(values, np.float64), arg_type)
 
 
 def output_names(func: FuncOp) -> list[str]:
     return [f"result{i}" for i in range(len(func.function_type.outputs.data))]
 
 
-def save_outputs(directory: Path, names: list[str], arrays: list[np.ndarray]) -> None:
+def save_outputs(directory: Path, names: list[str], arrays: list[np.ndarray], types) -> None:
+    """Each result as DIR/NAME.npy; FP8 results as float32 values (see the module docstring)."""
+    from interpreters.graph import FP8, from_storage
+
     directory.mkdir(parents=True, exist_ok=True)
-    for name, array in zip(names, arrays, strict=True):
+    for name, array, result_type in zip(names, arrays, types, strict=True):
+        if array.dtype == FP8:  # np.save would write raw bytes ('V1') that nothing reads back
+            array = from_storage(array, result_type).astype(np.float32)
         np.save(directory / f"{name}.npy", array)
 
 
@@ -191,21 +231,26 @@ def run(
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
              function=None, indivisible="pad", package_dir=None) -> int:
-    from interpreters.graph import input_names, run_function
+    from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
 
+    text = ""
     try:
-        module = parse_module(Path(file))
+        text = read_source(Path(file))
+        module = parse_module(Path(file), text)
         func = find_function(module, function)
+        check_runnable(func)
         names = input_names(func)
         arrays = load_inputs(func, names, list(inputs), seed)
-    except (ParseError, DiagnosticException, UsageError, OSError, ValueError) as error:
-        print(f"ipu-run: error: {error}{failing_op_line(error)}", file=sys.stderr)
+        expected = run_function(module, arrays, func.sym_name.data)
+    except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
+            ValueError) as error:
+        print(diagnostic_text(error, text), file=sys.stderr)
         return EXIT_DIAGNOSTIC
-    expected = run_function(module, arrays, func.sym_name.data)
     result_names = output_names(func)
+    result_types = func.function_type.outputs.data
     if reference:
         if save_dir is not None:
-            save_outputs(Path(save_dir), result_names, expected)
+            save_outputs(Path(save_dir), result_names, expected, result_types)
         for name, value in zip(result_names, expected, strict=True):
             print(f"{name}: shape {value.shape} {value.dtype}")
         print("reference: done")
@@ -231,7 +276,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         return EXIT_FAIL
     results = [outcome.outputs[t.name] for t in package.outputs]
     if save_dir is not None:
-        save_outputs(Path(save_dir), result_names, results)
+        save_outputs(Path(save_dir), result_names, results, result_types)
     check = compare(results, expected, func.function_type.outputs.data)
     check_passed = check.passed and not outcome.exchange_errors
     for message in outcome.exchange_errors[:5]:

@@ -23,7 +23,7 @@ CASES = {
   %b = graph.gelu %a : tensor<4xi32> -> tensor<4xi32>
   func.return
 }""",
-        ['"graph.gelu"(%a)', "graph.gelu: input has element type i32"],
+        ["wrong_element_type.mlir:2:3: error: graph.gelu: input has element type i32"],
     ),
     "not_a_tensor": (
         """func.func @f(%a: f32) {
@@ -37,7 +37,8 @@ CASES = {
   %c = graph.gemm %a, %b : (tensor<4x8xf32>, tensor<6x4xf32>) -> tensor<4x4xf32>
   func.return
 }""",
-        ['"graph.gemm"(%a, %b)', "contraction extents differ: lhs [4, 8] axis -1 is 8"],
+        ["gemm_shape_mismatch.mlir:2:3: error: graph.gemm: contraction extents differ: "
+         "lhs [4, 8] axis -1 is 8"],
     ),
     "repeat_without_yield": (
         """func.func @f(%x0: tensor<4xf32>) {
@@ -46,7 +47,7 @@ CASES = {
   } -> tensor<4xf32>
   func.return
 }""",
-        ["graph.gelu terminates block in single-block region but is not a terminator"],
+        ["repeat_without_yield.mlir:2:3: error: graph.repeat: body must end with graph.yield"],
     ),
     "yield_outside_repeat": (
         """func.func @f(%x0: tensor<4xf32>) {

@@ -80,10 +80,14 @@ func.func @foreign_encoding(%a: tensor<8xf32, "x">) {
 
 // -----
 
+// An attribute's range error is a parse error at the exponent's text, with a line and column.
 func.func @scale_range(%a: tensor<8xf8E4M3FNUZ, #graph.fp8_scale<40>>) {
   func.return
 }
-// CHECK: FP8 scale exponent 40 is outside -31..31
+// CHECK:      invalid.mlir:[[# @LINE - 3]]:66
+// CHECK-NEXT: func.func @scale_range(%a: tensor<8xf8E4M3FNUZ, #graph.fp8_scale<40>>) {
+// CHECK-NEXT: {{^ +\^\^$}}
+// CHECK-NEXT: #graph.fp8_scale: exponent 40 is outside -31..31
 
 // -----
 
@@ -265,7 +269,7 @@ func.func @repeat_no_yield(%x0: tensor<4xf32>) {
   } -> tensor<4xf32>
   func.return
 }
-// CHECK: Operation graph.gelu terminates block in single-block region but is not a terminator
+// CHECK: invalid.mlir:[[# @LINE - 5]]:3: error: graph.repeat: body must end with graph.yield
 
 // -----
 
@@ -274,7 +278,7 @@ func.func @repeat_empty_body() {
   }
   func.return
 }
-// CHECK: Operation graph.repeat contains empty block in single-block region that expects at least a terminator
+// CHECK: invalid.mlir:[[# @LINE - 4]]:3: error: graph.repeat: body must end with graph.yield
 
 // -----
 
@@ -346,3 +350,152 @@ func.func @gemm_custom_scalar(%a: f32, %b: tensor<4x4xf32>) {
   func.return
 }
 // CHECK: graph.gemm: f32 should be of base attribute tensor
+
+// -----
+
+// The `-> types` after a repeat body must repeat the carried types: wrong type, count, absence.
+func.func @repeat_arrow_type(%x0: tensor<4xf32>) {
+  %r = graph.repeat 2 carried(%x = %x0 : tensor<4xf32>) {
+    graph.yield %x : tensor<4xf32>
+  } -> tensor<8xf16>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:5
+// CHECK: graph.repeat: result type #0 is tensor<8xf16> but carried value #0 has type tensor<4xf32>
+
+// -----
+
+func.func @repeat_arrow_count(%x0: tensor<4xf32>) {
+  %r = graph.repeat 2 carried(%x = %x0 : tensor<4xf32>) {
+    graph.yield %x : tensor<4xf32>
+  } -> tensor<4xf32>, tensor<4xf32>
+  func.return
+}
+// CHECK: graph.repeat: 2 result types for 1 carried values
+
+// -----
+
+func.func @repeat_arrow_missing(%x0: tensor<4xf32>) {
+  %r = graph.repeat 2 carried(%x = %x0 : tensor<4xf32>) {
+    graph.yield %x : tensor<4xf32>
+  }
+  func.return
+}
+// CHECK: graph.repeat: expected '->' and the result types after the body (the carried types tensor<4xf32>)
+
+// -----
+
+func.func @repeat_huge_count(%x0: tensor<4xf32>) {
+  %r = graph.repeat 99999999999999999999999 carried(%x = %x0 : tensor<4xf32>) {
+    graph.yield %x : tensor<4xf32>
+  } -> tensor<4xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 5]]:21
+// CHECK: graph.repeat: iteration count 99999999999999999999999 does not fit in a signed 64-bit integer
+
+// -----
+
+// A missing graph.yield in a nested repeat names the inner repeat's line.
+func.func @repeat_nested_no_yield(%x0: tensor<4xf32>) {
+  %r = graph.repeat 2 carried(%x = %x0 : tensor<4xf32>) {
+    %i = graph.repeat 2 carried(%y = %x : tensor<4xf32>) {
+      %z = graph.gelu %y : tensor<4xf32> -> tensor<4xf32>
+    } -> tensor<4xf32>
+    graph.yield %i : tensor<4xf32>
+  } -> tensor<4xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 7]]:5: error: graph.repeat: body must end with graph.yield
+
+// -----
+
+func.func @huge_scale(%a: tensor<3xf8E4M3FNUZ, #graph.fp8_scale<99999999999999999999999>>) {
+  func.return
+}
+// CHECK: #graph.fp8_scale: exponent 99999999999999999999999 is outside -31..31
+
+// -----
+
+// Zero extents: an empty tensor is not a graph value (attention would divide by
+// sqrt(head_dim) = 0 or take a softmax over zero keys).
+func.func @attention_zero_head_dim(%q: tensor<1x4x0xf32>) {
+  %o = graph.attention %q, %q, %q : (tensor<1x4x0xf32>, tensor<1x4x0xf32>, tensor<1x4x0xf32>) -> tensor<1x4x0xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: graph.attention: query has shape [1, 4, 0] with extent 0 at axis 2; graph tensors need every extent >= 1
+
+// -----
+
+func.func @attention_zero_keys(%q: tensor<1x4x2xf32>, %k: tensor<1x0x2xf32>) {
+  %o = graph.attention %q, %k, %k : (tensor<1x4x2xf32>, tensor<1x0x2xf32>, tensor<1x0x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: graph.attention: key has shape [1, 0, 2] with extent 0 at axis 1; graph tensors need every extent >= 1
+
+// -----
+
+func.func @gemm_zero_contraction(%a: tensor<4x0xf32>, %b: tensor<0x3xf32>) {
+  %r = graph.gemm %a, %b : (tensor<4x0xf32>, tensor<0x3xf32>) -> tensor<4x3xf32>
+  func.return
+}
+// CHECK: graph.gemm: lhs has shape [4, 0] with extent 0 at axis 1; graph tensors need every extent >= 1
+
+// -----
+
+func.func @add_zero_extent(%a: tensor<0x3xf32>, %b: tensor<1x3xf32>) {
+  %c = graph.add %a, %b : (tensor<0x3xf32>, tensor<1x3xf32>) -> tensor<0x3xf32>
+  func.return
+}
+// CHECK: graph.add: lhs has shape [0, 3] with extent 0 at axis 0; graph tensors need every extent >= 1
+
+// -----
+
+// The scale must be finite: written as the bits of an f64, as MLIR's float attributes allow.
+func.func @attention_scale_inf(%q: tensor<1x4x2xf32>) {
+  %o = graph.attention %q, %q, %q scale 0x7FF0000000000000 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: graph.attention: scale must be a finite positive number, got inf
+
+// -----
+
+func.func @attention_scale_nan(%q: tensor<1x4x2xf32>) {
+  %o = graph.attention %q, %q, %q scale 0x7FF8000000000000 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: graph.attention: scale must be a finite positive number, got nan
+
+// -----
+
+func.func @attention_scale_overflow(%q: tensor<1x4x2xf32>) {
+  %o = graph.attention %q, %q, %q scale 1.0e999 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: graph.attention: scale must be a finite positive number, got inf
+
+// -----
+
+func.func @attention_scale_hex_too_wide(%q: tensor<1x4x2xf32>) {
+  %o = graph.attention %q, %q, %q scale 0x1FFF0000000000000 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: graph.attention: a hexadecimal scale is the 64 bits of an f64
+
+// -----
+
+func.func @attention_scale_zero(%q: tensor<1x4x2xf32>) {
+  %o = graph.attention %q, %q, %q scale 0.0 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: graph.attention: scale must be a finite positive number, got 0.0
+
+// -----
+
+// A property of the wrong type: xDSL's message names neither op nor property; the location
+// and the op name say where it is.
+func.func @gemm_flag_value(%a: tensor<4x4xf32>) {
+  %b = "graph.gemm"(%a, %a) <{transpose_lhs = 3 : i64}> : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: graph.gemm: 3 : i64 should be of base attribute unit

@@ -34,6 +34,7 @@ func.func @add(%x: tensor<2x1x8xf32>, %bias: tensor<8xf32>, %y: tensor<3x1xf32>,
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "add"
 // CHECK-GENERIC:      "graph.add"(%x, %bias) : (tensor<2x1x8xf32>, tensor<8xf32>) -> tensor<2x1x8xf32>
 // CHECK-GENERIC-NEXT: "graph.add"(%y, %x) : (tensor<3x1xf32>, tensor<2x1x8xf32>) -> tensor<2x3x8xf32>
+// CHECK-GENERIC-NEXT: "graph.add"(%y, %s) : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
 
 // -----
 
@@ -110,3 +111,15 @@ func.func @repeat(%x0: tensor<4x8xf32>, %y0: tensor<4x8xf32>, %w0: tensor<8x8xf3
 // CHECK-GENERIC:      "graph.repeat"() <{count = 2 : i64, operandSegmentSizes = array<i32: 0, 0, 0>}> ({
 // CHECK-GENERIC-NEXT:   "graph.yield"() : () -> ()
 // CHECK-GENERIC-NEXT: }) {note = "empty"} : () -> ()
+
+// -----
+
+// A scale written as the hex bits of an f64 (MLIR's float-attribute spelling) prints as decimal.
+func.func @attention_hex_scale(%q: tensor<1x4x2xf32>) -> tensor<1x4x2xf32> {
+  %o = graph.attention %q, %q, %q scale 0x3FC0000000000000 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return %o : tensor<1x4x2xf32>
+}
+// CHECK-LABEL: func.func @attention_hex_scale
+// CHECK-NEXT:    %o = graph.attention %q, %q, %q scale 0.125 : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "attention_hex_scale"
+// CHECK-GENERIC:      "graph.attention"(%q, %q, %q) <{scale = 1.250000e-01 : f64}>

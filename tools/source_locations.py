@@ -1,0 +1,101 @@
+"""Source locations for verifier diagnostics: `file.mlir:12:5: error: graph.gemm: ...`.
+
+xDSL 0.74's parser attaches a location to an op only when the text spells `loc(...)`, and a
+`VerifyException` carries nothing but its message (plus a note with the whole module printed
+generically). The drivers want MLIR's habit instead: every diagnostic starts with the position of
+the op in the user's file. Two small pieces give that:
+
+* `LocatingParser` records where each op's text starts as a `FileLineColLoc` (unless the text
+  gave an explicit `loc(...)`). Locations are printed only with `--print-debuginfo`, so output
+  does not change.
+* `verify_with_locations(module)` verifies; on failure it finds the innermost op whose own
+  verification fails and re-raises its error prefixed with that op's location.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+
+class LocatingParser(Parser):
+    """A Parser that gives every op the file:line:col where its text starts."""
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
+        super().__init__(ctx, text, name)
+        self.file_name = StringAttr(name)
+        # lines before this chunk of a --split-input-file input
+        self.line_offset = line_offset
+        self.line_starts = [0, *(m.end() for m in re.finditer("\n", text))]
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span.start
+        op = super().parse_operation()
+        if not isinstance(op.location, FileLineColLoc):  # keep an explicit loc(...)
+            line = bisect.bisect_right(self.line_starts, start)
+            column = start - self.line_starts[line - 1] + 1
+            op.location = FileLineColLoc(
+                self.file_name, IntAttr(line + self.line_offset), IntAttr(column)
+            )
+        return op
+
+
+def parse_located_module(
+    ctx: Context, text: str, name: str, line_offset: int = 0, allow_implicit_module: bool = True
+) -> ModuleOp:
+    return LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
+
+
+def location_of(op: Operation) -> str | None:
+    """`file:line:col` of an op parsed by LocatingParser (or with an explicit loc), else None."""
+    loc = op.location
+    if not isinstance(loc, FileLineColLoc):
+        return None
+    return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+
+
+def first_failing_op(op: Operation) -> tuple[Operation, VerifyException] | None:
+    """The innermost op (children before parents, in program order) whose own checks fail.
+
+    The same order as xDSL's verifier, which verifies nested ops before the parent's verify_,
+    so the error found here is the one `module.verify()` reports.
+    """
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                if (found := first_failing_op(child)) is not None:
+                    return found
+    try:
+        op.verify(verify_nested_ops=False)
+    except VerifyException as error:
+        return op, error
+    return None
+
+
+def located_message(op: Operation, message: str) -> str:
+    """`file:line:col: error: <op>: message` (op name added when the message lacks it)."""
+    if op.name not in message:
+        message = f"{op.name}: {message}"
+    location = location_of(op)
+    return f"{location}: error: {message}" if location else message
+
+
+def verify_with_locations(module: Operation) -> None:
+    """`module.verify()`, but a failure names the source position of the failing op."""
+    try:
+        module.verify()
+    except VerifyException as error:
+        found = first_failing_op(module)
+        if found is None:  # a block-level check (e.g. an empty block): no op to point at
+            raise
+        op, op_error = found
+        located = VerifyException(located_message(op, str(op_error)))
+        for note in getattr(op_error, "__notes__", ()):  # xDSL's marked IR, for ipu-opt
+            located.add_note(note)
+        raise located from None
