@@ -95,3 +95,85 @@ def test_shape_errors_surface_at_the_call():
         g.repeat(2, lambda c, i, s: [g.add(c[0], a)], carried=[a])
     with pytest.raises(VerifyException, match="has no outputs"):
         g.build()
+
+
+# ---- bad builder calls fail at the call, naming what is wrong --------------------------------
+
+from xdsl.dialects.builtin import f32, i32  # noqa: E402
+
+from frontend.builder import BuilderTypeError  # noqa: E402
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda g: g.input([-1, 4]), VerifyException, r"shape \[-1, 4\]: every extent must be >= 1"),
+    (lambda g: g.input([0, 4]), VerifyException, r"shape \[0, 4\]: every extent must be >= 1"),
+    (lambda g: g.input([4], i32, name="n"), VerifyException,
+     "GraphBuilder.input: input n has element type i32; graph tensors are f32, f16 or f8E4M3FNUZ"),
+    (lambda g: g.input([4], f16, name="h", scale=2), VerifyException,
+     "input h has an FP8 scale but element type f16; only f8E4M3FNUZ tensors are scaled"),
+    (lambda g: g.input([4], f8, scale=99), VerifyException,
+     r"#graph.fp8_scale: exponent 99 is outside -31..31"),
+    (lambda g: g.input([2.5]), BuilderTypeError, r"shape must be a sequence of ints, got \[2.5\]"),
+    (lambda g: g.input([4], "f32"), BuilderTypeError, "element type must be f32, f16 or f8"),
+])
+def test_bad_input_is_rejected_at_the_call(call, error, message):
+    g = GraphBuilder("f")
+    with pytest.raises(error, match=message):
+        call(g)
+    assert not g.entry.args  # nothing was added
+
+
+@pytest.mark.parametrize("op", ["gemm", "add"])
+def test_mixed_element_types_are_rejected_at_the_call(op):
+    g = GraphBuilder("f")
+    a, b = g.input([4, 4], f32), g.input([4, 4], f16)
+    with pytest.raises(VerifyException, match=f"graph.{op}: rhs element type f16 differs from "
+                                              "lhs element type f32"):
+        getattr(g, op)(a, b)
+    assert not g.entry.ops  # the rejected op was not inserted
+
+
+def test_non_value_operands_are_type_errors():
+    g = GraphBuilder("f")
+    x = g.input([4])
+    with pytest.raises(BuilderTypeError, match=r"gelu input must be a value .* got \[1, 2\]"):
+        g.gelu([1, 2])
+    with pytest.raises(BuilderTypeError, match="add rhs must be a value .* got 3"):
+        g.add(x, 3)
+    with pytest.raises(BuilderTypeError, match="output #0 must be a value .* got 'x'"):
+        g.output("x")
+
+
+def test_repeat_count_and_body_result_are_checked():
+    g = GraphBuilder("f")
+    x = g.input([4])
+    with pytest.raises(BuilderTypeError, match="repeat count must be an int, got 2.5"):
+        g.repeat(2.5, lambda c, i, s: c, carried=[x])
+    with pytest.raises(BuilderTypeError, match="a repeat body must return a list of the next "
+                                               "carried values, got None"):
+        g.repeat(2, lambda c, i, s: None, carried=[x])
+    with pytest.raises(VerifyException, match="graph.repeat: iteration count must be at least 1"):
+        g.repeat(0, lambda c, i, s: list(c), carried=[x])
+    assert not g.entry.ops and len(g.blocks) == 1  # failed repeats leave the graph unchanged
+    (y,) = g.repeat(2, lambda c, i, s: [g.gelu(c[0])], carried=[x])
+    g.output(y)
+    assert "graph.repeat 2 carried" in str(g.build())
+
+
+def test_build_twice_is_an_error():
+    g = GraphBuilder("f")
+    g.output(g.gelu(g.input([4])))
+    g.build()
+    with pytest.raises(BuilderTypeError, match="graph @f was already built"):
+        g.build()
+    with pytest.raises(BuilderTypeError, match="graph @f was already built"):
+        g.gelu(g.entry.args[0])
+
+
+def test_op_constructor_on_a_non_tensor_names_the_operand():
+    """The ops' own builders check operand types before xDSL's constraints do."""
+    from xdsl.ir import Block
+
+    block = Block(arg_types=[f32, TensorType(f32, [4, 4])])
+    with pytest.raises(VerifyException, match="graph.gemm: lhs must be a ranked tensor, got f32"):
+        GemmOp(block.args[0], block.args[1])
