@@ -1,20 +1,31 @@
 """`ipu-as`: assemble the spec's exchange text form into hex row words.
 
-Reads one row, one instruction per line (`sendpicp 42, 0x14021, 1, 0, xpic = 0x640,
+Reads exchange instructions, one per line (`sendpicp 42, 0x14021, 1, 0, xpic = 0x640,
 pic = 0x15000`), from a file or stdin. `#` starts a comment; labels and directives are
 skipped (including `.word` lines, so the `.exchange_rows` section of `-t ipu-asm` output,
-whose instruction text is a comment, yields no words); an `ipu-objdump` listing is
-accepted as is (its `0xADDR:` column and 8-digit word columns are skipped), so
-`ipu-as(ipu-objdump(words)) == words`. The row is encoded at `--address` (default: the
-first listed address, else 0), which decides `sendpicp` alignment. Output: one word per line.
+whose instruction text is a comment, yields no words). An `ipu-objdump` listing is accepted
+as is: its `0xADDR:` column and 8-digit word columns are skipped, and each
+`# row at ADDR: N words ...` header starts a new row placed at ADDR (so a whole
+`ipu-objdump --package P --tile T` listing assembles row by row, each row's `sendpicp`
+alignment checked at its own address).
 
-Exit status: 0, or 1 with a diagnostic naming the line.
+Instructions before any row header form one row at `--address` (default: the first listed
+`0xADDR:` address, else 0). `--address` may also relocate the single row of a listing with
+one header; with several rows each header decides its row's address.
+
+Output: one word per line (8 hex digits). When the input has row headers, each row's words
+are preceded by its header `# row at 0xADDR: N words`, which `ipu-objdump --file` reads back
+as the row's address: `ipu-objdump --package P --tile T | ipu-as | ipu-objdump --file -`
+prints the tile's listing again.
+
+Exit status: 0, or 1 with a diagnostic naming the line (2 for a bad `--address`).
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated
 
@@ -29,44 +40,105 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 LISTING_PREFIX = re.compile(r"^\s*(0x[0-9a-fA-F]+):\s*((?:[0-9a-fA-F]{8}\s+)*)")
 # Labels (`rhs_0:`) and directives (`.text`) of `-t ipu-asm` output carry no words.
 LABEL_OR_DIRECTIVE = re.compile(r"^\s*(?:[A-Za-z_$][\w.$]*:|\.\w+.*)\s*$")
+# A row header of an objdump listing (or of our own output): `# row at 0x4c000: 4 words...`.
+# The word count is required so that `# row at 0x0: decode error ...` lines are not headers.
+ROW_HEADER = re.compile(r"^\s*#\s*row at (0x[0-9a-fA-F]+|[0-9]+):\s*[0-9]+ words?\b")
 
 
-def read_lines(text: str) -> tuple[list[tuple[int, str]], int | None]:
-    """(line number, instruction text) for every non-empty line, and the first listed address."""
-    statements = []
-    first_address = None
+@dataclass
+class SourceRow:
+    """The statements of one row: (line number, instruction text), and where it was placed."""
+
+    address: int | None  # from its `# row at` header; None for instructions before any header
+    header_line: int | None = None
+    statements: list[tuple[int, str]] = field(default_factory=list)
+    listed_address: int | None = None  # the first `0xADDR:` column in the row
+
+
+def read_rows(text: str) -> list[SourceRow]:
+    """Split the input into rows at `# row at` headers; drop comments, labels, directives."""
+    rows = [SourceRow(None)]
     for number, line in enumerate(text.splitlines(), start=1):
+        header = ROW_HEADER.match(line)
+        if header is not None:
+            rows.append(SourceRow(int(header.group(1), 0), number))
+            continue
         line = line.split("#", 1)[0]
         match = LISTING_PREFIX.match(line)
         if match is not None:
-            if first_address is None:
-                first_address = int(match.group(1), 16)
+            if rows[-1].listed_address is None:
+                rows[-1].listed_address = int(match.group(1), 16)
             line = line[match.end():]
         if line.strip() and not LABEL_OR_DIRECTIVE.match(line):
-            statements.append((number, line.strip()))
-    return statements, first_address
+            rows[-1].statements.append((number, line.strip()))
+    if len(rows) > 1 and not rows[0].statements:  # nothing before the first header
+        rows.pop(0)
+    return rows
+
+
+def place_rows(rows: list[SourceRow], address: int | None) -> list[int]:
+    """The byte address of every row (see the module docstring for the rules)."""
+    headed = [row for row in rows if row.header_line is not None]
+    if address is not None and len(rows) > 1:
+        raise AsmSyntaxError(
+            f"--address {address:#x} cannot place {len(rows)} rows: each '# row at' header "
+            f"gives its row's address (line {headed[0].header_line} is the first)"
+        )
+    bases = []
+    for row in rows:
+        if address is not None:
+            bases.append(address)
+        elif row.address is not None:
+            bases.append(row.address)
+        else:
+            bases.append(row.listed_address if row.listed_address is not None else 0)
+    return bases
+
+
+def assemble_row(row: SourceRow, base: int) -> list[int]:
+    if base % 4:
+        where = f"line {row.header_line}: " if row.header_line is not None else ""
+        raise AsmSyntaxError(f"{where}row address {base:#x} is not 4-byte aligned")
+    if not row.statements:
+        where = f"line {row.header_line}: " if row.header_line is not None else ""
+        raise AsmSyntaxError(f"{where}the row at {base:#x} has no instructions")
+    words: list[int] = []
+    for number, statement in row.statements:
+        try:
+            instr = parse_instruction(statement)
+            words.extend(encode([instr], base + 4 * len(words)))
+        except (AsmSyntaxError, EncodeError) as error:
+            raise type(error)(f"line {number}: {error}") from None
+    return words
+
+
+def assemble_rows(text: str, address: int | None = None) -> list[tuple[int, list[int], bool]]:
+    """(address, words, had_header) of every row in `text`; errors name the line."""
+    rows = read_rows(text)
+    if len(rows) == 1 and not rows[0].statements and rows[0].header_line is None:
+        raise AsmSyntaxError("no exchange instructions in the input (labels, directives and "
+                             "comments alone assemble to nothing)")
+    bases = place_rows(rows, address)
+    return [(base, assemble_row(row, base), row.header_line is not None)
+            for row, base in zip(rows, bases)]
 
 
 def assemble(text: str, address: int | None = None) -> list[int]:
-    """Encode the row in `text`; raises `AsmSyntaxError`/`EncodeError` naming the line."""
-    statements, listed = read_lines(text)
-    if not statements:
-        raise AsmSyntaxError("no exchange instructions in the input (labels, directives and "
-                             "comments alone assemble to nothing)")
-    base = address if address is not None else (listed if listed is not None else 0)
-    instrs = []
-    for number, statement in statements:
-        try:
-            instrs.append(parse_instruction(statement))
-        except AsmSyntaxError as error:
-            raise AsmSyntaxError(f"line {number}: {error}") from None
-    words: list[int] = []
-    for (number, _), instr in zip(statements, instrs):
-        try:
-            words.extend(encode([instr], base + 4 * len(words)))
-        except EncodeError as error:
-            raise EncodeError(f"line {number}: {error}") from None
-    return words
+    """Encode the single row in `text` (see `assemble_rows` for listings of several rows)."""
+    rows = assemble_rows(text, address)
+    if len(rows) != 1:
+        raise AsmSyntaxError(f"the input has {len(rows)} rows; use assemble_rows")
+    return rows[0][1]
+
+
+def format_rows(rows: list[tuple[int, list[int], bool]]) -> str:
+    """One word per line; rows that came with a header get `# row at 0xADDR: N words`."""
+    lines = []
+    for base, words, had_header in rows:
+        if had_header:
+            lines.append(f"# row at {base:#x}: {len(words)} words")
+        lines.extend(f"{word:08x}" for word in words)
+    return "".join(line + "\n" for line in lines)
 
 
 @app.command()
@@ -76,13 +148,29 @@ def assemble_command(
 ) -> None:
     """Assemble exchange instructions into hex words."""
     try:
+        base = parse_address(address)
+    except AsmSyntaxError as error:
+        typer.echo(f"ipu-as: {error}", err=True)
+        raise typer.Exit(2) from None
+    try:
         text = file.read_text() if file is not None else sys.stdin.read()
-        words = assemble(text, int(address, 0) if address is not None else None)
-    except (AsmSyntaxError, EncodeError, ValueError, OSError) as error:
+        rows = assemble_rows(text, base)
+    except (AsmSyntaxError, EncodeError, OSError) as error:
         typer.echo(f"ipu-as: {error}", err=True)
         raise typer.Exit(1) from None
-    for word in words:
-        typer.echo(f"{word:08x}")
+    typer.echo(format_rows(rows), nl=False)
+
+
+def parse_address(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise AsmSyntaxError(f"--address '{text}' is not an integer") from None
+    if value < 0 or value % 4:
+        raise AsmSyntaxError(f"--address {text} is not a 4-byte aligned byte address")
+    return value
 
 
 def main() -> None:

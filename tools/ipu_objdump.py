@@ -1,23 +1,28 @@
 """`ipu-objdump`: disassemble exchange-row words into the spec's text form.
 
-Input: hex words as arguments or `--file` (whitespace-separated hex, `#` comments), placed
-at `--address` (default 0), or `--package DIR --tile N` (every row segment of that tile's
-image, at its slot). For each row it prints a header and one line per instruction
-(`ipu-objdump --address 0x4c008 f54a0109 19015000`):
+Input: hex words as arguments, placed at `--address` (default 0, word aligned); or `--file
+PATH` (`-` for stdin: whitespace-separated hex, `#` comments, and each `# row at ADDR: N
+words` header, as `ipu-as` writes for a listing of several rows, starts a new row at ADDR;
+words before any header are placed at `--address`); or `--package DIR --tile N` (every row
+segment of that tile's image, at its slot). For each row it prints a header and one line per
+instruction (`ipu-objdump --address 0x4c008 f54a0109 19015000`):
 
     # row at 0x4c008: 2 words, 43 events
     0x0004c008: f54a0109 19015000  sendpicp 42, 0x14021, 1, 0, xpic = 0x640, pic = 0x15000  # events [0, 43); sends 43 words from 0x14021 dir 1; XPIC=1600 at 0; PIC=0x15000 at 0
 
 The address column is the instruction's byte address; the words follow; `#` starts the
 event interval and its effects (from `device.exchange_timeline`). `ipu-as` reads this
-listing back (it ignores the address/word columns and comments), so
-`ipu-as(ipu-objdump(words)) == words`.
+listing back (it ignores the address/word columns and comments and places each row at its
+`# row at` header), so `ipu-as(ipu-objdump(words)) == words`, row by row for a package tile.
 
-Exit status: 0, or 1 with a diagnostic when a word cannot be decoded or read.
+Exit status: 0; 1 with a diagnostic when a word cannot be read or decoded, or a row has no
+valid event timeline (the decoded instructions are still listed); 2 for a usage error (no
+or several inputs, a tile outside the package, a misaligned `--address`).
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -34,6 +39,14 @@ class InputError(Exception):
     """Unreadable input (exit 1)."""
 
 
+class UsageError(Exception):
+    """A bad command line (exit 2)."""
+
+
+# `# row at 0x4c000: 4 words` (objdump's own header, and what ipu-as writes per row).
+ROW_HEADER = re.compile(r"^\s*#\s*row at (0x[0-9a-fA-F]+|[0-9]+):\s*[0-9]+ words?\b")
+
+
 def parse_words(tokens: list[str]) -> list[int]:
     words = []
     for token in tokens:
@@ -48,11 +61,29 @@ def parse_words(tokens: list[str]) -> list[int]:
     return words
 
 
-def read_word_file(path: Path) -> list[int]:
-    tokens = []
-    for line in path.read_text().splitlines():
-        tokens.extend(line.split("#", 1)[0].split())
-    return parse_words(tokens)
+def read_word_file(path: Path, address: int) -> list[tuple[int, list[int]]]:
+    """The rows of a word file (`-` = stdin): one per `# row at` header, plus any words
+    before the first header, at `address`."""
+    text = sys.stdin.read() if str(path) == "-" else path.read_text()
+    segments: list[tuple[int, list[str]]] = [(address, [])]
+    for line in text.splitlines():
+        header = ROW_HEADER.match(line)
+        if header is not None:
+            base = checked_address(int(header.group(1), 0), f"'{line.strip()}'", InputError)
+            segments.append((base, []))
+            continue
+        segments[-1][1].extend(line.split("#", 1)[0].split())
+    if len(segments) > 1 and not segments[0][1]:
+        segments.pop(0)
+    return [(base, parse_words(tokens)) for base, tokens in segments]
+
+
+def checked_address(address: int, what: str, error: type[Exception] = UsageError) -> int:
+    """Rows are word aligned; a `sendpicp` inside one checks its own 8-byte alignment."""
+    if address < 0 or address % 4:
+        raise error(f"{what}: row address {address:#x} is not a 4-byte aligned byte "
+                         f"address")
+    return address
 
 
 def decode_prefix(words: list[int], base_address: int) -> tuple[list[Instruction], DecodeError | None]:
@@ -88,7 +119,8 @@ def effects(timeline: RowTimeline | None, position: int) -> list[str]:
 
 
 def disassemble(words: list[int], base_address: int = 0) -> tuple[str, str | None]:
-    """The listing of one row and the first decode error (None when the row decodes)."""
+    """The listing of one row and its error: the decode error, else the timeline error
+    (None when the row decodes and has a valid timeline)."""
     instrs, error = decode_prefix(words, base_address)
     try:
         timeline = row_timeline(instrs)
@@ -106,9 +138,10 @@ def disassemble(words: list[int], base_address: int = 0) -> tuple[str, str | Non
         comment = "; ".join([f"events [{start}, {end})", *effects(timeline, position)])
         lines.append(f"{address:#010x}: {hex_words:<17}  {format_instruction(instr):<52}  # {comment}")
         index += instr.words
-    if timeline_error is not None:
-        lines.append(f"# timeline error: {timeline_error}")
     message = None
+    if timeline_error is not None:
+        message = f"row at {base_address:#x}: timeline error: {timeline_error}"
+        lines.append(f"# timeline error: {timeline_error}")
     if error is not None:
         message = f"row at {base_address:#x}: decode error at {error}"
         lines.append(f"# {message}")
@@ -119,32 +152,51 @@ def load_segments(words: list[str] | None, file: Path | None, package: Path | No
                   tile: int | None, address: int) -> list[tuple[int, list[int]]]:
     sources = sum(x is not None and x != [] for x in (words, file, package))
     if sources != 1:
-        raise InputError("give exactly one of: hex words, --file, or --package with --tile")
+        raise UsageError("give exactly one of: hex words, --file, or --package with --tile")
+    if tile is not None and package is None:
+        raise UsageError("--tile needs --package")
     if package is not None:
         if tile is None:
-            raise InputError("--package needs --tile")
-        from device.package import Package
-
-        image = Package.load(package).tile_image(tile)
-        return [(int(addr), [int(w) for w in row]) for addr, row in image]
+            raise UsageError("--package needs --tile")
+        return package_segments(package, tile)
+    address = checked_address(address, "--address")
     if file is not None:
-        return [(address, read_word_file(file))]
+        return read_word_file(file, address)
     return [(address, parse_words(words or []))]
+
+
+def package_segments(package: Path, tile: int) -> list[tuple[int, list[int]]]:
+    from device.package import Package
+
+    loaded = Package.load(package)
+    if not 0 <= tile < loaded.tiles:
+        raise UsageError(f"--tile {tile} is outside the package {package}, which has "
+                         f"{loaded.tiles} tiles (0 .. {loaded.tiles - 1})")
+    return [(int(addr), [int(w) for w in row]) for addr, row in loaded.tile_image(tile)]
+
+
+def parse_address(text: str) -> int:
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise UsageError(f"--address '{text}' is not an integer") from None
 
 
 @app.command()
 def objdump(
     words: Annotated[list[str] | None, typer.Argument(help="hex words of one row")] = None,
-    file: Annotated[Path | None, typer.Option("--file", help="file of hex words")] = None,
+    file: Annotated[Path | None, typer.Option("--file", help="file of hex words ('-': stdin)")] = None,
     package: Annotated[Path | None, typer.Option("--package", help="package directory")] = None,
     tile: Annotated[int | None, typer.Option("--tile", help="tile whose image to disassemble")] = None,
     address: Annotated[str, typer.Option("--address", help="byte address of the row")] = "0",
 ) -> None:
     """Disassemble exchange rows with their event intervals and effects."""
     try:
-        base = int(address, 0)
-        segments = load_segments(words, file, package, tile, base)
-    except (InputError, ValueError, OSError) as error:
+        segments = load_segments(words, file, package, tile, parse_address(address))
+    except UsageError as error:
+        typer.echo(f"ipu-objdump: {error}", err=True)
+        raise typer.Exit(2) from None
+    except (InputError, OSError) as error:
         typer.echo(f"ipu-objdump: {error}", err=True)
         raise typer.Exit(1) from None
     failed = False

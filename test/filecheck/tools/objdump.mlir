@@ -41,3 +41,36 @@
 // ALIGN: ipu-objdump: row at 0x0: decode error at word 1 (0xf54a0109): sendpicp at byte address 0x4 is not 8-byte aligned
 // RUN: not ipu-objdump 12345678 2>&1 | filecheck %s --check-prefix=OPCODE
 // OPCODE: ipu-objdump: row at 0x0: decode error at word 0 (0x12345678): unknown opcode
+
+// A multi-row listing (a package tile): each `# row at` header starts a row at its address,
+// and ipu-as writes the same headers so that ipu-objdump --file reads the rows back.
+// RUN: ipu-as %S/Inputs/two_rows.s | filecheck %s --check-prefix=ROWS --match-full-lines
+// ROWS:      # row at 0x4c000: 4 words
+// ROWS-NEXT: 7c0a0001
+// ROWS-NEXT: 40a00000
+// ROWS-NEXT: f54a0109
+// ROWS-NEXT: 19015000
+// ROWS-NEXT: # row at 0x4c104: 4 words
+// ROWS-NEXT: 40a00002
+// ROWS-NEXT: f0600000
+// ROWS-NEXT: 00055000
+// ROWS-NEXT: 40a00004
+// ROWS-EMPTY:
+// RUN: ipu-as %S/Inputs/two_rows.s | ipu-objdump --file - | filecheck %s --check-prefix=ROWSDUMP
+// ROWSDUMP:      # row at 0x4c000: 4 words, 77 events
+// ROWSDUMP:      0x0004c008: f54a0109 19015000  sendpicp 42, 0x14021, 1, 0, xpic = 0x640, pic = 0x15000  # events [34, 77); sends 43 words from 0x14021 dir 1; XPIC=1600 at 34; PIC=0x15000 at 34
+// ROWSDUMP-NEXT: # row at 0x4c104: 4 words, 12 events
+// ROWSDUMP-NEXT: 0x0004c104: 40a00002           delay 2 {{ +}}# events [0, 3)
+// ROWSDUMP-NEXT: 0x0004c108: f0600000 00055000  sendpicp 3, 0x0, 0, 0, xpic = 0x1, pic = 0x15000 {{ +}}# events [3, 7); XPIC=1 at 3; PIC=0x15000 at 3
+// ROWSDUMP-NEXT: 0x0004c110: 40a00004           delay 4 {{ +}}# events [7, 12)
+// And back: listing -> words -> listing -> words gives the same words.
+// RUN: ipu-as %S/Inputs/two_rows.s | ipu-objdump --file - | ipu-as | filecheck %s --check-prefix=ROWS --match-full-lines
+
+// A row without a valid timeline is still listed, but the exit status says so.
+// RUN: not ipu-objdump 70000000 2>&1 | filecheck %s --check-prefix=TIMELINE
+// TIMELINE: 0x00000000: 70000000           sendoff 0, 0x0, 0
+// TIMELINE: ipu-objdump: row at 0x0: timeline error: sendoff 0, 0x0, 0 at event 0: sendoff continues the outgoing stream but no send has started one
+
+// Command-line errors exit 2.
+// RUN: not ipu-objdump --address 0x4c002 40a00000 2>&1 | filecheck %s --check-prefix=MISALIGNED
+// MISALIGNED: ipu-objdump: --address: row address 0x4c002 is not a 4-byte aligned byte address
