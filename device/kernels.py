@@ -23,8 +23,12 @@ which a test compares with this registry, so the sources and the registry cannot
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from device.layouts import block_bytes, panel_bytes
+from device.target import WORD_BYTES
 
 IMPLEMENTED = "Implemented"
 REQUIRED = "Required"
@@ -49,6 +53,9 @@ class KernelAbi:
     row_specialization: str
     status: str
     doc: str
+    # Bytes each pointer operand covers, from the scalars by name (Implemented kernels): what
+    # the verifier holds against the operand views, so a call cannot run past its buffers.
+    footprint: Callable[[Mapping[str, int]], dict[str, int]] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -68,6 +75,19 @@ class KernelAbi:
 _GEMM_ROWS = "rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)"
 
 
+def _gemm_footprint(precision: str) -> Callable[[Mapping[str, int]], dict[str, int]]:
+    def footprint(scalars: Mapping[str, int]) -> dict[str, int]:
+        panel = panel_bytes(scalars["rows"], precision)
+        return {"out": panel, "left": panel, "right": block_bytes(precision)}
+
+    return footprint
+
+
+def _copy_footprint(scalars: Mapping[str, int]) -> dict[str, int]:
+    nbytes = scalars["words"] * WORD_BYTES
+    return {"out": nbytes, "src": nbytes}
+
+
 def _gemm(precision: str, mode: str) -> KernelAbi:
     partials = "FP32 partials, stored FP16" if precision == "f16" else "FP32 throughout"
     effect = "out = left @ right" if mode == "init" else "out += left @ right"
@@ -83,6 +103,7 @@ def _gemm(precision: str, mode: str) -> KernelAbi:
             f"of `rows` rows; right: one 64x64 amp_right block; out: a 64-column amp_output "
             f"panel of `rows` rows. Every pointer PACE-aligned (Target.pace_alignment)."
         ),
+        footprint=_gemm_footprint(precision),
     )
 
 
@@ -103,6 +124,7 @@ _ENTRIES: tuple[KernelAbi, ...] = (
         row_specialization="none",
         status=IMPLEMENTED,
         doc="Copy `words` 32-bit words from src to out (tile-local; both word-aligned).",
+        footprint=_copy_footprint,
     ),
     # ---- Required: the ABI is fixed, no implementation exists yet ------------------------
     _required("gelu_f16", ("out", "src"), ("elements",),

@@ -166,6 +166,7 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from device.kernels import KERNELS
 from device.layouts import ORDERS, shard_bytes
 from device.target import BYTES_PER_ELEMENT, WORD_BYTES
 from ipu_dialects.exchange import InstructionOp, RowOp
@@ -1153,14 +1154,38 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"{label}: scalars must be an array<i64: ...>")
         bounds = check_induction_operands(self, self.ivs)
         check_tile_set_fits(self, "tile set", self.tiles)
+        view_bytes = self.view_footprints(label)
         for position, (view, offset) in enumerate(zip(self.views, self.offsets.data)):
             buffer = defining_buffer(self, f"view {position}", view)
             check_map(self, f"view {position} offset", offset.data, len(bounds))
             check_resident(self, f"view {position} buffer", buffer, self.tiles)
-            check_view_inside(self, f"view {position}", buffer, offset.data, 1, bounds)
+            check_view_inside(self, f"view {position}", buffer, offset.data, view_bytes[position], bounds)
         if self.on_tile is not None:
             check_map(self, "on_tile", self.on_tile.data, len(bounds))
             self.verify_on_tile(label, bounds)
+
+    def view_footprints(self, label: str) -> list[int]:
+        """Bytes the call touches through each view: the registry's footprint for a known
+        kernel (which must then get its ABI's operand counts), else at least one byte. Unknown
+        symbols are left to the passes, which report them against the registry."""
+        abi = KERNELS.get(self.symbol)
+        if abi is None:
+            return [1] * len(self.views)
+        scalars = self.scalars.get_values()
+        if len(self.views) != len(abi.pointers) or len(scalars) != len(abi.scalars):
+            raise VerifyException(
+                f"{label}: the kernel takes {len(abi.pointers)} view(s) ({', '.join(abi.pointers)}) "
+                f"and {len(abi.scalars)} scalar(s) ({', '.join(abi.scalars)}); got "
+                f"{len(self.views)} and {len(scalars)}"
+            )
+        if abi.footprint is None:
+            return [1] * len(self.views)
+        named = dict(zip(abi.scalars, scalars, strict=True))
+        for name, value in named.items():
+            if value < 0:
+                raise VerifyException(f"{label}: scalar '{name}' = {value} must be >= 0")
+        footprint = abi.footprint(named)
+        return [max(1, footprint[name]) for name in abi.pointers]
 
     def verify_on_tile(self, label: str, bounds: Sequence[tuple[int, int]]) -> None:
         assert self.on_tile is not None

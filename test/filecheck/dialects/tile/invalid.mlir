@@ -231,7 +231,7 @@ func.func @view_outside() {
   tile.kernel @copy_words(%a[() -> (256)], %a[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
-// CHECK: tile.kernel @copy_words: view 0 view of @a at byte offset 256 (1 bytes) leaves the buffer (256 bytes)
+// CHECK: tile.kernel @copy_words: view 0 view of @a at byte offset 256 (16 bytes) leaves the buffer (256 bytes)
 
 // -----
 
@@ -357,3 +357,32 @@ func.func @map_divides_by_zero() {
 
 "test.op"() {tiles = #tile.tiles<[-1, 3)>} : () -> ()
 // CHECK: tile ids must be >= 0
+
+// -----
+
+func.func @gemm_rows_past_the_output_shard() {
+  %o = tile.buffer @o scratch on #tile.tiles<[0, 1)> shard [32, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<[0, 1)> shard [32, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<[0, 1)> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.kernel @amp_gemm_f16_init(%o[() -> (0)], %l[() -> (0)], %r[() -> (0)]) scalars [999] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.kernel @amp_gemm_f16_init: view 0 view of @o at byte offset 0 (127872 bytes) leaves the buffer (4096 bytes)
+
+// -----
+
+func.func @copy_words_with_one_view() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 1)> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (0)]) scalars [4] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.kernel @copy_words: the kernel takes 2 view(s) (out, src) and 1 scalar(s) (words); got 1 and 1
+
+// -----
+
+func.func @copy_negative_words() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 1)> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (0)], %a[() -> (0)]) scalars [-4] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.kernel @copy_words: scalar 'words' = -4 must be >= 0
