@@ -188,3 +188,205 @@ def test_catalog_lookup():
     assert [c.name for c in catalog_entries(["amp_gemm_f32_r64"])] == ["amp_gemm_f32_r64"]
     with pytest.raises(ValueError, match="unknown GEMM candidate"):
         catalog_entries(["nope"])
+
+
+# ---- one test per validation reason: each builds the faulty candidate, asserts the exact text --
+
+GOOD_PROBLEM = problem(64, 128, 128)
+
+
+def good_plan(pr=GOOD_PROBLEM, tiles=4):
+    return build_gemm_plan(F16[0], pr, tiles, "pad", IPU21)
+
+
+def with_plan(plan: OperatorPlanAttr, **changes) -> OperatorPlanAttr:
+    fields = dict(candidate=plan.candidate.data, dispatch=plan.dispatch,
+                  accumulate=plan.accumulate.data, amp=plan.amp.data,
+                  operands=list(plan.operands.data), distinct=plan.distinct_pairs,
+                  alias=plan.alias.data)
+    fields.update(changes)
+    return OperatorPlanAttr(**fields)
+
+
+def with_dispatch(plan, inner=64, columns=64, init="amp_gemm_f16_init", accum="amp_gemm_f16_accum"):
+    return with_plan(plan, dispatch=OperatorDispatchAttr("gemm_blocks", inner, columns, init, accum))
+
+
+def with_format(plan, operand, **changes):
+    fmt = plan.operand_plan(operand).format
+    return replace_operand(plan, operand, format=fmt.with_changes(**changes))
+
+
+def reason_of(plan, pr=GOOD_PROBLEM, tiles=4):
+    return validate_gemm_plan(plan, pr, tiles, IPU21)
+
+
+def test_the_unmodified_plan_is_valid():
+    # every test below changes one thing of this plan
+    assert reason_of(good_plan()) is None
+
+
+@pytest.mark.parametrize("inner,columns,what,block", [(32, 64, "inner", 32), (64, 128, "column", 128)])
+def test_reason_dispatch_block_size(inner, columns, what, block):
+    plan = with_dispatch(good_plan(), inner=inner, columns=columns)
+    assert reason_of(plan) == f"dispatch {what} block {block} is not the AMP block 64"
+
+
+def test_reason_operand_names():
+    good = good_plan()
+    swapped = [good.operand_plan(o) for o in ("rhs", "lhs", "out")]
+    assert reason_of(with_plan(good, operands=swapped)) == (
+        "plan operands ('rhs', 'lhs', 'out') are not the gemm operands ('lhs', 'rhs', 'out')"
+    )
+
+
+def test_reason_kernel_not_in_the_registry():
+    plan = with_dispatch(good_plan(), init="amp_gemm_f16_fused")
+    assert reason_of(plan) == "init kernel @amp_gemm_f16_fused is not in the kernel registry"
+
+
+def test_reason_kernel_required_not_implemented():
+    plan = with_dispatch(good_plan(), accum="add_broadcast_f16")
+    assert reason_of(plan) == "accum kernel @add_broadcast_f16 is Required, not implemented"
+
+
+def test_reason_kernel_of_the_other_mode():
+    plan = with_dispatch(good_plan(), init="amp_gemm_f16_accum")
+    assert reason_of(plan) == "init kernel @amp_gemm_f16_accum is not an init kernel"
+
+
+def test_reason_stored_precision_mismatch():
+    plan = with_format(good_plan(), "rhs", precision="f32")
+    assert reason_of(plan) == "rhs is stored f32 but the operands are f16"
+
+
+def test_reason_accumulation_precision():
+    plan = with_plan(good_plan(), accumulate="f16")
+    assert reason_of(plan) == "accumulation precision f16 is not supported by the AMP kernels"
+
+
+def test_reason_wrong_element_order():
+    plan = with_format(good_plan(), "out", order="row_major")
+    assert reason_of(plan) == "out has order row_major, the AMP plan needs amp_output"
+
+
+def test_reason_rank_mismatch():
+    batched = problem(64, 128, 128, batch_lhs=(2,), batch_rhs=(2,))
+    assert reason_of(good_plan(batched)) == "lhs format tiles 3 axes, the operand has 2"
+
+
+def test_reason_batch_axis_tiling():
+    batched = problem(64, 128, 128, batch_lhs=(2,), batch_rhs=(2,))
+    good = good_plan(batched, tiles=8)  # 2 x 2 right blocks: room for two batch partitions
+    tiling = list(good.operand_plan("rhs").format.tiling.data)
+    plan = with_format(good, "rhs", tiling=[AxisTilingAttr(1, 2), *tiling[1:]])
+    assert reason_of(plan, batched, tiles=8) == "rhs batch axis 0 is tiled 1 x 2, not 1 x 1"
+
+
+def test_reason_contraction_not_64_blocked():
+    plan = with_format(good_plan(), "lhs", tiling=[AxisTilingAttr(16, 4), AxisTilingAttr(128, 1)])
+    assert reason_of(plan) == "the contraction axis must be tiled in 64-blocks on lhs and rhs"
+
+
+def test_reason_output_columns_not_64_blocked():
+    plan = with_format(good_plan(), "out", tiling=[AxisTilingAttr(16, 4), AxisTilingAttr(128, 1)])
+    assert reason_of(plan) == "out columns must be tiled in 64-blocks"
+
+
+def test_reason_lhs_and_out_row_tiling_differ():
+    plan = with_format(good_plan(), "lhs", tiling=[AxisTilingAttr(32, 2), AxisTilingAttr(64, 1)])
+    assert reason_of(plan) == "lhs and out must share the row tiling"
+
+
+def test_reason_row_block_not_a_multiple_of_16():
+    good = good_plan()
+    rows = [AxisTilingAttr(8, 4), AxisTilingAttr(64, 1)]
+    plan = with_format(with_format(good, "lhs", tiling=rows), "out", tiling=rows)
+    assert reason_of(plan) == "row block 8 is not a multiple of the AMP 16 rows"
+
+
+# ---- validation sees the limits place-memory enforces -------------------------------------------
+
+
+def placement_error(candidate, pr, tiles, target=IPU21):
+    """Lower `candidate`'s plan for `pr` (validated or not) to tile IR and run place-memory:
+    None if it places, else place-memory's diagnostic."""
+    from xdsl.context import Context
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp, TensorType, f16
+    from xdsl.ir import Block, Region
+    from xdsl.utils.exceptions import PassFailedException
+
+    from ipu_dialects import mid
+    from passes.mid_to_tile import MidToTilePass
+    from passes.place_memory import PlaceMemoryPass
+
+    plan = build_gemm_plan(candidate, pr, tiles, "pad", target)
+    types = [TensorType(f16, list(pr.shape_of(o)), plan.operand_plan(o).format)
+             for o in ("lhs", "rhs", "out")]
+    block = Block(arg_types=types[:2])
+    gemm = mid.GemmOp(block.args[0], block.args[1], types[2], plan)
+    block.add_ops([gemm, func.ReturnOp(gemm.result)])
+    module = ModuleOp([func.FuncOp("gemm", (types[:2], types[2:]), Region(block))])
+    module.attributes["ipu.config"] = mid.PipelineConfigAttr("ipu21", tiles)
+    MidToTilePass().apply(Context(), module)
+    try:
+        PlaceMemoryPass().apply(Context(), module)
+    except PassFailedException as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize("m,k,n,tiles,fits", [
+    (256, 64, 7680, 16, True),     # the output shard fills the interleaved region exactly
+    (256, 64, 7744, 16, False),    # one more column block: 16 x 7744 f16 > interleaved region
+    (256, 11200, 64, 16, True),    # left shard + access tail fit standard memory
+    (256, 11264, 64, 16, False),   # the 16-byte access tail no longer fits
+    (256, 12288, 64, 16, False),   # the auditor's spill reproducer
+    (16, 512, 512, 1, False),      # a 512 KiB exchanged right shard on one tile
+    (16, 512, 512, 2, True),
+    (16, 320, 512, 1, True),       # 320 KiB: just below the space above the code's elements
+    (16, 384, 512, 1, False),
+])
+def test_validation_agrees_with_place_memory(m, k, n, tiles, fits):
+    pr = problem(m, k, n)
+    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, tiles, "pad", IPU21), pr, tiles, IPU21)
+    placed = placement_error(F16[0], pr, tiles)
+    assert (reason is None) == fits, reason
+    assert (placed is None) == fits, placed
+
+
+def test_no_fit_reason_says_whether_more_tiles_help():
+    pr = problem(256, 64, 8192)
+    evals = {e.candidate.name: e.reason for e in evaluate_candidates(pr, 16, "pad", IPU21)}
+    assert evals["amp_gemm_f16_r16"] == (
+        "an output-row tile needs 262144 bytes of interleaved memory for its output shard, the "
+        "interleaved region holds 245760; no tile count helps: the retained plan partitions "
+        f"output rows only, and on all {IPU21.tiles} tiles an output-row tile still holds 16 "
+        "rows (with all 8192 output columns and all 64 of K)"
+    )
+    wide = problem(2944, 1024, 1024)  # bench/compile_gemm.py
+    reason = {e.candidate.name: e.reason for e in evaluate_candidates(wide, 16, "pad", IPU21)}
+    hinted = reason["amp_gemm_f16_r16"]
+    assert hinted.startswith("an output-row tile needs ") and hinted.endswith("; it fits on 31 tiles")
+    for tiles, valid in ((30, False), (31, True)):
+        plan = build_gemm_plan(F16[0], wide, tiles, "pad", IPU21)
+        assert (validate_gemm_plan(plan, wide, tiles, IPU21) is None) == valid
+
+
+def test_out_and_left_must_be_placeable_in_distinct_elements():
+    # A target with half an element of standard memory outside the code region and a
+    # two-element interleaved region: the 64 KiB left shard (+ tail) spills into the
+    # interleaved region, where it fits after the output shard but only by sharing its element.
+    element = IPU21.element_bytes
+    target = dataclasses.replace(
+        IPU21, interleaved_bytes=2 * element,
+        code_region_bytes=IPU21.sram_bytes - 2 * element - element // 2,
+    )
+    pr = problem(16, 2048, 64)
+    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, 16, "pad", target), pr, 16, target)
+    assert reason == (
+        "an output-row tile cannot keep its left shard (65536 bytes + 16-byte access tail) in a "
+        "memory element apart from the output shard: no free range of its memory class avoids "
+        "their elements"
+    )
