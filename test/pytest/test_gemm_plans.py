@@ -390,3 +390,15 @@ def test_out_and_left_must_be_placeable_in_distinct_elements():
         "memory element apart from the output shard: no free range of its memory class avoids "
         "their elements"
     )
+
+
+def test_interleaved_buffers_must_fit_the_region_together():
+    # each fits alone (the output shard fills the region exactly), not together
+    pr = problem(256, 64, 7680)
+    plan = with_format(good_plan(pr, tiles=16), "rhs", memory="interleaved")
+    region = IPU21.memory_end - IPU21.interleaved_start
+    out, rhs, slot = 16 * 7680 * 2, 8 * 64 * 64 * 2, 64 * 64 * 2
+    assert reason_of(plan, pr, tiles=16) == (
+        f"an output-row tile needs {out + rhs + slot} bytes of interleaved memory, the "
+        f"interleaved region holds {region}"
+    )
