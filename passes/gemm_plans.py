@@ -107,6 +107,17 @@ class GemmProblem:
             transpose_rhs,
         )
 
+    def __post_init__(self) -> None:
+        # a zero extent leaves nothing to tile: no plan exists (graph.gemm's verifier also
+        # rejects it; this keeps unverified IR from reaching the tiling as a bad AxisTiling)
+        for operand, label in zip(GEMM_OPERANDS, ("lhs", "rhs", "result")):
+            shape = self.shape_of(operand)
+            if 0 in shape:
+                raise ValueError(
+                    f"{label} has shape {list(shape)} with extent 0 at axis {shape.index(0)}; "
+                    "the AMP GEMM plan needs every extent >= 1"
+                )
+
     def shape_of(self, operand: str) -> tuple[int, ...]:
         return {"lhs": self.lhs_shape, "rhs": self.rhs_shape, "out": self.out_shape}[operand]
 

@@ -402,3 +402,38 @@ def test_interleaved_buffers_must_fit_the_region_together():
         f"an output-row tile needs {out + rhs + slot} bytes of interleaved memory, the "
         f"interleaved region holds {region}"
     )
+
+
+# ---- zero extents -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shapes,label,axis", [
+    (((0, 64), (64, 64)), "lhs has shape [0, 64]", 0),
+    (((16, 0), (0, 64)), "lhs has shape [16, 0]", 1),
+    (((16, 64), (64, 0)), "rhs has shape [64, 0]", 1),
+])
+def test_graph_to_mid_names_the_op_and_the_zero_axis(shapes, label, axis):
+    """Unverified IR (graph.gemm's verifier rejects zero extents first) still gets a diagnostic
+    naming the op and the axis from graph-to-mid, not a tiling error naming nothing."""
+    from xdsl.context import Context
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp, TensorType, f16
+    from xdsl.ir import Block, Region
+    from xdsl.utils.exceptions import PassFailedException
+
+    from ipu_dialects.graph import GemmOp
+    from passes.graph_to_mid import GraphToMidPass
+
+    types = [TensorType(f16, list(s)) for s in shapes]
+    block = Block(arg_types=types)
+    out_type = TensorType(f16, [shapes[0][0], shapes[1][1]])
+    gemm = GemmOp.create(operands=list(block.args), result_types=[out_type])  # unverified
+    gemm.result.name_hint = "c"
+    block.add_ops([gemm, func.ReturnOp(gemm.result)])
+    module = ModuleOp([func.FuncOp("f", (types, [gemm.result.type]), Region(block))])
+    with pytest.raises(PassFailedException) as error:
+        GraphToMidPass(tiles=4).apply(Context(), module)
+    assert str(error.value) == (
+        f"graph.gemm %c: {label} with extent 0 at axis {axis}; the AMP GEMM plan needs every "
+        "extent >= 1"
+    )
