@@ -215,6 +215,10 @@ class RowOp(IRDLOperation, AssemblyPrintable):
         return isa.encode(self.instructions(), base_address)
 
     def verify_(self) -> None:
+        if self.body.block.first_op is None:
+            raise VerifyException(
+                f"exchange.row @{self.sym_name.data}: a row needs at least one instruction"
+            )
         for op in self.body.block.ops:
             if not isinstance(op, InstructionOp):
                 raise VerifyException(

@@ -115,6 +115,8 @@ class ProfilingPolicy(StrEnum):
     CYCLES = "cycles"
 
 
+I64_MAX = 2**63 - 1  # tensor extents are i64
+
 E = TypeVar("E", bound=StrEnum)
 
 
@@ -184,12 +186,11 @@ class AxisTilingAttr(ParametrizedAttribute):
         )
 
     def verify(self) -> None:
-        if self.block.data < 1:
-            raise VerifyException(f"axis tiling: block size must be >= 1, got {self.block.data}")
-        if self.partitions.data < 1:
-            raise VerifyException(
-                f"axis tiling: partition count must be >= 1, got {self.partitions.data}"
-            )
+        for what, value in (("block size", self.block.data), ("partition count", self.partitions.data)):
+            if value < 1:
+                raise VerifyException(f"axis tiling: {what} must be >= 1, got {value}")
+            if value > I64_MAX:
+                raise VerifyException(f"axis tiling: {what} {value} does not fit a tensor extent (i64)")
         _checked_enum(Indivisible, self.indivisible.data, "axis tiling: indivisible mode")
 
 
@@ -327,6 +328,11 @@ class TensorFormatAttr(ParametrizedAttribute):
         for axis, entry in enumerate(self.tiling.data):
             if not isinstance(entry, AxisTilingAttr):
                 raise VerifyException(f"format: tiling entry {axis} is not a #mid.axis")
+        if self.order.data != ElementOrder.ROW_MAJOR and len(self.tiling.data) < 2:
+            raise VerifyException(
+                f"format: {self.order.data} order packs the last two axes, but the format tiles "
+                f"{len(self.tiling.data)} axis/axes"
+            )
         if self.replication.data < 1:
             raise VerifyException(f"format: replication must be >= 1, got {self.replication.data}")
         needed = self.replication.data * self.partition_count
@@ -352,10 +358,6 @@ def format_of(op_name: str, what: str, value_type: Attribute) -> tuple[TensorTyp
     if fmt.rank != len(shape):
         raise VerifyException(
             f"{op_name}: {what} has rank {len(shape)} but its format tiles {fmt.rank} axes"
-        )
-    if fmt.order.data != ElementOrder.ROW_MAJOR and len(shape) < 2:
-        raise VerifyException(
-            f"{op_name}: {what} has rank {len(shape)}; {fmt.order.data} order needs >= 2 axes"
         )
     return value_type, fmt
 

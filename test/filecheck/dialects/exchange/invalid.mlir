@@ -195,3 +195,9 @@ exchange.row @foreign {
   "test.op"() : () -> ()
 }
 // CHECK: exchange.row @foreign: 'test.op' is not an exchange instruction
+
+// -----
+
+exchange.row @empty {
+}
+// CHECK: exchange.row @empty: a row needs at least one instruction

@@ -51,8 +51,6 @@ exchange.row @sdk_receiver {
 exchange.row @tagged attributes {note = "x"} {
   exchange.send 0, 0, 1 {tag = 3 : i32}
 }
-exchange.row @empty {
-}
 // CHECK-LABEL: exchange.row @sdk_receiver {
 // CHECK-NEXT:    exchange.delayxpic 0, 0, 0x82
 // CHECK-NEXT:    exchange.delay 50
@@ -64,8 +62,6 @@ exchange.row @empty {
 // CHECK-NEXT:  exchange.row @tagged attributes {note = "x"} {
 // CHECK-NEXT:    exchange.send 0, 0x0, 1 {tag = 3 : i32}
 // CHECK-NEXT:  }
-// CHECK-NEXT:  exchange.row @empty {
-// CHECK-NEXT:  }
 
 // CHECK-GENERIC-LABEL: "exchange.row"() <{sym_name = "sdk_receiver"}> ({
 // CHECK-GENERIC-NEXT:    "exchange.delayxpic"() <{events_m1 = 0 : i64, selector = 0 : i64, value = 130 : i64}> : () -> ()
@@ -73,4 +69,3 @@ exchange.row @empty {
 // CHECK-GENERIC-NEXT:    "exchange.sendpicp"() <{words_m1 = 51 : i64, {{.*}}xpic = 192 : i64, pic = 81992 : i64}> : () -> ()
 // CHECK-GENERIC:       "exchange.row"() <{sym_name = "tagged"}> ({
 // CHECK-GENERIC-NEXT:    "exchange.send"() <{words_m1 = 0 : i64, address = 0 : i64, sctl = 1 : i64}> {tag = 3 : i32} : () -> ()
-// CHECK-GENERIC:       "exchange.row"() <{sym_name = "empty"}> ({

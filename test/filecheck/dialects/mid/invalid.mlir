@@ -10,6 +10,11 @@
 
 // -----
 
+"test.op"() {a = #mid.axis<99999999999999999999999 x 4 pad>} : () -> ()
+// CHECK: axis tiling: block size 99999999999999999999999 does not fit a tensor extent (i64)
+
+// -----
+
 "test.op"() {f = #mid.format<f8f143<32>, row_major, [1 x 1 pad], replication = 1, group = 1, standard>} : () -> ()
 // CHECK: format: f8f143 scale 32 is outside -31..31
 
@@ -115,7 +120,7 @@ func.func @amp_rank(%x: tensor<64xf16, #mid.format<f16, row_major, [64 x 1 pad],
   %y = mid.rearrange %x : tensor<64xf16, #mid.format<f16, row_major, [64 x 1 pad], replication = 1, group = 1, standard>> -> tensor<64xf16, #mid.format<f16, amp_left, [64 x 1 pad], replication = 1, group = 1, standard>>
   func.return %y : tensor<64xf16, #mid.format<f16, amp_left, [64 x 1 pad], replication = 1, group = 1, standard>>
 }
-// CHECK: mid.rearrange: result has rank 1; amp_left order needs >= 2 axes
+// CHECK: format: amp_left order packs the last two axes, but the format tiles 1 axis/axes
 
 // -----
 
