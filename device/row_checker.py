@@ -11,6 +11,11 @@ Kinds (`RowMismatch.kind`):
 where the schedule needs an absolute restart: `send` or a transmitting `sendpicp`),
 `direction`, `extra-send`, `missing-send`, `control-early`, `control-late`, `control-value`,
 `extra-control`, `missing-control`, `length`.
+
+The schedule itself must be consistent (`validate_schedule`): every send interval and control
+inside `[0, total_events)`, send intervals non-empty, with a direction, and disjoint; at most
+one control of each kind per event. An inconsistent schedule is a `ScheduleError`, never a
+comparison against garbage.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from device.exchange_timeline import (
     event_arrays,
     row_timeline,
 )
-from device.isa import SCTL_DIRECTION_MASK, format_instruction
+from device.isa import SCTL_DIRECTION_MASK, format_instruction, is_integer
 
 
 class RowMismatch(DiagnosticException):
@@ -38,6 +43,10 @@ class RowMismatch(DiagnosticException):
         self.row = row
         self.schedule = schedule
         super().__init__(f"event {event}: {message}")
+
+
+class ScheduleError(DiagnosticException, ValueError):
+    """The declared schedule contradicts itself (it cannot describe any row)."""
 
 
 @dataclass
@@ -50,6 +59,55 @@ class RowSchedule:
 
     def as_timeline(self) -> RowTimeline:
         return RowTimeline(self.total_events, list(self.sends), list(self.controls))
+
+
+def _describe_send(send: SendInterval) -> str:
+    return (f"send interval [{send.start_event}, {send.start_event + send.words}) of "
+            f"{send.words} word(s) from {send.address:#x} with sctl {send.sctl}")
+
+
+def _schedule_problems(schedule: RowSchedule):
+    """Yield a description of every inconsistency of `schedule`."""
+    total = schedule.total_events
+    if not is_integer(total) or total < 0:
+        yield f"total_events {total!r} is not a non-negative integer"
+        return
+    for send in schedule.sends:
+        values = (send.start_event, send.words, send.address, send.sctl)
+        if not all(is_integer(v) for v in values):
+            yield f"send interval {send} has a non-integer field"
+        elif send.words < 1 or send.start_event < 0 or send.address < 0:
+            yield f"{_describe_send(send)} is empty or starts before event 0 / word 0"
+        elif send.start_event + send.words > total:
+            yield f"{_describe_send(send)} ends after the schedule's {total} events"
+        elif not _direction(send.sctl):
+            yield f"{_describe_send(send)} has no direction (sctl & 3 == 0), so sends nothing"
+    ordered = sorted((s for s in schedule.sends if all(is_integer(v) for v in
+                      (s.start_event, s.words))), key=lambda s: s.start_event)
+    for first, second in zip(ordered, ordered[1:]):
+        if second.start_event < first.start_event + first.words:
+            yield f"{_describe_send(first)} overlaps {_describe_send(second)}"
+    seen: dict[tuple[int, str], ControlEvent] = {}
+    for control in schedule.controls:
+        if control.kind not in ("pic", "xpic"):
+            yield f"control {control} has kind {control.kind!r}, not 'pic' or 'xpic'"
+        elif not all(is_integer(v) for v in (control.event, control.selector, control.value)):
+            yield f"control {control} has a non-integer field"
+        elif not 0 <= control.event < total:
+            yield (f"{_describe_control(control)} at event {control.event} is outside the "
+                   f"schedule's {total} events")
+        elif (control.event, control.kind) in seen:
+            yield (f"two {control.kind.upper()} controls at event {control.event}: "
+                   f"{_describe_control(seen[control.event, control.kind])} and "
+                   f"{_describe_control(control)}")
+        else:
+            seen[control.event, control.kind] = control
+
+
+def validate_schedule(schedule: RowSchedule) -> None:
+    """Raise `ScheduleError` naming the first inconsistency of `schedule`."""
+    for problem in _schedule_problems(schedule):
+        raise ScheduleError(f"inconsistent row schedule: {problem}")
 
 
 def _describe_control(control: ControlEvent) -> str:
@@ -196,7 +254,11 @@ def _length_mismatch(row: RowTimeline, schedule: RowSchedule) -> RowMismatch:
 def find_mismatch(
     instrs_or_words, schedule: RowSchedule, base_address: int = 0
 ) -> RowMismatch | None:
-    """The first disagreement between a row and its schedule, or None."""
+    """The first disagreement between a row and its schedule, or None.
+
+    Raises `ScheduleError` when the schedule is inconsistent in itself.
+    """
+    validate_schedule(schedule)
     row = row_timeline(instrs_or_words, base_address)
     candidates: list[tuple[int, int, RowMismatch]] = []
     horizon = max(row.total_events, schedule.total_events)
@@ -218,8 +280,8 @@ def find_mismatch(
 def check_row(instrs_or_words, schedule: RowSchedule, base_address: int = 0) -> None:
     """Raise `RowMismatch` at the first event where the row and its schedule disagree.
 
-    Raw words are decoded as placed at byte address `base_address` (a `DecodeError` or a
-    `TimelineError` escapes as is: both are diagnostics too).
+    Raw words are decoded as placed at byte address `base_address` (a `DecodeError`, a
+    `TimelineError` or a `ScheduleError` escapes as is: all are diagnostics too).
     """
     mismatch = find_mismatch(instrs_or_words, schedule, base_address)
     if mismatch is not None:

@@ -28,8 +28,8 @@ import numpy as np
 from xdsl.utils.exceptions import PassFailedException
 
 from device import isa
-from device.exchange_timeline import ControlEvent, SendInterval
-from device.row_checker import RowMismatch, RowSchedule, check_row
+from device.exchange_timeline import ControlEvent, SendInterval, TimelineError
+from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_row
 
 # Field limits, from the encodings (spec: exchange-isa.md).
 SEND_MAX_WORDS = 64  # send: words - 1 in 6 bits
@@ -106,16 +106,27 @@ def receiver_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
 
 def checked_row(instrs: list[isa.Instruction], schedule: RowSchedule, base_address: int,
                 what: str) -> np.ndarray:
-    """Encode, decode and check a row against its schedule; return its words."""
+    """Encode, decode and check a row against its schedule; return its words.
+
+    Every failure here means the scheduler built a row (or a schedule) it should not have:
+    the input was valid, so the diagnostic says it is a compiler bug.
+    """
     try:
         words = isa.encode(instrs, base_address)
         check_row(isa.decode(words, base_address), schedule)
-    except (isa.EncodeError, isa.DecodeError, RowMismatch) as error:
-        raise PassFailedException(
-            f"schedule-exchange: internal error: the row for {what} does not match its "
-            f"schedule: {error}"
-        ) from error
+    except (isa.EncodeError, isa.DecodeError, TimelineError, ScheduleError,
+            RowMismatch) as error:
+        raise PassFailedException(internal_error(what, base_address, error)) from error
     return np.asarray(words, dtype=np.uint32)
+
+
+def internal_error(what: str, base_address: int, error: Exception) -> str:
+    text = (f"schedule-exchange: internal compiler error (a bug in ipu-stack's exchange "
+            f"scheduler, not in the input): the row for {what} at {base_address:#x} does not "
+            f"match its schedule: {error}")
+    if isinstance(error, RowMismatch):
+        text += f" [row: {error.row}; schedule: {error.schedule}]"
+    return text
 
 
 def slot_stride(rows: list[list[isa.Instruction]]) -> int:

@@ -16,8 +16,9 @@ listing back (it ignores the address/word columns and comments and places each r
 `# row at` header), so `ipu-as(ipu-objdump(words)) == words`, row by row for a package tile.
 
 Exit status: 0; 1 with a diagnostic when a word cannot be read or decoded, or a row has no
-valid event timeline (the decoded instructions are still listed); 2 for a usage error (no
-or several inputs, a tile outside the package, a misaligned `--address`).
+valid event timeline (the decoded instructions are still listed), or no input / several
+inputs are given; 2 for a tile outside the package, `--tile` without `--package`, or a
+misaligned or non-integer `--address`.
 """
 
 from __future__ import annotations
@@ -151,13 +152,14 @@ def disassemble(words: list[int], base_address: int = 0) -> tuple[str, str | Non
 def load_segments(words: list[str] | None, file: Path | None, package: Path | None,
                   tile: int | None, address: int) -> list[tuple[int, list[int]]]:
     sources = sum(x is not None and x != [] for x in (words, file, package))
+    # (exit 1, as test_diagnostics_coverage pins for these two)
     if sources != 1:
-        raise UsageError("give exactly one of: hex words, --file, or --package with --tile")
+        raise InputError("give exactly one of: hex words, --file, or --package with --tile")
     if tile is not None and package is None:
         raise UsageError("--tile needs --package")
     if package is not None:
         if tile is None:
-            raise UsageError("--package needs --tile")
+            raise InputError("--package needs --tile")
         return package_segments(package, tile)
     address = checked_address(address, "--address")
     if file is not None:

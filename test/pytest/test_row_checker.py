@@ -4,8 +4,8 @@ import pytest
 from xdsl.utils.exceptions import DiagnosticException
 
 from device.exchange_timeline import ControlEvent, SendInterval, row_timeline
-from device.isa import Delay, DelayXpic, Send, SendOff, SendPic, SendPicP, encode
-from device.row_checker import RowMismatch, RowSchedule, check_row, find_mismatch
+from device.isa import Delay, DelayPic, DelayXpic, Send, SendOff, SendPic, SendPicP, encode
+from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_row, find_mismatch
 
 SDK_RECEIVER_ROW = [
     0x64000082, 0x40A00032,
@@ -143,3 +143,86 @@ def test_first_disagreement_wins():
     # wrong direction at event 0 and a wrong control value at event 33: event 0 is reported
     row = [Send(32, 0x14000, 3), SendPicP(42, 0x14021, 1, 0, 0x640, 0x15008)]
     assert mismatch(row, sender_schedule()).event == 0
+
+
+# ---- PIC early and late: delaypic (terminal event) and sendpicp (first event) ------------
+# delay [0, 1), delaypic 4 [1, 6) with its PIC at the terminal event 5, delay 1 [6, 8).
+PIC_SCHEDULE = RowSchedule(8, [], [ControlEvent(5, "pic", 0, 0x300)])
+
+
+def test_delaypic_row_matching_its_terminal_event_passes():
+    check_row([Delay(0), DelayPic(4, 0, 0x300), Delay(1)], PIC_SCHEDULE)
+
+
+def test_delaypic_pic_one_event_late():
+    error = mismatch([Delay(0), DelayPic(5, 0, 0x300), Delay(0)], PIC_SCHEDULE)
+    assert (error.event, error.kind) == (5, "control-late")
+    assert str(error) == (
+        "event 5: schedule expects PIC=0x300 but the row sets it at event 6 (1 event late)"
+    )
+    assert (error.row, error.schedule) == ("PIC=0x300 at event 6", "PIC=0x300 at event 5")
+
+
+def test_delaypic_pic_one_event_early():
+    error = mismatch([Delay(0), DelayPic(3, 0, 0x300), Delay(2)], PIC_SCHEDULE)
+    assert (error.event, error.kind) == (4, "control-early")
+    assert str(error) == (
+        "event 4: row sets PIC=0x300 but the schedule expects it at event 5 (1 event early)"
+    )
+
+
+def sendpicp_pic_schedule() -> RowSchedule:
+    """15 words from 0x100; XPIC=7 at event 10 and PIC=0x300 at event 11."""
+    return RowSchedule(15, [SendInterval(0, 15, 0x100, 1)],
+                       [ControlEvent(10, "xpic", 0, 7), ControlEvent(11, "pic", 0, 0x300)])
+
+
+def test_sendpicp_pic_one_event_late():
+    # the sendpicp sets XPIC and PIC at event 11; the schedule wants XPIC at 11 and PIC at
+    # 10, so only the PIC is off (by one event, late)
+    schedule = RowSchedule(15, sendpicp_pic_schedule().sends,
+                           [ControlEvent(11, "xpic", 0, 7), ControlEvent(10, "pic", 0, 0x300)])
+    row = [Send(10, 0x100, 1), SendPicP(3, 0x10B, 1, 0, 7, 0x300)]  # both controls at 11
+    error = mismatch(row, schedule)
+    assert (error.event, error.kind) == (10, "control-late")
+    assert str(error) == (
+        "event 10: schedule expects PIC=0x300 but the row sets it at event 11 (1 event late)"
+    )
+
+
+def test_sendpicp_pic_one_event_early():
+    row = [Send(9, 0x100, 1), SendPicP(4, 0x10A, 1, 0, 7, 0x300)]  # both controls at 10
+    error = mismatch(row, sendpicp_pic_schedule())
+    assert (error.event, error.kind) == (10, "control-early")
+    assert str(error) == (
+        "event 10: row sets PIC=0x300 but the schedule expects it at event 11 (1 event early)"
+    )
+
+
+# ---- an inconsistent schedule is a diagnostic about the schedule -------------------------
+@pytest.mark.parametrize(
+    "schedule, message",
+    [
+        (RowSchedule(8, [SendInterval(0, 10, 0x100, 1)]),
+         "send interval [0, 10) of 10 word(s) from 0x100 with sctl 1 ends after the "
+         "schedule's 8 events"),
+        (RowSchedule(8, [SendInterval(0, 4, 0x100, 1), SendInterval(3, 2, 0x200, 1)]),
+         "send interval [0, 4) of 4 word(s) from 0x100 with sctl 1 overlaps send interval "
+         "[3, 5)"),
+        (RowSchedule(8, [SendInterval(0, 0, 0x100, 1)]), "is empty"),
+        (RowSchedule(8, [SendInterval(-1, 2, 0x100, 1)]), "starts before event 0"),
+        (RowSchedule(8, [SendInterval(0, 2, 0x100, 0)]), "has no direction"),
+        (RowSchedule(8, [], [ControlEvent(8, "pic", 0, 1)]),
+         "PIC=0x1 at event 8 is outside the schedule's 8 events"),
+        (RowSchedule(8, [], [ControlEvent(2, "xpic", 0, 1), ControlEvent(2, "xpic", 0, 2)]),
+         "two XPIC controls at event 2: XPIC=1 and XPIC=2"),
+        (RowSchedule(8, [], [ControlEvent(2, "mux", 0, 1)]), "has kind 'mux'"),
+        (RowSchedule(-1), "total_events -1 is not a non-negative integer"),
+    ],
+)
+def test_inconsistent_schedule_is_a_schedule_error(schedule, message):
+    with pytest.raises(ScheduleError) as info:
+        check_row([Delay(7)], schedule)
+    assert str(info.value).startswith("inconsistent row schedule: ")
+    assert message in str(info.value)
+    assert isinstance(info.value, DiagnosticException)

@@ -10,6 +10,7 @@ their code slot, decoded, and checked with `device.row_checker.check_row`.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -243,3 +244,58 @@ def test_code_region_overflow_names_the_exchange_and_the_bytes():
     message = str(info.value)
     assert "schedule-exchange: the exchange rows of tile.exchange (graph.gemm %c %b)" in message
     assert f"but the code region ends at {IPU21.code_region[1]:#x}" in message
+
+
+# ---- a scheduler bug is reported as an internal compiler error ---------------------------
+def test_a_row_disagreeing_with_its_schedule_is_an_internal_compiler_error(monkeypatch):
+    """The pass's own check catches a row builder that sends from the wrong address."""
+    import passes.schedule_exchange as pass_module
+
+    build = pass_module.sender_instructions
+
+    def off_by_one_word(phase):
+        first, *rest = build(phase)
+        return [isa.Send(first.words_m1, first.address + 1, first.sctl), *rest]
+
+    monkeypatch.setattr(pass_module, "sender_instructions", off_by_one_word)
+    with pytest.raises(PassFailedException) as info:
+        compiled((32, 128), (128, 128), f16, 2)
+    message = str(info.value)
+    assert "schedule-exchange: internal compiler error (a bug in ipu-stack's exchange " \
+           "scheduler, not in the input)" in message
+    assert "tile.exchange (graph.gemm %c %b)" in message
+    # the event, and both sides: what the row sends and what the schedule sends
+    assert "event 0: row (send " in message
+    sent = re.search(r"sends source word (0x[0-9a-f]+) but the schedule sends word "
+                     r"(0x[0-9a-f]+)", message)
+    assert sent is not None and int(sent[1], 16) == int(sent[2], 16) + 1
+    assert f"[row: send 63, {sent[1]}, " in message and f"schedule: word {sent[2]}" in message
+
+
+def test_a_row_without_a_valid_timeline_is_an_internal_compiler_error(monkeypatch):
+    """A TimelineError (here XPIC selector 1) from the pass's own row is a compiler bug too."""
+    import passes.schedule_exchange as pass_module
+
+    build = pass_module.receiver_instructions
+
+    def undefined_xpic_selector(phase):
+        first, *rest = build(phase)
+        return [isa.SendPicP(first.words_m1, first.address, first.sctl, first.pic_selector,
+                             first.xpic | 1 << 13, first.pic), *rest]
+
+    monkeypatch.setattr(pass_module, "receiver_instructions", undefined_xpic_selector)
+    with pytest.raises(PassFailedException) as info:
+        compiled((32, 128), (128, 128), f16, 2)
+    message = str(info.value)
+    assert "internal compiler error" in message
+    assert "XPIC selector 1 is not supported" in message
+
+
+def test_checked_row_reports_an_inconsistent_schedule_as_a_compiler_bug():
+    from passes.exchange_rows import checked_row
+
+    schedule = RowSchedule(8, [SendInterval(0, 10, 0x100, 1)])
+    with pytest.raises(PassFailedException,
+                       match=r"internal compiler error .* inconsistent row schedule: send "
+                             r"interval \[0, 10\) .* ends after the schedule's 8 events"):
+        checked_row([isa.Send(7, 0x100, 1)], schedule, IPU21.code_region[0], "the test row")
