@@ -155,6 +155,10 @@ def assemble_command(
     try:
         text = file.read_text() if file is not None else sys.stdin.read()
         rows = assemble_rows(text, base)
+    except UnicodeDecodeError as error:
+        typer.echo(f"ipu-as: the input is not UTF-8 text ({error.reason} at byte "
+                   f"{error.start})", err=True)
+        raise typer.Exit(1) from None
     except (AsmSyntaxError, EncodeError, OSError) as error:
         typer.echo(f"ipu-as: {error}", err=True)
         raise typer.Exit(1) from None

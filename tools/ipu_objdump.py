@@ -198,7 +198,7 @@ def objdump(
     except UsageError as error:
         typer.echo(f"ipu-objdump: {error}", err=True)
         raise typer.Exit(2) from None
-    except (InputError, OSError) as error:
+    except (InputError, OSError, ValueError) as error:  # ValueError: non-UTF-8, bad package
         typer.echo(f"ipu-objdump: {error}", err=True)
         raise typer.Exit(1) from None
     failed = False

@@ -237,3 +237,12 @@ def test_assembling_an_input_without_instructions_is_an_error():
     # e.g. the `.exchange_rows` section of -t ipu-asm: labels and `.word` directives only
     with pytest.raises(AsmSyntaxError, match="no exchange instructions in the input"):
         assemble(".Lx0_send.0:\n    .word 0x7febc041  # send 63, 0x17808, 1\n")
+
+
+def test_non_utf8_input_is_a_diagnostic(tmp_path):
+    path = tmp_path / "bad.s"
+    path.write_bytes(b"delay 0\n\xff\n")
+    result = runner.invoke(ipu_as.app, [str(path)])
+    assert result.exit_code == 1 and "ipu-as: the input is not UTF-8 text" in result.output
+    result = runner.invoke(ipu_objdump.app, ["--file", str(path)])
+    assert result.exit_code == 1 and "can't decode byte 0xff" in result.output
