@@ -53,6 +53,7 @@ from ipu_dialects.mid import (
     OperatorPlanAttr,
     TensorFormatAttr,
 )
+from passes.memory_allocator import FirstFit, Request, regions
 from passes.shard_geometry import ShardGeometry, ceil_div
 
 GEMM_OPERANDS = ("lhs", "rhs", "out")
@@ -407,20 +408,16 @@ class RowTileBuffer:
     """One buffer of an output-row tile as `place-memory` sees it."""
 
     what: str  # for diagnostics: "its left shard"
-    nbytes: int
-    tail: int
-    alignment: int
-    interleaved: bool
-    exchanged: bool  # an exchange source or destination: kept out of the code's elements
+    request: Request
 
     @property
     def extent(self) -> int:
-        return self.nbytes + self.tail
+        return self.request.extent
 
     def described(self) -> str:
-        if not self.tail:
+        if not self.request.tail:
             return self.what
-        return f"{self.what} ({self.nbytes} bytes + {self.tail}-byte access tail)"
+        return f"{self.what} ({self.request.nbytes} bytes + {self.request.tail}-byte access tail)"
 
 
 def row_tile_buffers(
@@ -432,28 +429,26 @@ def row_tile_buffers(
     def buffer(o: str, what: str, exchanged: bool) -> RowTileBuffer:
         entry = plan.operand_plan(o)
         g = ShardGeometry.from_format(problem.shape_of(o), entry.format)
-        return RowTileBuffer(
-            what,
+        return RowTileBuffer(what, Request(
             g.shard_bytes(),
             entry.tail.data,
             max(target.pace_alignment, entry.alignment.data),
             entry.format.memory.data == MemoryClass.INTERLEAVED,
             exchanged,
-        )
+        ))
 
     rhs = plan.operand_plan("rhs")
     return {
         "lhs": buffer("lhs", "its left shard", False),
         "rhs": buffer("rhs", "its right shard", True),
         "out": buffer("out", "its output shard", False),
-        "slot": RowTileBuffer(
-            "its right-block receive slot",
+        "slot": RowTileBuffer("its right-block receive slot", Request(
             block_bytes(problem.precision),
             0,
             max(target.pace_alignment, rhs.alignment.data),
             rhs.format.memory.data == MemoryClass.INTERLEAVED,
             True,
-        ),
+        )),
     }
 
 
@@ -466,67 +461,6 @@ class DoesNotFit(InvalidPlan):
     """The plan's buffers do not fit the memory of an output-row tile."""
 
 
-def _align_up(address: int, alignment: int) -> int:
-    return -(-address // alignment) * alignment
-
-
-def _code_elements_end(target: Target) -> int:
-    """End of the last memory element the code region touches."""
-    code_start, code_end = target.code_region
-    return max(
-        e.end for e in target.memory_elements if e.start < code_end and code_start < e.end
-    )
-
-
-def _regions(buffer: RowTileBuffer, target: Target) -> list[tuple[int, int]]:
-    """Where `place-memory` may put `buffer`, in the order it tries: interleaved buffers in the
-    interleaved region; standard ones below it (exchanged ones above the code's elements),
-    spilling into the interleaved region."""
-    interleaved = (target.interleaved_start, target.memory_end)
-    if buffer.interleaved:
-        return [interleaved]
-    start = _code_elements_end(target) if buffer.exchanged else target.code_region[1]
-    return [(start, target.interleaved_start), interleaved]
-
-
-@dataclass
-class RowTilePlacement:
-    """First-fit placement of one output-row tile, by the rules of `place-memory`."""
-
-    target: Target
-    placed: dict[str, tuple[int, int]]  # buffer -> (address, end)
-
-    def fits(self, start: int, end: int, partners: Sequence[str]) -> bool:
-        elements = None
-        for name, (address, stop) in self.placed.items():
-            if start < stop and address < end:
-                return False
-            if name in partners:
-                elements = elements or self.target.elements_of_range(start, end - start)
-                if elements & self.target.elements_of_range(address, stop - address):
-                    return False
-        return True
-
-    def find_address(self, buffer: RowTileBuffer, partners: Sequence[str]) -> int | None:
-        for start, stop in _regions(buffer, self.target):
-            points = {start} | {e for _, e in self.placed.values() if start <= e < stop}
-            if partners:
-                points |= {e.start for e in self.target.memory_elements if start <= e.start < stop}
-            for address in sorted(_align_up(p, buffer.alignment) for p in points):
-                end = address + buffer.extent
-                if end <= stop and self.fits(address, end, partners):
-                    return address
-        return None
-
-    def largest_free_range(self, start: int, stop: int) -> int:
-        taken = sorted((max(a, start), min(e, stop)) for a, e in self.placed.values()
-                       if a < stop and start < e)
-        largest, cursor = 0, start
-        for a, e in taken:
-            largest, cursor = max(largest, a - cursor), max(cursor, e)
-        return max(largest, stop - cursor)
-
-
 def _check_capacity(buffers: dict[str, RowTileBuffer], target: Target) -> None:
     available = target.sram_bytes - target.code_region_bytes
     needed = sum(b.extent for b in buffers.values())
@@ -537,12 +471,12 @@ def _check_capacity(buffers: dict[str, RowTileBuffer], target: Target) -> None:
         )
     region = target.memory_end - target.interleaved_start
     for b in buffers.values():
-        if b.interleaved and b.extent > region:
+        if b.request.interleaved and b.extent > region:
             raise DoesNotFit(
                 f"an output-row tile needs {b.extent} bytes of interleaved memory for "
                 f"{b.what}, the interleaved region holds {region}"
             )
-    interleaved = sum(b.extent for b in buffers.values() if b.interleaved)
+    interleaved = sum(b.extent for b in buffers.values() if b.request.interleaved)
     if interleaved > region:
         raise DoesNotFit(
             f"an output-row tile needs {interleaved} bytes of interleaved memory, the "
@@ -551,11 +485,12 @@ def _check_capacity(buffers: dict[str, RowTileBuffer], target: Target) -> None:
 
 
 def _placement_failure(
-    placement: RowTilePlacement, buffer: RowTileBuffer, partner_names: Sequence[str],
+    allocator: FirstFit[str], name: str, partner_names: Sequence[str],
     buffers: dict[str, RowTileBuffer],
 ) -> DoesNotFit:
-    target = placement.target
-    if partner_names and placement.find_address(buffer, ()) is not None:
+    target = allocator.target
+    buffer = buffers[name]
+    if partner_names and allocator.find_address(name, buffer.request) is not None:
         others = " and ".join(buffers[p].what.removeprefix("its ") for p in partner_names)
         return DoesNotFit(
             f"an output-row tile cannot keep {buffer.described()} in a memory element apart "
@@ -563,13 +498,13 @@ def _placement_failure(
         )
     standard = (
         "standard memory above the code region's memory elements (an exchanged buffer)"
-        if buffer.exchanged
+        if buffer.request.exchanged
         else "standard memory outside the code region"
     )
     free = [
-        f"{placement.largest_free_range(start, stop)} bytes of "
+        f"{allocator.largest_free_range(start, stop)} bytes of "
         f"{'interleaved memory' if start >= target.interleaved_start else standard}"
-        for start, stop in _regions(buffer, target)
+        for start, stop in regions(buffer.request, target)
     ]
     return DoesNotFit(
         f"an output-row tile needs one free range of {buffer.extent} bytes for "
@@ -579,17 +514,14 @@ def _placement_failure(
 
 def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
                      distinct: Sequence[tuple[str, str]]) -> None:
-    placement = RowTilePlacement(target, {})
+    allocator: FirstFit[str] = FirstFit(target)
     # interleaved buffers first, like place-memory: they have only one region to go to
-    order = [n for n, b in buffers.items() if b.interleaved]
-    order += [n for n, b in buffers.items() if not b.interleaved]
+    order = [n for n, b in buffers.items() if b.request.interleaved]
+    order += [n for n, b in buffers.items() if not b.request.interleaved]
     for name in order:
-        buffer = buffers[name]
         partners = [b for a, b in distinct if a == name] + [a for a, b in distinct if b == name]
-        address = placement.find_address(buffer, partners)
-        if address is None:
-            raise _placement_failure(placement, buffer, partners, buffers)
-        placement.placed[name] = (address, address + buffer.extent)
+        if allocator.place(name, buffers[name].request, partners) is None:
+            raise _placement_failure(allocator, name, partners, buffers)
 
 
 def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:

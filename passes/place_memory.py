@@ -1,19 +1,15 @@
 """`place-memory`: give every `tile.buffer` an SRAM address (the same on every tile of its set).
 
-Rules (docs/internals.md, "tile level"; spec: architecture.md, the retained GEMM plan):
-- nothing is placed in the code region (`Target.code_region`): exchange rows live there;
-  the sources and destinations of `tile.exchange`s are also kept out of the memory elements
-  the code region touches, so a row's instruction fetch never contends with its own sends
-  or incoming writes (`schedule-exchange` checks this with `device.memory_conflicts`);
-- `interleaved` buffers go to the interleaved region (`interleaved_start`..`memory_end`);
-  standard buffers go below it, and spill into the interleaved region only when the standard
-  region is full (interleaved memory can hold anything; the reverse is not true);
+The placement rules (code region, exchanged buffers outside the code's memory elements,
+interleaved and standard regions, access tails, partners in distinct elements, no overlap on
+a shared tile) are those of `passes/memory_allocator.py`, which graph-to-mid's plan check
+uses too. This pass adds what it knows from the IR:
 - PACE operands (`amp_*` element orders) are aligned to `Target.pace_alignment`, every buffer
   to its own declared alignment (the larger of the two wins);
-- a buffer's access tail (the AMP left stream reads past its end) is reserved right after it;
-- the `out` and `left` operands of every kernel that has both (the AMP GEMMs, from the ABI
-  registry `device/kernels.py`) sit in different memory elements (`Target.elements_of_range`);
-- two buffers whose tile sets share a tile never overlap.
+- exchanged buffers are the sources and destinations of `tile.exchange`s
+  (`schedule-exchange` checks the contention they avoid with `device.memory_conflicts`);
+- partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
+  from the ABI registry `device/kernels.py`).
 
 Placement is first fit, interleaved buffers first. Lifetimes: all buffers of one function are
 live for the whole function for now (no reuse). The tile count and target come from
@@ -39,13 +35,10 @@ from device.kernels import UnknownKernelError, get_kernel
 from device.target import Target, get_target
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_count
+from passes.memory_allocator import FirstFit, Request
 from passes.pipeline_config import configured_target
 
 PACE_ORDERS = ("amp_left", "amp_right", "amp_output")
-
-
-def align_up(address: int, alignment: int) -> int:
-    return -(-address // alignment) * alignment
 
 
 def module_target(module: ModuleOp) -> Target:
@@ -57,25 +50,16 @@ def module_target(module: ModuleOp) -> Target:
 
 
 @dataclass
-class Placed:
-    buffer: BufferOp
-    address: int
-    extent: int  # bytes + access tail
-
-    @property
-    def end(self) -> int:
-        return self.address + self.extent
-
-
-@dataclass
 class FunctionPlacement:
     """Places the buffers of one function (all live together)."""
 
     function: func.FuncOp
     target: Target
     tile_count: int
-    placed: list[Placed] = field(default_factory=list)
     exchanged: set[BufferOp] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.allocator: FirstFit[BufferOp] = FirstFit(self.target, self.share_a_tile)
 
     # -- facts about buffers -------------------------------------------------------------
     def alignment(self, buffer: BufferOp) -> int:
@@ -166,54 +150,9 @@ class FunctionPlacement:
                 ends.update(v.owner for v in (op.src, op.dst) if isinstance(v.owner, BufferOp))
         return ends
 
-    def code_elements_end(self) -> int:
-        """End of the last memory element the code region touches."""
-        code_start, code_end = self.target.code_region
-        return max(e.end for e in self.target.memory_elements
-                   if e.start < code_end and code_start < e.end)
-
-    def regions(self, buffer: BufferOp) -> list[tuple[int, int]]:
-        target = self.target
-        interleaved = (target.interleaved_start, target.memory_end)
-        if buffer.interleaved:
-            return [interleaved]
-        # A row's instruction fetch and its send reads or incoming writes happen in the same
-        # exchange events; keeping exchanged buffers out of the code's elements avoids the
-        # contention (spec: exchange-isa.md), which schedule-exchange checks.
-        start = self.code_elements_end() if buffer in self.exchanged else target.code_region[1]
-        return [(start, target.interleaved_start), interleaved]
-
-    def fits(self, buffer: BufferOp, address: int, end: int, partners: set[BufferOp]) -> bool:
-        elements = None
-        for other in self.placed:
-            if not self.share_a_tile(buffer, other.buffer):
-                continue
-            if address < other.end and other.address < end:
-                return False
-            if other.buffer in partners:
-                if elements is None:
-                    elements = self.target.elements_of_range(address, end - address)
-                if elements & self.target.elements_of_range(other.address, other.extent):
-                    return False
-        return True
-
-    def candidates(self, buffer: BufferOp, start: int, stop: int, with_elements: bool) -> list[int]:
-        """Aligned first-fit candidates: region start, ends of placed buffers, element starts."""
-        align = self.alignment(buffer)
-        points = {start}
-        points.update(p.end for p in self.placed if start <= p.end < stop)
-        if with_elements:
-            points.update(e.start for e in self.target.memory_elements if start <= e.start < stop)
-        return sorted(align_up(p, align) for p in points)
-
-    def find_address(self, buffer: BufferOp, partners: set[BufferOp]) -> int | None:
-        extent = self.extent(buffer)
-        for start, stop in self.regions(buffer):
-            for address in self.candidates(buffer, start, stop, bool(partners)):
-                end = address + extent
-                if end <= stop and self.fits(buffer, address, end, partners):
-                    return address
-        return None
+    def request(self, buffer: BufferOp) -> Request:
+        return Request(buffer.byte_size, buffer.tail_bytes, self.alignment(buffer),
+                       buffer.interleaved, buffer in self.exchanged)
 
     def place(self) -> None:
         buffers = [op for op in self.function.walk() if isinstance(op, BufferOp)]
@@ -227,32 +166,32 @@ class FunctionPlacement:
         ordered = [b for b in buffers if b.interleaved] + [b for b in buffers if not b.interleaved]
         for buffer in ordered:
             wanted = partners.get(buffer, set())
-            address = self.find_address(buffer, wanted)
+            address = self.allocator.place(buffer, self.request(buffer), wanted)
             if address is None:
                 self.fail(buffer, wanted, buffers)
             assert address is not None
-            self.placed.append(Placed(buffer, address, self.extent(buffer)))
             buffer.set_address(address)
 
     def fail(self, buffer: BufferOp, partners: set[BufferOp], buffers: Sequence[BufferOp]) -> None:
         name = buffer.sym_name.data
         tile = buffer.tiles.tiles()[0]
-        if partners and self.find_address(buffer, set()) is not None:
-            placed = ", ".join(
-                f"@{p.buffer.sym_name.data} at {p.address:#x} ({p.extent} bytes, elements "
+        placed = self.allocator.placed
+        if partners and self.allocator.find_address(buffer, self.request(buffer)) is not None:
+            placed_partners = ", ".join(
+                f"@{p.key.sym_name.data} at {p.address:#x} ({p.extent} bytes, elements "
                 f"{sorted(self.target.elements_of_range(p.address, p.extent))})"
-                for p in self.placed
-                if p.buffer in partners
+                for p in placed
+                if p.key in partners
             )
             raise PassFailedException(
                 f"place-memory: cannot keep @{name} ({self.extent(buffer)} bytes) in a memory "
-                f"element apart from {placed} on tile {tile}: no free range of its memory class "
+                f"element apart from {placed_partners} on tile {tile}: no free range of its memory class "
                 "avoids those elements"
             )
         raise PassFailedException(
             f"Out of memory on tile {tile}: no free {buffer.memory.data} range of "
             f"{self.extent(buffer)} bytes (aligned to {self.alignment(buffer)}) left for @{name} "
-            f"after placing {', '.join('@' + p.buffer.sym_name.data for p in self.placed) or 'nothing'} "
+            f"after placing {', '.join('@' + p.key.sym_name.data for p in placed) or 'nothing'} "
             f"(buffers: {self.buffer_list(buffers, tile)})"
         )
 
