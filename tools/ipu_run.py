@@ -59,8 +59,11 @@ def read_source(path: Path) -> str:
         raise UsageError(f"{path} is not UTF-8 text: {error}") from None
 
 
-def parse_module(path: Path, text: str) -> ModuleOp:
-    """Parse and verify; verifier errors carry the failing op's file:line:col."""
+def parse_module(path: Path, text: str | None = None) -> ModuleOp:
+    """Parse (the file's text unless given) and verify; verifier errors carry the failing
+    op's file:line:col."""
+    if text is None:
+        text = read_source(path)
     module = parse_located_module(make_context(), text, str(path))
     verify_with_locations(module)
     return module
