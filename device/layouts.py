@@ -68,7 +68,8 @@ def encode_elements(values: np.ndarray, precision: str, scale: int = 0) -> np.nd
         scaled = np.clip(np.asarray(values, np.float64) * 2.0**-scale, -FP8_MAX, FP8_MAX)
         stored = scaled.astype(_NUMPY_STORAGE[precision])
     else:
-        stored = np.asarray(values).astype(_NUMPY_STORAGE[precision])
+        with np.errstate(over="ignore"):  # IEEE rounding: past the largest finite value is inf
+            stored = np.asarray(values).astype(_NUMPY_STORAGE[precision])
     return np.ascontiguousarray(stored).reshape(-1).view(np.uint8)
 
 

@@ -83,7 +83,8 @@ def to_storage(values: np.ndarray, tensor_type: TensorType) -> np.ndarray:
     if dtype == FP8:
         q = np.asarray(values, np.float64) / 2.0 ** fp8_scale(tensor_type)
         return np.clip(q, -FP8_MAX, FP8_MAX).astype(FP8)
-    return np.asarray(values, np.float64).astype(dtype)
+    with np.errstate(over="ignore"):  # IEEE rounding: past the largest finite value is inf
+        return np.asarray(values, np.float64).astype(dtype)
 
 
 def from_storage(stored: np.ndarray, tensor_type: TensorType) -> np.ndarray:

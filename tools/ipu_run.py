@@ -131,6 +131,7 @@ def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
 
 def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> list[np.ndarray]:
     arrays = random_inputs(func, seed)
+    seen: set[str] = set()
     for spec in given:
         if "=" not in spec:
             raise UsageError(f"--input expects NAME=PATH.npy, got '{spec}'")
@@ -138,6 +139,9 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> 
         if name not in names:
             raise UsageError(f"--input {name}: the function has no argument '{name}' "
                              f"(arguments: {', '.join(names)})")
+        if name in seen:
+            raise UsageError(f"--input {name}: given more than once")
+        seen.add(name)
         index = names.index(name)
         try:
             value = np.load(path)
@@ -160,6 +164,19 @@ def stored_input(values: np.ndarray, arg_type: TensorType) -> np.ndarray:
     from interpreters.graph import to_storage
 
     return to_storage(np.asarray(values, np.float64), arg_type)
+
+
+def output_directory(option: str, path: str | None) -> Path | None:
+    """The directory an option writes to, created now so that a bad path is a usage error
+    before anything is compiled or run."""
+    if path is None:
+        return None
+    directory = Path(path)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file in the way, no permission, a read-only file system
+        raise UsageError(f"{option}: cannot use '{path}' as an output directory: {error}") from None
+    return directory
 
 
 def output_names(func: FuncOp) -> list[str]:
@@ -185,11 +202,18 @@ class Comparison:
 
 
 def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> Comparison:
+    """Errors over the elements both sides hold as finite numbers. A non-finite element (an
+    overflow to inf, a NaN) passes only where the reference has the very same value."""
     passed, max_abs, max_rel = True, 0.0, 0.0
     for got, want, result_type in zip(results, references, types, strict=True):
         got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
-        if got64.shape != want64.shape or not np.isfinite(got64).all():
+        if got64.shape != want64.shape:
             return Comparison(False, math.inf, math.inf)
+        finite = np.isfinite(got64) & np.isfinite(want64)
+        same_special = (got64 == want64) | (np.isnan(got64) & np.isnan(want64))
+        if not np.all(finite | same_special):
+            return Comparison(False, math.inf, math.inf)
+        got64, want64 = got64[finite], want64[finite]
         error = float(np.max(np.abs(got64 - want64), initial=0.0))
         scale = max(float(np.max(np.abs(want64), initial=0.0)), 1e-30)
         tolerance = RELATIVE_TOLERANCE.get(str(result_type.element_type), 1e-4)
@@ -242,6 +266,8 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         module = parse_module(Path(file), text)
         func = find_function(module, function)
         check_runnable(func)
+        save_dir = output_directory("--save-outputs", save_dir)
+        package_dir = output_directory("--package", package_dir)
         names = input_names(func)
         arrays = load_inputs(func, names, list(inputs), seed)
         expected = run_function(module, arrays, func.sym_name.data)
@@ -253,7 +279,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     result_types = func.function_type.outputs.data
     if reference:
         if save_dir is not None:
-            save_outputs(Path(save_dir), result_names, expected, result_types)
+            save_outputs(save_dir, result_names, expected, result_types)
         for name, value in zip(result_names, expected, strict=True):
             print(f"{name}: shape {value.shape} {value.dtype}")
         print("reference: done")
@@ -279,7 +305,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         return EXIT_FAIL
     results = [outcome.outputs[t.name] for t in package.outputs]
     if save_dir is not None:
-        save_outputs(Path(save_dir), result_names, results, result_types)
+        save_outputs(save_dir, result_names, results, result_types)
     check = compare(results, expected, func.function_type.outputs.data)
     check_passed = check.passed and not outcome.exchange_errors
     for message in outcome.exchange_errors[:5]:

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from xdsl.dialects.builtin import TensorType
+
 from device.model import ModelError, run_package
 from e2e_support import compile_case, gemm_module, run_verdict, write_module
 from frontend.builder import f16, f32
@@ -25,6 +27,7 @@ from tools.ipu_run import (
     EXIT_DIAGNOSTIC,
     EXIT_FAIL,
     EXIT_PASS,
+    compare,
     compile_module,
     parse_module,
     random_inputs,
@@ -198,6 +201,55 @@ def test_bad_input_is_a_diagnostic(spec, message, tmp_path, capsys):
     assert status == EXIT_DIAGNOSTIC
     assert message in err and err.startswith("ipu-run: error:"), err
     assert "check:" not in out
+
+
+def test_an_input_given_twice_is_a_diagnostic(tmp_path, capsys):
+    path = gemm_file(tmp_path, [32, 64], [64, 64], f32)
+    np.save(tmp_path / "ok.npy", np.zeros((32, 64), np.float32))
+    spec = f"a={tmp_path / 'ok.npy'}"
+    assert run_main(path, tiles=2, inputs=[spec, spec]) == EXIT_DIAGNOSTIC
+    assert "ipu-run: error: --input a: given more than once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["save_dir", "package_dir"])
+@pytest.mark.parametrize("reference", [False, True])
+def test_an_output_path_that_is_a_file_is_a_diagnostic(option, reference, tmp_path, capsys):
+    path = gemm_file(tmp_path, [32, 64], [64, 64], f32)
+    in_the_way = tmp_path / "a_file"
+    in_the_way.write_text("not a directory")
+    status = run_main(path, tiles=2, reference=reference, **{option: str(in_the_way)})
+    out, err = capsys.readouterr()
+    flag = {"save_dir": "--save-outputs", "package_dir": "--package"}[option]
+    assert status == EXIT_DIAGNOSTIC, err
+    assert err.startswith(f"ipu-run: error: {flag}: cannot use '{in_the_way}' as an output directory")
+    assert "Traceback" not in err and "check:" not in out
+
+
+def test_overflow_to_inf_where_the_reference_overflows_too_passes(tmp_path, capsys):
+    """FP16 products past 65504 are inf in the reference and on the device alike: the check
+    compares the finite elements and requires the infinities to agree."""
+    path = gemm_file(tmp_path, [64, 64], [64, 64], f16)
+    lhs = np.full((64, 64), 200.0, np.float16)
+    lhs[1:] = 0.5  # only row 0 overflows: 64 * 200 * 200 = 2.56e6 > 65504
+    np.save(tmp_path / "a.npy", lhs)
+    np.save(tmp_path / "b.npy", np.full((64, 64), 200.0, np.float16))
+    inputs = [f"a={tmp_path / 'a.npy'}", f"b={tmp_path / 'b.npy'}"]
+    assert run_main(path, tiles=1, inputs=inputs, save_dir=tmp_path / "out") == EXIT_PASS
+    out = capsys.readouterr().out
+    saved = np.load(tmp_path / "out" / "result0.npy")
+    assert np.isinf(saved[0]).all() and np.isfinite(saved[1:]).all()
+    assert "max abs error: 0 " in out
+
+
+def test_compare_fails_when_only_one_side_is_not_finite():
+    types = [TensorType(f32, [2])]
+    want = [np.array([1.0, np.inf], np.float32)]
+    assert compare([np.array([1.0, np.inf], np.float32)], want, types).passed
+    assert not compare([np.array([1.0, 3.0e38], np.float32)], want, types).passed
+    assert not compare([np.array([1.0, -np.inf], np.float32)], want, types).passed
+    assert not compare([np.array([np.nan, np.inf], np.float32)], want, types).passed
+    nan = [np.array([np.nan, 2.0], np.float32)]
+    assert compare([np.array([np.nan, 2.0], np.float32)], nan, types).passed
 
 
 def test_wrong_outputs_exit_1(tmp_path, capsys, monkeypatch):
