@@ -241,7 +241,7 @@ def test_overflow_to_inf_where_the_reference_overflows_too_passes(tmp_path, caps
     assert "max abs error: 0 " in out
 
 
-def test_compare_fails_when_only_one_side_is_not_finite():
+def test_compare_needs_matching_infinities_no_nan_and_something_finite():
     types = [TensorType(f32, [2])]
     want = [np.array([1.0, np.inf], np.float32)]
     assert compare([np.array([1.0, np.inf], np.float32)], want, types).passed
@@ -249,7 +249,9 @@ def test_compare_fails_when_only_one_side_is_not_finite():
     assert not compare([np.array([1.0, -np.inf], np.float32)], want, types).passed
     assert not compare([np.array([np.nan, np.inf], np.float32)], want, types).passed
     nan = [np.array([np.nan, 2.0], np.float32)]
-    assert compare([np.array([np.nan, 2.0], np.float32)], nan, types).passed
+    assert not compare([np.array([np.nan, 2.0], np.float32)], nan, types).passed
+    all_inf = [np.array([np.inf, np.inf], np.float32)]
+    assert not compare(all_inf, all_inf, types).passed  # nothing finite was compared
 
 
 def test_wrong_outputs_exit_1(tmp_path, capsys, monkeypatch):

@@ -10,7 +10,7 @@
 // RUN: python -c "import numpy as n; o, r, x = (n.load('%t/' + d + '/result0.npy') for d in ('out', 'ref', 'random')); print(o.dtype, o.shape, n.array_equal(o, r), n.array_equal(o, x))" | filecheck %s --check-prefix=SAVED
 // SAVED: float32 (64, 96) True False
 
-// Non-finite results never pass: check FAIL, exit status 1.
+// NaN results never pass (they say nothing about the layouts): check FAIL, exit status 1.
 // RUN: python -c "import numpy; numpy.save('%t/nan.npy', numpy.full((64, 64), numpy.nan, numpy.float32))"
 // RUN: not ipu-run %s --tiles 4 --input a=%t/nan.npy | filecheck %s --check-prefix=NAN
 // NAN: check: FAIL
