@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import TensorType, UnrealizedConversionCastOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
@@ -81,7 +81,13 @@ class FunctionLowering:
     target: Target
 
     def run(self) -> None:
-        for op in list(self.function.body.walk()):
+        ops = list(self.function.body.walk())
+        if any(op.dialect_name() == "graph" for op in ops):  # a graph function: check its signature
+            try:
+                graph.check_graph_signature(self.function)
+            except VerifyException as error:
+                raise PassFailedException(str(error)) from None
+        for op in ops:
             if isinstance(op, graph.GemmOp):
                 self.lower_gemm(op)
             elif op.dialect_name() == "graph":

@@ -51,3 +51,12 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4,
 %a = "test.op"() : () -> tensor<64x64xf32>
 %g = "graph.gelu"(%a) : (tensor<64x64xf32>) -> tensor<64x64xf32>
 // CHECK: graph.gelu %g: graph ops are lowered only inside func.func bodies
+
+// -----
+
+// The op verifiers see only the values ops use; graph-to-mid checks the whole signature.
+func.func @scaled_f32_argument(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %unused: tensor<4xf32, #graph.fp8_scale<2>>) -> tensor<64x64xf32> {
+  %c = graph.gemm %a, %b : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  func.return %c : tensor<64x64xf32>
+}
+// CHECK: func.func @scaled_f32_argument: argument %unused has an FP8 scale but element type f32; only f8E4M3FNUZ tensors are scaled
