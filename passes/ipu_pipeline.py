@@ -1,7 +1,8 @@
-"""`ipu-pipeline{tiles=N indivisible=pad|reject}`: the default pipeline, graph to exchange.
+"""`ipu-pipeline{tiles=N indivisible=pad|reject profiling=off|cycles}`: the default pipeline,
+graph to exchange.
 
-Runs, in order: `graph-to-mid{tiles=N indivisible=...}`, `insert-conversions`, `mid-to-tile`,
-`place-memory`, `schedule-exchange`. The passes are looked up in `passes.get_all_passes()`
+Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=...}`, `insert-conversions`,
+`mid-to-tile`, `place-memory`, `schedule-exchange`. The passes are looked up in `passes.get_all_passes()`
 when the pipeline runs, so this module imports without them; a stage that cannot be loaded is
 a diagnostic naming it. Only `graph-to-mid` takes options: every later pass reads the tile
 count and target from the module's `ipu.config`.
@@ -32,6 +33,7 @@ class IpuPipelinePass(ModulePass):
 
     tiles: int | None = None
     indivisible: Literal["pad", "reject"] = "pad"
+    profiling: Literal["off", "cycles"] = "off"
 
     def stage_passes(self) -> list[ModulePass]:
         from passes import get_all_passes
@@ -46,7 +48,8 @@ class IpuPipelinePass(ModulePass):
                     f"{self.name}: stage {stage} is not available ({err})"
                 ) from None
             if stage == "graph-to-mid":
-                stages.append(pass_class(tiles=self.tiles, indivisible=self.indivisible))
+                stages.append(pass_class(tiles=self.tiles, indivisible=self.indivisible,
+                                         profiling=self.profiling))
             else:
                 stages.append(pass_class())
         return stages

@@ -222,12 +222,13 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
     return Comparison(passed, max_abs, max_rel)
 
 
-def compile_module(module: ModuleOp, tiles: int, indivisible: str):
+def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off"):
     """Run the default pipeline and build the package; diagnostics propagate."""
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
 
-    IpuPipelinePass(tiles=tiles, indivisible=indivisible).apply(make_context(), module)
+    IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling).apply(
+        make_context(), module)
     module.verify()
     return build_package(module)
 
@@ -250,14 +251,17 @@ def run(
     package_dir: Annotated[
         Path | None, typer.Option("--package", help="also write the package to DIR")
     ] = None,
+    profile: Annotated[
+        bool, typer.Option(help="compile with profiling=cycles and print the cycle profile")
+    ] = False,
 ) -> None:
     """Compile FILE with the default pipeline, run it on the device model, check it."""
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir))
+                      indivisible, package_dir, profile))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
-             function=None, indivisible="pad", package_dir=None) -> int:
+             function=None, indivisible="pad", package_dir=None, profile=False) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
 
     text = ""
@@ -289,7 +293,8 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
 
     started = time.perf_counter()
     try:
-        package = compile_module(ModuleOp([func.clone()]), tiles, indivisible)
+        package = compile_module(ModuleOp([func.clone()]), tiles, indivisible,
+                                 "cycles" if profile else "off")
     except DiagnosticException as error:
         print(f"ipu-run: compile error: {error}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
@@ -315,6 +320,10 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     print(f"modeled cycles: {outcome.cycles}")
     print(f"tiles used: {package.metadata.get('tiles_used', package.tiles)} of {package.tiles}")
     print(f"compile time: {compile_seconds:.2f} s")
+    if package.metadata.get("profiling") == "cycles":
+        from device.model.profile import cycle_profile, format_profile
+
+        print(format_profile(cycle_profile(package, outcome.cycles_by_step)))
     return EXIT_PASS if check_passed else EXIT_FAIL
 
 

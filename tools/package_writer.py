@@ -41,7 +41,7 @@ from ipu_dialects.tile import (
     enclosing_loops,
 )
 from passes.exchange_rows import instantiate, slot_stride
-from passes.pipeline_config import target_and_tiles
+from passes.pipeline_config import pipeline_config, target_and_tiles
 from passes.shard_geometry import ShardGeometry
 from ipu_dialects.tile_iteration import linearized_iteration
 
@@ -196,6 +196,7 @@ def build_package(module: ModuleOp) -> Package:
     from tools.emit_asm import format_assembly
 
     target, tiles = target_and_tiles(module, "package")
+    profiling = pipeline_config(module, "package").profiling.data
     func = single_function(module)
     buffers = [op for op in func.walk() if isinstance(op, BufferOp)]
     if missing := unplaced(buffers):
@@ -210,7 +211,7 @@ def build_package(module: ModuleOp) -> Package:
     tiles_used = max((max(b.tiles.tiles(), default=-1) for b in buffers), default=-1) + 1
     package = Package(
         target.name, tiles, rows.rows, expansion.steps, inputs, outputs, func.sym_name.data,
-        metadata={"row_symbols": rows.symbols, "tiles_used": tiles_used},
+        metadata={"row_symbols": rows.symbols, "tiles_used": tiles_used, "profiling": profiling},
     )
     package.assembly = format_assembly(package)
     return package

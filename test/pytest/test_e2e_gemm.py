@@ -258,8 +258,8 @@ def test_wrong_outputs_exit_1(tmp_path, capsys, monkeypatch):
     """A package computing wrong outputs makes ipu-run print FAIL and exit 1."""
     path = gemm_file(tmp_path, [64, 64], [64, 64], f16)
 
-    def compile_with_wrong_lhs_panel(module, tiles, indivisible):
-        package = compile_module(module, tiles, indivisible)
+    def compile_with_wrong_lhs_panel(module, tiles, indivisible, profiling="off"):
+        package = compile_module(module, tiles, indivisible, profiling)
         # every GEMM call reads its left panel 32 bytes too far: wrong numbers, same shapes
         for step in package.steps:
             if getattr(step, "symbol", "").startswith("amp_gemm"):
@@ -316,3 +316,33 @@ def test_function_option_runs_one_function_of_several(tmp_path, capsys):
         out, err = capsys.readouterr()
         assert status == EXIT_PASS, out + err
     assert np.load(tmp_path / "second" / "result0.npy").shape == (48, 80)
+
+
+# ---- the cycle profile (profiling = cycles) -----------------------------------------------
+
+def test_profile_groups_steps_by_work_and_adds_up_to_the_modeled_cycles(tmp_path, capsys):
+    path = gemm_file(tmp_path, [130, 70], [70, 200], f16)
+    assert run_main(path, tiles=4, profile=True) == EXIT_PASS
+    out = capsys.readouterr().out
+    total = int(out.split("modeled cycles: ")[1].split()[0])
+    table = out.split("compile time:")[1].splitlines()[2:]  # after the header line
+    cycles = [int(line.split()[0]) for line in table]
+    kinds = {line.split()[3] for line in table}
+    assert sum(cycles) == total and cycles == sorted(cycles, reverse=True)
+    assert kinds == {"exchange", "copy_words", "amp_gemm_f16_init", "amp_gemm_f16_accum"}
+    assert not any("[" in line for line in table)  # iterations folded into one line per work
+
+
+def test_no_profile_unless_asked(tmp_path, capsys):
+    path = gemm_file(tmp_path, [64, 64], [64, 64], f32)
+    assert run_main(path, tiles=2) == EXIT_PASS
+    assert "share" not in capsys.readouterr().out
+
+
+def test_cycle_profile_needs_one_count_per_step():
+    from device.model.profile import cycle_profile
+
+    compiled = compile_case(gemm_module([64, 64], [64, 64], f32), 2)
+    steps = len(compiled.package.steps)
+    with pytest.raises(ValueError, match=f"{steps - 1} step cycle counts for a package of {steps} steps"):
+        cycle_profile(compiled.package, [0] * (steps - 1))

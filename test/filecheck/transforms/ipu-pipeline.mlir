@@ -7,6 +7,9 @@
 // RUN: filecheck %s < %t.pipeline
 // indivisible=reject reaches graph-to-mid: 100 rows are no multiple of any row block.
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'ipu-pipeline{tiles=4 indivisible=reject}' | filecheck %s --check-prefix=REJECT
+// profiling=cycles reaches the module's configuration (the package writer and ipu-run read it).
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'ipu-pipeline{tiles=4 profiling=cycles}' | filecheck %s --check-prefix=PROFILE
+// PROFILE: ipu.config = #mid.config<target = "ipu21", tiles = 4, {{.*}}, profiling = cycles>
 
 // FP16 [100x72] x [72x64]: padded by default (100 -> 128 rows, 72 -> 128 inner), rejected
 // with indivisible=reject.
