@@ -412,9 +412,10 @@ def test_interleaved_buffers_must_fit_the_region_together():
     (((16, 0), (0, 64)), "lhs has shape [16, 0]", 1),
     (((16, 64), (64, 0)), "rhs has shape [64, 0]", 1),
 ])
-def test_graph_to_mid_names_the_op_and_the_zero_axis(shapes, label, axis):
-    """Unverified IR (graph.gemm's verifier rejects zero extents first) still gets a diagnostic
-    naming the op and the axis from graph-to-mid, not a tiling error naming nothing."""
+def test_a_zero_extent_is_a_diagnostic_naming_the_axis(shapes, label, axis):
+    """Unverified IR (graph.gemm's verifier rejects zero extents first): graph-to-mid's
+    signature check names the argument and axis; GemmProblem, which embedders can build
+    directly, refuses the shape itself rather than producing a bad axis tiling."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.dialects.builtin import ModuleOp, TensorType, f16
@@ -428,12 +429,17 @@ def test_graph_to_mid_names_the_op_and_the_zero_axis(shapes, label, axis):
     block = Block(arg_types=types)
     out_type = TensorType(f16, [shapes[0][0], shapes[1][1]])
     gemm = GemmOp.create(operands=list(block.args), result_types=[out_type])  # unverified
-    gemm.result.name_hint = "c"
     block.add_ops([gemm, func.ReturnOp(gemm.result)])
     module = ModuleOp([func.FuncOp("f", (types, [gemm.result.type]), Region(block))])
+    zero_arg = 0 if label.startswith("lhs") else 1
     with pytest.raises(PassFailedException) as error:
         GraphToMidPass(tiles=4).apply(Context(), module)
     assert str(error.value) == (
-        f"graph.gemm %c: {label} with extent 0 at axis {axis}; the AMP GEMM plan needs every "
-        "extent >= 1"
+        f"func.func @f: argument #{zero_arg} has shape {list(shapes[zero_arg])} with extent 0 "
+        f"at axis {axis}; graph tensors need every extent >= 1"
+    )
+    with pytest.raises(ValueError) as error:
+        GemmProblem.from_types(*types, out_type)
+    assert str(error.value) == (
+        f"{label} with extent 0 at axis {axis}; the AMP GEMM plan needs every extent >= 1"
     )
