@@ -195,3 +195,44 @@ def test_input_written_over_a_row_is_an_error():
     package = Package("ipu21", 1, rows, [ExchangeStep(DATA, np.array([0], np.int32))], [x], [])
     with pytest.raises(ModelError, match="overwritten by an input shard"):
         run_package(package, {"x": np.ones((1, 4), np.float32)})
+
+
+# ---- package checks, each message pinned in full -----------------------------------------------
+def copy_package(tiles: int, copy) -> Package:
+    return Package("ipu21", tiles, [], [copy], [], [])
+
+
+@pytest.mark.parametrize("package,message", [
+    (copy_package(1, kernel("gelu_f16", [0], [DATA, DATA], [4])),
+     "step 0: kernel 'gelu_f16' has status Required in the ABI registry: its ABI is fixed but no "
+     "implementation exists, so the package cannot run"),
+    (copy_package(1, kernel("copy_words", [0], [DATA, DATA], [])),
+     "step 0: kernel copy_words takes 1 scalars (words), the step gives 0"),
+    (copy_package(1, kernel("copy_words", [0], [DATA, DATA, DATA], [4])),
+     "step 0: kernel copy_words takes 2 pointers (out, src) on each of 1 tiles; the step's "
+     "pointer array has shape (1, 3)"),
+    (copy_package(2, kernel("copy_words", [0, 0], [[DATA, DATA], [DATA, DATA]], [4])),
+     "step 0: kernel copy_words lists a tile more than once"),
+    (copy_package(1, kernel("copy_words", [3], [DATA, DATA], [4])),
+     "step 0: kernel copy_words: tile 3 does not exist (the package has 1 tiles)"),
+    (Package("ipu21", 1, [np.array([0x40A00000], np.uint32), np.array([0x40A00001], np.uint32)],
+             [ExchangeStep(DATA, np.array([i], np.int32)) for i in (0, 1)], [], []),
+     f"tile 0: the exchange row at {DATA:#x} (1 words) is overwritten by another row of the "
+     "tile image"),
+])
+def test_malformed_packages_are_named_errors(package, message):
+    with pytest.raises(ModelError) as info:
+        run_package(package, {})
+    assert str(info.value) == message
+
+
+def test_uncovered_outputs_and_unknown_inputs_are_named_in_full():
+    src = tensor("x", (4, 4), "f32", "row_major", (2, 4), [0], [DATA], [(0, 0)])
+    package = Package("ipu21", 1, [], [], [src], [src])
+    with pytest.raises(ModelError) as info:
+        run_package(package, {"x": np.zeros((4, 4), np.float32)})
+    assert str(info.value) == "output 'x': element (2, 0) is in no shard (8 elements uncovered)"
+    with pytest.raises(ModelError) as info:
+        run_package(package, {"y": np.zeros((4, 4), np.float32)})
+    assert str(info.value) == ("inputs do not match the package: missing ['x'], unknown ['y'] "
+                               "(the package's inputs: ['x'])")

@@ -177,3 +177,24 @@ def test_op_constructor_on_a_non_tensor_names_the_operand():
     block = Block(arg_types=[f32, TensorType(f32, [4, 4])])
     with pytest.raises(VerifyException, match="graph.gemm: lhs must be a ranked tensor, got f32"):
         GemmOp(block.args[0], block.args[1])
+
+
+def built(g: GraphBuilder) -> GraphBuilder:
+    x = g.input([4], f32)
+    g.output(g.gelu(x))
+    g.build()
+    return g
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda g: g.input([4], "f32"), "element type must be f32, f16 or f8, got 'f32'"),
+    (lambda g: g.input([4], f8, scale=1.5), "scale must be an int exponent, got 1.5"),
+    (lambda g: g.gelu([1, 2]),
+     "gelu input must be a value returned by input() or an op method, got [1, 2]"),
+    (lambda g: built(g).build(), "graph @f was already built: build() once per builder"),
+    (lambda g: built(g).gelu(g.entry.args[0]), "graph @f was already built: no ops can be added"),
+])
+def test_builder_type_errors_say_what_to_pass(call, message):
+    with pytest.raises(BuilderTypeError) as info:
+        call(GraphBuilder("f"))
+    assert str(info.value) == message

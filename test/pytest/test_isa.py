@@ -479,3 +479,46 @@ def test_incoming_writes_follow_pic_and_auto_increment():
     assert writes[52] == 4 * 0x14048 and writes[53] == 4 * 0x14049
     assert writes[103] == 4 * 0x1404A and writes[104] == 4 * 0x15000
     assert (writes >= 0).sum() == 4
+
+
+# ---- diagnostics pinned in full ------------------------------------------------------------
+def test_non_integer_field_names_its_python_type():
+    with pytest.raises(EncodeError) as info:
+        encode([Send(0, 1.5, 1)])
+    assert str(info.value) == "send 0, 1.5, 1: field 'address' = 1.5 is not an integer (a float)"
+
+
+def test_misaligned_sendpicp_says_how_to_fix_it():
+    with pytest.raises(EncodeError) as info:
+        encode([Delay(0), SendPicP(0, 0, 0, 0, 1, 2)], base_address=0x4C000)
+    assert str(info.value).endswith(
+        "which is not 8-byte aligned (insert a one-word instruction before it or move the row)")
+
+
+def test_pic_operands_need_their_name():
+    from device.isa import AsmSyntaxError, parse_instruction
+
+    with pytest.raises(AsmSyntaxError) as info:
+        parse_instruction("sendpicp 1, 2, 3, 0, 5, pic = 1")
+    assert str(info.value) == ("'sendpicp 1, 2, 3, 0, 5, pic = 1': expected 'xpic = <integer>', "
+                               "got '5'")
+
+
+@pytest.mark.parametrize("instr, message", [
+    (DelayPic(0, 1, 0), "delaypic 0, 1, 0x0: PIC selector 1 is not supported (only PIC selector 0 "
+                        "is defined: absolute incoming word address)"),
+    (DelayXpic(0, 1, 0), "delayxpic 0, 1, 0x0: XPIC selector 1 is not supported (only XPIC "
+                         "selector 0 is defined: source tile id)"),
+])
+def test_timeline_rejects_undefined_selectors(instr, message):
+    with pytest.raises(TimelineError) as info:
+        row_timeline([instr])
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("instr", [SendPic(0, 0, 1), SendOff(0, 0, 1)])
+def test_timeline_rejects_a_continuation_without_a_send(instr):
+    with pytest.raises(TimelineError) as info:
+        row_timeline([instr])
+    assert str(info.value).endswith(
+        f"at event 0: {instr.mnemonic} continues the outgoing stream but no send has started one")

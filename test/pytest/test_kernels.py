@@ -74,3 +74,21 @@ def test_comment_parser_sees_a_mismatch():
 def test_comment_without_status_is_rejected():
     with pytest.raises(ValueError, match="no 'status:' line"):
         parse_source_abis("// ABI: copy_words(out, src; words) -> void\n    nop\n", "x.S")
+
+
+def test_abi_comment_without_status_is_an_error():
+    from device.kernels import parse_source_abis
+
+    with pytest.raises(ValueError) as info:
+        parse_source_abis("// ABI: k(out; n) -> none\nnop\n", "x.S")
+    assert str(info.value) == "x.S: ABI comment of 'k' has no 'status:' line"
+
+
+def test_a_kernel_declared_in_two_sources_is_an_error(tmp_path):
+    from device.kernels import source_abis
+
+    for name in ("a.S", "b.S"):
+        (tmp_path / name).write_text("// ABI: k(out; n) -> none\n// status: Implemented\n")
+    with pytest.raises(ValueError) as info:
+        source_abis(tmp_path)
+    assert str(info.value) == "kernel 'k' declared in both a.S and b.S"

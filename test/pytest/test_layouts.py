@@ -57,3 +57,15 @@ def test_fp8_saturates_instead_of_nan():
 def test_unpadded_amp_shard_is_rejected():
     with pytest.raises(ValueError, match="not padded to 64-blocks"):
         layouts.to_order(np.zeros((16, 100)), "amp_left", Precision.F16)
+
+
+@pytest.mark.parametrize("shape, order, message", [
+    ((4, 64), "diagonal", "unknown element order 'diagonal'; expected one of ('row_major', "
+                          "'amp_left', 'amp_right', 'amp_output')"),
+    ((64,), "amp_left", "amp_left needs at least two axes, got shape (64,)"),
+    ((16, 100), "amp_left", "amp_left shard shape (16, 100) is not padded to 64-blocks"),
+])
+def test_bad_orders_and_shapes_are_named(shape, order, message):
+    with pytest.raises(ValueError) as info:
+        layouts.to_order(np.zeros(shape), order, Precision.F16)
+    assert str(info.value) == message

@@ -246,3 +246,20 @@ def test_non_utf8_input_is_a_diagnostic(tmp_path):
     assert result.exit_code == 1 and "ipu-as: the input is not UTF-8 text" in result.output
     result = runner.invoke(ipu_objdump.app, ["--file", str(path)])
     assert result.exit_code == 1 and "can't decode byte 0xff" in result.output
+
+
+@pytest.mark.parametrize("text, message", [
+    ("# only a comment\n", "no exchange instructions in the input (labels, directives and comments "
+                           "alone assemble to nothing)"),
+    ("delay 0\n# row at 0x4c008: 1 words\ndelay 1\n", "the input has 2 rows; use assemble_rows"),
+])
+def test_assemble_rejects_inputs_without_exactly_one_row(text, message):
+    with pytest.raises(AsmSyntaxError) as info:
+        ipu_as.assemble(text)
+    assert str(info.value) == message
+
+
+def test_objdump_tile_without_package_is_a_usage_error():
+    result = CliRunner().invoke(ipu_objdump.app, ["--tile", "0", "00000000"])
+    assert result.exit_code != 0
+    assert "--tile needs --package" in result.output

@@ -112,3 +112,22 @@ def test_bad_queries_are_rejected():
         g.tile_of((0, 0), replica=1)
     with pytest.raises(ValueError, match="rank"):
         ShardGeometry((8,), (4, 4), (2, 2), (True, True))
+
+
+GRID = ShardGeometry((4, 4), (2, 2), (2, 2), (False, False))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: ShardGeometry((4, 4), (2,), (2, 2), (False, False)),
+     "shape (4, 4) has rank 2 but the tiling has 1 blocks, 2 partition counts, 2 pad flags"),
+    (lambda: ShardGeometry((4, 4), (0, 2), (2, 2), (False, False)),
+     "blocks (0, 2) and partitions (2, 2) must be >= 1"),
+    (lambda: GRID.partition_index(4), "partition 4 is outside 0..3"),
+    (lambda: GRID.tile_of((0, 0), 1), "replica 1 is outside 0..0"),
+    (lambda: GRID.partition_of_element(0, 4), "element 4 is outside the padded extent 4 of axis 0"),
+    (lambda: GRID.linear_partition((2, 0)), "partition index (2, 0) is outside the grid (2, 2)"),
+])
+def test_geometry_queries_outside_the_grid_are_errors(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message

@@ -27,3 +27,12 @@ def test_latency_is_symmetric_positive_and_not_constant():
     off_diagonal = lat[~np.eye(64, dtype=bool)]
     assert off_diagonal.min() < off_diagonal.max()
     assert IPU21.latency(0, 3) != IPU21.latency(0, 1)
+
+
+def test_element_of_an_address_outside_memory_is_an_error():
+    import pytest
+
+    with pytest.raises(ValueError) as info:
+        IPU21.element_of(IPU21.memory_end)
+    assert str(info.value) == (f"address {IPU21.memory_end:#x} is outside tile memory "
+                               f"[{IPU21.memory_base:#x}, {IPU21.memory_end:#x})")
