@@ -355,6 +355,11 @@ class FunctionLowering:
                 continue
             if isinstance(op, mid.GemmOp):
                 work.extend(self.lower_gemm(op))
+            elif op.dialect_name() == "tile":
+                raise PassFailedException(
+                    f"mid-to-tile: the function is at the tile level already ({op.name} "
+                    f"{', '.join(value_label(r) for r in op.results)}); run mid-to-tile once"
+                )
             else:
                 raise PassFailedException(
                     f"mid-to-tile: cannot lower {op.name} (result "
