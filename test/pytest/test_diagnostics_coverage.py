@@ -433,3 +433,23 @@ def test_incoming_writes_need_a_pic_first():
 
     with pytest.raises(ValueError, match="event 0: a word arrives before any PIC set the pointer"):
         incoming_writes([], [True], 1)
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("inner = 64", "inner = 32", "mid-to-tile: mid.gemm %c: dispatch blocks inner = 32, columns = "
+                                 "64; the AMP kernels take 64x64"),
+    ("tiles = 4,", "tiles = 1,", "mid-to-tile: %a is stored on 2 tiles, but the module is "
+                                 "configured for 1"),
+    ("ipu.config", "ipu.other", "mid-to-tile: the module has no 'ipu.config' #mid.config "
+                                "attribute; run graph-to-mid first (it records the tile count and "
+                                "target)"),
+    ("    func.return", "    %d = arith.constant 1 : i32\n    func.return",
+     "mid-to-tile: cannot lower arith.constant (result %d) yet; only mid.gemm with a gemm_blocks "
+     "plan is supported"),
+])
+def test_mid_to_tile_rejects_modules_it_cannot_lower(old, new, message):
+    text = mid_gemm_module(LEFT, OUT)
+    assert old in text
+    with pytest.raises(PassFailedException) as info:
+        lower_mid(text.replace(old, new))
+    assert str(info.value) == message

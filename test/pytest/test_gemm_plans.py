@@ -443,3 +443,34 @@ def test_a_zero_extent_is_a_diagnostic_naming_the_axis(shapes, label, axis):
     assert str(error.value) == (
         f"{label} with extent 0 at axis {axis}; the AMP GEMM plan needs every extent >= 1"
     )
+
+
+def test_reason_left_access_tail():
+    plan = replace_operand(good_plan(), "lhs", tail=0)
+    assert reason_of(plan) == "lhs access tail 0 is shorter than the left stream's 16 bytes"
+
+
+def test_reason_out_and_lhs_not_kept_apart():
+    assert reason_of(with_plan(good_plan(), distinct=())) == (
+        "out and lhs must sit in distinct memory elements")
+
+
+def test_reason_k_split_across_row_tiles():
+    plan = with_format(good_plan(), "lhs", tiling=[AxisTilingAttr(16, 2), AxisTilingAttr(64, 2)])
+    assert reason_of(plan) == "each output-row tile must hold all of K (lhs) and N (out)"
+
+
+def test_reason_kernel_with_other_pointers():
+    assert reason_of(with_dispatch(good_plan(), init="copy_words")) == (
+        "init kernel @copy_words takes pointers ('out', 'src'), a gemm kernel takes "
+        "('out', 'left', 'right')")
+
+
+def test_element_without_storage_precision():
+    from xdsl.dialects.builtin import i32
+
+    from passes.gemm_plans import element_precision
+
+    with pytest.raises(ValueError) as info:
+        element_precision(i32)
+    assert str(info.value) == "element type i32 has no storage precision"

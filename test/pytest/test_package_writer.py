@@ -206,3 +206,16 @@ def test_a_buffer_whose_format_puts_a_shard_outside_its_tile_set_is_a_diagnostic
     with pytest.raises(PassFailedException, match=r"package: buffer @a has a shard on tile 1 "
                                                    r"outside its tile set"):
         build_package(module)
+
+
+def test_a_row_without_a_timeline_is_named_by_its_symbol():
+    """An exchange.row verifies field by field; the package writer also checks that the
+    concrete row (after patching) has a well-defined event timeline."""
+    from xdsl.utils.exceptions import PassFailedException
+
+    from tools.package_writer import RowInterner
+
+    with pytest.raises(PassFailedException) as info:
+        RowInterner(IPU21.memory_base).intern([isa.SendPic(0, 0, 1)], "r", "r.3")
+    assert str(info.value) == ("package: row r.3: sendpic 0, 0, 0x1 at event 0: sendpic continues "
+                               "the outgoing stream but no send has started one")

@@ -32,7 +32,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
     func.return
   }
 }
-// CHECK: place-memory: cannot keep @c (128000 bytes) in a memory element apart from @a at 0xac000 (92176 bytes, elements [6, 7]) on tile 0
+// CHECK: place-memory: cannot keep @c (128000 bytes) in a memory element apart from @a at 0xac000 (92176 bytes, elements [6, 7]) on tile 0: no free range of its memory class avoids those elements
 
 // -----
 

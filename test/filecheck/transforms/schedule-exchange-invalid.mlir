@@ -91,7 +91,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
     func.return
   }
 }
-// CHECK: schedule-exchange: tile.exchange (rhs block to output-row tiles): the sender row at 0x4c000 contends for memory element 0 at event 0 (fetch at 0x4c000, send-read at 0x54000); place exchanged buffers outside the code region
+// CHECK: schedule-exchange: tile.exchange (rhs block to output-row tiles): the sender row at 0x4c000 contends for memory element 0 at event 0 (fetch at 0x4c000, send-read at 0x54000); place exchanged buffers outside the code region's elements
 
 // -----
 

@@ -201,3 +201,14 @@ exchange.row @foreign {
 exchange.row @empty {
 }
 // CHECK: exchange.row @empty: a row needs at least one instruction
+
+// -----
+
+// A row holds only exchange instructions (a nested row is not one).
+exchange.row @outer {
+  exchange.delay 0
+  exchange.row @inner {
+    exchange.delay 0
+  }
+}
+// CHECK: exchange.row @outer: 'exchange.row' is not an exchange instruction; a row holds only exchange.delay/delaypic/delayxpic/send/sendoff/sendpic/sendpicp

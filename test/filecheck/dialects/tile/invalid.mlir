@@ -386,3 +386,11 @@ func.func @copy_negative_words() {
   func.return
 }
 // CHECK: tile.kernel @copy_words: scalar 'words' = -4 must be >= 0
+
+// -----
+
+func.func @negative_tile() {
+  %a = tile.buffer @a scratch on #tile.tiles<[-1, 2)> shard [4] f32 row_major standard align 4 tail 0
+  func.return
+}
+// CHECK: tile set #tile.tiles<[-1, 2)>: tile ids must be >= 0, got -1
