@@ -2,7 +2,8 @@
 
 - Stores the `PipelineConfig` (`#mid.config<...>`) on the module as `ipu.config`.
 - Each `graph.gemm` becomes a `mid.gemm` carrying the cheapest valid candidate of
-  `passes/gemm_plans.py`; its operand and result types carry the plan's formats.
+  `passes/gemm_plans.py`, chosen by `passes/gemm_selection.py`; its operand and result types
+  carry the plan's formats.
 - Function arguments take the format of their first consumer's plan (input policy
   `consumer`: the host writes inputs straight into that layout) or a row-major single-tile
   format (policy `row_major`); results carry their producer's format.
@@ -28,14 +29,8 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
-from passes.gemm_plans import (
-    CATALOG_NAMES,
-    GemmProblem,
-    NoValidPlan,
-    catalog_entries,
-    element_precision,
-    select_gemm_plan,
-)
+from passes.gemm_plans import CATALOG_NAMES, GemmProblem, catalog_entries, element_precision
+from passes.gemm_selection import NoValidPlan, select_gemm_plan
 
 
 def value_label(value: SSAValue) -> str:

@@ -10,14 +10,11 @@ from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorDispatchAt
 from passes.gemm_plans import (
     CATALOG,
     GemmProblem,
-    NoValidPlan,
     build_gemm_plan,
     catalog_entries,
-    estimate_cycles,
-    evaluate_candidates,
-    select_gemm_plan,
     validate_gemm_plan,
 )
+from passes.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
 from passes.shard_geometry import ShardGeometry
 
 F16 = [c for c in CATALOG if c.precision == "f16"]
