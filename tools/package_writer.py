@@ -7,8 +7,8 @@ here, in Python over iterations, and per-tile differences become dense arrays of
 and their shared `exchange.row`s.
 
 - Exchange, iteration n: the concrete rows are the shared rows with their `#tile.patch`
-  values at n (`passes.exchange_rows.instantiate`); each distinct row is encoded once
-  (`RowInterner`; a new row must also have a well-defined timeline) and named `<row>.<n>`
+  values at n (`passes.exchange_rows.instantiate`); each distinct row of a shared row is
+  encoded once (`RowInterner`; a new row must also have a well-defined timeline) and named `<row>.<n>`
   when patched. The step is an `ExchangeStep` at `row_address + n * slot_stride(rows)` whose
   `row_id` gives the receiver row to every destination tile, the sender row to the source
   tile and -1 elsewhere; an iteration without traffic (-1) has no step.
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation
 from xdsl.utils.exceptions import PassFailedException
 
@@ -102,6 +102,11 @@ class Expansion:
                 self.exchange(op, ivs, bounds)
             elif isinstance(op, KernelOp):
                 self.kernel(op, ivs)
+            elif not isinstance(op, BufferOp | ReturnOp):
+                raise PassFailedException(
+                    f"package: {op.name} is not at the tile level; the package is built from "
+                    "the output of the whole pipeline (ipu-pipeline, or through schedule-exchange)"
+                )
 
     def concrete_row(self, op: ExchangeOp, symbol: str, n: int) -> int:
         patches = [(p.instruction.data, p.field.data, p.value_list()[n])

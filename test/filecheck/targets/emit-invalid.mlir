@@ -2,6 +2,8 @@
 // RUN: ipu-opt %s --split-input-file -t ipu-rows --verify-diagnostics | filecheck %s
 // RUN: not ipu-opt %examples/gemm_f16.mlir -p 'graph-to-mid{tiles=4},mid-to-tile' -t ipu-asm 2>&1 | filecheck %s --check-prefix=UNPLACED
 // RUN: not ipu-opt %examples/gemm_f16.mlir -p 'graph-to-mid{tiles=4},mid-to-tile,place-memory' -t ipu-rows 2>&1 | filecheck %s --check-prefix=UNSCHEDULED
+// RUN: not ipu-opt %examples/gemm_f16.mlir -p 'graph-to-mid{tiles=4}' -t ipu-asm 2>&1 | filecheck %s --check-prefix=UNLOWERED
+// RUN: not ipu-opt %examples/gemm_f16.mlir -p 'graph-to-mid{tiles=4}' -t ipu-rows 2>&1 | filecheck %s --check-prefix=UNLOWERED
 
 // Emitting (-t ipu-asm, -t ipu-rows) needs placed, scheduled tile IR; anything else is a
 // diagnostic, not a traceback. From the command line: a message and a non-zero exit.
@@ -9,6 +11,8 @@
 // UNPLACED-NOT:     Traceback
 // UNSCHEDULED:      package: tile.exchange (rhs block to output-row tiles) has no rows; run schedule-exchange first
 // UNSCHEDULED-NOT:  Traceback
+// An op above the tile level is not dropped from the program: it is a diagnostic.
+// UNLOWERED:        package: mid.gemm is not at the tile level; the package is built from the output of the whole pipeline (ipu-pipeline, or through schedule-exchange)
 
 // The emitters read the tile count and target from ipu.config.
 builtin.module {
