@@ -850,6 +850,10 @@ class ExchangeOp(IRDLOperation):
     receiver_rows = opt_prop_def(DenseArrayBase)
     patches = opt_prop_def(ArrayAttr[RowPatchAttr])
     row_address = opt_prop_def(IntegerAttr[I64])
+    # The source and destination buffer addresses the rows were built for (array<i64: src,
+    # dst>): the rows hold absolute addresses, so a buffer that moves afterwards would leave
+    # them reading and writing the wrong words.
+    placed = opt_prop_def(DenseArrayBase)
 
     def __init__(
         self,
@@ -915,6 +919,9 @@ class ExchangeOp(IRDLOperation):
             printer.print_attribute(self.patches)
         if self.row_address is not None:
             printer.print_string(f" row_address {self.row_address.value.data:#x}")
+        if self.placed is not None:
+            src, dst = self.placed.get_values()
+            printer.print_string(f" placed src {src:#x} dst {dst:#x}")
         printer.print_op_attributes(self.attributes)
 
     @classmethod
@@ -958,6 +965,11 @@ class ExchangeOp(IRDLOperation):
             op.properties["patches"] = parser.parse_attribute()
         if parser.parse_optional_keyword("row_address"):
             op.properties["row_address"] = int_prop(parser.parse_integer(allow_boolean=False))
+        if parser.parse_optional_keyword("placed"):
+            parser.parse_keyword("src")
+            src_address = parser.parse_integer(allow_boolean=False)
+            parser.parse_keyword("dst")
+            op.set_placed(src_address, parser.parse_integer(allow_boolean=False))
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -982,6 +994,28 @@ class ExchangeOp(IRDLOperation):
             check_word_aligned(self, what, buffer, offset.data, bounds)
         self.verify_source_tiles(src, bounds)
         self.verify_schedule(bounds)
+        self.verify_placed(src, dst)
+
+    def set_placed(self, src_address: int, dst_address: int) -> None:
+        self.properties["placed"] = DenseArrayBase.from_list(i64, [src_address, dst_address])
+
+    def verify_placed(self, src: BufferOp, dst: BufferOp) -> None:
+        """Rows built for other buffer addresses than the buffers have now are stale."""
+        if self.placed is None:
+            return
+        if self.placed.elt_type != i64 or len(self.placed.get_values()) != 2:
+            raise VerifyException("tile.exchange: placed must be an array<i64: src, dst>")
+        if self.rows is None:
+            raise VerifyException("tile.exchange: placed records the addresses its rows were built for; it needs rows")
+        for what, buffer, built_for in zip(("source", "destination"), (src, dst), self.placed.get_values()):
+            now = buffer.address_value
+            if now != built_for:
+                where = "no address" if now is None else f"{now:#x}"
+                raise VerifyException(
+                    f"tile.exchange: its rows were built for {what} @{buffer.sym_name.data} at "
+                    f"{built_for:#x}, but the buffer has {where} now; schedule the exchange "
+                    "again after placement (run the pipeline from place-memory on unscheduled IR)"
+                )
 
     def verify_source_tiles(self, src: BufferOp, bounds: Sequence[tuple[int, int]]) -> None:
         tiles = map_values(self.src_tile.data, bounds)

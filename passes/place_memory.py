@@ -203,6 +203,13 @@ class PlaceMemoryPass(ModulePass):
     name = "place-memory"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for exchange in op.walk():
+            if isinstance(exchange, ExchangeOp) and exchange.rows is not None:
+                raise PassFailedException(
+                    f"{self.name}: the module is scheduled already ({exchange.name} "
+                    f"'{exchange.provenance.reason.data}' has rows, which hold buffer addresses); "
+                    "place buffers before schedule-exchange"
+                )
         target = module_target(op)
         tiles = configured_tile_count(op) or 0
         for function in op.walk():

@@ -217,6 +217,10 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
     if patches:
         op.properties["patches"] = ArrayAttr(patches)
     op.properties["row_address"] = IntegerAttr(base, i64)
+    src, dst = op.source.owner, op.destination.owner
+    assert isinstance(src, BufferOp) and isinstance(dst, BufferOp)  # the verifier's rule
+    assert src.address_value is not None and dst.address_value is not None  # phases need them
+    op.set_placed(src.address_value, dst.address_value)
     provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
     return [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
 

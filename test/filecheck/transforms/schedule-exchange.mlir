@@ -32,12 +32,13 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 // of column j, 8192 bytes each). x0 (k = 0, loop j): tile j sends to tile 1 - j, so only
 // the direction (sctl 1 then 2) and the receiver's xpic (0 then 1) vary. Source word
 // 0x5c000 / 4 = 0x17000; x1 (k = 1) reads 8192 bytes further: 0x5e000 / 4 = 0x17800. The
+// The op records the buffer addresses its rows were built for (placed src/dst).
 // slot at 0x60000: pic 0x18000. delay 2048 + L(0, 1) 7 - 2 = 2053.
 // TWO-LABEL: func.func @f16() {
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x60000
 // TWO:         tile.loop %j = 0 to 2
-// TWO-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<{{.*}}> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+// TWO-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<{{.*}}> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
 // TWO:           tile.loop %k = 1 to 2
 // TWO-NEXT:        tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<[0, 2)> iv(%j, %k) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c020
 // TWO:         func.return

@@ -394,3 +394,42 @@ func.func @negative_tile() {
   func.return
 }
 // CHECK: tile set #tile.tiles<[-1, 2)>: tile ids must be >= 0, got -1
+
+// -----
+
+// The rows hold absolute addresses: a buffer moved after scheduling makes them stale.
+builtin.module {
+  func.func @moved_after_scheduling() {
+    %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+    %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60020
+    tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> rows [@send, @receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address 0x4c000 placed src 0x5c000 dst 0x60000
+    func.return
+  }
+  exchange.row @send {
+    exchange.send 63, 0x17000, 1
+  }
+  exchange.row @receive {
+    exchange.delay 0
+  }
+}
+// CHECK: tile.exchange: its rows were built for destination @slot at 0x60000, but the buffer has 0x60020 now; schedule the exchange again after placement (run the pipeline from place-memory on unscheduled IR)
+
+// -----
+
+func.func @placed_without_rows() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> placed src 0x5c000 dst 0x60000
+  func.return
+}
+// CHECK: tile.exchange: placed records the addresses its rows were built for; it needs rows
+
+// -----
+
+func.func @placed_with_three_addresses() {
+  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  "tile.exchange"(%b, %s) <{words = 2048 : i64, src_offset = affine_map<() -> (0)>, src_tile = affine_map<() -> (0)>, dst_offset = affine_map<() -> (0)>, dst_tiles = #tile.tiles<[1, 2)>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r">, placed = array<i64: 376832, 393216, 0>}> : (!tile.buffer, !tile.buffer) -> ()
+  func.return
+}
+// CHECK: tile.exchange: placed must be an array<i64: src, dst>

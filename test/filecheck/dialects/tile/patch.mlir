@@ -7,7 +7,7 @@ func.func @scheduled() {
   %b = tile.buffer @b input 1 on #tile.tiles<[0, 4)> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
   %s = tile.buffer @slot scratch on #tile.tiles<[0, 1)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 4 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 1)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 1)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
   }
   func.return
 }
@@ -50,7 +50,7 @@ exchange.row @x1_receive {
 
 // CHECK-LABEL: func.func @scheduled() {
 // CHECK:         tile.loop %j = 0 to 4
-// CHECK-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 1)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c000
+// CHECK-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 1)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
 // CHECK-NEXT:    }
 
 // CHECK-LABEL: func.func @nest() {
@@ -70,7 +70,7 @@ exchange.row @x1_receive {
 // CHECK-NEXT:  }
 
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "scheduled"
-// CHECK-GENERIC:       "tile.exchange"(%b, %s, %j) <{words = 2048 : i64, src_offset = affine_map<(d0) -> (0)>, src_tile = affine_map<(d0) -> (d0)>, dst_offset = affine_map<(d0) -> (0)>, dst_tiles = #tile.tiles<[0, 1)>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">, rows = [@x0_send, @x0_receive], sender_rows = array<i32: -1, 0, 0, 0>, receiver_rows = array<i32: -1, 1, 1, 1>, patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>], row_address = 311296 : i64}> : (!tile.buffer, !tile.buffer, index) -> ()
+// CHECK-GENERIC:       "tile.exchange"(%b, %s, %j) <{words = 2048 : i64, src_offset = affine_map<(d0) -> (0)>, src_tile = affine_map<(d0) -> (d0)>, dst_offset = affine_map<(d0) -> (0)>, dst_tiles = #tile.tiles<[0, 1)>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">, rows = [@x0_send, @x0_receive], sender_rows = array<i32: -1, 0, 0, 0>, receiver_rows = array<i32: -1, 1, 1, 1>, patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>], row_address = 311296 : i64, placed = array<i64: 376832, 393216>}> : (!tile.buffer, !tile.buffer, index) -> ()
 // CHECK-GENERIC:       "tile.exchange"(%b, %s) <{{.*}}rows = [@x1_send, @x1_receive], sender_rows = array<i32: 0>, receiver_rows = array<i32: 1>, patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>], row_address = 311424 : i64}>
 // CHECK-GENERIC:       "func.func"() <{sym_name = "attr", function_type = () -> ()}> ({
 // CHECK-GENERIC:       }) {p = #tile.patch<@row, 7, "events_m1", array<i64: -1, 0, 524287>>} : () -> ()
