@@ -62,11 +62,29 @@ def block_bytes(precision: str) -> int:
     return AMP_BLOCK * AMP_BLOCK * element_bytes(precision)
 
 
+# float8_e4m3fnuz: 3 mantissa bits; normal exponents from -7 (bias 8), subnormal step 2**-10.
+_FP8_MANTISSA_BITS = 3
+_FP8_MIN_NORMAL_EXPONENT = -7
+
+
+def round_to_fp8(q: np.ndarray) -> np.ndarray:
+    """float64 values -> the nearest float8_e4m3fnuz codes (ties to even), saturating at
+    +-FP8_MAX. Rounded here in float64: ml_dtypes converts through float32, which rounds
+    values within 2**-24 of a tie twice and can land one FP8 step off."""
+    q = np.clip(np.asarray(q, np.float64), -FP8_MAX, FP8_MAX)
+    with np.errstate(divide="ignore"):  # log2(0) = -inf: zeros take the subnormal step
+        exponent = np.floor(np.log2(np.abs(q)))
+    exponent = np.maximum(np.nan_to_num(exponent, neginf=_FP8_MIN_NORMAL_EXPONENT),
+                          _FP8_MIN_NORMAL_EXPONENT)
+    step = np.exp2(exponent - _FP8_MANTISSA_BITS)
+    # q / step and the product are exact (powers of two); np.round ties to even
+    return (np.round(q / step) * step).astype(_NUMPY_STORAGE[Precision.F8F143])
+
+
 def encode_elements(values: np.ndarray, precision: str, scale: int = 0) -> np.ndarray:
     """Logical values -> storage bytes (uint8, flattened in the given element order)."""
     if precision == Precision.F8F143:
-        scaled = np.clip(np.asarray(values, np.float64) * 2.0**-scale, -FP8_MAX, FP8_MAX)
-        stored = scaled.astype(_NUMPY_STORAGE[precision])
+        stored = round_to_fp8(np.asarray(values, np.float64) * 2.0**-scale)
     else:
         with np.errstate(over="ignore"):  # IEEE rounding: past the largest finite value is inf
             stored = np.asarray(values).astype(_NUMPY_STORAGE[precision])

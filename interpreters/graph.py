@@ -33,6 +33,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from device.layouts import round_to_fp8
 from ipu_dialects.graph import (
     AddOp,
     AttentionOp,
@@ -45,7 +46,6 @@ from ipu_dialects.graph import (
 )
 
 FP8 = ml_dtypes.float8_e4m3fnuz
-FP8_MAX = float(ml_dtypes.finfo(FP8).max)
 
 Env = dict[SSAValue, np.ndarray]
 
@@ -82,7 +82,7 @@ def to_storage(values: np.ndarray, tensor_type: TensorType) -> np.ndarray:
     dtype = storage_dtype(tensor_type)
     if dtype == FP8:
         q = np.asarray(values, np.float64) / 2.0 ** fp8_scale(tensor_type)
-        return np.clip(q, -FP8_MAX, FP8_MAX).astype(FP8)
+        return round_to_fp8(q)
     with np.errstate(over="ignore"):  # IEEE rounding: past the largest finite value is inf
         return np.asarray(values, np.float64).astype(dtype)
 
