@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
     I64,
@@ -98,7 +99,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, NoTerminator, Pure, RecursiveMemoryEffect
+from xdsl.traits import HasParent, IsTerminator, NoTerminator, OpTrait, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import FP8_SCALE_RANGE
@@ -247,6 +248,39 @@ def located_format_errors(op_class: type[IRDLOperation]) -> type[IRDLOperation]:
     return op_class
 
 
+@dataclass(frozen=True)
+class GraphOpRules(OpTrait):
+    """What every graph op obeys beyond its own verifier.
+
+    - It lives in a `func.func` body or a `graph.repeat` body: a graph op at module level
+      belongs to no function, and nothing would run it.
+    - Its attribute dictionary holds only discardable attributes with a dialect prefix. A
+      property spelled there (`{causal}`) would be a separate, ignored attribute, and would
+      become the property after a generic round trip: the meaning would change silently; an
+      unprefixed name is most likely a misspelt keyword (`{causual}`).
+    """
+
+    def verify(self, op: Operation) -> None:
+        parent = op.parent_op()
+        if parent is not None and not isinstance(parent, FuncOp | RepeatOp):
+            raise VerifyException(
+                f"{op.name}: graph ops live in a func.func or graph.repeat body, not in "
+                f"{parent.name}"
+            )
+        properties = type(op).get_irdl_definition().properties
+        for name in op.attributes:
+            if name in properties:
+                raise VerifyException(
+                    f"{op.name}: '{name}' belongs in the op's own syntax, not in its attribute "
+                    "dictionary (there it would be a separate attribute that nothing reads)"
+                )
+            if "." not in name:
+                raise VerifyException(
+                    f"{op.name}: unknown attribute '{name}': graph ops have no such keyword, "
+                    f"and discardable attributes need a dialect prefix (such as 'mytool.{name}')"
+                )
+
+
 # ----------------------------------------------------------------------------------------------
 # graph.gemm
 # ----------------------------------------------------------------------------------------------
@@ -286,7 +320,7 @@ class GemmOp(IRDLOperation):
     result = result_def(TensorType)
     transpose_lhs = opt_prop_def(UnitAttr)
     transpose_rhs = opt_prop_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphOpRules())
     assembly_format = (
         "$lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? "
         "attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
@@ -347,7 +381,7 @@ class AddOp(IRDLOperation):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphOpRules())
     assembly_format = (
         "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
     )
@@ -377,7 +411,7 @@ class GeluOp(IRDLOperation):
     name = "graph.gelu"
     input = operand_def(TensorType)
     result = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphOpRules())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input: SSAValue | Operation):
@@ -457,7 +491,7 @@ class AttentionOp(IRDLOperation):
     causal = opt_prop_def(UnitAttr)
     # Absent means the default 1/sqrt(head_dim); kept absent so that it follows the shape.
     scale = opt_prop_def(FloatAttr[Float64Type])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), GraphOpRules())
 
     def __init__(
         self,
@@ -580,7 +614,7 @@ class YieldOp(IRDLOperation):
 
     name = "graph.yield"
     values = var_operand_def()
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(RepeatOp), Pure()))
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(RepeatOp), Pure(), GraphOpRules()))
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
     def __init__(self, *values: SSAValue | Operation):
@@ -602,7 +636,7 @@ class RepeatOp(IRDLOperation):
     # NoTerminator only switches off xDSL's generic terminator check, which names the body's
     # last op ("graph.gelu terminates block ... but is not a terminator") and runs before
     # verify_; verify_yield requires the graph.yield itself, in the repeat's terms.
-    traits = traits_def(RecursiveMemoryEffect(), NoTerminator())
+    traits = traits_def(RecursiveMemoryEffect(), NoTerminator(), GraphOpRules())
 
     def __init__(
         self,

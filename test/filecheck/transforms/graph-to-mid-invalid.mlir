@@ -47,10 +47,10 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4,
 
 // -----
 
-// A graph op outside any func.func is not left behind unlowered.
+// A graph op outside any func.func is not left behind unlowered: the verifier refuses it.
 %a = "test.op"() : () -> tensor<64x64xf32>
 %g = "graph.gelu"(%a) : (tensor<64x64xf32>) -> tensor<64x64xf32>
-// CHECK: graph.gelu %g: graph ops are lowered only inside func.func bodies
+// CHECK: graph.gelu: graph ops live in a func.func or graph.repeat body, not in builtin.module
 
 // -----
 

@@ -499,3 +499,38 @@ func.func @gemm_flag_value(%a: tensor<4x4xf32>) {
   func.return
 }
 // CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: graph.gemm: 3 : i64 should be of base attribute unit
+
+// -----
+
+// A property spelled in the attribute dictionary would be a separate attribute nobody reads
+// (and would turn into the property after a generic round trip): refused.
+func.func @causal_in_attr_dict(%q: tensor<1x4x2xf32>) {
+  %o = graph.attention %q, %q, %q {causal} : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3: error: graph.attention: 'causal' belongs in the op's own syntax, not in its attribute dictionary (there it would be a separate attribute that nothing reads)
+
+// -----
+
+func.func @transpose_in_attr_dict(%a: tensor<4x4xf32>) {
+  %b = graph.gemm %a, %a {transpose_lhs = 3 : i64} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  func.return
+}
+// CHECK: graph.gemm: 'transpose_lhs' belongs in the op's own syntax, not in its attribute dictionary
+
+// -----
+
+// An unprefixed attribute is most likely a misspelt keyword: it would drop the mask silently.
+func.func @misspelt_keyword(%q: tensor<1x4x2xf32>) {
+  %o = graph.attention %q, %q, %q {causual} : (tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  func.return
+}
+// CHECK: graph.attention: unknown attribute 'causual': graph ops have no such keyword, and discardable attributes need a dialect prefix (such as 'mytool.causual')
+
+// -----
+
+// Graph ops belong to a function: at module level nothing would run them.
+graph.repeat 1 {
+  graph.yield
+}
+// CHECK: graph.repeat: graph ops live in a func.func or graph.repeat body, not in builtin.module

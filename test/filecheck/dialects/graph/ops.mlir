@@ -81,7 +81,7 @@ func.func @repeat(%x0: tensor<4x8xf32>, %y0: tensor<4x8xf32>, %w0: tensor<8x8xf3
     } -> tensor<4x8xf32>
     graph.yield %inner, %x : tensor<4x8xf32>, tensor<4x8xf32>
   } -> tensor<4x8xf32>, tensor<4x8xf32>
-  graph.repeat 2 attributes {note = "empty"} {
+  graph.repeat 2 attributes {test.note = "empty"} {
     graph.yield
   }
   graph.repeat 3 sequence(%u = %seq : tensor<3x8x8xf32>) {
@@ -98,7 +98,7 @@ func.func @repeat(%x0: tensor<4x8xf32>, %y0: tensor<4x8xf32>, %w0: tensor<8x8xf3
 // CHECK-NEXT:      } -> tensor<4x8xf32>
 // CHECK-NEXT:      graph.yield %inner, %x : tensor<4x8xf32>, tensor<4x8xf32>
 // CHECK-NEXT:    } -> tensor<4x8xf32>, tensor<4x8xf32>
-// CHECK-NEXT:    graph.repeat 2 attributes {note = "empty"} {
+// CHECK-NEXT:    graph.repeat 2 attributes {test.note = "empty"} {
 // CHECK-NEXT:      graph.yield
 // CHECK-NEXT:    }
 // CHECK-NEXT:    graph.repeat 3 sequence(%u = %seq : tensor<3x8x8xf32>) {
@@ -110,7 +110,7 @@ func.func @repeat(%x0: tensor<4x8xf32>, %y0: tensor<4x8xf32>, %w0: tensor<8x8xf3
 // CHECK-GENERIC:      "graph.yield"(%n) : (tensor<4x8xf32>) -> ()
 // CHECK-GENERIC:      "graph.repeat"() <{count = 2 : i64, operandSegmentSizes = array<i32: 0, 0, 0>}> ({
 // CHECK-GENERIC-NEXT:   "graph.yield"() : () -> ()
-// CHECK-GENERIC-NEXT: }) {note = "empty"} : () -> ()
+// CHECK-GENERIC-NEXT: }) {test.note = "empty"} : () -> ()
 
 // -----
 
