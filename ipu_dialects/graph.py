@@ -35,7 +35,8 @@ ranks NumPy-style. `graph.gelu` is the exact function `x * (1 + erf(x / sqrt 2))
 `graph.attention` takes query `[..., heads, Sq, D]`, key and value `[..., heads, Sk, D]`
 (Sk == Sq when `causal`), computes `softmax(scale * q @ k^T) @ v` over the key axis; `scale`
 defaults to `1/sqrt(D)` and is then not printed. It must be finite and positive; like MLIR's float
-attributes it may be written as a decimal or as the hexadecimal bits of an f64
+attributes it is written as an MLIR float literal (digits before and after the point, such as
+`0.125` or `1.0e-05`; `1e-05` is not one) or as the hexadecimal bits of an f64
 (`scale 0x3FC0000000000000` is 0.125).
 
 `graph.repeat N` runs its single-block body N times. Its block arguments are, in order: the
@@ -553,7 +554,7 @@ class AttentionOp(IRDLOperation):
 
     @staticmethod
     def parse_scale(parser: Parser) -> float:
-        """A decimal number, or (as in MLIR's float attributes) the hex bits of an f64."""
+        """An MLIR float literal, or (as in MLIR's float attributes) the hex bits of an f64."""
         start = parser.pos
         number = parser.parse_number()
         text = parser.lexer.input.content[start : parser.pos].strip()
