@@ -10,8 +10,26 @@
 Result types are inferred by the ops' builders and every op is verified as it is added, so shape
 and element-type errors surface at the call that makes them, as the same `VerifyException` the
 textual IR would give. Arguments of the wrong Python type (a list where a value belongs, a float
-count) raise `BuilderTypeError`, a `TypeError`. A `graph.repeat` body is a Python
-function of its block arguments that returns the next carried values:
+count, a string where a bool flag or a number belongs) raise `BuilderTypeError`, a `TypeError`;
+a well-typed but invalid argument (a name that is not an SSA name) raises `BuilderValueError`,
+a `ValueError`. Both name the argument.
+
+Scoping. A value may be used only in the region that defines it: a value made inside a repeat
+body lives only in that body (return it as a carried value to use it after the repeat), and a
+body sees outer values only through its `carried`, `invariant` and `sequence` arguments. A use
+outside the defining region raises `BuilderTypeError` at the call, naming the value and where it
+was defined.
+
+FP8 result scales. An FP8 tensor's values are `q * 2**s` for the stored `q` and the type's
+`#graph.fp8_scale<s>` (0 when absent). The ops that make FP8 results (`gemm`, `add`, `gelu`,
+`attention`) take `scale=s` to declare the result's scale; without it the result is unscaled
+(s = 0), whatever the operands' scales. The scale is the caller's choice of range (values
+saturate at 240 * 2**s); `scale=` on a non-FP8 result is a `VerifyException`.
+
+    y = g.add(x, b, scale=-3)   # tensor<..xf8E4M3FNUZ, #graph.fp8_scale<-3>>
+
+A `graph.repeat` body is a Python function of its block arguments that returns the next carried
+values:
 
     def layer(carried, invariants, slices):
         (x,), (bias,), (w,) = carried, invariants, slices
@@ -22,6 +40,7 @@ function of its block arguments that returns the next carried values:
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, TensorType, f16, f32
@@ -42,11 +61,17 @@ from ipu_dialects.graph import (
 
 f8 = Float8E4M3FNUZType()
 
-__all__ = ["BuilderTypeError", "GraphBuilder", "f8", "f16", "f32", "tensor_type"]
+__all__ = [
+    "BuilderTypeError", "BuilderValueError", "GraphBuilder", "f8", "f16", "f32", "tensor_type"
+]
 
 
 class BuilderTypeError(TypeError):
     """A builder call got a Python object of the wrong kind (named in the message)."""
+
+
+class BuilderValueError(ValueError):
+    """A builder call got an object of the right kind with an invalid value (named)."""
 
 RepeatBody = Callable[
     [Sequence[SSAValue], Sequence[SSAValue], Sequence[SSAValue]], Sequence[SSAValue]
@@ -74,6 +99,10 @@ class GraphBuilder:
     """Builds one `func.func` of graph ops; `build()` wraps it in a verified module."""
 
     def __init__(self, name: str):
+        if not isinstance(name, str):
+            raise BuilderTypeError(f"GraphBuilder function name must be a str, got {name!r}")
+        if not name:
+            raise BuilderValueError("GraphBuilder function name must not be empty")
         self.name = name
         self.entry = Block()
         self.blocks = [self.entry]  # innermost last: where new ops go
@@ -91,6 +120,14 @@ class GraphBuilder:
         scale: int | None = None,
     ) -> SSAValue:
         index = len(self.entry.args)
+        if name is not None and not isinstance(name, str):
+            raise BuilderTypeError(f"input name must be a str, got {name!r}")
+        if name is not None and not SSAValue.is_valid_name(name):
+            # checked before the argument is added, so a rejected call leaves the graph unchanged
+            raise BuilderValueError(
+                f"input name {name!r} is not an SSA value name: use letters, digits and _$.- "
+                "and do not start with a digit"
+            )
         arg_name = name or f"arg{index}"
         # the signature rules of a graph function (`check_graph_signature`), at the call
         arg_type = checked_tensor(
@@ -104,6 +141,8 @@ class GraphBuilder:
         if len(self.blocks) != 1:
             raise VerifyException("output() inside a repeat body: return the carried values instead")
         self.outputs = [self._value(v, f"output #{i}") for i, v in enumerate(values)]
+        for i, value in enumerate(self.outputs):
+            self._check_in_scope(value, f"output #{i}")
 
     def build(self) -> ModuleOp:
         if self.built:
@@ -121,20 +160,83 @@ class GraphBuilder:
 
     # -- ops ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _value(value: object, what: str) -> SSAValue:
+    def _value(self, value: object, what: str) -> SSAValue:
+        """`value` as an operand of an op built now: an SSA value visible where ops go."""
         if not isinstance(value, SSAValue):
             raise BuilderTypeError(
                 f"{what} must be a value returned by input() or an op method, got {value!r}"
             )
+        self._check_in_scope(value, what)
         return value
+
+    def _check_in_scope(self, value: SSAValue, what: str) -> None:
+        """Repeat bodies are isolated regions: a value is usable only in the block defining it.
+        The verifier would catch some misuses only at build() or not at all (a body value used
+        after its repeat verifies, then fails to run), so check at the call."""
+        defining = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
+        if defining is self.blocks[-1]:
+            return
+        name = f"%{value.name_hint}" if value.name_hint else "the value"
+        if defining in self.blocks:
+            where = "outside this repeat body; pass it in as a carried, invariant or sequence value"
+        elif defining is not None and isinstance(defining.parent_op(), RepeatOp):
+            repeat_op = defining.parent_op()
+            assert repeat_op is not None
+            repeat_name = repeat_op.results[0].name_hint if repeat_op.results else None
+            where = (
+                f"inside the body of graph.repeat{' %' + repeat_name if repeat_name else ''}; "
+                "it exists only there: return it as a carried value to use it after the repeat"
+            )
+        elif defining is not None and isinstance(func := defining.parent_op(), FuncOp):
+            where = f"in another function, @{func.sym_name.data}"
+        else:
+            where = "by another GraphBuilder or in a repeat body that failed to build"
+        raise BuilderTypeError(f"{what} {name} cannot be used here: it was defined {where}")
+
+    @staticmethod
+    def _flag(value: object, what: str) -> bool:
+        if not isinstance(value, bool):  # a truthy string like "no" would silently mean True
+            raise BuilderTypeError(f"{what} must be True or False, got {value!r}")
+        return value
+
+    def _with_result_scale(self, op: Operation, scale: int | None) -> Operation:
+        """`op` with its FP8 result's `#graph.fp8_scale` set to `scale` (None: as built).
+
+        The op classes infer an unscaled result type; the declared scale is the caller's, so the
+        op is re-created with that result type (its operand uses dropped from the first one)."""
+        if scale is None:
+            return op
+        if not isinstance(scale, int) or isinstance(scale, bool):
+            raise BuilderTypeError(f"{op.name} scale must be an int exponent, got {scale!r}")
+        result = op.results[0]
+        assert isinstance(result.type, TensorType)
+        try:
+            scaled = checked_tensor(  # rejects a scale on an f32/f16 result
+                op.name, "result",
+                tensor_type(result.type.get_shape(), result.type.get_element_type(), scale),
+            )
+        except VerifyException:
+            op.drop_all_references()  # the rejected op must not stay a use of its operands
+            raise
+        rebuilt = type(op).create(
+            operands=list(op.operands),
+            result_types=[scaled],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        op.drop_all_references()
+        return rebuilt
 
     def _add(self, op: Operation) -> Operation:
         """Verify and insert `op` (so a rejected op leaves the graph unchanged); unnamed results
         get readable names (`%gemm3`) for diagnostics."""
         if self.built:
             raise BuilderTypeError(f"graph @{self.name} was already built: no ops can be added")
-        op.verify()
+        try:
+            op.verify()
+        except VerifyException:
+            op.drop_all_references()  # the rejected op must not stay a use of its operands
+            raise
         self.blocks[-1].add_op(op)
         for result in op.results:
             if result.name_hint is None:
@@ -143,17 +245,27 @@ class GraphBuilder:
         return op
 
     def gemm(
-        self, lhs: SSAValue, rhs: SSAValue, transpose_lhs: bool = False, transpose_rhs: bool = False
+        self,
+        lhs: SSAValue,
+        rhs: SSAValue,
+        transpose_lhs: bool = False,
+        transpose_rhs: bool = False,
+        *,
+        scale: int | None = None,
     ) -> SSAValue:
         lhs, rhs = self._value(lhs, "gemm lhs"), self._value(rhs, "gemm rhs")
-        return self._add(GemmOp(lhs, rhs, transpose_lhs, transpose_rhs)).results[0]
+        transpose_lhs = self._flag(transpose_lhs, "gemm transpose_lhs")
+        transpose_rhs = self._flag(transpose_rhs, "gemm transpose_rhs")
+        op = GemmOp(lhs, rhs, transpose_lhs, transpose_rhs)
+        return self._add(self._with_result_scale(op, scale)).results[0]
 
-    def add(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+    def add(self, lhs: SSAValue, rhs: SSAValue, *, scale: int | None = None) -> SSAValue:
         lhs, rhs = self._value(lhs, "add lhs"), self._value(rhs, "add rhs")
-        return self._add(AddOp(lhs, rhs)).results[0]
+        return self._add(self._with_result_scale(AddOp(lhs, rhs), scale)).results[0]
 
-    def gelu(self, x: SSAValue) -> SSAValue:
-        return self._add(GeluOp(self._value(x, "gelu input"))).results[0]
+    def gelu(self, x: SSAValue, *, scale: int | None = None) -> SSAValue:
+        op = GeluOp(self._value(x, "gelu input"))
+        return self._add(self._with_result_scale(op, scale)).results[0]
 
     def attention(
         self,
@@ -162,12 +274,24 @@ class GraphBuilder:
         value: SSAValue,
         causal: bool = False,
         scale: float | None = None,
+        *,
+        result_scale: int | None = None,
     ) -> SSAValue:
+        """`scale` is the logit scale (default 1/sqrt(head_dim)); `result_scale` is the FP8
+        result's `#graph.fp8_scale` (attention's `scale` keyword was taken first)."""
         query, key, value = (
             self._value(v, f"attention {what}")
             for v, what in ((query, "query"), (key, "key"), (value, "value"))
         )
-        return self._add(AttentionOp(query, key, value, causal, scale)).results[0]
+        causal = self._flag(causal, "attention causal")
+        if scale is not None:
+            if not isinstance(scale, numbers.Real) or isinstance(scale, bool):
+                raise BuilderTypeError(
+                    f"attention scale must be a number (or None for 1/sqrt(head_dim)), got {scale!r}"
+                )
+            scale = float(scale)
+        op = AttentionOp(query, key, value, causal, scale)
+        return self._add(self._with_result_scale(op, result_scale)).results[0]
 
     def repeat(
         self,
@@ -180,6 +304,16 @@ class GraphBuilder:
         """`graph.repeat count`: `body(carried, invariants, slices)` returns the next carried."""
         if not isinstance(count, int) or isinstance(count, bool):
             raise BuilderTypeError(f"repeat count must be an int, got {count!r}")
+        if not callable(body):
+            raise BuilderTypeError(
+                f"repeat body must be a function (carried, invariants, slices) -> next carried, "
+                f"got {body!r}"
+            )
+        for what, values in (("carried", carried), ("invariant", invariant), ("sequence", sequence)):
+            if not isinstance(values, list | tuple):  # one value would be iterated (or fail) oddly
+                raise BuilderTypeError(
+                    f"repeat {what} must be a list or tuple of values, got {values!r}"
+                )
         carried = [self._value(v, f"repeat carried #{i}") for i, v in enumerate(carried)]
         invariant = [self._value(v, f"repeat invariant #{i}") for i, v in enumerate(invariant)]
         sequence = [self._value(v, f"repeat sequence #{i}") for i, v in enumerate(sequence)]

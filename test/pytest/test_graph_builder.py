@@ -91,7 +91,8 @@ def test_shape_errors_surface_at_the_call():
         g.gemm(a, g.input([6, 4]))
     with pytest.raises(VerifyException, match=r"do not broadcast: extents 8 and 3"):
         g.add(a, g.input([3]))
-    with pytest.raises(VerifyException, match="uses a value defined outside the repeat"):
+    with pytest.raises(BuilderTypeError, match="add rhs %arg0 cannot be used here: it was "
+                                               "defined outside this repeat body"):
         g.repeat(2, lambda c, i, s: [g.add(c[0], a)], carried=[a])
     with pytest.raises(VerifyException, match="has no outputs"):
         g.build()
@@ -131,6 +132,7 @@ def test_mixed_element_types_are_rejected_at_the_call(op):
                                               "lhs element type f32"):
         getattr(g, op)(a, b)
     assert not g.entry.ops  # the rejected op was not inserted
+    assert not a.uses and not b.uses  # nor left as a use of its operands
 
 
 def test_non_value_operands_are_type_errors():
@@ -198,3 +200,181 @@ def test_builder_type_errors_say_what_to_pass(call, message):
     with pytest.raises(BuilderTypeError) as info:
         call(GraphBuilder("f"))
     assert str(info.value) == message
+
+
+# ---- scoping: a value is usable only in the region that defines it ---------------------------
+
+
+def test_a_repeat_body_value_cannot_be_used_after_the_repeat():
+    """It used to build a 'verified' module that the interpreter then failed on (KeyError)."""
+    g = GraphBuilder("f")
+    x = g.input([2])
+    leaked = []
+
+    def body(carried, invariants, slices):
+        leaked.append(g.gelu(carried[0]))
+        return [leaked[-1]]
+
+    (r,) = g.repeat(2, body, carried=[x])
+    with pytest.raises(BuilderTypeError) as info:
+        g.add(r, leaked[0])
+    assert str(info.value) == (
+        "add rhs %gelu1 cannot be used here: it was defined inside the body of graph.repeat "
+        "%repeat2; it exists only there: return it as a carried value to use it after the repeat"
+    )
+    with pytest.raises(BuilderTypeError, match="output #0 %gelu1 cannot be used here"):
+        g.output(leaked[0])
+    g.output(g.add(r, r))  # the repeat's own result is fine
+    assert "graph.repeat" in str(g.build())
+
+
+def test_a_value_of_another_builder_is_rejected_at_the_call():
+    g, h = GraphBuilder("f"), GraphBuilder("h")
+    x, y = g.input([2]), h.input([2], name="y")
+    with pytest.raises(BuilderTypeError) as info:
+        g.add(x, y)
+    assert str(info.value) == (
+        "add rhs %y cannot be used here: it was defined by another GraphBuilder or in a repeat "
+        "body that failed to build"
+    )
+    h.output(y)
+    h.build()
+    with pytest.raises(BuilderTypeError, match="gelu input %y cannot be used here: it was "
+                                               "defined in another function, @h"):
+        g.gelu(y)
+
+
+# ---- argument checking: every bad argument is named at the call -------------------------------
+
+
+from frontend.builder import BuilderValueError  # noqa: E402
+
+
+def one_value(g: GraphBuilder, shape=(1, 2, 2)):
+    return g.input(list(shape))
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda g: g.attention(*[one_value(g)] * 3, scale="0.5"), BuilderTypeError,
+     "attention scale must be a number (or None for 1/sqrt(head_dim)), got '0.5'"),
+    (lambda g: g.attention(*[one_value(g)] * 3, causal="yes"), BuilderTypeError,
+     "attention causal must be True or False, got 'yes'"),
+    (lambda g: g.gemm(one_value(g, [2, 2]), one_value(g, [2, 2]), transpose_lhs="no"),
+     BuilderTypeError, "gemm transpose_lhs must be True or False, got 'no'"),
+    (lambda g: g.gemm(one_value(g, [2, 2]), one_value(g, [2, 2]), transpose_rhs=1),
+     BuilderTypeError, "gemm transpose_rhs must be True or False, got 1"),
+    (lambda g: g.repeat(2, lambda c, i, s: list(c), carried=g.input([2], name="x")),
+     BuilderTypeError, "repeat carried must be a list or tuple of values, got "
+                       "<BlockArgument[tensor<2xf32>] name_hint: x, index: 0, uses: 0>"),
+    (lambda g: g.repeat(2, lambda c, i, s: [], invariant="x"), BuilderTypeError,
+     "repeat invariant must be a list or tuple of values, got 'x'"),
+    (lambda g: g.repeat(2, "notcallable", carried=[g.input([2])]), BuilderTypeError,
+     "repeat body must be a function (carried, invariants, slices) -> next carried, "
+     "got 'notcallable'"),
+    (lambda g: g.input([2], name="1 bad"), BuilderValueError,
+     "input name '1 bad' is not an SSA value name: use letters, digits and _$.- and do not "
+     "start with a digit"),
+    (lambda g: g.input([2], name=7), BuilderTypeError, "input name must be a str, got 7"),
+])
+def test_bad_arguments_are_named_at_the_call(call, error, message):
+    g = GraphBuilder("f")
+    with pytest.raises(error) as info:
+        call(g)
+    assert str(info.value) == message
+    assert not g.entry.ops and len(g.blocks) == 1  # nothing was added
+
+
+def test_an_invalid_input_name_adds_no_argument():
+    g = GraphBuilder("f")
+    with pytest.raises(BuilderValueError):
+        g.input([2], name="has space")
+    assert not g.entry.args
+
+
+def test_attention_scale_accepts_ints_and_floats():
+    g = GraphBuilder("f")
+    q = one_value(g)
+    op = g.attention(q, q, q, scale=2).owner
+    assert isinstance(op, AttentionOp) and op.effective_scale() == 2.0
+
+
+@pytest.mark.parametrize("name,error,message", [
+    (3, BuilderTypeError, "GraphBuilder function name must be a str, got 3"),
+    ("", BuilderValueError, "GraphBuilder function name must not be empty"),
+])
+def test_the_function_name_is_checked_at_construction(name, error, message):
+    with pytest.raises(error) as info:
+        GraphBuilder(name)
+    assert str(info.value) == message
+
+
+# ---- FP8 result scales ------------------------------------------------------------------------
+
+
+def test_fp8_results_take_a_declared_scale():
+    from ipu_dialects.graph import fp8_scale
+
+    g = GraphBuilder("f")
+    a, b = g.input([4], f8, scale=-3), g.input([4], f8, scale=4)
+    m, n = g.input([2, 2], f8), g.input([2, 2], f8)
+    q = g.input([1, 2, 2], f8)
+    results = {
+        "add": (g.add(a, b, scale=2), 2),
+        "gelu": (g.gelu(a, scale=-5), -5),
+        "gemm": (g.gemm(m, n, transpose_rhs=True, scale=1), 1),
+        "attention": (g.attention(q, q, q, causal=True, result_scale=-2), -2),
+        "unscaled": (g.add(a, b), 0),
+    }
+    for what, (value, scale) in results.items():
+        assert fp8_scale(value.type) == scale, what
+    assert results["gemm"][0].owner.transpose_rhs is not None  # properties kept
+    assert len(list(a.uses)) == 3 and len(list(b.uses)) == 2  # the unscaled first build left no uses
+    g.output(*(v for v, _ in results.values()))
+    text = str(g.build())
+    assert "-> tensor<4xf8E4M3FNUZ, #graph.fp8_scale<2>>" in text
+    assert "graph.gemm %arg2, %arg3 transpose_rhs" in text
+    reparse(text)
+
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda g, x: g.add(x, x, scale=2), VerifyException,
+     "graph.add: result has an FP8 scale but element type f32; only f8E4M3FNUZ tensors are "
+     "scaled"),
+    (lambda g, x: g.gelu(g.input([2], f16), scale=1), VerifyException,
+     "graph.gelu: result has an FP8 scale but element type f16; only f8E4M3FNUZ tensors are "
+     "scaled"),
+    (lambda g, x: g.gelu(g.input([2], f8), scale=1.5), BuilderTypeError,
+     "graph.gelu scale must be an int exponent, got 1.5"),
+    (lambda g, x: g.gelu(g.input([2], f8), scale=40), VerifyException,
+     "#graph.fp8_scale: exponent 40 is outside -31..31"),
+])
+def test_a_result_scale_is_checked(call, error, message):
+    g = GraphBuilder("f")
+    x = g.input([2])
+    with pytest.raises(error) as info:
+        call(g, x)
+    assert message in str(info.value)
+    assert not g.entry.ops and not x.uses
+
+
+def test_the_interpreter_rounds_a_scaled_fp8_result_to_its_scale():
+    """add of scale -3 and scale 4 operands into a scale-3 result: the sum ~1000 saturates at
+    240 unscaled but is representable with scale 3 (stored q = value / 8)."""
+    import numpy as np
+
+    from device.layouts import round_to_fp8
+    from interpreters.graph import FP8, run_function
+
+    g = GraphBuilder("f")
+    a, b = g.input([4], f8, scale=-3), g.input([4], f8, scale=4)
+    g.output(g.add(a, b, scale=3), g.add(a, b))
+    module = g.build()
+    qa = np.array([1.0, -3.0, 0.5, 7.0]).astype(FP8)
+    qb = np.array([60.0, -56.0, 0.0, 1.0]).astype(FP8)
+    scaled, unscaled = run_function(module, [qa, qb])
+    values = qa.astype(np.float64) * 2.0**-3 + qb.astype(np.float64) * 2.0**4
+    assert scaled.dtype == FP8
+    np.testing.assert_array_equal(scaled.astype(np.float64),
+                                  round_to_fp8(values / 2.0**3).astype(np.float64))
+    assert scaled.astype(np.float64)[0] * 8 > 900  # ~960 held, where unscaled saturates
+    assert unscaled.astype(np.float64)[0] == 240.0
