@@ -1193,7 +1193,7 @@ class KernelOp(IRDLOperation):
             buffer = defining_buffer(self, f"view {position}", view)
             check_map(self, f"view {position} offset", offset.data, len(bounds))
             check_resident(self, f"view {position} buffer", buffer, self.tiles)
-            check_view_inside(self, f"view {position}", buffer, offset.data, view_bytes[position], bounds)
+            check_view_inside(self, f"operand {position}", buffer, offset.data, view_bytes[position], bounds)
         if self.on_tile is not None:
             check_map(self, "on_tile", self.on_tile.data, len(bounds))
             self.verify_on_tile(label, bounds)

@@ -122,10 +122,14 @@ def _tile_count_hint(
     if tiles >= target.tiles or not fits(target.tiles):
         out = plan_on(target.tiles).operand_plan("out").format
         rows = ShardGeometry.from_format(problem.out_shape, out).chunk[-2]
+        batches = (
+            f" in each of the {problem.batch} batch slices (batch axes are not partitioned)"
+            if problem.batch > 1 else ""
+        )
         return (
             "no tile count helps: the retained plan partitions output rows only, and on all "
-            f"{target.tiles} tiles an output-row tile still holds {rows} rows (with all "
-            f"{problem.n} output columns and all {problem.k} of K)"
+            f"{target.tiles} tiles an output-row tile still holds {rows} rows{batches} (with "
+            f"all {problem.n} output columns and all {problem.k} of K)"
         )
     failing, fitting = tiles, target.tiles
     while fitting - failing > 1:

@@ -41,3 +41,14 @@ func.func @right_on_one_tile(%a: tensor<16x512xf16>, %b: tensor<512x512xf16>) ->
 // CHECK: mid.gemm %a, %b plan #mid.plan<"amp_gemm_f16_r16"
 // T1: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16: an output-row tile needs one free range of 524288 bytes for its right shard; the largest free ranges left are 327680 bytes of standard memory above the code region's memory elements (an exchanged buffer) and 229376 bytes of interleaved memory; it fits on 2 tiles;
 // T1-SAME: amp_gemm_f16_r64: an output-row tile needs 663568 bytes, tile memory holds 606208 outside the code region; it fits on 2 tiles;
+
+// -----
+
+// Batch axes are not partitioned either: an output-row tile holds its rows of all 72 batch
+// slices, and the message says so.
+func.func @batched(%a: tensor<8x9x13x193xf32>, %b: tensor<193x4xf32>) -> tensor<8x9x13x4xf32> {
+  %c = graph.gemm %a, %b : (tensor<8x9x13x193xf32>, tensor<193x4xf32>) -> tensor<8x9x13x4xf32>
+  func.return %c : tensor<8x9x13x4xf32>
+}
+// CHECK: amp_gemm_f32_r16: an output-row tile needs 1507344 bytes, tile memory holds 606208 outside the code region; no tile count helps: the retained plan partitions output rows only, and on all 1472 tiles an output-row tile still holds 16 rows in each of the 72 batch slices (batch axes are not partitioned) (with all 4 output columns and all 193 of K)
+// T1: amp_gemm_f32_r16: an output-row tile needs {{[0-9]+}} bytes, tile memory holds 606208 outside the code region; no tile count helps: {{.*}} in each of the 72 batch slices (batch axes are not partitioned)

@@ -231,7 +231,7 @@ func.func @view_outside() {
   tile.kernel @copy_words(%a[() -> (256)], %a[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
-// CHECK: tile.kernel @copy_words: view 0 view of @a at byte offset 256 (16 bytes) leaves the buffer (256 bytes)
+// CHECK: tile.kernel @copy_words: operand 0 view of @a at byte offset 256 (16 bytes) leaves the buffer (256 bytes)
 
 // -----
 
@@ -367,7 +367,7 @@ func.func @gemm_rows_past_the_output_shard() {
   tile.kernel @amp_gemm_f16_init(%o[() -> (0)], %l[() -> (0)], %r[() -> (0)]) scalars [999] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
-// CHECK: tile.kernel @amp_gemm_f16_init: view 0 view of @o at byte offset 0 (127872 bytes) leaves the buffer (4096 bytes)
+// CHECK: tile.kernel @amp_gemm_f16_init: operand 0 view of @o at byte offset 0 (127872 bytes) leaves the buffer (4096 bytes)
 
 // -----
 
