@@ -201,6 +201,8 @@ def objdump(
     except (InputError, OSError, ValueError) as error:  # ValueError: non-UTF-8, bad package
         typer.echo(f"ipu-objdump: {error}", err=True)
         raise typer.Exit(1) from None
+    if not segments and package is not None:  # say so, rather than print nothing
+        typer.echo(f"# tile {tile} of {package} holds no exchange rows")
     failed = False
     for segment_address, row in segments:
         listing, error = disassemble(row, segment_address)

@@ -63,6 +63,15 @@ def test_objdump_reads_a_package_tile_image(tmp_path):
     assert "# row at 0x4c100: 10 words, 266 events" in tile1.output
 
 
+def test_objdump_says_when_a_package_tile_has_no_rows(tmp_path):
+    rows = [np.array(SDK_RECEIVER_ROW, np.uint32)]
+    Package("ipu21", 3, rows, [ExchangeStep(0x4C000, np.array([0, -1, 0], np.int32))], [], []).save(
+        tmp_path / "pkg")
+    result = runner.invoke(ipu_objdump.app, ["--package", str(tmp_path / "pkg"), "--tile", "1"])
+    assert result.exit_code == 0, result.output
+    assert result.output == f"# tile 1 of {tmp_path / 'pkg'} holds no exchange rows\n"
+
+
 def test_objdump_file_input_and_usage_errors(tmp_path):
     path = tmp_path / "row.hex"
     path.write_text("# the SDK sendpicp\nf54a0109 0x19015000\n")
