@@ -13,6 +13,11 @@ FP8. An argument or result of type `tensor<..xf8E4M3FNUZ, #graph.fp8_scale<s>>` 
 an `ml_dtypes.float8_e4m3fnuz` array of the stored values `q`; the tensor's value is
 `q * 2**s` (s = 0 without the encoding). Rounding to FP8 saturates at the largest finite
 magnitude (240 * 2**s) instead of producing NaN, because FNUZ has no infinity.
+
+Size. `check_runnable` refuses, before anything is allocated, a function with a tensor (argument,
+result, op result, or attention's logits) that cannot run: one larger than the whole device's
+memory (tiles * SRAM bytes of the IPU21) can never be placed, and one of more than
+`MAX_REFERENCE_ELEMENTS` elements would need gigabytes of float64 working memory here.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import round_to_fp8
+from device.target import IPU21
 from ipu_dialects.graph import (
     AddOp,
     AttentionOp,
@@ -48,6 +54,10 @@ from ipu_dialects.graph import (
 FP8 = ml_dtypes.float8_e4m3fnuz
 
 Env = dict[SSAValue, np.ndarray]
+
+# The reference holds every live tensor in float64 (8 bytes an element), with temporaries of the
+# same size: 2**28 elements is 2 GiB a tensor, a bound a workstation can still evaluate.
+MAX_REFERENCE_ELEMENTS = 2**28
 
 
 class InterpreterError(Exception):
@@ -120,7 +130,10 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])  # NumPy has no erf: use math
 
 def gelu(op: GeluOp, env: Env) -> list[np.ndarray]:
     x = env[op.input]
-    return [0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))]
+    with np.errstate(invalid="ignore"):  # -inf * 0 at x = -inf, replaced below
+        y = 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    # the limits: gelu(-inf) = 0 (the formula gives -inf * 0 = NaN), gelu(+inf) = +inf
+    return [np.where(np.isinf(x), np.maximum(x, 0.0), y)]
 
 
 def attention(op: AttentionOp, env: Env) -> list[np.ndarray]:
@@ -200,11 +213,81 @@ def check_runnable(func: FuncOp) -> None:
             raise InterpreterError(
                 f"{op.name} is not a graph op; the reference interpreter runs {known}", op
             )
+    check_sizes(func)
+
+
+def element_count(tensor_type: TensorType) -> int:
+    return math.prod(tensor_type.get_shape())  # Python ints: no overflow on absurd extents
+
+
+def check_tensor_size(
+    what: str, shape: Sequence[int], itemsize: int | None, owner: Operation
+) -> None:
+    """Refuse a tensor the device can never hold (`itemsize` bytes an element; None for a
+    reference-only temporary), or one too big for float64 evaluation here."""
+    elements = math.prod(shape)
+    device_bytes = IPU21.tiles * IPU21.sram_bytes
+    if itemsize is not None and elements * itemsize > device_bytes:
+        raise InterpreterError(
+            f"{what} has {elements} elements ({elements * itemsize} bytes), more than "
+            f"the whole {IPU21.name} memory ({IPU21.tiles} tiles x {IPU21.sram_bytes} bytes = "
+            f"{device_bytes} bytes): it can never run on the device",
+            owner,
+        )
+    if elements > MAX_REFERENCE_ELEMENTS:
+        raise InterpreterError(
+            f"{what} has {elements} elements; the reference interpreter evaluates in "
+            f"float64 and refuses tensors of more than 2**28 = {MAX_REFERENCE_ELEMENTS} elements "
+            f"({MAX_REFERENCE_ELEMENTS * 8 >> 30} GiB each)",
+            owner,
+        )
+
+
+def itemsize_of(value_type: Attribute) -> int:
+    """Stored bytes per element of a graph tensor type (verified: f32, f16 or FP8)."""
+    assert isinstance(value_type, TensorType)
+    return storage_dtype(value_type).itemsize
+
+
+def check_sizes(func: FuncOp) -> None:
+    """Every tensor the evaluation would allocate passes `check_tensor_size`, checked before
+    anything is allocated (NumPy would otherwise die with a MemoryError, or the OS kill us)."""
+    for name, arg in zip(input_names(func), func.body.block.args):
+        check_tensor_size(
+            f"argument %{name} {arg.type}", arg.type.get_shape(), itemsize_of(arg.type), func
+        )
+    for i, result_type in enumerate(func.function_type.outputs.data):
+        check_tensor_size(
+            f"result #{i} {result_type}", result_type.get_shape(), itemsize_of(result_type), func
+        )
+    for op in func.body.walk():
+        for result in op.results:
+            name = f"%{result.name_hint}" if result.name_hint else f"result #{result.index}"
+            check_tensor_size(
+                f"{name} {result.type}", result.type.get_shape(), itemsize_of(result.type), op
+            )
+        if isinstance(op, AttentionOp):  # the reference's logits are [..., query seq, key seq]
+            query, key = op.query.type, op.key.type
+            assert isinstance(query, TensorType) and isinstance(key, TensorType)
+            logits = [*query.get_shape()[:-1], key.get_shape()[-2]]
+            dims = "x".join(map(str, logits))
+            check_tensor_size(f"the float64 logits [{dims}] of this attention", logits, None, op)
 
 
 def input_names(func_op: FuncOp) -> list[str]:
     """Argument names from the block-argument name hints (`%a` -> "a"), else `arg{i}`."""
     return [arg.name_hint or f"arg{i}" for i, arg in enumerate(func_op.body.block.args)]
+
+
+def check_numeric(name: str, array: np.ndarray) -> None:
+    """An input holds real numbers: integers or floats (FP8 inputs as float8_e4m3fnuz q)."""
+    dtype = array.dtype
+    if dtype.kind in "fiu" or dtype == FP8:
+        return
+    raise InterpreterError(
+        f"input {name}: dtype {dtype} is not a numeric type; inputs are integer or floating-point "
+        "arrays (FP8 arguments as float8_e4m3fnuz)"
+    )
 
 
 def run_function(
@@ -228,6 +311,7 @@ def run_function(
     for name, arg, array in zip(input_names(func), args, inputs):
         arg_type = arg.type
         assert isinstance(arg_type, TensorType)  # check_runnable
+        check_numeric(name, np.asarray(array))
         if tuple(np.shape(array)) != tuple(arg_type.get_shape()):
             raise InterpreterError(
                 f"input {name}: shape {tuple(np.shape(array))} does not match the argument type "

@@ -3,8 +3,10 @@
 Exit status: 0 when the check passes, 1 when it fails, 2 when the input does not compile
 (a diagnostic) or cannot be read.
 
-Diagnostics. An error in the IR is reported MLIR-style with the position of the op at fault,
-`file.mlir:12:5: error: graph.gemm: ...`, followed by that source line; other input errors
+Diagnostics. An error in the IR (a parse error, a verifier error, a function the reference
+cannot run, such as a tensor larger than the device) is reported MLIR-style with the position of
+the text or op at fault, `file.mlir:12:5: error: graph.gemm: ...`, followed by that source line
+and carets under it; other input errors
 (command line, .npy files) start with `ipu-run: error:`.
 
 Files. `--input NAME=PATH.npy` takes a floating-point array of the argument's shape; it holds
@@ -69,20 +71,32 @@ def parse_module(path: Path, text: str | None = None) -> ModuleOp:
     return module
 
 
-def with_source_line(message: str, text: str) -> str:
-    """Append the source line a `file:line:col: error:` message points at, MLIR-style."""
+def with_source_line(message: str, text: str, width: int = 1) -> str:
+    """Append the source line a `file:line:col: error:` message points at, MLIR-style, with
+    `width` carets (clipped to the line) under the text at fault."""
     match = re.match(r"[^\n]*?:(\d+):(\d+): error: ", message)
     lines = text.splitlines()
     if match is None or not 1 <= int(match.group(1)) <= len(lines):
         return message
-    column = int(match.group(2))
-    return f"{message}\n{lines[int(match.group(1)) - 1]}\n{' ' * (column - 1)}^"
+    line, column = lines[int(match.group(1)) - 1], int(match.group(2))
+    carets = "^" * max(1, min(width, len(line) - column + 1))
+    return f"{message}\n{line}\n{' ' * (column - 1)}{carets}"
+
+
+def parse_error_text(error: ParseError, text: str) -> str:
+    """`file:line:col: error: <message>`, the source line and carets under the span: xDSL's own
+    text puts the position alone on the first line and the message under the carets."""
+    location = error.span.get_location()
+    message = f"{location.file}:{location.line}:{location.col}: error: {error.msg.strip()}"
+    return with_source_line(message, text, len(error.span))
 
 
 def diagnostic_text(error: Exception, text: str) -> str:
     """One diagnostic for stderr: located when the error names an op, else `ipu-run: error:`."""
     from interpreters.graph import InterpreterError
 
+    if isinstance(error, ParseError):
+        return parse_error_text(error, text)
     message = str(error)
     if isinstance(error, InterpreterError) and error.op is not None:
         message = located_message(error.op, message)

@@ -320,3 +320,100 @@ def test_examples_run_quickly_and_finite():
                   for t in func.function_type.inputs.data]
         outputs = run_function(module, inputs)
         assert all(np.isfinite(o.astype(np.float64)).all() for o in outputs)
+
+
+# ---- robustness: limits, non-numeric inputs, tensors too large to evaluate --------------------
+
+
+@pytest.mark.parametrize("element,dtype", [(f32, np.float32), (f16, np.float16)])
+def test_gelu_at_infinity_is_its_limit(element, dtype):
+    import warnings
+
+    g = GraphBuilder("f")
+    g.output(g.gelu(g.input([4], element)))
+    module = g.build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning from -inf * 0
+        (y,) = run_function(module, [np.array([-np.inf, np.inf, np.nan, -2.0], dtype)])
+    assert y[0] == 0.0 and y[1] == np.inf and np.isnan(y[2])  # NaN stays NaN
+    assert y[3] == dtype(gelu_reference(np.array([-2.0]))[0])
+
+
+def test_gelu_of_an_f16_overflow_to_minus_infinity_is_zero():
+    g = GraphBuilder("f")
+    x = g.input([2], f16)
+    g.output(g.gelu(g.add(x, x)))  # -60000 * 2 rounds to -inf in f16
+    (y,) = run_function(g.build(), [np.array([-60000.0, 60000.0], np.float16)])
+    assert list(y) == [0.0, np.inf]
+
+
+@pytest.mark.parametrize("array,dtype", [
+    (np.array(["a", "b"]), "<U1"),
+    (np.array([1 + 2j, 3j]), "complex128"),
+    (np.array([True, False]), "bool"),
+    (np.array([1.0, None]), "object"),
+])
+def test_non_numeric_inputs_are_named(array, dtype):
+    g = GraphBuilder("f")
+    g.output(g.gelu(g.input([2], name="x")))
+    with pytest.raises(InterpreterError) as info:
+        run_function(g.build(), [array])
+    assert str(info.value) == (
+        f"input x: dtype {dtype} is not a numeric type; inputs are integer or floating-point "
+        "arrays (FP8 arguments as float8_e4m3fnuz)"
+    )
+
+
+def test_integer_inputs_are_accepted():
+    g = GraphBuilder("f")
+    x = g.input([2], name="x")
+    g.output(g.add(x, x))
+    (y,) = run_function(g.build(), [np.array([1, -3])])
+    assert list(y) == [2.0, -6.0]
+
+
+def test_an_op_result_too_large_for_the_device_is_refused_before_allocating():
+    """A gemm of small operands whose result alone exceeds the device (100000 x 100000 f32)."""
+    from device.target import IPU21
+
+    module = parse("""func.func @f(%a: tensor<100000x1xf32>, %b: tensor<1x100000xf32>) -> tensor<1x1xf32> {
+  %c = graph.gemm %a, %b : (tensor<100000x1xf32>, tensor<1x100000xf32>) -> tensor<100000x100000xf32>
+  %d = graph.gemm %b, %a : (tensor<1x100000xf32>, tensor<100000x1xf32>) -> tensor<1x1xf32>
+  func.return %d : tensor<1x1xf32>
+}""")
+    with pytest.raises(InterpreterError) as info:
+        run_function(module, [np.zeros((100000, 1)), np.zeros((1, 100000))])
+    device_bytes = IPU21.tiles * IPU21.sram_bytes
+    assert str(info.value) == (
+        "%c tensor<100000x100000xf32> has 10000000000 elements (40000000000 bytes), more than "
+        f"the whole ipu21 memory ({IPU21.tiles} tiles x {IPU21.sram_bytes} bytes = "
+        f"{device_bytes} bytes): it can never run on the device"
+    )
+    assert info.value.op is not None and info.value.op.name == "graph.gemm"
+
+
+def test_a_tensor_too_large_for_float64_evaluation_is_refused():
+    """2**28 + 1 FP8 elements fit the device (~256 MiB) but not the reference's float64 budget;
+    the refusal comes before the inputs are even looked at."""
+    n = 2**28 + 1
+    module = parse(f"""func.func @f(%a: tensor<{n}xf8E4M3FNUZ>) -> tensor<{n}xf8E4M3FNUZ> {{
+  func.return %a : tensor<{n}xf8E4M3FNUZ>
+}}""")
+    with pytest.raises(InterpreterError) as info:
+        run_function(module, [np.zeros(1)])
+    assert str(info.value) == (
+        f"argument %a tensor<{n}xf8E4M3FNUZ> has {n} elements; the reference interpreter "
+        "evaluates in float64 and refuses tensors of more than 2**28 = 268435456 elements "
+        "(2 GiB each)"
+    )
+
+
+def test_attention_logits_count_against_the_float64_budget():
+    s = 2**14 + 1  # [1, s, s] logits > 2**28 elements, while q, k, v and the result are small
+    module = parse(f"""func.func @f(%q: tensor<1x{s}x2xf32>) -> tensor<1x{s}x2xf32> {{
+  %o = graph.attention %q, %q, %q : (tensor<1x{s}x2xf32>, tensor<1x{s}x2xf32>, tensor<1x{s}x2xf32>) -> tensor<1x{s}x2xf32>
+  func.return %o : tensor<1x{s}x2xf32>
+}}""")
+    with pytest.raises(InterpreterError, match=rf"the float64 logits \[1x{s}x{s}\] of this "
+                                               rf"attention has {s * s} elements"):
+        run_function(module, [np.zeros((1, s, 2))])

@@ -117,20 +117,94 @@ def test_verifier_errors_name_the_op_and_its_position(name, reference, tmp_path,
     ("func.func @f(%a: tensor<3xf8E4M3FNUZ, #graph.fp8_scale<99>>) -> tensor<3xf8E4M3FNUZ> {\n"
      "  %c = graph.gelu %a : tensor<3xf8E4M3FNUZ, #graph.fp8_scale<99>> -> tensor<3xf8E4M3FNUZ>\n"
      "  func.return %c : tensor<3xf8E4M3FNUZ>\n}\n",
-     ":1:56\n"),
+     ":1:56: error: #graph.fp8_scale: exponent 99 is outside -31..31\n"),
     ("func.func @f(%x0: tensor<4xf32>) -> tensor<4xf32> {\n"
      "  %r = graph.repeat 99999999999999999999999 carried(%x = %x0 : tensor<4xf32>) {\n"
      "    graph.yield %x : tensor<4xf32>\n  } -> tensor<4xf32>\n"
      "  func.return %r : tensor<4xf32>\n}\n",
-     ":2:21\n"),
+     ":2:21: error: graph.repeat: iteration count 99999999999999999999999 does not fit in a "
+     "signed 64-bit integer\n"),
 ])
 def test_range_errors_point_at_the_text(text, message, tmp_path, capsys):
     path = tmp_path / "range.mlir"
     path.write_text(text)
     assert run_main(path, tiles=2, reference=True) == EXIT_DIAGNOSTIC
     err = capsys.readouterr().err
-    assert err.startswith(f"ipu-run: error: {path}{message}"), err
+    assert err.startswith(f"{path}{message}"), err
     assert "Traceback" not in err
+
+
+# ---- parse errors: MLIR style, message on the first line, then the line and carets -----------
+
+
+@pytest.mark.parametrize("text,line,column,message,carets", [
+    ("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+     "  %b = graph.gelu %a : tensor<2xf32> -> tensor<2xf3>\n"
+     "  func.return %b : tensor<2xf32>\n}\n",
+     2, 50, "Expected shape type.", "^^"),
+    ("this is not mlir\n", 1, 6, "Operation this is not registered", "^^"),
+])
+def test_parse_errors_are_mlir_style(text, line, column, message, carets, tmp_path, capsys):
+    path = tmp_path / "bad.mlir"
+    path.write_text(text)
+    assert run_main(path, tiles=2, reference=True) == EXIT_DIAGNOSTIC
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"{path}:{line}:{column}: error: {message}",
+        text.splitlines()[line - 1],
+        " " * (column - 1) + carets,
+    ]
+
+
+def test_a_parse_error_past_the_last_line_has_no_source_line(tmp_path, capsys):
+    path = tmp_path / "undefined.mlir"
+    path.write_text("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                    "  func.return %undefined : tensor<2xf32>\n}\n")
+    assert run_main(path, tiles=2, reference=True) == EXIT_DIAGNOSTIC
+    assert capsys.readouterr().err == (
+        f"{path}:4:1: error: values used but not defined: [%undefined]\n"
+    )
+
+
+def test_ipu_run_command_prints_parse_errors_mlir_style(tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+                    "  %b = graph.gelu %a : tensor<2xf32> -> tensor<2xf3>\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "tools.ipu_run", str(path), "--reference"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == EXIT_DIAGNOSTIC
+    assert proc.stderr.startswith(f"{path}:2:50: error: Expected shape type.\n"), proc.stderr
+
+
+# ---- tensors too large to run: a located diagnostic before anything is allocated --------------
+
+
+@pytest.mark.parametrize("text,first_line", [
+    ("func.func @f(%a: tensor<99999999999999999999xf32>) -> tensor<99999999999999999999xf32> {\n"
+     "  func.return %a : tensor<99999999999999999999xf32>\n}\n",
+     "1:1: error: func.func: argument %a tensor<99999999999999999999xf32> has "
+     "99999999999999999999 elements (399999999999999999996 bytes), more than the whole ipu21 "
+     "memory (1472 tiles x 638976 bytes = 940572672 bytes): it can never run on the device"),
+    ("func.func @f(%a: tensor<100000x100000x100000xf32>) -> tensor<2xf32> {\n"
+     "  %b = graph.gelu %a : tensor<100000x100000x100000xf32> -> tensor<100000x100000x100000xf32>\n"
+     "  %c = graph.gelu %b : tensor<100000x100000x100000xf32> -> tensor<100000x100000x100000xf32>\n"
+     "  func.return %a : tensor<2xf32>\n}\n",
+     None),  # the verifier's return-type error comes first: no size check on unverified IR
+    ("func.func @f(%a: tensor<3000000000xf32>) -> tensor<3000000000xf32> {\n"
+     "  %b = graph.gelu %a : tensor<3000000000xf32> -> tensor<3000000000xf32>\n"
+     "  func.return %b : tensor<3000000000xf32>\n}\n",
+     "1:1: error: func.func: argument %a tensor<3000000000xf32> has 3000000000 elements "
+     "(12000000000 bytes), more than the whole ipu21 memory"),
+])
+def test_huge_tensors_are_diagnostics(text, first_line, tmp_path):
+    path = tmp_path / "huge.mlir"
+    path.write_text(text)
+    proc = subprocess.run([sys.executable, "-m", "tools.ipu_run", str(path), "--reference"],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == EXIT_DIAGNOSTIC and "Traceback" not in proc.stderr, proc.stderr
+    if first_line is not None:
+        assert proc.stderr.startswith(f"{path}:{first_line}"), proc.stderr
+        assert proc.stderr.splitlines()[1] == text.splitlines()[0]
 
 
 def test_non_utf8_input_is_a_diagnostic(tmp_path, capsys):
