@@ -346,3 +346,18 @@ def test_cycle_profile_needs_one_count_per_step():
     steps = len(compiled.package.steps)
     with pytest.raises(ValueError, match=f"{steps - 1} step cycle counts for a package of {steps} steps"):
         cycle_profile(compiled.package, [0] * (steps - 1))
+
+
+def test_an_f16_partial_sum_overflow_fails_with_an_explanation(tmp_path, capsys):
+    """K = 128: block 0 sums to 76800 (> 65504, inf in f16), block 1 cancels it. The reference
+    sums in float64 and gets 0; the FP16 plan stores its partials in f16 between blocks."""
+    path = gemm_file(tmp_path, [64, 128], [128, 64], f16)
+    lhs = np.full((64, 128), 30.0, np.float16)
+    lhs[:, 64:] = -30.0
+    np.save(tmp_path / "a.npy", lhs)
+    np.save(tmp_path / "b.npy", np.full((128, 64), 40.0, np.float16))
+    inputs = [f"a={tmp_path / 'a.npy'}", f"b={tmp_path / 'b.npy'}"]
+    assert run_main(path, tiles=1, inputs=inputs) == EXIT_FAIL
+    out, err = capsys.readouterr()
+    assert "check: FAIL" in out
+    assert f"note: {ipu_run.OVERFLOW_NOTE}" in err
