@@ -29,6 +29,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
+from ipu_dialects.locations import located
 from passes.gemm_plans import CATALOG_NAMES, GemmProblem, catalog_entries, element_precision
 from passes.gemm_selection import NoValidPlan, select_gemm_plan
 
@@ -86,11 +87,12 @@ class FunctionLowering:
             if isinstance(op, graph.GemmOp):
                 self.lower_gemm(op)
             elif op.dialect_name() == "graph":
-                raise PassFailedException(
+                raise PassFailedException(located(
+                    op,
                     f"{op.name} has no operator plan yet (result {value_label(op.results[0])})"
                     if op.results
-                    else f"{op.name} has no operator plan yet"
-                )
+                    else f"{op.name} has no operator plan yet",
+                ))
         for arg in self.function.args:
             if is_graph_tensor(arg):  # unused or only returned: a plain row-major input
                 assert isinstance(arg.type, TensorType)
@@ -138,7 +140,7 @@ class FunctionLowering:
                 catalog_entries(self.config.catalog_names),
             )
         except (NoValidPlan, ValueError) as err:
-            raise PassFailedException(f"{op_label(op)}: {err}") from None
+            raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
         plan = chosen.plan
         lhs = self.operand_in_format(op.lhs, plan.operand_plan("lhs").format, op)
         rhs = self.operand_in_format(op.rhs, plan.operand_plan("rhs").format, op)

@@ -319,7 +319,10 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         package = compile_module(ModuleOp([func.clone()]), tiles, indivisible,
                                  "cycles" if profile else "off")
     except DiagnosticException as error:
-        print(f"ipu-run: compile error: {error}", file=sys.stderr)
+        message = str(error)
+        located_error = re.match(r"[^\n]*?:\d+:\d+: error: ", message)
+        print(with_source_line(message, text) if located_error else
+              f"ipu-run: compile error: {message}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:

@@ -23,6 +23,8 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
+from ipu_dialects.locations import located
+
 
 class LocatingParser(Parser):
     """A Parser that gives every op the file:line:col where its text starts."""
@@ -52,14 +54,6 @@ def parse_located_module(
     return LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
 
 
-def location_of(op: Operation) -> str | None:
-    """`file:line:col` of an op parsed by LocatingParser (or with an explicit loc), else None."""
-    loc = op.location
-    if not isinstance(loc, FileLineColLoc):
-        return None
-    return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
-
-
 def first_failing_op(op: Operation) -> tuple[Operation, VerifyException] | None:
     """The innermost op (children before parents, in program order) whose own checks fail.
 
@@ -82,8 +76,7 @@ def located_message(op: Operation, message: str) -> str:
     """`file:line:col: error: <op>: message` (op name added when the message lacks it)."""
     if op.name not in message:
         message = f"{op.name}: {message}"
-    location = location_of(op)
-    return f"{location}: error: {message}" if location else message
+    return located(op, message)
 
 
 def verify_with_locations(module: Operation) -> None:

@@ -1,10 +1,13 @@
 // ipu-run refuses what it cannot compile or read with one message, never a traceback
 // (exit status 2; the exact codes are pinned in test/pytest/test_e2e_gemm.py).
 
-// An extent that is not a multiple of its block, with padding rejected: names op, axis, extent.
+// An extent that is not a multiple of its block, with padding rejected: names op, axis, extent,
+// at the op's position in the file, with the source line.
 // RUN: not ipu-run %s --function indivisible --tiles 4 --indivisible reject 2>&1 | filecheck %s --check-prefix=REJECT
-// REJECT:     ipu-run: compile error: graph.gemm %c: no valid operator plan:
+// REJECT:      ipu-run-diagnostics.mlir:[[# @LINE + 10]]:3: error: graph.gemm %c: no valid operator plan:
 // REJECT-SAME: lhs axis -2 extent 100 is not a multiple of block {{16|32|64}} and the tiling rejects padding
+// REJECT-NEXT: %c = graph.gemm %a, %b
+// REJECT-NEXT: ^
 // REJECT-NOT: Traceback
 // REJECT-NOT: check:
 // The same function with the default padding passes.
@@ -17,7 +20,7 @@ func.func @indivisible(%a: tensor<100x64xf16>, %b: tensor<64x64xf16>) -> tensor<
 
 // A transposed operand is rejected, never scheduled.
 // RUN: not ipu-run %s --function transposed --tiles 4 2>&1 | filecheck %s --check-prefix=TRANSPOSED
-// TRANSPOSED:      ipu-run: compile error: graph.gemm %t: no valid operator plan:
+// TRANSPOSED:      ipu-run-diagnostics.mlir:[[# @LINE + 4]]:3: error: graph.gemm %t: no valid operator plan:
 // TRANSPOSED-SAME: transpose_rhs is not supported
 // TRANSPOSED-NOT:  check:
 func.func @transposed(%a: tensor<64x128xf32>, %b: tensor<64x128xf32>) -> tensor<64x64xf32> {

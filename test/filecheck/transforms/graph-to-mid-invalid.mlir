@@ -6,7 +6,7 @@ func.func @transposed(%a: tensor<128x256xf16>, %b: tensor<64x256xf16>) -> tensor
   %c = graph.gemm %a, %b transpose_rhs : (tensor<128x256xf16>, tensor<64x256xf16>) -> tensor<128x64xf16>
   func.return %c : tensor<128x64xf16>
 }
-// CHECK: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16, amp_gemm_f16_r32, amp_gemm_f16_r64, amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64: transpose_rhs is not supported by the AMP plan (transposed operands are rejected)
+// CHECK: graph-to-mid-invalid.mlir:[[# @LINE - 3]]:3: error: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16, amp_gemm_f16_r32, amp_gemm_f16_r64, amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64: transpose_rhs is not supported by the AMP plan (transposed operands are rejected)
 
 // -----
 
