@@ -216,16 +216,12 @@ def check_runnable(func: FuncOp) -> None:
     check_sizes(func)
 
 
-def element_count(tensor_type: TensorType) -> int:
-    return math.prod(tensor_type.get_shape())  # Python ints: no overflow on absurd extents
-
-
 def check_tensor_size(
     what: str, shape: Sequence[int], itemsize: int | None, owner: Operation
 ) -> None:
     """Refuse a tensor the device can never hold (`itemsize` bytes an element; None for a
     reference-only temporary), or one too big for float64 evaluation here."""
-    elements = math.prod(shape)
+    elements = math.prod(shape)  # Python ints: no overflow on absurd extents
     device_bytes = IPU21.tiles * IPU21.sram_bytes
     if itemsize is not None and elements * itemsize > device_bytes:
         raise InterpreterError(
