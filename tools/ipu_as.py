@@ -32,6 +32,7 @@ from typing import Annotated
 import typer
 
 from device.isa import AsmSyntaxError, EncodeError, encode, parse_instruction
+from tools.ipu_objdump import UsageError, checked_address, parse_address
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -148,8 +149,8 @@ def assemble_command(
 ) -> None:
     """Assemble exchange instructions into hex words."""
     try:
-        base = parse_address(address)
-    except AsmSyntaxError as error:
+        base = None if address is None else checked_address(parse_address(address), "--address")
+    except UsageError as error:  # the same --address rules as ipu-objdump
         typer.echo(f"ipu-as: {error}", err=True)
         raise typer.Exit(2) from None
     try:
@@ -163,18 +164,6 @@ def assemble_command(
         typer.echo(f"ipu-as: {error}", err=True)
         raise typer.Exit(1) from None
     typer.echo(format_rows(rows), nl=False)
-
-
-def parse_address(text: str | None) -> int | None:
-    if text is None:
-        return None
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise AsmSyntaxError(f"--address '{text}' is not an integer") from None
-    if value < 0 or value % 4:
-        raise AsmSyntaxError(f"--address {text} is not a 4-byte aligned byte address")
-    return value
 
 
 def main() -> None:

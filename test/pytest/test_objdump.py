@@ -171,6 +171,17 @@ def test_objdump_tile_outside_the_package_is_a_usage_error(tmp_path, tile):
     assert "which has 2 tiles (0 .. 1)" in result.output
 
 
+@pytest.mark.parametrize("address,message", [
+    ("0x4c002", "--address: row address 0x4c002 is not a 4-byte aligned byte address"),
+    ("-4", "--address: row address -0x4 is not a 4-byte aligned byte address"),
+    ("x1", "--address 'x1' is not an integer"),
+])
+def test_ipu_as_address_follows_the_objdump_rules(address, message):
+    result = runner.invoke(ipu_as.app, ["--address", address], input="delay 0\n")
+    assert result.exit_code == 2
+    assert result.output == f"ipu-as: {message}\n"
+
+
 @pytest.mark.parametrize("address", ["0x4c002", "0x4c001", "-4"])
 def test_objdump_rejects_a_misaligned_row_address(address):
     result = runner.invoke(ipu_objdump.app, ["--address", address, "40a00000"])
