@@ -843,6 +843,20 @@ def _same_except(
         )
 
 
+def conversion_formats(
+    op_name: str, input_type: Attribute, result_type: Attribute
+) -> tuple[TensorType, TensorFormatAttr, TensorType, TensorFormatAttr]:
+    """Input and result of a conversion op with their formats; a conversion keeps the shape."""
+    src, src_fmt = format_of(op_name, "input", input_type)
+    dst, dst_fmt = format_of(op_name, "result", result_type)
+    if src.get_shape() != dst.get_shape():
+        raise VerifyException(
+            f"{op_name}: shape changes from {fmt_shape(src.get_shape())} to "
+            f"{fmt_shape(dst.get_shape())}"
+        )
+    return src, src_fmt, dst, dst_fmt
+
+
 @irdl_op_definition
 class CastPrecisionOp(IRDLOperation):
     """Change the storage precision of a value; every other part of the format is kept."""
@@ -857,13 +871,7 @@ class CastPrecisionOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
-        src, src_fmt = format_of(self.name, "input", self.input.type)
-        dst, dst_fmt = format_of(self.name, "result", self.result.type)
-        if src.get_shape() != dst.get_shape():
-            raise VerifyException(
-                f"{self.name}: shape changes from {fmt_shape(src.get_shape())} to "
-                f"{fmt_shape(dst.get_shape())}"
-            )
+        src, src_fmt, dst, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
         if (src_fmt.precision, src_fmt.scale) == (dst_fmt.precision, dst_fmt.scale):
             raise VerifyException(
                 f"{self.name}: storage precision {src_fmt.precision_text()} does not change"
@@ -891,13 +899,7 @@ class RearrangeOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
-        src, src_fmt = format_of(self.name, "input", self.input.type)
-        dst, dst_fmt = format_of(self.name, "result", self.result.type)
-        if src.get_shape() != dst.get_shape():
-            raise VerifyException(
-                f"{self.name}: shape changes from {fmt_shape(src.get_shape())} to "
-                f"{fmt_shape(dst.get_shape())}"
-            )
+        src, src_fmt, dst, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
         if src.get_element_type() != dst.get_element_type():
             raise VerifyException(
                 f"{self.name}: element type changes from {src.get_element_type()} to "
