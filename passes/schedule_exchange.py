@@ -12,8 +12,9 @@ one sender row and one receiver row per exchange op), and what differs between i
 (source address, source tile, directions, delays) is carried on the `tile.exchange` as
 `#tile.patch` arrays with one value per iteration. `sender_rows`/`receiver_rows` say which
 shared row each iteration's sender and receivers run (-1 where an iteration has no receiver
-and so no traffic); `row_address` is the code-region slot of iteration 0 and iteration n
-uses `row_address + n * slot_stride(rows)`, so tile images hold every iteration's row.
+and so no traffic); `row_address` is the slot of iteration 0 and iteration n
+uses `row_address + n * slot_stride(rows)`, so tile images hold every iteration's row. Slots
+fill the code region, then standard memory left free by the buffers (`RowMemory`).
 
 The pass also checks, with `device.memory_conflicts`, that no row's instruction fetch, send
 read or incoming write contend for one memory element.
@@ -39,7 +40,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.isa import Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
-from device.target import Target
+from device.target import WORD_BYTES, Target
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
 from passes.exchange_rows import (
@@ -132,8 +133,16 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
     """Fetch, send reads and incoming writes of one iteration must not share an element.
 
     The receiver side is checked for the nearest receiver, whose words arrive earliest and
-    so closest to the row's own instruction fetches.
+    so closest to the row's own instruction fetches. A slot whose memory elements hold neither
+    the sent nor the written words cannot contend: that test costs two set operations, the
+    event-by-event check runs only where it could find something.
     """
+    slot_bytes = WORD_BYTES * max(len(sender_words), len(receiver_words))
+    data_bytes = WORD_BYTES * phase.words
+    data = (target.elements_of_range(WORD_BYTES * phase.source_word, data_bytes)
+            | target.elements_of_range(WORD_BYTES * phase.dest_word, data_bytes))
+    if not target.elements_of_range(slot, slot_bytes) & data:
+        return
     first = int(latency[phase.sender, list(phase.receivers)].min())
     arrivals = np.zeros(phase.total_events, dtype=bool)
     arrivals[first: first + phase.words] = True
@@ -151,22 +160,56 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
             )
 
 
-@dataclass
-class CodeRegion:
-    """Bump allocator over the target's code region (rows only, 8-byte aligned slots)."""
+ROW_ALIGNMENT = 8  # a sendpicp must start at an 8-byte boundary (spec: exchange-isa.md)
 
-    start: int
-    end: int
+
+@dataclass
+class RowMemory:
+    """Where row slots go, bump-allocated in op order: the target's code region first; when it
+    is full, standard memory that no buffer occupies on any tile, outside every memory element
+    an exchange sends from or receives into (so no row's fetch can contend with an exchange's
+    reads or writes). Code lives in non-interleaved memory ([C] ipu21-facts): the interleaved
+    region is never used."""
+
+    code_region: tuple[int, int]
+    ranges: list[list[int]]  # [next free, end) of each range, in allocation order
+
+    @classmethod
+    def for_module(cls, module: ModuleOp, target: Target) -> RowMemory:
+        buffers = [b for b in module.walk() if isinstance(b, BufferOp)]
+        taken = sorted(
+            (b.address_value, b.address_value + b.byte_size + b.tail_bytes)
+            for b in buffers if b.address_value is not None
+        )
+        exchanged = {v.owner for op in module.walk() if isinstance(op, ExchangeOp)
+                     for v in (op.source, op.destination)}
+        busy = frozenset().union(*(
+            target.elements_of_range(b.address_value, b.byte_size + b.tail_bytes)
+            for b in exchanged if isinstance(b, BufferOp) and b.address_value is not None
+        ))
+        ranges = [list(target.code_region)]
+        cursor = target.code_region[1]
+        for start, end in [*taken, (target.interleaved_start, target.interleaved_start)]:
+            for element in target.memory_elements:
+                lo, hi = max(cursor, element.start), min(start, element.end)
+                if lo < hi and not element.interleaved and element.index not in busy:
+                    ranges.append([lo, hi])
+            cursor = max(cursor, end)
+        return cls(target.code_region, ranges)
 
     def allocate(self, nbytes: int, what: str) -> int:
-        address = self.start
-        if address + nbytes > self.end:
-            raise PassFailedException(
-                f"schedule-exchange: the exchange rows of {what} need {nbytes} bytes at "
-                f"{address:#x}, but the code region ends at {self.end:#x}"
-            )
-        self.start += nbytes
-        return address
+        for free in self.ranges:
+            address = -(-free[0] // ROW_ALIGNMENT) * ROW_ALIGNMENT
+            if address + nbytes <= free[1]:
+                free[0] = address + nbytes
+                return address
+        left = sorted((end - start for start, end in self.ranges), reverse=True)
+        raise PassFailedException(
+            f"schedule-exchange: the exchange rows of {what} need {nbytes} bytes, but neither "
+            f"the code region [{self.code_region[0]:#x}, {self.code_region[1]:#x}) nor the "
+            "standard memory that buffers and exchanged buffers' memory elements leave free "
+            f"has that much left (largest free range: {left[0] if left else 0} bytes)"
+        )
 
 
 Rows = tuple[list[Instruction], list[Instruction]]  # (sender row, receiver row)
@@ -191,11 +234,11 @@ def check_distinct_rows(phases: list[BroadcastPhase | None], rows: list[Rows | N
 
 
 def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
-                code: CodeRegion) -> list[RowOp]:
+                code: RowMemory) -> list[RowOp]:
     phases = phase_per_iteration(op, latency)
     rows = [concrete_rows(phase) for phase in phases]
     what = f"{op.name} ({op.provenance.op.data} {op.provenance.value.data})"
-    words = check_distinct_rows(phases, rows, what, code.start)
+    words = check_distinct_rows(phases, rows, what, code.code_region[0])
     if not words:
         return []
     table = TemplateTable(f"x{index}")
@@ -231,7 +274,7 @@ class ScheduleExchangePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target, tiles = target_and_tiles(op, self.name)
-        code = CodeRegion(*target.code_region)
+        code = RowMemory.for_module(op, target)
         latency = target.latency_matrix(tiles)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]
         rows: list[RowOp] = []

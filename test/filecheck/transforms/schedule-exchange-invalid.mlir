@@ -95,17 +95,19 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 
 // -----
 
-// Code region overflow. place-memory output (kernels dropped) of the FP16 GEMM
+// Rows that fit nowhere. place-memory output (kernels dropped) of the FP16 GEMM
 // [16 x 4160] x [4160 x 2048] on 128 tiles: 65 x 32 = 2080 blocks, one exchange iteration
 // each, 16 bytes of row slot per iteration: x0 takes 32 x 16 = 512 bytes (0x4c000..0x4c200),
-// x1 needs 32 x 64 x 16 = 32768 more, past the 32 KiB code region [0x4c000, 0x54000).
-// (test_schedule_exchange.py runs the same GEMM from the graph.)
+// x1 needs 32 x 64 x 16 = 32768 more, past the 32 KiB code region [0x4c000, 0x54000). The
+// standard memory left free (0x98820..0xac000) is taken by @filler, so there is no room.
+// (schedule-exchange.mlir has the same GEMM with that memory free: the rows go there.)
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 128, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @many_blocks() {
     %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [16, 4160] f16 amp_left standard align 32 tail 16 address 0x54000
     %b = tile.buffer @b input 1 on #tile.tiles<[0, 128)> shard [1088, 64] f16 amp_right standard align 32 tail 0 address 0x74820
     %c = tile.buffer @c output 0 on #tile.tiles<[0, 1)> shard [16, 2048] f16 amp_output interleaved align 32 tail 0 address 0xac000
     %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 1)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x96820
+    %filler = tile.buffer @filler scratch on #tile.tiles<[0, 1)> shard [19960] f32 row_major standard align 32 tail 0 address 0x98820
     tile.loop %j = 0 to 32 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
       tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<[0, 1)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
       tile.loop %k = 1 to 65 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating inner blocks k"> {
@@ -115,4 +117,4 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 12
     func.return
   }
 }
-// CHECK: schedule-exchange: the exchange rows of tile.exchange (graph.gemm %c %b) need 32768 bytes at 0x4c200, but the code region ends at 0x54000
+// CHECK: schedule-exchange: the exchange rows of tile.exchange (graph.gemm %c %b) need 32768 bytes, but neither the code region [0x4c000, 0x54000) nor the standard memory that buffers and exchanged buffers' memory elements leave free has that much left (largest free range: 32256 bytes)
