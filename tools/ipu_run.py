@@ -245,7 +245,8 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
     return Comparison(passed, max_abs, max_rel)
 
 
-def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off"):
+def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off",
+                   with_assembly: bool = True):
     """Run the default pipeline and build the package; diagnostics propagate."""
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
@@ -253,7 +254,7 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
     IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling).apply(
         make_context(), module)
     module.verify()
-    return build_package(module)
+    return build_package(module, with_assembly)
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -317,7 +318,8 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     started = time.perf_counter()
     try:
         package = compile_module(ModuleOp([func.clone()]), tiles, indivisible,
-                                 "cycles" if profile else "off")
+                                 "cycles" if profile else "off",
+                                 with_assembly=package_dir is not None)
     except DiagnosticException as error:
         message = str(error)
         located_error = re.match(r"[^\n]*?:\d+:\d+: error: ", message)

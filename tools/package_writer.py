@@ -84,6 +84,41 @@ class RowInterner:
 
 
 @dataclass
+class ExchangeTable:
+    """What every iteration of one scheduled `tile.exchange` reads, decoded from its
+    properties once (not once per iteration: loops run thousands of times)."""
+
+    symbols: list[str]
+    templates: dict[str, list]  # shared row -> its instructions
+    patches: dict[str, list[tuple[int, str, np.ndarray]]]  # row -> (instruction, field, values)
+    sender_rows: np.ndarray
+    receiver_rows: np.ndarray
+    dst_tiles: np.ndarray
+    row_address: int
+    stride: int
+
+    @classmethod
+    def of(cls, op: ExchangeOp, rows: dict[str, RowOp]) -> ExchangeTable:
+        if op.rows is None or op.row_address is None:
+            raise PassFailedException(
+                f"package: {op.name} ({op.provenance.reason.data}) has no rows; "
+                "run schedule-exchange first"
+            )
+        symbols = [ref.root_reference.data for ref in op.rows.data]
+        templates = {s: rows[s].instructions() for s in symbols}
+        patches: dict[str, list[tuple[int, str, np.ndarray]]] = {s: [] for s in symbols}
+        for patch in op.patches.data if op.patches is not None else ():
+            patches[patch.row_name].append(
+                (patch.instruction.data, patch.field.data, np.asarray(patch.values.get_values())))
+        return cls(
+            symbols, templates, patches,
+            np.asarray(op.sender_rows.get_values()), np.asarray(op.receiver_rows.get_values()),
+            op.dst_tiles.as_array(), op.row_address.value.data,
+            slot_stride(list(templates.values())),
+        )
+
+
+@dataclass
 class Expansion:
     """Steps of the program and the rows they use, built by walking the tile program."""
 
@@ -91,6 +126,7 @@ class Expansion:
     templates: dict[str, RowOp]
     rows: RowInterner
     steps: list[Step] = field(default_factory=list)
+    tables: dict[ExchangeOp, ExchangeTable] = field(default_factory=dict)
 
     def walk(self, block: Block, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         for op in block.ops:
@@ -108,30 +144,29 @@ class Expansion:
                     "the output of the whole pipeline (ipu-pipeline, or through schedule-exchange)"
                 )
 
-    def concrete_row(self, op: ExchangeOp, symbol: str, n: int) -> int:
-        patches = [(p.instruction.data, p.field.data, p.value_list()[n])
-                   for p in (op.patches.data if op.patches is not None else ())
-                   if p.row_name == symbol]
-        instrs = instantiate(self.templates[symbol].instructions(), patches)
+    def concrete_row(self, table: ExchangeTable, symbol: str, n: int) -> int:
+        patches = [(instruction, field_name, int(values[n]))
+                   for instruction, field_name, values in table.patches[symbol]]
+        instrs = instantiate(table.templates[symbol], patches)
         return self.rows.intern(instrs, symbol, f"{symbol}.{n}" if patches else symbol)
 
+    def table(self, op: ExchangeOp) -> ExchangeTable:
+        if op not in self.tables:
+            self.tables[op] = ExchangeTable.of(op, self.templates)
+        return self.tables[op]
+
     def exchange(self, op: ExchangeOp, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
-        if op.rows is None or op.row_address is None:
-            raise PassFailedException(
-                f"package: {op.name} ({op.provenance.reason.data}) has no rows; "
-                "run schedule-exchange first"
-            )
+        table = self.table(op)
         n = linearized_iteration(bounds, ivs)
-        sender_row = op.sender_rows.get_values()[n]
+        sender_row = table.sender_rows[n]
         if sender_row < 0:
             return  # no receiver in this iteration: no traffic, no phase
-        receiver_row = op.receiver_rows.get_values()[n]
-        symbols = [ref.root_reference.data for ref in op.rows.data]
+        receiver_row = table.receiver_rows[n]
         row_id = np.full(self.tiles, -1, dtype=np.int32)
-        row_id[op.dst_tiles.as_array()] = self.concrete_row(op, symbols[receiver_row], n)
-        row_id[eval_map(op.src_tile.data, ivs)] = self.concrete_row(op, symbols[sender_row], n)
-        stride = slot_stride([self.templates[s].instructions() for s in symbols])
-        address = op.row_address.value.data + n * stride
+        row_id[table.dst_tiles] = self.concrete_row(table, table.symbols[receiver_row], n)
+        row_id[eval_map(op.src_tile.data, ivs)] = self.concrete_row(
+            table, table.symbols[sender_row], n)
+        address = table.row_address + n * table.stride
         self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, op, ivs)))
 
     def kernel(self, op: KernelOp, ivs: list[int]) -> None:
@@ -197,7 +232,11 @@ def unplaced(buffers: list[BufferOp]) -> list[str]:
     return [b.sym_name.data for b in buffers if b.address_value is None]
 
 
-def build_package(module: ModuleOp) -> Package:
+def build_package(module: ModuleOp, with_assembly: bool = True) -> Package:
+    """The package of a scheduled module; `with_assembly` also formats `package.assembly`
+    (the `-t ipu-asm` text, which `Package.save` writes as program.s): for thousands of
+    block iterations on every tile that is most of the work, so a run that keeps no package
+    skips it."""
     from tools.emit_asm import format_assembly
 
     target, tiles = target_and_tiles(module, "package")
@@ -218,6 +257,7 @@ def build_package(module: ModuleOp) -> Package:
         target.name, tiles, rows.rows, expansion.steps, inputs, outputs, func.sym_name.data,
         metadata={"row_symbols": rows.symbols, "tiles_used": tiles_used, "profiling": profiling},
     )
-    package.assembly = format_assembly(package)
+    if with_assembly:
+        package.assembly = format_assembly(package)
     return package
 

@@ -258,8 +258,8 @@ def test_wrong_outputs_exit_1(tmp_path, capsys, monkeypatch):
     """A package computing wrong outputs makes ipu-run print FAIL and exit 1."""
     path = gemm_file(tmp_path, [64, 64], [64, 64], f16)
 
-    def compile_with_wrong_lhs_panel(module, tiles, indivisible, profiling="off"):
-        package = compile_module(module, tiles, indivisible, profiling)
+    def compile_with_wrong_lhs_panel(module, tiles, indivisible, profiling="off", **options):
+        package = compile_module(module, tiles, indivisible, profiling, **options)
         # every GEMM call reads its left panel 32 bytes too far: wrong numbers, same shapes
         for step in package.steps:
             if getattr(step, "symbol", "").startswith("amp_gemm"):
