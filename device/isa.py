@@ -61,6 +61,8 @@ ADDRESS_BITS = 18
 SCTL_BITS = 3
 PIC_VALUE_BITS = 18
 XPIC_VALUE_BITS = 13
+# A sendpicp is an aligned two-word instruction: it starts at an 8-byte boundary.
+SENDPICP_ALIGNMENT = 8
 XPIC_CONFIG_BITS = 14
 
 # sctl bits: two direction enables and the 64-bit item flag.
@@ -283,10 +285,10 @@ def encode(instrs: list[Instruction] | tuple[Instruction, ...], base_address: in
     words: list[int] = []
     for instr in instrs:
         byte_address = base_address + 4 * len(words)
-        if isinstance(instr, SendPicP) and byte_address % 8:
+        if isinstance(instr, SendPicP) and byte_address % SENDPICP_ALIGNMENT:
             raise EncodeError(
                 f"{format_instruction(instr)}: sendpicp would start at byte address "
-                f"{byte_address:#x}, which is not 8-byte aligned (insert a one-word "
+                f"{byte_address:#x}, which is not {SENDPICP_ALIGNMENT}-byte aligned (insert a one-word "
                 f"instruction before it or move the row)"
             )
         words.extend(encode_one(instr))
@@ -359,9 +361,10 @@ def decode_at(words, index: int, byte_address: int) -> Instruction:
     if handler is None:
         raise DecodeError(index, word, "unknown opcode")
     if handler is _SENDPICP:
-        if byte_address % 8:
+        if byte_address % SENDPICP_ALIGNMENT:
             raise DecodeError(
-                index, word, f"sendpicp at byte address {byte_address:#x} is not 8-byte aligned"
+                index, word,
+                f"sendpicp at byte address {byte_address:#x} is not {SENDPICP_ALIGNMENT}-byte aligned",
             )
         if index + 1 >= len(words):
             raise DecodeError(index, word, "sendpicp is missing its inline word")

@@ -30,6 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 from device import isa
 from device.exchange_timeline import ControlEvent, SendInterval, TimelineError
 from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_row
+from device.target import WORD_BYTES
 
 # Field limits, from the encodings (spec: exchange-isa.md).
 SEND_MAX_WORDS = 64  # send: words - 1 in 6 bits
@@ -135,8 +136,8 @@ def slot_stride(rows: list[list[isa.Instruction]]) -> int:
     Every iteration gets its own slot, so tile images hold all rows at once; the stride is
     the longest row, 8-byte aligned because a `sendpicp` must start on an 8-byte boundary.
     """
-    longest = max((sum(i.words for i in row) for row in rows), default=0) * 4
-    return -(-longest // 8) * 8
+    longest = max((sum(i.words for i in row) for row in rows), default=0) * WORD_BYTES
+    return -(-longest // isa.SENDPICP_ALIGNMENT) * isa.SENDPICP_ALIGNMENT
 
 
 # ---- shared rows with per-iteration immediates ------------------------------------------

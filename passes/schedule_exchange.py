@@ -38,7 +38,7 @@ from xdsl.dialects.builtin import (
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from device.isa import Instruction
+from device.isa import SENDPICP_ALIGNMENT, Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target
 from ipu_dialects.exchange import RowOp
@@ -160,9 +160,6 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
             )
 
 
-ROW_ALIGNMENT = 8  # a sendpicp must start at an 8-byte boundary (spec: exchange-isa.md)
-
-
 @dataclass
 class RowMemory:
     """Where row slots go, bump-allocated in op order: the target's code region first; when it
@@ -193,13 +190,16 @@ class RowMemory:
             for element in target.memory_elements:
                 lo, hi = max(cursor, element.start), min(start, element.end)
                 if lo < hi and not element.interleaved and element.index not in busy:
-                    ranges.append([lo, hi])
+                    if len(ranges) > 1 and ranges[-1][1] == lo:  # the next element: one range
+                        ranges[-1][1] = hi
+                    else:
+                        ranges.append([lo, hi])
             cursor = max(cursor, end)
         return cls(target.code_region, ranges)
 
     def allocate(self, nbytes: int, what: str) -> int:
         for free in self.ranges:
-            address = -(-free[0] // ROW_ALIGNMENT) * ROW_ALIGNMENT
+            address = -(-free[0] // SENDPICP_ALIGNMENT) * SENDPICP_ALIGNMENT
             if address + nbytes <= free[1]:
                 free[0] = address + nbytes
                 return address
