@@ -450,11 +450,6 @@ def row_tile_buffers(
     }
 
 
-def row_tile_bytes(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> int:
-    """Bytes an output-row tile holds: its lhs and out shards, the rhs shard, a receive slot."""
-    return sum(b.extent for b in row_tile_buffers(plan, problem, target).values())
-
-
 class DoesNotFit(InvalidPlan):
     """The plan's buffers do not fit the memory of an output-row tile."""
 
