@@ -175,10 +175,6 @@ def get_kernel(symbol: str) -> KernelAbi:
         ) from None
 
 
-def implemented_kernels() -> list[str]:
-    return [s for s, abi in KERNELS.items() if abi.implemented]
-
-
 # ---- the ABI comments of device/sources/*.S ---------------------------------------------
 
 _ABI_LINE = re.compile(r"^\s*//\s*ABI:\s*(\w+)\(([^;)]*);([^)]*)\)\s*->\s*(\w+)\s*$")
