@@ -71,10 +71,13 @@ def parse_module(path: Path, text: str | None = None) -> ModuleOp:
     return module
 
 
+LOCATED = re.compile(r"[^\n]*?:(\d+):(\d+): error: ")  # an MLIR-style `file:line:col: error: `
+
+
 def with_source_line(message: str, text: str, width: int = 1) -> str:
     """Append the source line a `file:line:col: error:` message points at, MLIR-style, with
     `width` carets (clipped to the line) under the text at fault."""
-    match = re.match(r"[^\n]*?:(\d+):(\d+): error: ", message)
+    match = LOCATED.match(message)
     lines = text.splitlines()
     if match is None or not 1 <= int(match.group(1)) <= len(lines):
         return message
@@ -100,9 +103,12 @@ def diagnostic_text(error: Exception, text: str) -> str:
     message = str(error)
     if isinstance(error, InterpreterError) and error.op is not None:
         message = located_message(error.op, message)
-    if re.match(r"[^\n]*?:\d+:\d+: error: ", message):
-        return with_source_line(message, text)
-    return f"ipu-run: error: {message}"
+    return shown(message, text, "ipu-run: error")
+
+
+def shown(message: str, text: str, prefix: str) -> str:
+    """A located message with its source line under it; any other after `prefix: `."""
+    return with_source_line(message, text) if LOCATED.match(message) else f"{prefix}: {message}"
 
 
 def find_function(module: ModuleOp, name: str | None) -> FuncOp:
@@ -321,10 +327,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
                                  "cycles" if profile else "off",
                                  with_assembly=package_dir is not None)
     except DiagnosticException as error:
-        message = str(error)
-        located_error = re.match(r"[^\n]*?:\d+:\d+: error: ", message)
-        print(with_source_line(message, text) if located_error else
-              f"ipu-run: compile error: {message}", file=sys.stderr)
+        print(shown(str(error), text, "ipu-run: compile error"), file=sys.stderr)
         return EXIT_DIAGNOSTIC
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
