@@ -29,13 +29,9 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
-from ipu_dialects.locations import located
+from ipu_dialects.locations import located, value_label
 from passes.gemm_plans import CATALOG_NAMES, GemmProblem, catalog_entries, element_precision
 from passes.gemm_selection import NoValidPlan, select_gemm_plan
-
-
-def value_label(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "a value"
 
 
 def op_label(op: Operation) -> str:

@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import PassFailedException
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.target import WORD_BYTES
 from ipu_dialects import mid
+from ipu_dialects.locations import value_label
 from ipu_dialects.tile import (
     BufferOp,
     ExchangeOp,
@@ -54,10 +55,6 @@ from passes.shard_geometry import ShardGeometry, geometry
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
 
 COPY_KERNEL = "copy_words"
-
-
-def value_label(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "%<unnamed>"
 
 
 def tensor_format(op: Operation, what: str, value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
