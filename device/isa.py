@@ -50,6 +50,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 from xdsl.utils.exceptions import DiagnosticException
 
+from device.target import WORD_BYTES
+
 # ---- field widths (bits), from the spec's masks -------------------------------------------
 DELAY_EVENTS_BITS = 19
 DELAYPIC_EVENTS_BITS = 7
@@ -280,8 +282,8 @@ def encode_one(instr: Instruction) -> tuple[int, ...]:
 
 def encode(instrs: list[Instruction] | tuple[Instruction, ...], base_address: int = 0) -> list[int]:
     """Encode a row placed at byte address `base_address`."""
-    if base_address % 4:
-        raise EncodeError(f"row address {base_address:#x} is not 4-byte aligned")
+    if base_address % WORD_BYTES:
+        raise EncodeError(f"row address {base_address:#x} is not {WORD_BYTES}-byte aligned")
     words: list[int] = []
     for instr in instrs:
         byte_address = base_address + 4 * len(words)
@@ -385,9 +387,9 @@ def decode_at(words, index: int, byte_address: int) -> Instruction:
 
 def decode(words, base_address: int = 0) -> list[Instruction]:
     """Decode a whole row placed at byte address `base_address`."""
-    if base_address % 4:
+    if base_address % WORD_BYTES:
         raise DecodeError(0, words[0] if len(words) else 0,
-                          f"row address {base_address:#x} is not 4-byte aligned")
+                          f"row address {base_address:#x} is not {WORD_BYTES}-byte aligned")
     instrs: list[Instruction] = []
     index = 0
     count = len(words)

@@ -24,12 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from device.exchange_timeline import PIC, ControlEvent, RowTimeline, as_instructions, row_timeline
-from device.target import IPU21, Target
+from device.target import IPU21, WORD_BYTES, Target
 
 FETCH = "fetch"
 SEND_READ = "send-read"
 WRITE = "write"
-WORD_BYTES = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,6 +40,7 @@ from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 
 from device import isa
+from device.target import WORD_BYTES
 
 
 @lru_cache(maxsize=4096)
@@ -229,10 +230,10 @@ class RowOp(IRDLOperation, AssemblyPrintable):
         if self.address is None:
             return
         address = self.address.value.data
-        if address < 0 or address % 4:
+        if address < 0 or address % WORD_BYTES:
             raise VerifyException(
                 f"exchange.row @{self.sym_name.data}: address {address:#x} is not a "
-                f"4-byte-aligned byte address"
+                f"{WORD_BYTES}-byte-aligned byte address"
             )
         if any(isa.field_errors(instr) for instr in self.instructions()):
             return  # the instruction's own verifier names the field

@@ -76,7 +76,7 @@ def directions_to(sender: int, receivers: tuple[int, ...]) -> int:
 def plan_broadcast(sender: int, receivers: tuple[int, ...], words: int, source_byte: int,
                    dest_byte: int, latency: np.ndarray) -> BroadcastPhase:
     arrival = max((int(latency[sender, r]) for r in receivers), default=0)
-    return BroadcastPhase(sender, receivers, words, source_byte // 4, dest_byte // 4,
+    return BroadcastPhase(sender, receivers, words, source_byte // WORD_BYTES, dest_byte // WORD_BYTES,
                           words + arrival, directions_to(sender, receivers))
 
 

@@ -32,6 +32,7 @@ from typing import Annotated
 import typer
 
 from device.isa import AsmSyntaxError, EncodeError, encode, parse_instruction
+from device.target import WORD_BYTES
 from tools.ipu_objdump import UsageError, checked_address, parse_address
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
@@ -97,9 +98,9 @@ def place_rows(rows: list[SourceRow], address: int | None) -> list[int]:
 
 
 def assemble_row(row: SourceRow, base: int) -> list[int]:
-    if base % 4:
+    if base % WORD_BYTES:
         where = f"line {row.header_line}: " if row.header_line is not None else ""
-        raise AsmSyntaxError(f"{where}row address {base:#x} is not 4-byte aligned")
+        raise AsmSyntaxError(f"{where}row address {base:#x} is not {WORD_BYTES}-byte aligned")
     if not row.statements:
         where = f"line {row.header_line}: " if row.header_line is not None else ""
         raise AsmSyntaxError(f"{where}the row at {base:#x} has no instructions")

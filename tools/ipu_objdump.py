@@ -32,6 +32,7 @@ import typer
 
 from device.exchange_timeline import RowTimeline, TimelineError, instruction_intervals, row_timeline
 from device.isa import DecodeError, Instruction, decode_at, format_instruction
+from device.target import WORD_BYTES
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -81,9 +82,9 @@ def read_word_file(path: Path, address: int) -> list[tuple[int, list[int]]]:
 
 def checked_address(address: int, what: str, error: type[Exception] = UsageError) -> int:
     """Rows are word aligned; a `sendpicp` inside one checks its own 8-byte alignment."""
-    if address < 0 or address % 4:
-        raise error(f"{what}: row address {address:#x} is not a 4-byte aligned byte "
-                         f"address")
+    if address < 0 or address % WORD_BYTES:
+        raise error(f"{what}: row address {address:#x} is not a {WORD_BYTES}-byte aligned "
+                    "byte address")
     return address
 
 

@@ -34,9 +34,9 @@ from device.exchange_timeline import PIC, XPIC, RowTimeline, SendInterval, row_t
 from device.isa import decode
 from device.memory_conflicts import find_conflicts
 from device.model.errors import ModelError
-from device.model.memory import WORD_BYTES, TileMemory
+from device.model.memory import TileMemory
 from device.package import ExchangeStep, Package
-from device.target import Target
+from device.target import WORD_BYTES, Target
 
 NO_END = 1 << 62  # the last XPIC selection stays in force past the phase end
 DIRECTION_UP, DIRECTION_DOWN = 0b01, 0b10  # sctl bit 0: to higher ids; bit 1: to lower ids
@@ -208,7 +208,7 @@ def receiver_deliveries(receiver: int, timeline: RowTimeline,
         errors.append(
             f"{where}: tile {receiver}: {bad.size} incoming word(s) stored outside tile memory, "
             f"first from tile {int(source[first])} at event {int(arrival[first])} to PIC word "
-            f"address {int(target_word[first]):#x} (byte {int(target_word[first]) * 4:#x}); "
+            f"address {int(target_word[first]):#x} (byte {int(target_word[first]) * WORD_BYTES:#x}); "
             f"dropped"
         )
     arrival, source, address, target_word = (x[inside] for x in (arrival, source, address,

@@ -17,9 +17,9 @@ from device.kernels import KernelAbi, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
 from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
 from device.model.errors import ModelError
-from device.model.memory import WORD_BYTES, TileMemory
+from device.model.memory import TileMemory
 from device.package import KernelStep
-from device.target import Precision, Target
+from device.target import WORD_BYTES, Precision, Target
 
 
 @dataclass(frozen=True)
