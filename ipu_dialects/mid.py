@@ -25,6 +25,9 @@ Attributes (syntax)
 Ops (syntax)
 ------------
     %c = mid.gemm %a, %b plan #mid.plan<...> : (T_a, T_b) -> T_c
+    %c = mid.add %a, %b plan #mid.plan<...> : (T_a, T_b) -> T_c
+    %y = mid.gelu %x plan #mid.plan<...> : T_x -> T_y
+    %o = mid.attention %q, %k, %v [causal] scale 1.250000e-01 plan #mid.plan<...> : (T_q, T_k, T_v) -> T_o
     %y = mid.cast_precision %x : T_x -> T_y
     %y = mid.rearrange %x : T_x -> T_y
 
@@ -40,11 +43,15 @@ from typing import TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    FloatAttr,
+    Float64Type,
     IntAttr,
     NoneAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
+    f64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
@@ -52,6 +59,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -765,11 +773,31 @@ class PipelineConfigAttr(ParametrizedAttribute):
 
 
 CONFIG_ATTR_NAME = "ipu.config"
+# On a conversion op (and graph-to-mid's bridge before it): the graph op that consumes the
+# converted value, e.g. "graph.gemm %y"; its tile work names it as its provenance.
+CONSUMER_ATTR_NAME = "ipu.for"
 
 
 # ----------------------------------------------------------------------------------------------
 # Ops
 # ----------------------------------------------------------------------------------------------
+
+
+def check_plan_formats(
+    op: Operation, plan: OperatorPlanAttr, formats: dict[str, TensorFormatAttr]
+) -> None:
+    """Every operand and the result of `op` have exactly the format its plan chose."""
+    for operand, fmt in formats.items():
+        try:
+            wanted = plan.operand_plan(operand).format
+        except KeyError:
+            raise VerifyException(
+                f"{op.name}: plan {plan.candidate.data} has no entry for operand '{operand}'"
+            ) from None
+        if wanted != fmt:
+            raise VerifyException(
+                f"{op.name}: {operand} format {fmt} differs from the plan's {wanted}"
+            )
 
 
 @irdl_op_definition
@@ -816,18 +844,120 @@ class GemmOp(IRDLOperation):
             raise VerifyException(
                 f"{self.name}: result shape {fmt_shape(c)} does not match {fmt_shape(expected)}"
             )
-        for operand, fmt in (("lhs", lhs_fmt), ("rhs", rhs_fmt), ("out", out_fmt)):
-            try:
-                wanted = self.plan.operand_plan(operand).format
-            except KeyError:
-                raise VerifyException(
-                    f"{self.name}: plan {self.plan.candidate.data} has no entry for operand "
-                    f"'{operand}'"
-                ) from None
-            if wanted != fmt:
-                raise VerifyException(
-                    f"{self.name}: {operand} format {fmt} differs from the plan's {wanted}"
-                )
+        check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
+
+
+@irdl_op_definition
+class AddOp(IRDLOperation):
+    """`lhs + rhs` with NumPy broadcasting, carried out by the selected operator plan."""
+
+    name = "mid.add"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    result = result_def(TensorType)
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$lhs `,` $rhs `plan` qualified($plan) attr-dict "
+        "`:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+    )
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation,
+                 result_type: TensorType, plan: OperatorPlanAttr):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties={"plan": plan})
+
+    def verify_(self) -> None:
+        lhs, lhs_fmt = format_of(self.name, "lhs", self.lhs.type)
+        rhs, rhs_fmt = format_of(self.name, "rhs", self.rhs.type)
+        out, out_fmt = format_of(self.name, "result", self.result.type)
+        expected = broadcast_shapes(lhs.get_shape(), rhs.get_shape(), f"{self.name}: operands")
+        if tuple(out.get_shape()) != tuple(expected):
+            raise VerifyException(
+                f"{self.name}: result shape {fmt_shape(out.get_shape())} does not match "
+                f"{fmt_shape(expected)}"
+            )
+        check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
+
+
+@irdl_op_definition
+class GeluOp(IRDLOperation):
+    """Exact (erf) GeLU, pointwise, carried out by the selected operator plan."""
+
+    name = "mid.gelu"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input `plan` qualified($plan) attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType,
+                 plan: OperatorPlanAttr):
+        super().__init__(operands=[input], result_types=[result_type], properties={"plan": plan})
+
+    def verify_(self) -> None:
+        src, src_fmt = format_of(self.name, "input", self.input.type)
+        out, out_fmt = format_of(self.name, "result", self.result.type)
+        if src.get_shape() != out.get_shape():
+            raise VerifyException(
+                f"{self.name}: result shape {fmt_shape(out.get_shape())} differs from the input "
+                f"shape {fmt_shape(src.get_shape())}"
+            )
+        check_plan_formats(self, self.plan, {"src": src_fmt, "out": out_fmt})
+
+
+@irdl_op_definition
+class AttentionOp(IRDLOperation):
+    """softmax(scale * query @ key^T [causal]) @ value, carried out by the selected plan.
+
+    Unlike `graph.attention`, the scale is always explicit (graph-to-mid resolves the
+    default 1/sqrt(head_dim))."""
+
+    name = "mid.attention"
+    query = operand_def(TensorType)
+    key = operand_def(TensorType)
+    value = operand_def(TensorType)
+    result = result_def(TensorType)
+    plan = prop_def(OperatorPlanAttr)
+    scale = prop_def(FloatAttr[Float64Type])
+    causal = opt_prop_def(UnitAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$query `,` $key `,` $value (`causal` $causal^)? `scale` $scale `plan` qualified($plan) "
+        "attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)` `->` type($result)"
+    )
+
+    def __init__(self, query: SSAValue | Operation, key: SSAValue | Operation,
+                 value: SSAValue | Operation, result_type: TensorType, plan: OperatorPlanAttr,
+                 scale: float, causal: bool):
+        properties: dict[str, Attribute] = {"plan": plan, "scale": FloatAttr(scale, f64)}
+        if causal:
+            properties["causal"] = UnitAttr()
+        super().__init__(operands=[query, key, value], result_types=[result_type],
+                         properties=properties)
+
+    def verify_(self) -> None:
+        formats = {}
+        shapes = {}
+        for what, value in (("query", self.query), ("key", self.key), ("value", self.value),
+                            ("out", self.result)):
+            value_type, formats[what] = format_of(self.name, what, value.type)
+            shapes[what] = tuple(value_type.get_shape())
+        if shapes["out"] != shapes["query"]:
+            raise VerifyException(
+                f"{self.name}: result shape {fmt_shape(shapes['out'])} differs from the query "
+                f"shape {fmt_shape(shapes['query'])}"
+            )
+        if shapes["key"] != shapes["value"] or shapes["key"][:-2] != shapes["query"][:-2] or (
+            shapes["key"][-1] != shapes["query"][-1]
+        ):
+            raise VerifyException(
+                f"{self.name}: query {fmt_shape(shapes['query'])}, key {fmt_shape(shapes['key'])} "
+                f"and value {fmt_shape(shapes['value'])} do not form [..., heads, seq, head_dim]"
+            )
+        scale = self.scale.value.data
+        if not (math.isfinite(scale) and scale > 0):
+            raise VerifyException(f"{self.name}: scale must be a finite positive number, got {scale}")
+        check_plan_formats(self, self.plan, formats)
 
 
 def _same_except(
@@ -916,7 +1046,7 @@ class RearrangeOp(IRDLOperation):
 
 Mid = Dialect(
     "mid",
-    [GemmOp, CastPrecisionOp, RearrangeOp],
+    [GemmOp, AddOp, GeluOp, AttentionOp, CastPrecisionOp, RearrangeOp],
     [
         AxisTilingAttr,
         TensorFormatAttr,

@@ -636,7 +636,9 @@ class BufferOp(IRDLOperation):
 
     @property
     def byte_size(self) -> int:
-        return shard_bytes(self.shard_shape, self.precision.data)
+        """The shard's bytes rounded up to whole 32-bit words: exchanges move words."""
+        nbytes = shard_bytes(self.shard_shape, self.precision.data)
+        return -(-nbytes // WORD_BYTES) * WORD_BYTES
 
     @property
     def alignment_bytes(self) -> int:
@@ -1104,6 +1106,9 @@ class KernelOp(IRDLOperation):
     scalars = prop_def(DenseArrayBase)
     tiles = prop_def(TileSetAttr)
     on_tile = opt_prop_def(AffineMapAttr)
+    # scalars that change per iteration (e.g. the source tile of a gathered shard): passed
+    # before the constant `scalars`, one affine map of the loop indices each
+    iv_scalars = opt_prop_def(ArrayAttr[AffineMapAttr])
     provenance = prop_def(WorkProvenanceAttr)
 
     def __init__(
@@ -1115,6 +1120,7 @@ class KernelOp(IRDLOperation):
         ivs: Sequence[SSAValue],
         provenance: WorkProvenanceAttr,
         on_tile: AffineMap | None = None,
+        iv_scalars: Sequence[AffineMap] = (),
     ):
         properties: dict[str, Attribute] = {
             "callee": SymbolRefAttr(callee),
@@ -1125,6 +1131,8 @@ class KernelOp(IRDLOperation):
         }
         if on_tile is not None:
             properties["on_tile"] = AffineMapAttr(on_tile)
+        if iv_scalars:
+            properties["iv_scalars"] = ArrayAttr(AffineMapAttr(m) for m in iv_scalars)
         super().__init__(operands=[[v for v, _ in views], list(ivs)], properties=properties)
 
     @property
@@ -1133,7 +1141,12 @@ class KernelOp(IRDLOperation):
 
     @property
     def scalar_values(self) -> tuple[int, ...]:
+        """The constant scalars (after the per-iteration ones, `iv_scalar_maps`)."""
         return tuple(int(s) for s in self.scalars.get_values())
+
+    @property
+    def iv_scalar_maps(self) -> tuple[AffineMap, ...]:
+        return () if self.iv_scalars is None else tuple(m.data for m in self.iv_scalars.data)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -1146,7 +1159,12 @@ class KernelOp(IRDLOperation):
             printer.print_string("[")
             print_map(printer, offset.data)
             printer.print_string("]")
-        printer.print_string(f") scalars [{', '.join(str(s) for s in self.scalar_values)}] on ")
+        printer.print_string(")")
+        if self.iv_scalars is not None:
+            printer.print_string(" iv_scalars [")
+            printer.print_list(self.iv_scalar_maps, lambda m: print_map(printer, m))
+            printer.print_string("]")
+        printer.print_string(f" scalars [{', '.join(str(s) for s in self.scalar_values)}] on ")
         printer.print_attribute(self.tiles)
         if self.on_tile is not None:
             printer.print_string(" only ")
@@ -1158,6 +1176,11 @@ class KernelOp(IRDLOperation):
     def parse(cls, parser: Parser) -> KernelOp:
         callee = parser.parse_symbol_name().data
         views = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, lambda: parse_view(parser))
+        iv_scalars: list[AffineMap] = []
+        if parser.parse_optional_keyword("iv_scalars"):
+            iv_scalars = parser.parse_comma_separated_list(
+                Parser.Delimiter.SQUARE, parser.parse_affine_map
+            )
         parser.parse_keyword("scalars")
         scalars = parser.parse_comma_separated_list(
             Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
@@ -1174,7 +1197,7 @@ class KernelOp(IRDLOperation):
             parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
         buffer_type = BufferType()
         resolved = [(parser.resolve_operand(v, buffer_type), m) for v, m in views]
-        op = cls(callee, resolved, scalars, tiles, ivs, provenance, on_tile)
+        op = cls(callee, resolved, scalars, tiles, ivs, provenance, on_tile, iv_scalars)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -1197,6 +1220,8 @@ class KernelOp(IRDLOperation):
         if self.on_tile is not None:
             check_map(self, "on_tile", self.on_tile.data, len(bounds))
             self.verify_on_tile(label, bounds)
+        for position, iv_scalar in enumerate(self.iv_scalar_maps):
+            check_map(self, f"iv scalar {position}", iv_scalar, len(bounds))
 
     def view_footprints(self, label: str) -> list[int]:
         """Bytes the call touches through each view: the registry's footprint for a known
@@ -1205,7 +1230,8 @@ class KernelOp(IRDLOperation):
         abi = KERNELS.get(self.symbol)
         if abi is None:
             return [1] * len(self.views)
-        scalars = self.scalars.get_values()
+        # a per-iteration scalar counts as one scalar (its values are checked where it runs)
+        scalars = (0,) * len(self.iv_scalar_maps) + tuple(self.scalars.get_values())
         if len(self.views) != len(abi.pointers) or len(scalars) != len(abi.scalars):
             raise VerifyException(
                 f"{label}: the kernel takes {len(abi.pointers)} view(s) ({', '.join(abi.pointers)}) "

@@ -1,9 +1,9 @@
 """`graph-to-mid`: choose an operator plan for every graph op and rewrite it to the mid level.
 
 - Stores the `PipelineConfig` (`#mid.config<...>`) on the module as `ipu.config`.
-- Each `graph.gemm` becomes a `mid.gemm` carrying the cheapest valid candidate of
-  `passes/gemm_plans.py`, chosen by `passes/gemm_selection.py`; its operand and result types
-  carry the plan's formats.
+- Each graph op becomes the mid op of its operator (`passes/operators/`), carrying the
+  cheapest valid candidate plan the operator offers; its operand and result types carry the
+  plan's formats.
 - Function arguments take the format of their first consumer's plan (input policy
   `consumer`: the host writes inputs straight into that layout) or a row-major single-tile
   format (policy `row_major`); results carry their producer's format.
@@ -21,7 +21,7 @@ from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import TensorType, UnrealizedConversionCastOp
+from xdsl.dialects.builtin import StringAttr, TensorType, UnrealizedConversionCastOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -30,8 +30,10 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import located, value_label
-from passes.gemm_plans import CATALOG_NAMES, GemmProblem, catalog_entries, element_precision
-from passes.gemm_selection import NoValidPlan, select_gemm_plan
+from passes.gemm_plans import CATALOG_NAMES, catalog_entries, element_precision
+from passes.gemm_selection import NoValidPlan as NoValidGemmPlan
+from passes.operators import operator_for_graph
+from passes.operators.base import NoValidPlan, Operator, SelectionContext
 
 
 def op_label(op: Operation) -> str:
@@ -72,6 +74,11 @@ class FunctionLowering:
     config: mid.PipelineConfigAttr
     target: Target
 
+    @property
+    def selection(self) -> SelectionContext:
+        return SelectionContext(self.config.tiles.data, self.config.indivisible.data,
+                                self.config.inputs.data, self.target, self.config.catalog_names)
+
     def run(self) -> None:
         ops = list(self.function.body.walk())
         if any(op.dialect_name() == "graph" for op in ops):  # a graph function: check its signature
@@ -80,8 +87,9 @@ class FunctionLowering:
             except VerifyException as error:
                 raise PassFailedException(str(error)) from None
         for op in ops:
-            if isinstance(op, graph.GemmOp):
-                self.lower_gemm(op)
+            operator = operator_for_graph(op)
+            if operator is not None:
+                self.lower_op(op, operator)
             elif op.dialect_name() == "graph":
                 raise PassFailedException(located(
                     op,
@@ -113,37 +121,27 @@ class FunctionLowering:
             return value
         bridge = UnrealizedConversionCastOp.get([value], [wanted])
         bridge.results[0].name_hint = value.name_hint
+        bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(op_label(before))
         Rewriter.insert_op(bridge, InsertPoint.before(before))
         return bridge.results[0]
 
-    def lower_gemm(self, op: graph.GemmOp) -> None:
-        lhs_type, rhs_type, out_type = op.lhs.type, op.rhs.type, op.result.type
-        assert isinstance(lhs_type, TensorType) and isinstance(rhs_type, TensorType)
-        assert isinstance(out_type, TensorType)
+    def lower_op(self, op: Operation, operator: Operator) -> None:
+        """Select `op`'s plan, bring its operands into the plan's formats, build its mid op."""
         try:
-            problem = GemmProblem.from_types(
-                lhs_type,
-                rhs_type,
-                out_type,
-                op.transpose_lhs is not None,
-                op.transpose_rhs is not None,
-            )
-            chosen = select_gemm_plan(
-                problem,
-                self.config.tiles.data,
-                self.config.indivisible.data,
-                self.target,
-                catalog_entries(self.config.catalog_names),
-            )
-        except (NoValidPlan, ValueError) as err:
+            plan = operator.select(op, self.selection)
+        except (NoValidPlan, NoValidGemmPlan, ValueError) as err:
             raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
-        plan = chosen.plan
-        lhs = self.operand_in_format(op.lhs, plan.operand_plan("lhs").format, op)
-        rhs = self.operand_in_format(op.rhs, plan.operand_plan("rhs").format, op)
-        result_type = TensorType(
-            out_type.get_element_type(), out_type.get_shape(), plan.operand_plan("out").format
-        )
-        Rewriter.replace_op(op, mid.GemmOp(lhs, rhs, result_type, plan))
+        # one at a time: retyping a graph input replaces the value, so re-read the operand
+        operands = [
+            self.operand_in_format(op.operands[index], plan.operand_plan(name).format, op)
+            for index, name in enumerate(operator.operand_names)
+        ]
+        out_type = op.results[0].type
+        assert isinstance(out_type, TensorType)
+        result_type = with_format(out_type, plan.operand_plan("out").format)
+        new_op = operator.build_mid(op, operands, result_type, plan)
+        new_op.results[0].name_hint = op.results[0].name_hint
+        Rewriter.replace_op(op, new_op)
 
 
 @dataclass(frozen=True)

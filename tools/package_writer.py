@@ -184,7 +184,8 @@ class Expansion:
         self.steps.append(KernelStep(
             op.symbol, tiles.astype(np.int32),
             np.broadcast_to(np.asarray(pointers, dtype=np.int64), (len(tiles), len(pointers))).copy(),
-            op.scalar_values, provenance_text(op.provenance, op, ivs)))
+            (*(eval_map(m, ivs) for m in op.iv_scalar_maps), *op.scalar_values),
+            provenance_text(op.provenance, op, ivs)))
 
 
 def host_tensor(buffer: BufferOp, name: str) -> HostTensor:

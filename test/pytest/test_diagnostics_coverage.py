@@ -444,8 +444,8 @@ def test_incoming_writes_need_a_pic_first():
                                 "attribute; run graph-to-mid first (it records the tile count and "
                                 "target)"),
     ("    func.return", "    %d = arith.constant 1 : i32\n    func.return",
-     "mid-to-tile: cannot lower arith.constant (result %d) yet; only mid.gemm with a gemm_blocks "
-     "plan is supported"),
+     "mid-to-tile: cannot lower arith.constant (result %d): no operator of passes/operators "
+     "lowers it"),
 ])
 def test_mid_to_tile_rejects_modules_it_cannot_lower(old, new, message):
     text = mid_gemm_module(LEFT, OUT)

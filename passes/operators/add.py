@@ -1,0 +1,59 @@
+"""The add operator: `graph.add` (NumPy broadcasting) -> `mid.add` -> one `add` kernel call
+per output shard.
+
+Candidates: the output takes over the format of an operand of the output's shape (no
+conversion of that operand), or cuts one axis across the tiles (`split<axis>`). An operand
+of the output's shape gets the output's format; a broadcast operand gets the part of it it
+can have: the output's tiling on its non-broadcast axes, replicated on every tile of the
+output where the cut axis is broadcast (`passes/operators/formats.py`). The cheapest plan,
+counting the conversions it needs, wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from ipu_dialects import graph, mid
+from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
+from passes.operators.formats import broadcast_operand_format
+from passes.operators.pointwise import evaluate, lower_pointwise
+
+if TYPE_CHECKING:
+    from passes.operators.tile_lowering import FunctionLowering
+
+KERNEL = "add"
+
+
+class AddOperator(Operator):
+    kind = "add"
+    graph_op = graph.AddOp
+    mid_op = mid.AddOp
+    operand_names = ("lhs", "rhs")
+
+    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+        assert isinstance(op, graph.AddOp)
+        out_shape = tuple(tensor_type(op.result).get_shape())
+
+        def operand_formats(out_fmt: mid.TensorFormatAttr):
+            formats = {}
+            for name, value in (("lhs", op.lhs), ("rhs", op.rhs)):
+                fmt = broadcast_operand_format(out_fmt, out_shape, tensor_type(value))
+                if fmt is None:
+                    return (f"{name} is broadcast against an output cut on more than one axis "
+                            "or replicated")
+                formats[name] = fmt
+            return formats
+
+        return evaluate(op, ctx, self.kind, KERNEL, self.operand_names, operand_formats)
+
+    def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
+                  plan: mid.OperatorPlanAttr) -> Operation:
+        return mid.AddOp(operands[0], operands[1], result_type, plan)
+
+    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+        assert isinstance(op, mid.AddOp)
+        return lower_pointwise(op, lowering, [op.lhs, op.rhs], "add, one call per output shard")

@@ -1,0 +1,114 @@
+"""The operator interface: what every operator kind provides to the passes.
+
+One module per operator kind (`passes/operators/<kind>.py`) implements `Operator`; the
+registry (`passes/operators/__init__.py`) lists them. `graph-to-mid` asks the operator of a
+graph op for its candidate plans, validates and costs them, and builds the mid op of the
+cheapest valid one; `mid-to-tile` asks the operator of a mid op for its tile work. The passes
+name no operator.
+
+A candidate is a complete `#mid.plan`: every operand's and the result's `TensorFormat`,
+alignment and access tail, the pairs that must sit in distinct memory elements, the output's
+aliasing permission and the accumulation precision. Its cost is in modeled cycles, computed
+by the same functions the device model charges (`device/model/cycles.py`), plus the cost of
+the conversions its operand formats make necessary (`conversion_cycles`), so that a plan that
+avoids a conversion can win against one that is cheaper in itself.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from device.target import Target
+from ipu_dialects import mid
+
+if TYPE_CHECKING:
+    from passes.operators.tile_lowering import FunctionLowering
+
+
+@dataclass(frozen=True)
+class SelectionContext:
+    """What every candidate of one pipeline is built for (from `#mid.config`)."""
+
+    tiles: int
+    indivisible: str
+    inputs: str  # graph-input policy: consumer (host writes the plan's format) or row_major
+    target: Target
+    catalog: tuple[str, ...]  # GEMM catalog names (the other operators have no catalog yet)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate plan and how it was judged."""
+
+    plan: mid.OperatorPlanAttr
+    reason: str | None  # None: valid
+    cycles: int | None  # only for valid plans
+
+    @property
+    def name(self) -> str:
+        return self.plan.candidate.data
+
+
+class NoValidPlan(Exception):
+    """Every candidate of an op is invalid; the message names each one's reason."""
+
+    def __init__(self, candidates: Sequence[Candidate]):
+        self.candidates = tuple(candidates)
+        grouped: dict[str, list[str]] = {}
+        for c in candidates:
+            grouped.setdefault(c.reason or "", []).append(c.name)
+        reasons = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in grouped.items())
+        super().__init__(f"no valid operator plan: {reasons or 'the operator catalog is empty'}")
+
+
+def cheapest(candidates: Sequence[Candidate]) -> Candidate:
+    """The valid candidate with the fewest cycles (the first on ties); NoValidPlan if none."""
+    valid = [c for c in candidates if c.reason is None]
+    if not valid:
+        raise NoValidPlan(candidates)
+    return min(valid, key=lambda c: c.cycles)
+
+
+def tensor_type(value: SSAValue) -> TensorType:
+    assert isinstance(value.type, TensorType)
+    return value.type
+
+
+def current_format(value: SSAValue) -> mid.TensorFormatAttr | None:
+    """The format a value already has (a lowered producer's), or None (a fresh graph value)."""
+    encoding = tensor_type(value).encoding
+    return encoding if isinstance(encoding, mid.TensorFormatAttr) else None
+
+
+class Operator(ABC):
+    """One operator kind: its plans, their validation and cost, its mid op and its lowering."""
+
+    kind: ClassVar[str]
+    graph_op: ClassVar[type[Operation] | None] = None  # None: created by a pass (conversions)
+    mid_op: ClassVar[type[Operation]]
+    # plan operand names of the graph/mid op's operands, in order; the result is "out"
+    operand_names: ClassVar[tuple[str, ...]]
+
+    # ---- graph-to-mid ---------------------------------------------------------------------
+    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+        """Every candidate plan for `op`, validated and (when valid) costed."""
+        raise NotImplementedError  # conversions are inserted, never selected
+
+    def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
+        return cheapest(self.candidates(op, ctx)).plan
+
+    def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
+                  plan: mid.OperatorPlanAttr) -> Operation:
+        """The mid op for `op` with its operands already in the plan's formats."""
+        raise NotImplementedError  # conversions are inserted, never selected
+
+    # ---- mid-to-tile ----------------------------------------------------------------------
+    @abstractmethod
+    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+        """The tile work of one mid op (outermost ops, in order)."""

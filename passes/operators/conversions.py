@@ -1,0 +1,128 @@
+"""The conversion operators: `mid.cast_precision` and `mid.rearrange` (created by
+`insert-conversions`, never chosen from a graph op).
+
+- A conversion whose result has every shard on the same tile as the input's shard of the same
+  elements (same shape, tiling and partitions; no more replicas than the input has) is local:
+  one `convert_shard` call per shard, which repacks order, precision and FP8 scale.
+- Any other rearrangement gathers: the result is zeroed where it is padded, then for every
+  input shard (a `tile.loop` over the input's tiles) the shard is broadcast to the result's
+  tiles into a staging slot (its own tile copies it there), and each result tile takes the
+  elements of that shard it holds (`gather_shard`, which also repacks the order).
+
+The op count is constant: the gather is one loop whatever the tile count.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+from device.target import WORD_BYTES
+from ipu_dialects import mid
+from ipu_dialects.locations import value_label
+from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
+from passes.operators.base import Operator, tensor_type
+from passes.operators.formats import descriptor, shard_words
+from passes.operators.tile_maps import scalar_map
+from passes.shard_geometry import ShardGeometry, geometry
+
+if TYPE_CHECKING:
+    from passes.operators.tile_lowering import FunctionLowering
+
+CONVERT_KERNEL = "convert_shard"
+GATHER_KERNEL = "gather_shard"
+ZERO_KERNEL = "fill_zero"
+COPY_KERNEL = "copy_words"
+
+
+def geometry_of(value_type: TensorType) -> ShardGeometry:
+    fmt = value_type.encoding
+    assert isinstance(fmt, mid.TensorFormatAttr)
+    return geometry(value_type.get_shape(), fmt)
+
+
+def is_local(src: TensorType, dst: TensorType) -> bool:
+    """Every result shard sits on a tile that holds the input shard of the same elements."""
+    a, b = geometry_of(src), geometry_of(dst)
+    return (a.chunk, a.partitions) == (b.chunk, b.partitions) and b.replication <= a.replication
+
+
+def provenance(lowering: FunctionLowering, op: Operation, reason: str) -> WorkProvenanceAttr:
+    return WorkProvenanceAttr(lowering.source_of(op), value_label(op.results[0]), reason)
+
+
+def lower_local(op: Operation, lowering: FunctionLowering, reason: str) -> list[Operation]:
+    src, dst = op.operands[0], op.results[0]
+    out = lowering.result_buffer(dst)
+    inp = lowering.operand_buffer(op, src)
+    zero = scalar_map(0, 0)
+    scalars = [*descriptor(tensor_type(src)), *descriptor(tensor_type(dst))]
+    tiles = TileSetAttr.range(0, geometry_of(tensor_type(dst)).tiles_used)
+    return [KernelOp(CONVERT_KERNEL, [(out, zero), (inp, zero)], scalars, tiles, [],
+                     provenance(lowering, op, reason))]
+
+
+def lower_gather(op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    src, dst = op.operands[0], op.results[0]
+    src_type, dst_type = tensor_type(src), tensor_type(dst)
+    a, b = geometry_of(src_type), geometry_of(dst_type)
+    out = lowering.result_buffer(dst)
+    inp = lowering.operand_buffer(op, src)
+    receivers = TileSetAttr.range(0, b.tiles_used)
+    words = shard_words(src_type)
+    slot = lowering.scratch(f"{out.sym_name.data}_gather_slot", receivers, a.chunk,
+                            a.precision, inp.order.data, "standard", WORD_BYTES)
+    zero0 = scalar_map(0, 0)
+    ops: list[Operation] = []
+    if b.padded_shape != b.shape:  # the gather writes real elements only: zero the padding
+        ops.append(KernelOp(ZERO_KERNEL, [(out, zero0)], [shard_words(dst_type)], receivers, [],
+                            provenance(lowering, op, "zero the result's padding")))
+    loop = LoopOp(0, a.partition_count, provenance(lowering, op, "one input shard at a time"))
+    loop.induction_var.name_hint = "s"
+    ivs = [loop.induction_var]
+    source = AffineMap(1, 0, (AffineExpr.dimension(0),))
+    zero = scalar_map(1, 0)
+    if b.tiles_used > 1 or a.partition_count > 1:
+        loop.body.block.add_op(ExchangeOp(
+            words, inp, zero, source, slot, zero, receivers, ivs,
+            provenance(lowering, op, "input shard s to every result tile"),
+        ))
+    loop.body.block.add_op(KernelOp(
+        COPY_KERNEL, [(slot, zero), (inp, zero)], [words], receivers, ivs,
+        provenance(lowering, op, "the input shard's own tile copies it into its slot"),
+        on_tile=source,
+    ))
+    loop.body.block.add_op(KernelOp(
+        GATHER_KERNEL, [(out, zero), (slot, zero)],
+        [*descriptor(src_type), *descriptor(dst_type)], receivers, ivs,
+        provenance(lowering, op, "take the elements of shard s this tile holds"),
+        iv_scalars=[source],
+    ))
+    ops.append(loop)
+    return ops
+
+
+class CastOperator(Operator):
+    kind = "cast"
+    mid_op = mid.CastPrecisionOp
+    operand_names = ("src",)
+
+    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+        assert isinstance(op, mid.CastPrecisionOp)
+        return lower_local(op, lowering, "cast precision, one call per shard")
+
+
+class RearrangeOperator(Operator):
+    kind = "rearrange"
+    mid_op = mid.RearrangeOp
+    operand_names = ("src",)
+
+    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+        assert isinstance(op, mid.RearrangeOp)
+        if is_local(tensor_type(op.input), tensor_type(op.result)):
+            return lower_local(op, lowering, "repack each shard on its tile")
+        return lower_gather(op, lowering)
+

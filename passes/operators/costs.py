@@ -1,0 +1,67 @@
+"""Cycle costs for selection, from the functions the device model charges.
+
+A plan's kernel cycles are `device.model.cycles.kernel_call_cycles` of the very call the
+lowering emits (same symbol, same scalars), on the tiles where it costs most, so the
+selector and the model agree on them. A conversion's cost is estimated from the same
+functions and the exchange model: one phase per input shard when it gathers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
+
+from device.model.cycles import copy_cycles, exchange_step_cycles, kernel_call_cycles
+from device.target import WORD_BYTES, Target
+from ipu_dialects import mid
+from passes.operators.base import SelectionContext, current_format, tensor_type
+from passes.operators.formats import descriptor, shard_words, split_format
+from passes.shard_geometry import geometry
+
+
+def kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
+                  extra: Sequence[int] = ()) -> int:
+    """Cycles of one call of a descriptor kernel on `types` (out first): its slowest tile."""
+    scalars = [*extra, *(w for t in types for w in descriptor(t))]
+    out_fmt = types[0].encoding
+    assert isinstance(out_fmt, mid.TensorFormatAttr)
+    used = geometry(types[0].get_shape(), out_fmt).tiles_used
+    return max(kernel_call_cycles(symbol, scalars, tile, target) for tile in {0, used - 1})
+
+
+def conversion_cycles(value: SSAValue, wanted: mid.TensorFormatAttr,
+                      ctx: SelectionContext) -> int:
+    """Estimated cycles to bring `value` into format `wanted` (0 when it already is, or when
+    the host writes it straight into `wanted`)."""
+    value_type = tensor_type(value)
+    have = current_format(value)
+    if have is None:
+        if ctx.inputs == mid.InputPolicy.CONSUMER:
+            return 0
+        have = split_format(value_type.get_shape(), None, ctx.tiles, value_type, ctx.indivisible)
+    if have == wanted:
+        return 0
+    src = TensorType(value_type.get_element_type(), value_type.get_shape(), have)
+    dst = TensorType(value_type.get_element_type(), value_type.get_shape(), wanted)
+    return conversion_type_cycles(src, dst, ctx.target)
+
+
+def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> int:
+    from passes.operators.conversions import CONVERT_KERNEL, GATHER_KERNEL, is_local
+
+    if is_local(src, dst):
+        return kernel_cycles(CONVERT_KERNEL, [dst, src], target)
+    src_fmt, dst_fmt = src.encoding, dst.encoding
+    assert isinstance(src_fmt, mid.TensorFormatAttr) and isinstance(dst_fmt, mid.TensorFormatAttr)
+    sources = geometry(src.get_shape(), src_fmt).partition_count
+    receivers = geometry(dst.get_shape(), dst_fmt).tiles_used
+    words = shard_words(src)
+    latency = int(target.latency_matrix(max(sources, receivers)).max()) if receivers > 1 else 0
+    per_shard = (
+        exchange_step_cycles(words + latency, target)
+        + copy_cycles(words * WORD_BYTES, target)
+        + kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
+    )
+    return sources * per_shard

@@ -1,0 +1,106 @@
+"""Formats the non-GEMM operators build, and the kernel descriptors that carry them.
+
+Pointwise and attention plans cut at most one axis into partitions (block 1, `P` partitions,
+shard `p` on tile `p`), so that an operand which is broadcast along that axis (or lacks it)
+can sit on the same tiles as the output: whole, replicated `P` times (replica `r` on tile `r`).
+A plan may also take over its operand's format as it is (`follow`), which needs no conversion.
+
+Kernels other than the AMP GEMM are specialized on their operands' formats, as Poplar
+codelets are templated on types: their scalars are the formats' descriptors
+(`device.shard_geometry`), and each call finds its own shard from the tile it runs on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import TensorType
+
+from device.shard_geometry import ShardGeometry as DeviceGeometry
+from device.target import WORD_BYTES
+from ipu_dialects import graph, mid
+from passes.gemm_plans import element_precision
+from passes.shard_geometry import geometry
+
+
+def storage_of(value_type: TensorType) -> tuple[str, int]:
+    """(storage precision, FP8 scale) of a graph tensor type."""
+    scale = graph.fp8_scale(value_type) if isinstance(value_type.encoding, graph.Fp8ScaleAttr) else 0
+    return element_precision(value_type.get_element_type()), scale
+
+
+def with_storage(fmt: mid.TensorFormatAttr, value_type: TensorType) -> mid.TensorFormatAttr:
+    """`fmt` storing `value_type`'s element precision and FP8 scale."""
+    precision, scale = storage_of(value_type)
+    return fmt.with_changes(precision=precision, scale=scale)
+
+
+def split_format(shape: Sequence[int], axis: int | None, tiles: int, value_type: TensorType,
+                 indivisible: str, replication: int = 1) -> mid.TensorFormatAttr:
+    """Row-major; `axis` cut into min(tiles, extent) partitions of block 1 (None: whole)."""
+    partitions = [min(tiles, shape[a]) if a == axis else 1 for a in range(len(shape))]
+    parts = partitions[axis] if axis is not None else 1
+    precision, scale = storage_of(value_type)
+    return mid.TensorFormatAttr(
+        precision,
+        mid.ElementOrder.ROW_MAJOR,
+        [mid.AxisTilingAttr(1, p, indivisible) for p in partitions],
+        replication=replication,
+        group=max(parts, replication),
+        scale=scale,
+    )
+
+
+def partitioned_axes(fmt: mid.TensorFormatAttr) -> list[int]:
+    return [a for a, p in enumerate(fmt.partitions) if p > 1]
+
+
+def broadcast_operand_format(out_fmt: mid.TensorFormatAttr, out_shape: Sequence[int],
+                             operand_type: TensorType) -> mid.TensorFormatAttr | None:
+    """The format an operand broadcast against `out_shape` needs so that every output shard's
+    operand elements are on the output shard's tile; None where `out_fmt` cannot serve it
+    (more than one partitioned axis, or replicated)."""
+    shape = tuple(operand_type.get_shape())
+    lead = len(out_shape) - len(shape)
+    if shape == tuple(out_shape[lead:]) and lead == 0:
+        return with_storage(out_fmt, operand_type)
+    cut = partitioned_axes(out_fmt)
+    if len(cut) > 1 or out_fmt.replication.data != 1:
+        return None
+    tilings = []
+    for j, extent in enumerate(shape):
+        i = j + lead
+        whole = extent != out_shape[i]
+        tilings.append(mid.AxisTilingAttr(1, 1) if whole else out_fmt.tiling.data[i])
+    keeps_cut = bool(cut) and cut[0] >= lead and shape[cut[0] - lead] == out_shape[cut[0]]
+    parts = out_fmt.partition_count
+    same_tail = len(shape) >= 2 and shape[-2:] == tuple(out_shape[-2:])
+    order = out_fmt.order.data if same_tail else mid.ElementOrder.ROW_MAJOR
+    precision, scale = storage_of(operand_type)
+    return mid.TensorFormatAttr(
+        precision,
+        order,
+        tilings,
+        replication=1 if keeps_cut or parts == 1 else parts,
+        group=out_fmt.group.data,
+        memory=mid.MemoryClass.STANDARD,
+        scale=scale,
+    )
+
+
+def descriptor(value_type: TensorType) -> tuple[int, ...]:
+    """The kernel descriptor of a mid tensor: its shape and format, as 32-bit words."""
+    fmt = value_type.encoding
+    assert isinstance(fmt, mid.TensorFormatAttr)
+    geom = geometry(value_type.get_shape(), fmt)
+    return DeviceGeometry(
+        geom.shape, geom.blocks, geom.partitions, geom.pads, geom.replication, geom.group,
+        geom.precision, order=fmt.order.data, scale=fmt.scale.data,
+    ).encode()
+
+
+def shard_words(value_type: TensorType) -> int:
+    fmt = value_type.encoding
+    assert isinstance(fmt, mid.TensorFormatAttr)
+    nbytes = geometry(value_type.get_shape(), fmt).shard_bytes
+    return -(-nbytes // WORD_BYTES)

@@ -1,0 +1,44 @@
+"""The gelu operator: `graph.gelu` (exact, erf form) -> `mid.gelu` -> one `gelu` kernel call
+per shard. The input keeps the output's tiling, order and memory class (only the precision
+may differ), so following the producer's format costs no conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from ipu_dialects import graph, mid
+from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
+from passes.operators.formats import with_storage
+from passes.operators.pointwise import evaluate, lower_pointwise
+
+if TYPE_CHECKING:
+    from passes.operators.tile_lowering import FunctionLowering
+
+KERNEL = "gelu"
+
+
+class GeluOperator(Operator):
+    kind = "gelu"
+    graph_op = graph.GeluOp
+    mid_op = mid.GeluOp
+    operand_names = ("src",)
+
+    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+        assert isinstance(op, graph.GeluOp)
+        src_type = tensor_type(op.input)
+        return evaluate(
+            op, ctx, self.kind, KERNEL, self.operand_names,
+            lambda out_fmt: {"src": with_storage(out_fmt, src_type)},
+        )
+
+    def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
+                  plan: mid.OperatorPlanAttr) -> Operation:
+        return mid.GeluOp(operands[0], result_type, plan)
+
+    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+        assert isinstance(op, mid.GeluOp)
+        return lower_pointwise(op, lowering, [op.input], "exact gelu, one call per shard")

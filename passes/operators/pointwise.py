@@ -1,0 +1,119 @@
+"""What the pointwise operators (add, gelu) share: candidates that follow an operand's format
+or cut one axis, their validation, cost and lowering to one local kernel call per shard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from ipu_dialects import mid
+from ipu_dialects.locations import value_label
+from ipu_dialects.tile import KernelOp, TileSetAttr, WorkProvenanceAttr
+from passes.operators.base import Candidate, SelectionContext, current_format, tensor_type
+from passes.operators.costs import conversion_cycles, kernel_cycles
+from passes.operators.formats import descriptor, split_format, with_storage
+from passes.operators.tile_maps import scalar_map
+from passes.shard_geometry import geometry
+
+if TYPE_CHECKING:
+    from passes.operators.tile_lowering import FunctionLowering
+
+# operand formats for an output format, or the reason there are none
+OperandFormats = Callable[[mid.TensorFormatAttr], dict[str, mid.TensorFormatAttr] | str]
+
+
+def pointwise_plan(name: str, symbol: str, formats: dict[str, mid.TensorFormatAttr],
+                   alias: str = "none") -> mid.OperatorPlanAttr:
+    operands = [
+        mid.OperandPlanAttr(operand, mid.OperandRole.OUTPUT if operand == "out"
+                            else mid.OperandRole.INPUT, fmt, 4, 0)
+        for operand, fmt in formats.items()
+    ]
+    return mid.OperatorPlanAttr(
+        name, mid.OperatorDispatchAttr(mid.DispatchKind.POINTWISE, init=symbol),
+        mid.StoragePrecision.F32, "", operands, [], alias,
+    )
+
+
+def output_formats(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
+    """Candidate output formats: each operand's current format (if it has the output's shape),
+    then every axis cut across the tiles."""
+    out_type = tensor_type(op.results[0])
+    shape = tuple(out_type.get_shape())
+    found: list[tuple[str, mid.TensorFormatAttr]] = []
+    for index, value in enumerate(op.operands):
+        fmt = current_format(value)
+        if fmt is not None and tuple(tensor_type(value).get_shape()) == shape:
+            found.append((f"follow{index}", with_storage(fmt, out_type)))
+    for axis in range(len(shape)):
+        if shape[axis] > 1 or axis == len(shape) - 1:
+            found.append((f"split{axis}", split_format(shape, axis, ctx.tiles, out_type,
+                                                      ctx.indivisible)))
+    unique: dict[mid.TensorFormatAttr, str] = {}
+    for name, fmt in found:
+        unique.setdefault(fmt, name)
+    return [(name, fmt) for fmt, name in unique.items()]
+
+
+def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
+             operand_names: Sequence[str], operand_formats: OperandFormats,
+             alias: str = "none") -> list[Candidate]:
+    candidates = []
+    for name, out_fmt in output_formats(op, ctx):
+        formats = operand_formats(out_fmt)
+        plan_name = f"{kind}_{name}"
+        if isinstance(formats, str):
+            placeholder = pointwise_plan(plan_name, symbol, {"out": out_fmt})
+            candidates.append(Candidate(placeholder, formats, None))
+            continue
+        formats["out"] = out_fmt
+        plan = pointwise_plan(plan_name, symbol, formats, alias)
+        reason = tiles_reason(op, formats, ctx.tiles)
+        cycles = None
+        if reason is None:
+            cycles = kernel_cycles(symbol, plan_types(op, operand_names, formats), ctx.target)
+            for value, operand in zip(op.operands, operand_names, strict=True):
+                cycles += conversion_cycles(value, formats[operand], ctx)
+        candidates.append(Candidate(plan, reason, cycles))
+    return candidates
+
+
+def plan_types(op: Operation, operand_names: Sequence[str],
+               formats: dict[str, mid.TensorFormatAttr]) -> list[TensorType]:
+    """The mid tensor types a plan gives its output and operands (the kernel's order)."""
+    values = [op.results[0], *op.operands]
+    names = ["out", *operand_names]
+    return [TensorType(tensor_type(v).get_element_type(), tensor_type(v).get_shape(), formats[n])
+            for v, n in zip(values, names, strict=True)]
+
+
+def tiles_reason(op: Operation, formats: dict[str, mid.TensorFormatAttr], tiles: int) -> str | None:
+    shape = tuple(tensor_type(op.results[0]).get_shape())
+    used = geometry(shape, formats["out"]).tiles_used
+    if used > tiles:
+        return f"the output format uses {used} tiles, the pipeline has {tiles}"
+    return None
+
+
+def lower_pointwise(op: Operation, lowering: FunctionLowering, values: Sequence[SSAValue],
+                    reason: str, named: Sequence[int] = ()) -> list[Operation]:
+    """One kernel call per output shard: `out` first, then the operands, each at offset 0;
+    the kernel's named scalars, then its operands' descriptors (it is specialized on their
+    formats); runs on every tile of the output's format."""
+    out = op.results[0]
+    buffers = [lowering.result_buffer(out), *(lowering.operand_buffer(op, v) for v in values)]
+    scalars = [*named, *(w for value in (out, *values) for w in descriptor(tensor_type(value)))]
+    fmt = current_format(out)
+    assert fmt is not None
+    used = geometry(tensor_type(out).get_shape(), fmt).tiles_used
+    plan = getattr(op, "plan")
+    assert isinstance(plan, mid.OperatorPlanAttr)
+    symbol = plan.dispatch.init_symbol
+    assert symbol is not None
+    provenance = WorkProvenanceAttr(lowering.source_of(op), value_label(out), reason)
+    zero = scalar_map(0, 0)
+    return [KernelOp(symbol, [(b, zero) for b in buffers], scalars, TileSetAttr.range(0, used),
+                     [], provenance)]

@@ -1,0 +1,196 @@
+"""Lowering one mid function to tile work: buffers for its values, then each op's work.
+
+Every function becomes a function without arguments whose body declares one `tile.buffer` per
+value (arguments -> `input N`, returned values -> `output N`, other values and the operators'
+staging slots -> `scratch`) followed by the work, in program order. Each mid op is lowered by
+its operator (`passes/operators/`), which asks this object for the buffers of its operands.
+
+A buffer serves every op that uses its value, so its alignment and access tail are the largest
+any of those ops' plans asks for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import PassFailedException
+
+from device.target import WORD_BYTES
+from ipu_dialects import mid
+from ipu_dialects.locations import value_label
+from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
+from passes.shard_geometry import geometry
+
+
+
+@dataclass
+class FunctionLowering:
+    function: func.FuncOp
+    tile_count: int
+    buffers: dict[SSAValue, BufferOp] = field(default_factory=dict)
+    names: set[str] = field(default_factory=set)
+    outputs: dict[SSAValue, int] = field(default_factory=dict)
+    # largest (alignment, access tail) any plan asks of each value
+    requirements: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
+
+    def unique_name(self, wanted: str) -> str:
+        name, suffix = wanted, 0
+        while name in self.names:
+            suffix += 1
+            name = f"{wanted}_{suffix}"
+        self.names.add(name)
+        return name
+
+    def require(self, op: Operation) -> None:
+        """Record what `op`'s plan asks of the buffers of its operands and result."""
+        from passes.operators import operator_for_mid
+
+        plan = getattr(op, "plan", None)
+        if not isinstance(plan, mid.OperatorPlanAttr):
+            return
+        names = (*operator_for_mid(op).operand_names, "out")
+        for value, name in zip((*op.operands, *op.results), names, strict=True):
+            entry = plan.operand_plan(name)
+            align, tail = self.requirements.get(value, (WORD_BYTES, 0))
+            self.requirements[value] = (max(align, entry.alignment.data), max(tail, entry.tail.data))
+
+    def buffer_for(self, value: SSAValue, kind: str, index: int | None) -> BufferOp:
+        if value not in self.buffers:
+            self.buffers[value] = self.new_buffer(value, kind, index)
+        return self.buffers[value]
+
+    def new_buffer(self, value: SSAValue, kind: str, index: int | None,
+                   name: str | None = None) -> BufferOp:
+        value_type = value.type
+        assert isinstance(value_type, TensorType)
+        fmt = value_type.encoding
+        assert isinstance(fmt, mid.TensorFormatAttr)
+        geom = geometry(value_type.get_shape(), fmt)
+        if geom.tiles_used > self.tile_count:
+            raise PassFailedException(
+                f"mid-to-tile: {value_label(value)} is stored on {geom.tiles_used} tiles, but the "
+                f"module is configured for {self.tile_count}"
+            )
+        wanted = name or value.name_hint or (f"{kind}{index}" if index is not None else "value")
+        buffer = BufferOp(
+            self.unique_name(wanted),
+            kind,
+            TileSetAttr.range(0, geom.tiles_used),
+            geom.shard_shape,
+            fmt.precision.data,
+            fmt.order.data,
+            fmt.memory.data,
+            *self.requirements.get(value, (WORD_BYTES, 0)),
+            index=index,
+            origin=value_type,
+        )
+        buffer.buffer.name_hint = buffer.sym_name.data
+        return buffer
+
+    def lower(self) -> func.FuncOp:
+        body = self.function.body.block
+        terminator = body.last_op
+        if not isinstance(terminator, func.ReturnOp):
+            raise PassFailedException(
+                f"mid-to-tile: function @{self.function.sym_name.data} does not end with func.return"
+            )
+        copies: list[tuple[SSAValue, int]] = []
+        for position, value in enumerate(terminator.arguments):
+            if value in self.outputs or not isinstance(value.owner, Operation):
+                copies.append((value, position))  # an argument, or a result returned twice
+            else:
+                self.outputs[value] = position
+        work: list[Operation] = []
+        ops = [op for op in body.ops if op is not terminator]
+        for op in ops:
+            self.require(op)
+        for op in ops:
+            work.extend(self.lower_op(op))
+        for value, position in copies:
+            work.append(self.copy_to_output(value, position))
+        buffers = self.ordered_buffers()
+        new_body = Block([*buffers, *work, func.ReturnOp()])
+        lowered = func.FuncOp.from_region(
+            self.function.sym_name.data, [], [], Region(new_body)
+        )
+        return lowered
+
+    def copy_to_output(self, value: SSAValue, position: int) -> Operation:
+        """Result `position` returns `value`, which has a buffer of its own already (an
+        argument, or a result also returned at another position): copy it into an output
+        buffer of the same format (the host reads each result from its own buffer)."""
+        from passes.operators.conversions import CONVERT_KERNEL
+        from passes.operators.formats import descriptor
+        from passes.operators.tile_maps import scalar_map
+
+        source = (self.buffers[value] if value in self.buffers
+                  else self.buffer_for(value, "input", value.index))  # only returned
+        output = self.new_buffer(value, "output", position, name=f"result{position}")
+        self.buffers[SSAValue.get(output)] = output
+        words = descriptor(value.type)  # type: ignore[arg-type]
+        zero = scalar_map(0, 0)
+        return KernelOp(
+            CONVERT_KERNEL, [(output, zero), (source, zero)], [*words, *words], output.tiles, [],
+            WorkProvenanceAttr("func.return", value_label(value),
+                               f"result {position} returns a value that has a buffer already"),
+        )
+
+    def source_of(self, op: Operation) -> str:
+        """The graph op a mid op's work comes from, for provenance: `graph.gemm %c`; a
+        conversion names the consumer it was inserted for (`ipu.for`, from graph-to-mid)."""
+        consumer = op.attributes.get(mid.CONSUMER_ATTR_NAME)
+        if isinstance(consumer, StringAttr):
+            return consumer.data
+        return f"graph.{op.name.split('.', 1)[1]} {value_label(op.results[0])}"
+
+    def lower_op(self, op: Operation) -> list[Operation]:
+        from passes.operators import operator_for_mid
+
+        if op.dialect_name() == "tile":
+            raise PassFailedException(
+                f"mid-to-tile: the function is at the tile level already ({op.name} "
+                f"{', '.join(value_label(r) for r in op.results)}); run mid-to-tile once"
+            )
+        operator = operator_for_mid(op)
+        if operator is None:
+            raise PassFailedException(
+                f"mid-to-tile: cannot lower {op.name} (result "
+                f"{', '.join(value_label(r) for r in op.results) or 'none'}): no operator of "
+                "passes/operators lowers it"
+            )
+        return operator.lower(op, self)
+
+    def ordered_buffers(self) -> list[BufferOp]:
+        """Inputs first (by index), then outputs (by index), then scratch in creation order."""
+        buffers = list(self.buffers.values())
+        rank = {"input": 0, "output": 1, "scratch": 2}
+        return sorted(
+            buffers,
+            key=lambda b: (rank[b.kind.data], b.index.value.data if b.index is not None else 0),
+        )
+
+    def operand_buffer(self, op: Operation, value: SSAValue) -> BufferOp:
+        if value in self.buffers:
+            return self.buffers[value]
+        if isinstance(value.owner, Block):
+            return self.buffer_for(value, "input", value.index)
+        raise PassFailedException(
+            f"mid-to-tile: {op.name} uses {value_label(value)} before it is computed"
+        )
+
+    def result_buffer(self, value: SSAValue) -> BufferOp:
+        if value in self.outputs:
+            return self.buffer_for(value, "output", self.outputs[value])
+        return self.buffer_for(value, "scratch", None)
+
+    def scratch(self, wanted: str, tiles: TileSetAttr, shard: tuple[int, ...], precision: str,
+                order: str, memory: str, alignment: int) -> BufferOp:
+        """A staging buffer of an operator's lowering (no value of the program)."""
+        slot = BufferOp(self.unique_name(wanted), "scratch", tiles, shard, precision, order,
+                        memory, alignment, 0)
+        slot.buffer.name_hint = slot.sym_name.data
+        self.buffers[SSAValue.get(slot)] = slot
+        return slot

@@ -1,0 +1,51 @@
+"""Helpers the operator lowerings share: operand formats and affine maps over loop indices.
+
+Per-iteration quantities of tile work (home tiles, byte offsets) are builtin affine maps over
+the iteration vector (d0, d1, ...) of the enclosing `tile.loop`s, outermost first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.utils.exceptions import PassFailedException
+
+from ipu_dialects import mid
+from ipu_dialects.locations import value_label
+
+
+
+def tensor_format(op: Operation, what: str, value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
+    value_type = value.type
+    if not isinstance(value_type, TensorType) or not isinstance(
+        value_type.encoding, mid.TensorFormatAttr
+    ):
+        raise PassFailedException(
+            f"mid-to-tile: {op.name} {what} {value_label(value)} has type {value_type}, "
+            "not a tensor with a #mid.format encoding"
+        )
+    return value_type, value_type.encoding
+
+
+
+
+def dims(depth: int) -> list[AffineExpr]:
+    return [AffineExpr.dimension(i) for i in range(depth)]
+
+
+def scalar_map(depth: int, expr: AffineExpr | int) -> AffineMap:
+    if isinstance(expr, int):
+        expr = AffineExpr.constant(expr)
+    return AffineMap(depth, 0, (expr,))
+
+
+def linearize(indices: Sequence[AffineExpr | int], extents: Sequence[int]) -> AffineExpr:
+    """Row-major linear index of `indices` in a grid of `extents`."""
+    result: AffineExpr = AffineExpr.constant(0)
+    for index, extent in zip(indices, extents):
+        result = result * extent + index
+    return result
+
