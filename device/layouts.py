@@ -12,6 +12,9 @@ axes (rows R, columns C) are laid out:
 - ``amp_output`` : [C/64][R][64] -- one contiguous output panel per 64-column block.
 - ``amp_right``  : [R/64][C/64][64/sr][4][sr][16] -- 64x64 blocks, each held as sr x 16
   sub-blocks (``sr`` = 16 for f16/f8 "B16x16", 8 for f32 "B8x16").
+- ``amp_left_t``, ``amp_right_t``: the bytes of ``amp_left``/``amp_right`` of the shard with
+  its last two axes swapped: a transposed GEMM operand ([K, M] or [N, K]) stored so that the
+  AMP reads it as it reads an untransposed one.
 
 Precision: ``f16`` and ``f32`` store IEEE values; ``f8f143`` stores
 ``float8_e4m3fnuz`` codes q with value q * 2**scale. Values beyond the FP8 range saturate to
@@ -28,7 +31,8 @@ import numpy as np
 from device.target import BYTES_PER_ELEMENT, Precision
 
 AMP_BLOCK = 64
-ORDERS = ("row_major", "amp_left", "amp_right", "amp_output")
+ORDERS = ("row_major", "amp_left", "amp_right", "amp_output", "amp_left_t", "amp_right_t")
+TRANSPOSED_SUFFIX = "_t"
 FP8_MAX = 240.0
 # [C] Poplar QUARTER metadata: a signed power-of-two scale s in -31..31, value = q * 2**s.
 FP8_SCALE_RANGE = range(-31, 32)
@@ -110,8 +114,17 @@ def _check_order(order: str, shape: tuple[int, ...], precision: str) -> None:
         raise ValueError(f"{order} shard shape {shape} is not padded to {AMP_BLOCK}-blocks")
 
 
+def swap_last_axes(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (*shape[:-2], shape[-1], shape[-2])
+
+
 def to_order(shard: np.ndarray, order: str, precision: str) -> np.ndarray:
     """Permute a logical (padded) shard into `order`; returns a flat array of values."""
+    if order.endswith(TRANSPOSED_SUFFIX) and order in ORDERS:
+        if shard.ndim < 2:
+            raise ValueError(f"{order} needs at least two axes, got shape {shard.shape}")
+        return to_order(np.swapaxes(shard, -1, -2), order.removesuffix(TRANSPOSED_SUFFIX),
+                        precision)
     _check_order(order, shard.shape, precision)
     if order == "row_major":
         return shard.reshape(-1)
@@ -132,6 +145,12 @@ def to_order(shard: np.ndarray, order: str, precision: str) -> np.ndarray:
 
 def from_order(flat: np.ndarray, shape: tuple[int, ...], order: str, precision: str) -> np.ndarray:
     """Inverse of `to_order`: a flat array in `order` back to the logical shard shape."""
+    if order.endswith(TRANSPOSED_SUFFIX) and order in ORDERS:
+        if len(shape) < 2:
+            raise ValueError(f"{order} needs at least two axes, got shape {shape}")
+        base = from_order(flat, swap_last_axes(tuple(shape)),
+                          order.removesuffix(TRANSPOSED_SUFFIX), precision)
+        return np.swapaxes(base, -1, -2)
     _check_order(order, shape, precision)
     if order == "row_major":
         return flat.reshape(shape)

@@ -10,7 +10,7 @@ Attributes (syntax)
 -------------------
     #mid.format<PREC, ORDER, [BLOCK x PARTS pad|reject, ...], replication = R, group = G, MEMORY>
         PREC   = f16 | f32 | f8f143<SCALE>          (SCALE in -31..31, value = q * 2**SCALE)
-        ORDER  = row_major | amp_left | amp_right | amp_output
+        ORDER  = row_major | amp_left | amp_right | amp_output | amp_left_t | amp_right_t
         MEMORY = standard | interleaved
     #mid.axis<BLOCK x PARTS pad|reject>               one tiling entry (also usable standalone)
     #mid.dispatch<KIND[, inner = I][, columns = C][, init = @sym][, accum = @sym]>
@@ -82,6 +82,8 @@ class ElementOrder(StrEnum):
     AMP_LEFT = "amp_left"
     AMP_RIGHT = "amp_right"
     AMP_OUTPUT = "amp_output"
+    AMP_LEFT_T = "amp_left_t"  # a transposed GEMM operand, stored as amp_left of its transpose
+    AMP_RIGHT_T = "amp_right_t"
 
 
 class Indivisible(StrEnum):
@@ -809,9 +811,12 @@ class GemmOp(IRDLOperation):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     plan = prop_def(OperatorPlanAttr)
+    transpose_lhs = opt_prop_def(UnitAttr)
+    transpose_rhs = opt_prop_def(UnitAttr)
     traits = traits_def(Pure())
     assembly_format = (
-        "$lhs `,` $rhs `plan` qualified($plan) attr-dict "
+        "$lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)? "
+        "`plan` qualified($plan) attr-dict "
         "`:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
     )
 
@@ -821,10 +826,14 @@ class GemmOp(IRDLOperation):
         rhs: SSAValue | Operation,
         result_type: TensorType,
         plan: OperatorPlanAttr,
+        transpose_lhs: bool = False,
+        transpose_rhs: bool = False,
     ):
-        super().__init__(
-            operands=[lhs, rhs], result_types=[result_type], properties={"plan": plan}
-        )
+        properties: dict[str, Attribute] = {"plan": plan}
+        for name, flag in (("transpose_lhs", transpose_lhs), ("transpose_rhs", transpose_rhs)):
+            if flag:
+                properties[name] = UnitAttr()
+        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=properties)
 
     def verify_(self) -> None:
         lhs, lhs_fmt = format_of(self.name, "lhs", self.lhs.type)
@@ -834,10 +843,14 @@ class GemmOp(IRDLOperation):
         for what, shape in (("lhs", a), ("rhs", b), ("result", c)):
             if len(shape) < 2:
                 raise VerifyException(f"{self.name}: {what} {fmt_shape(shape)} has rank < 2")
+        if self.transpose_lhs is not None:
+            a = (*a[:-2], a[-1], a[-2])
+        if self.transpose_rhs is not None:
+            b = (*b[:-2], b[-1], b[-2])
         if a[-1] != b[-2]:
             raise VerifyException(
                 f"{self.name}: contraction extents differ: lhs {fmt_shape(a)} axis -1 is "
-                f"{a[-1]}, rhs {fmt_shape(b)} axis -2 is {b[-2]}"
+                f"{a[-1]}, rhs {fmt_shape(b)} axis -2 is {b[-2]} (after the transpose flags)"
             )
         expected = (*broadcast_shapes(a[:-2], b[:-2], f"{self.name}: batch axes"), a[-2], b[-1])
         if tuple(c) != expected:

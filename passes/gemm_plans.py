@@ -123,6 +123,19 @@ class GemmProblem:
     def shape_of(self, operand: str) -> tuple[int, ...]:
         return {"lhs": self.lhs_shape, "rhs": self.rhs_shape, "out": self.out_shape}[operand]
 
+    def transposed(self, operand: str) -> bool:
+        return {"lhs": self.transpose_lhs, "rhs": self.transpose_rhs, "out": False}[operand]
+
+    def effective(self) -> GemmProblem:
+        """The same GEMM with its transposed operands given as their transposes: the AMP plan
+        reads a transposed operand as the untransposed one (orders amp_left_t/amp_right_t)."""
+        def untransposed(shape: tuple[int, ...], flag: bool) -> tuple[int, ...]:
+            return (*shape[:-2], shape[-1], shape[-2]) if flag else shape
+
+        return GemmProblem(untransposed(self.lhs_shape, self.transpose_lhs),
+                           untransposed(self.rhs_shape, self.transpose_rhs), self.out_shape,
+                           self.precision)
+
     @property
     def m(self) -> int:
         return self.out_shape[-2]
@@ -139,6 +152,35 @@ class GemmProblem:
     def batch(self) -> int:
         """Number of broadcast batch GEMMs."""
         return math.prod(self.out_shape[:-2])
+
+
+def swap_matrix_axes(fmt: TensorFormatAttr, order: str) -> TensorFormatAttr:
+    tiling = list(fmt.tiling.data)
+    tiling[-2], tiling[-1] = tiling[-1], tiling[-2]
+    return fmt.with_changes(tiling=tiling, order=order)
+
+
+TRANSPOSED_ORDER = {ElementOrder.AMP_LEFT: ElementOrder.AMP_LEFT_T,
+                    ElementOrder.AMP_RIGHT: ElementOrder.AMP_RIGHT_T}
+UNTRANSPOSED_ORDER = {t: o for o, t in TRANSPOSED_ORDER.items()}
+
+
+def effective_format(fmt: TensorFormatAttr) -> TensorFormatAttr:
+    """A transposed operand's format as the format of its transpose (amp_left_t -> amp_left
+    with the last two tilings swapped); any other format unchanged."""
+    order = fmt.order.data
+    return swap_matrix_axes(fmt, UNTRANSPOSED_ORDER[order]) if order in UNTRANSPOSED_ORDER else fmt
+
+
+def effective_plan(plan: OperatorPlanAttr) -> OperatorPlanAttr:
+    """The plan as if its transposed operands were given untransposed."""
+    operands = [
+        OperandPlanAttr(e.operand.data, e.role.data, effective_format(e.format),
+                        e.alignment.data, e.tail.data)
+        for e in plan.operands.data
+    ]
+    return OperatorPlanAttr(plan.candidate.data, plan.dispatch, plan.accumulate.data,
+                            plan.amp.data, operands, plan.distinct_pairs, plan.alias.data)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -227,10 +269,14 @@ def _matrix_format(
 def build_gemm_plan(
     candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
 ) -> OperatorPlanAttr:
-    """The complete plan of `candidate` for `problem` (not yet validated)."""
+    """The complete plan of `candidate` for `problem` (not yet validated). A transposed
+    operand is stored transposed (amp_left_t/amp_right_t); a transposed rhs keeps K whole on
+    each tile so that its 64x64 blocks are numbered the same way in both orders."""
     p, mode = candidate.precision, str(indivisible)
     r = row_partitions(problem.m, candidate.row_block, tiles)
     p_k, p_n = right_partitions(problem.k, problem.n, tiles)
+    if problem.transpose_rhs:
+        p_k = 1
     rank_of = {o: len(problem.shape_of(o)) for o in GEMM_OPERANDS}
     formats = {
         "lhs": _matrix_format(
@@ -246,6 +292,9 @@ def build_gemm_plan(
             (candidate.row_block, r), (AMP_BLOCK, 1), mode, tiles, MemoryClass.INTERLEAVED,
         ),
     }
+    for o in ("lhs", "rhs"):
+        if problem.transposed(o):
+            formats[o] = swap_matrix_axes(formats[o], TRANSPOSED_ORDER[ORDER_OF[o]])
     tails = {"lhs": target.amp_left_access_tail_bytes, "rhs": 0, "out": 0}
     operands = [
         OperandPlanAttr(o, ROLE_OF[o], formats[o], target.pace_alignment, tails[o])
@@ -274,15 +323,17 @@ class InvalidPlan(Exception):
     """Why a candidate cannot run this operation (the message is the reason)."""
 
 
-def _check_transposes(problem: GemmProblem) -> None:
-    for flag, present in (
-        ("transpose_lhs", problem.transpose_lhs),
-        ("transpose_rhs", problem.transpose_rhs),
-    ):
-        if present:
+def _check_transposes(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
+    """A transposed operand is stored transposed, an untransposed one is not."""
+    for o in ("lhs", "rhs"):
+        stored = plan.operand_plan(o).format.order.data in UNTRANSPOSED_ORDER
+        if stored != problem.transposed(o):
+            flag = "transposed" if problem.transposed(o) else "not transposed"
             raise InvalidPlan(
-                f"{flag} is not supported by the AMP plan (transposed operands are rejected)"
+                f"{o} is {flag} but stored {plan.operand_plan(o).format.order.data}"
             )
+    if problem.transpose_rhs and effective_format(plan.operand_plan("rhs").format).partitions[-2] != 1:
+        raise InvalidPlan("a transposed rhs must keep K whole on each tile")
 
 
 def _check_dispatch(plan: OperatorPlanAttr) -> None:
@@ -528,7 +579,8 @@ def validation_failure(
     plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
 ) -> InvalidPlan | None:
     try:
-        _check_transposes(problem)
+        _check_transposes(plan, problem)
+        plan, problem = effective_plan(plan), problem.effective()
         _check_dispatch(plan)
         _check_kernels(plan, problem)
         _check_roles(plan, problem, target)

@@ -23,6 +23,7 @@ from passes.gemm_plans import (
     GemmCandidate,
     GemmProblem,
     build_gemm_plan,
+    effective_plan,
     validation_failure,
 )
 from passes.shard_geometry import ShardGeometry, ceil_div
@@ -51,6 +52,7 @@ def estimate_cycles(
     64x64 right block at `exchange_word_bytes` per cycle plus the farthest receiver's
     latency, the home tile's local copy when it is also a row tile, and one AMP kernel call
     on a row shard (AMP MAC rate from the target)."""
+    plan, problem = effective_plan(plan), problem.effective()
     precision = problem.precision
     lhs_fmt, rhs_fmt = plan.operand_plan("lhs").format, plan.operand_plan("rhs").format
     lhs = ShardGeometry.from_format(problem.lhs_shape, lhs_fmt)

@@ -34,6 +34,7 @@ from passes.gemm_plans import CATALOG_NAMES, catalog_entries, element_precision
 from passes.gemm_selection import NoValidPlan as NoValidGemmPlan
 from passes.operators import operator_for_graph
 from passes.operators.base import NoValidPlan, Operator, SelectionContext
+from passes.operators.formats import with_storage
 
 
 def op_label(op: Operation) -> str:
@@ -54,6 +55,12 @@ def row_major_format(value_type: TensorType, indivisible: str) -> mid.TensorForm
         if isinstance(value_type.encoding, graph.Fp8ScaleAttr)
         else 0,
     )
+
+
+def tensor_format_of(value: SSAValue) -> mid.TensorFormatAttr:
+    assert isinstance(value.type, TensorType)
+    assert isinstance(value.type.encoding, mid.TensorFormatAttr)
+    return value.type.encoding
 
 
 def is_graph_tensor(value: SSAValue) -> bool:
@@ -142,6 +149,23 @@ class FunctionLowering:
         new_op = operator.build_mid(op, operands, result_type, plan)
         new_op.results[0].name_hint = op.results[0].name_hint
         Rewriter.replace_op(op, new_op)
+        self.round_to_declared_storage(new_op, out_type)
+
+    def round_to_declared_storage(self, op: Operation, declared: TensorType) -> None:
+        """A plan may store its result wider than the graph declares it (an FP8 GEMM gives
+        FP16 partials): every consumer sees the value rounded to the declared type, through a
+        bridge that insert-conversions makes a `mid.cast_precision`."""
+        result = op.results[0]
+        stored = tensor_format_of(result)
+        wanted = with_storage(stored, declared)
+        if wanted == stored:
+            return
+        bridge = UnrealizedConversionCastOp.get([result], [with_format(declared, wanted)])
+        bridge.results[0].name_hint = result.name_hint
+        bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
+            f"{op_label(op).replace('mid.', 'graph.', 1)} (its declared storage)")
+        Rewriter.insert_op(bridge, InsertPoint.after(op))
+        result.replace_uses_with_if(bridge.results[0], lambda use: use.operation is not bridge)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_co
 from passes.memory_allocator import FirstFit, Request
 from passes.pipeline_config import configured_target
 
-PACE_ORDERS = ("amp_left", "amp_right", "amp_output")
+PACE_ORDERS = ("amp_left", "amp_right", "amp_output", "amp_left_t", "amp_right_t")
 
 
 def module_target(module: ModuleOp) -> Target:

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
 
-from device.shard_geometry import ShardGeometry as DeviceGeometry
 from device.target import WORD_BYTES
 from ipu_dialects import graph, mid
 from passes.gemm_plans import element_precision
@@ -92,15 +91,11 @@ def descriptor(value_type: TensorType) -> tuple[int, ...]:
     """The kernel descriptor of a mid tensor: its shape and format, as 32-bit words."""
     fmt = value_type.encoding
     assert isinstance(fmt, mid.TensorFormatAttr)
-    geom = geometry(value_type.get_shape(), fmt)
-    return DeviceGeometry(
-        geom.shape, geom.blocks, geom.partitions, geom.pads, geom.replication, geom.group,
-        geom.precision, order=fmt.order.data, scale=fmt.scale.data,
-    ).encode()
+    return geometry(value_type.get_shape(), fmt).encode()
 
 
 def shard_words(value_type: TensorType) -> int:
     fmt = value_type.encoding
     assert isinstance(fmt, mid.TensorFormatAttr)
-    nbytes = geometry(value_type.get_shape(), fmt).shard_bytes
+    nbytes = geometry(value_type.get_shape(), fmt).shard_bytes()
     return -(-nbytes // WORD_BYTES)

@@ -40,7 +40,9 @@ class GemmOperator(Operator):
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:
-        return mid.GemmOp(operands[0], operands[1], result_type, plan)
+        assert isinstance(op, graph.GemmOp)
+        return mid.GemmOp(operands[0], operands[1], result_type, plan,
+                          op.transpose_lhs is not None, op.transpose_rhs is not None)
 
     def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
         assert isinstance(op, mid.GemmOp)

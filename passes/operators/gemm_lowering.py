@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.utils.exceptions import PassFailedException
@@ -38,6 +39,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map
+from passes.gemm_plans import UNTRANSPOSED_ORDER, effective_format
 from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_format
 from passes.shard_geometry import ShardGeometry, geometry
 
@@ -249,8 +251,9 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
                 f"mid-to-tile: mid.gemm {value_label(op.result)}: plan "
                 f"'{plan.candidate.data}' has no {role} operand"
             )
-    lhs_type, lhs_fmt = tensor_format(op, "lhs", op.lhs)
-    rhs_type, rhs_fmt = tensor_format(op, "rhs", op.rhs)
+    # a transposed operand (amp_left_t/amp_right_t) is indexed as its untransposed self
+    lhs_type, lhs_fmt = effective_operand(op, "lhs", op.lhs)
+    rhs_type, rhs_fmt = effective_operand(op, "rhs", op.rhs)
     out_type, out_fmt = tensor_format(op, "result", op.result)
     for what, fmt, order in (
         ("lhs", lhs_fmt, "amp_left"), ("rhs", rhs_fmt, "amp_right"), ("result", out_fmt, "amp_output")
@@ -284,6 +287,15 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
     )
     check_rhs_covers(op, gemm)
     return gemm.emit()
+
+
+def effective_operand(op: mid.GemmOp, what: str, value: SSAValue):
+    value_type, fmt = tensor_format(op, what, value)
+    if fmt.order.data not in UNTRANSPOSED_ORDER:
+        return value_type, fmt
+    shape = tuple(value_type.get_shape())
+    return (TensorType(value_type.get_element_type(), (*shape[:-2], shape[-1], shape[-2]),
+                       effective_format(fmt)), effective_format(fmt))
 
 
 def check_row_layout(op: mid.GemmOp, a: ShardGeometry, c: ShardGeometry) -> None:

@@ -78,12 +78,44 @@ def test_fp32_plan_uses_the_a8_configuration():
 
 
 @pytest.mark.parametrize("flag", ["transpose_lhs", "transpose_rhs"])
-def test_transposed_operands_are_rejected_by_every_candidate(flag):
-    pr = problem(64, 64, 64, **{flag: True})
-    for e in evaluate_candidates(pr, 4, "pad", IPU21):
-        assert e.reason == f"{flag} is not supported by the AMP plan (transposed operands are rejected)"
-    with pytest.raises(NoValidPlan, match=f"{flag} is not supported"):
-        select_gemm_plan(pr, 4)
+def test_transposed_operands_are_stored_transposed(flag):
+    pr = problem(64, 192, 128, **{flag: True})
+    operand = "lhs" if flag == "transpose_lhs" else "rhs"
+    chosen = select_gemm_plan(pr, 4)
+    fmt = chosen.plan.operand_plan(operand).format
+    assert fmt.order.data == {"lhs": "amp_left_t", "rhs": "amp_right_t"}[operand]
+    # the tiling is the untransposed operand's with its last two axes swapped
+    plain = select_gemm_plan(problem(64, 192, 128), 4).plan.operand_plan(operand).format
+    assert fmt.blocks == plain.blocks[::-1]
+    # a plan that stores the operand untransposed is refused, and the other way round
+    for wrong, bad_flags, said in (
+        (plain, {flag: True}, "is transposed but stored amp_"),
+        (fmt, {}, "is not transposed but stored amp_"),
+    ):
+        entries = [
+            OperandPlanAttr(e.operand.data, e.role.data, wrong if e.operand.data == operand
+                            else e.format, e.alignment.data, e.tail.data)
+            for e in chosen.plan.operands.data
+        ]
+        plan = OperatorPlanAttr(chosen.plan.candidate.data, chosen.plan.dispatch, "f32",
+                                chosen.plan.amp.data, entries, chosen.plan.distinct_pairs)
+        reason = validate_gemm_plan(plan, problem(64, 192, 128, **bad_flags), 4, IPU21)
+        assert reason is not None and said in reason, reason
+
+
+def test_transposed_rhs_keeps_k_whole():
+    pr = problem(64, 512, 512, transpose_rhs=True)
+    chosen = select_gemm_plan(pr, 64).plan
+    split_k = chosen.operand_plan("rhs").format.tiling.data
+    entries = [
+        OperandPlanAttr(e.operand.data, e.role.data, e.format.with_changes(
+            tiling=[split_k[0], AxisTilingAttr(64, 8)]) if e.operand.data == "rhs" else e.format,
+            e.alignment.data, e.tail.data)
+        for e in chosen.operands.data
+    ]
+    plan = OperatorPlanAttr(chosen.candidate.data, chosen.dispatch, "f32", chosen.amp.data,
+                            entries, chosen.distinct_pairs)
+    assert validate_gemm_plan(plan, pr, 64, IPU21) == "a transposed rhs must keep K whole on each tile"
 
 
 def test_precision_mismatch_is_a_kernel_mode_failure():

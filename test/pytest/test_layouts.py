@@ -63,7 +63,8 @@ def test_unpadded_amp_shard_is_rejected():
 
 @pytest.mark.parametrize("shape, order, message", [
     ((4, 64), "diagonal", "unknown element order 'diagonal'; expected one of ('row_major', "
-                          "'amp_left', 'amp_right', 'amp_output')"),
+                          "'amp_left', 'amp_right', 'amp_output', 'amp_left_t', 'amp_right_t')"),
+    ((64,), "amp_right_t", "amp_right_t needs at least two axes, got shape (64,)"),
     ((64,), "amp_left", "amp_left needs at least two axes, got shape (64,)"),
     ((16, 100), "amp_left", "amp_left shard shape (16, 100) is not padded to 64-blocks"),
 ])
