@@ -33,6 +33,7 @@ class KernelCall:
     memory: TileMemory
     target: Target
     where: str  # "step N" for messages
+    variadic: tuple[int, ...] = ()  # the words after the named scalars (descriptors)
 
     def describe(self) -> str:
         return f"{self.where}: kernel {self.abi.symbol} on tile {self.tile}"
@@ -129,7 +130,7 @@ def implementation_of(symbol: str, where: str) -> tuple[KernelAbi, KernelImpl]:
 
 
 def _check_step_shape(step: KernelStep, abi: KernelAbi, where: str) -> np.ndarray:
-    if len(step.scalars) != len(abi.scalars):
+    if not abi.accepts_scalars(len(step.scalars)):
         raise ModelError(
             f"{where}: kernel {abi.symbol} takes {len(abi.scalars)} scalars "
             f"({', '.join(abi.scalars)}), the step gives {len(step.scalars)}"
@@ -151,12 +152,12 @@ def run_kernel_step(memory: TileMemory, step: KernelStep, where: str, target: Ta
     """Run `step` on each of its tiles; returns the step's cycles (the slowest tile)."""
     abi, impl = implementation_of(step.symbol, where)
     pointers = _check_step_shape(step, abi, where)
-    scalars = dict(zip(abi.scalars, (int(s) for s in step.scalars), strict=True))
+    scalars, variadic = abi.split_scalars(step.scalars)
     per_tile = []
     for tile, row in zip(np.asarray(step.tiles).reshape(-1).tolist(), pointers.tolist(),
                          strict=True):
         memory.check_tile(tile, f"{where}: kernel {abi.symbol}")
         call = KernelCall(abi, tile, dict(zip(abi.pointers, row, strict=True)), scalars,
-                          memory, target, where)
+                          memory, target, where, variadic)
         per_tile.append(impl(call))
     return kernel_step_cycles(per_tile)
