@@ -11,6 +11,14 @@ Calling convention [M]: arguments are passed to the worker in a vertex-state rec
 the record's address in ``$m0`` when it ``run``s the worker. Kernels return nothing
 (``returns = "void"``); results are the bytes they write through ``out``.
 
+Variadic scalars. A scalar list ending in a name with ``...`` (``descriptor...``) takes any
+number of trailing words after the named ones. The non-GEMM kernels use it for their
+operands' format descriptors (`device.shard_geometry`, `ShardGeometry.encode`): ONE
+DESCRIPTOR PER POINTER OPERAND, IN POINTER ORDER, after the named scalars. Such a kernel is
+specialized on its operands' formats, as a Poplar codelet is templated on types, and finds
+its own shard from the tile it runs on (`ShardGeometry.shard_box`). Its footprints are the
+shard bytes of the decoded descriptors.
+
 Each entry point in ``device/sources/*.S`` carries ABI comments of the form::
 
     // ABI: amp_gemm_f16_init(out, left, right; rows) -> void
@@ -23,18 +31,24 @@ which a test compares with this registry, so the sources and the registry cannot
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from device.layouts import block_bytes, panel_bytes
-from device.target import WORD_BYTES
+from device.shard_geometry import decode_descriptors
+from device.target import WORD_BYTES, Precision
 
 IMPLEMENTED = "Implemented"
 REQUIRED = "Required"
 STATUSES = (IMPLEMENTED, REQUIRED)
 
 SOURCES_DIR = Path(__file__).parent / "sources"
+VARIADIC_SUFFIX = "..."
+
+# footprint(named scalars, variadic words) -> bytes per pointer name; raises ValueError for
+# scalars that give no valid footprint (a negative count, a malformed descriptor).
+Footprint = Callable[[Mapping[str, int], tuple[int, ...]], dict[str, int]]
 
 
 class UnknownKernelError(KeyError):
@@ -53,9 +67,9 @@ class KernelAbi:
     row_specialization: str
     status: str
     doc: str
-    # Bytes each pointer operand covers, from the scalars by name (Implemented kernels): what
-    # the verifier holds against the operand views, so a call cannot run past its buffers.
-    footprint: Callable[[Mapping[str, int]], dict[str, int]] | None = None
+    # Bytes each pointer operand covers, from the scalars (Implemented kernels): what the
+    # verifier holds against the operand views, so a call cannot run past its buffers.
+    footprint: Footprint | None = None
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -65,6 +79,32 @@ class KernelAbi:
     def implemented(self) -> bool:
         return self.status == IMPLEMENTED
 
+    @property
+    def variadic(self) -> bool:
+        """The last scalar name ends with ``...``: any number of trailing words."""
+        return bool(self.scalars) and self.scalars[-1].endswith(VARIADIC_SUFFIX)
+
+    @property
+    def named_scalars(self) -> tuple[str, ...]:
+        return self.scalars[:-1] if self.variadic else self.scalars
+
+    def accepts_scalars(self, count: int) -> bool:
+        fixed = len(self.named_scalars)
+        return count >= fixed if self.variadic else count == fixed
+
+    def split_scalars(self, values: Sequence[int]) -> tuple[dict[str, int], tuple[int, ...]]:
+        """(named scalars by name, variadic words) of a call whose count `accepts_scalars`."""
+        values = [int(v) for v in values]
+        fixed = len(self.named_scalars)
+        return dict(zip(self.named_scalars, values[:fixed], strict=True)), tuple(values[fixed:])
+
+    def footprint_of(self, values: Sequence[int]) -> dict[str, int] | None:
+        """Bytes per pointer of a call with these scalars (None without a footprint rule);
+        ValueError for scalars that give none."""
+        if self.footprint is None:
+            return None
+        return self.footprint(*self.split_scalars(values))
+
     def signature(self) -> str:
         """The ABI comment line body: ``symbol(p0, p1; s0) -> returns``."""
         pointers, scalars = ", ".join(self.pointers), ", ".join(self.scalars)
@@ -73,33 +113,69 @@ class KernelAbi:
 
 # One entry point serves every row count: the 16-row AMP blocks are loop trips inside it.
 _GEMM_ROWS = "rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)"
+# A descriptor kernel has one entry for every format: it is specialized at run time.
+_BY_DESCRIPTOR = "none: one entry for all formats (one descriptor per pointer, in order)"
+DESCRIPTORS = "descriptor" + VARIADIC_SUFFIX
 
 
-def _gemm_footprint(precision: str) -> Callable[[Mapping[str, int]], dict[str, int]]:
-    def footprint(scalars: Mapping[str, int]) -> dict[str, int]:
-        panel = panel_bytes(scalars["rows"], precision)
-        return {"out": panel, "left": panel, "right": block_bytes(precision)}
+def _non_negative(scalars: Mapping[str, int], *names: str) -> None:
+    for name in names:
+        if scalars[name] < 0:
+            raise ValueError(f"scalar '{name}' = {scalars[name]} must be >= 0")
+
+
+def _gemm_footprint(precision: str) -> Footprint:
+    # FP8 inputs give FP16 partials: the output panel is f16.
+    out_precision = Precision.F16 if precision == Precision.F8F143 else precision
+
+    def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
+        _non_negative(scalars, "rows")
+        rows = scalars["rows"]
+        return {"out": panel_bytes(rows, out_precision), "left": panel_bytes(rows, precision),
+                "right": block_bytes(precision)}
 
     return footprint
 
 
-def _copy_footprint(scalars: Mapping[str, int]) -> dict[str, int]:
-    nbytes = scalars["words"] * WORD_BYTES
-    return {"out": nbytes, "src": nbytes}
+def _words_footprint(*pointers: str) -> Footprint:
+    def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
+        _non_negative(scalars, "words")
+        return dict.fromkeys(pointers, scalars["words"] * WORD_BYTES)
+
+    return footprint
+
+
+def _descriptor_footprint(pointers: tuple[str, ...], *checked: str) -> Footprint:
+    """Shard bytes of each pointer's descriptor (one per pointer, in pointer order)."""
+    def footprint(scalars: Mapping[str, int], words: tuple[int, ...]) -> dict[str, int]:
+        _non_negative(scalars, *checked)
+        geometries = decode_descriptors(words, len(pointers))
+        return {name: g.shard_bytes() for name, g in zip(pointers, geometries, strict=True)}
+
+    return footprint
 
 
 def _gemm(precision: str, mode: str) -> KernelAbi:
-    partials = "FP32 partials, stored FP16" if precision == "f16" else "FP32 throughout"
+    partials = {Precision.F16: "FP32 partials, stored FP16", Precision.F32: "FP32 throughout",
+                Precision.F8F143: "FP16 partials"}[precision]
     effect = "out = left @ right" if mode == "init" else "out += left @ right"
+    scalars: tuple[str, ...] = ("rows",)
+    operands = f"({precision})"
+    if precision == Precision.F8F143:
+        scalars = ("rows", "left_scale", "right_scale")
+        operands = ("(float8_e4m3fnuz codes, value q * 2**scale; the output panel is f16; "
+                    "each call's 64-deep product in FP32, then previous + product rounded "
+                    "to FP16)")
+    name = "f8" if precision == Precision.F8F143 else precision
     return KernelAbi(
-        symbol=f"amp_gemm_{precision}_{mode}",
+        symbol=f"amp_gemm_{name}_{mode}",
         pointers=("out", "left", "right"),
-        scalars=("rows",),
+        scalars=scalars,
         returns="void",
         row_specialization=_GEMM_ROWS,
         status=IMPLEMENTED,
         doc=(
-            f"{effect} on the AMP ({precision}, {partials}). left: a 64-column amp_left panel "
+            f"{effect} on the AMP {operands}, {partials}. left: a 64-column amp_left panel "
             f"of `rows` rows; right: one 64x64 amp_right block; out: a 64-column amp_output "
             f"panel of `rows` rows. Every pointer PACE-aligned (Target.pace_alignment)."
         ),
@@ -107,15 +183,19 @@ def _gemm(precision: str, mode: str) -> KernelAbi:
     )
 
 
-def _required(symbol: str, pointers, scalars, doc: str, rows: str = "none") -> KernelAbi:
-    return KernelAbi(symbol, tuple(pointers), tuple(scalars), "void", rows, REQUIRED, doc)
+def _described(symbol: str, pointers: tuple[str, ...], named: tuple[str, ...], doc: str,
+               checked: tuple[str, ...] = ()) -> KernelAbi:
+    return KernelAbi(symbol, pointers, (*named, DESCRIPTORS), "void", _BY_DESCRIPTOR,
+                     IMPLEMENTED, doc, _descriptor_footprint(pointers, *checked))
 
 
 _ENTRIES: tuple[KernelAbi, ...] = (
-    _gemm("f16", "init"),
-    _gemm("f16", "accum"),
-    _gemm("f32", "init"),
-    _gemm("f32", "accum"),
+    _gemm(Precision.F16, "init"),
+    _gemm(Precision.F16, "accum"),
+    _gemm(Precision.F32, "init"),
+    _gemm(Precision.F32, "accum"),
+    _gemm(Precision.F8F143, "init"),
+    _gemm(Precision.F8F143, "accum"),
     KernelAbi(
         symbol="copy_words",
         pointers=("out", "src"),
@@ -124,42 +204,53 @@ _ENTRIES: tuple[KernelAbi, ...] = (
         row_specialization="none",
         status=IMPLEMENTED,
         doc="Copy `words` 32-bit words from src to out (tile-local; both word-aligned).",
-        footprint=_copy_footprint,
+        footprint=_words_footprint("out", "src"),
     ),
-    # ---- Required: the ABI is fixed, no implementation exists yet ------------------------
-    _required("gelu_f16", ("out", "src"), ("elements",),
-              "out = gelu(src), exact erf form, f16 row-major elements (FP32 internally)."),
-    _required("gelu_f32", ("out", "src"), ("elements",),
-              "out = gelu(src), exact erf form, f32 row-major elements."),
-    _required("add_broadcast_f16", ("out", "lhs", "rhs"),
-              ("rows", "cols", "lhs_row_stride", "lhs_col_stride", "rhs_row_stride",
-               "rhs_col_stride"),
-              "out[r][c] = lhs[r*lrs + c*lcs] + rhs[r*rrs + c*rcs], f16 row-major out; a "
-              "zero stride broadcasts that axis (NumPy broadcasting of a rectangle).",
-              rows="rows: any >= 1, one call per output rectangle"),
-    _required("add_broadcast_f32", ("out", "lhs", "rhs"),
-              ("rows", "cols", "lhs_row_stride", "lhs_col_stride", "rhs_row_stride",
-               "rhs_col_stride"),
-              "As add_broadcast_f16 with f32 elements.",
-              rows="rows: any >= 1, one call per output rectangle"),
-    _required("attention_f16", ("out", "query", "key", "value"),
-              ("query_rows", "key_rows", "head_dim", "causal", "scale_bits"),
-              "out = softmax(scale * query @ key^T [causal mask]) @ value for one head; "
-              "scale_bits is the f32 bit pattern of the scale; causal is 0 or 1.",
-              rows="query_rows: multiple of 16 (AMP row blocks)"),
-    _required("cast_f32_to_f16", ("out", "src"), ("elements",),
-              "Round-to-nearest-even f32 -> f16 conversion of `elements` values."),
-    _required("cast_f16_to_f32", ("out", "src"), ("elements",),
-              "Exact f16 -> f32 conversion of `elements` values."),
-    _required("cast_f16_to_f8f143", ("out", "src"), ("elements", "scale"),
-              "f16 -> float8_e4m3fnuz codes with value q * 2**scale, saturating at +-240."),
-    _required("cast_f8f143_to_f16", ("out", "src"), ("elements", "scale"),
-              "float8_e4m3fnuz codes (value q * 2**scale) -> f16."),
-    _required("rearrange_rect", ("out", "src"),
-              ("rows", "cols", "element_bytes", "src_order", "dst_order"),
-              "Repack one rows x cols rectangle between element orders (device.layouts "
-              "ORDERS index); element_bytes is 1, 2 or 4.",
-              rows="rows: multiple of 64 for amp_right, of 1 otherwise"),
+    KernelAbi(
+        symbol="fill_zero",
+        pointers=("out",),
+        scalars=("words",),
+        returns="void",
+        row_specialization="none",
+        status=IMPLEMENTED,
+        doc="Zero `words` 32-bit words at out (word-aligned).",
+        footprint=_words_footprint("out"),
+    ),
+    _described(
+        "convert_shard", ("out", "src"), (),
+        "out's shard = src's shard in out's order, precision and scale (descriptors: out, "
+        "src; the same shard box on every tile). f32 -> f16 rounds to nearest even "
+        "(overflow -> inf); to FP8 saturates at +-240 * 2**scale; widening is exact. "
+        "mid.cast_precision and a tile-local mid.rearrange.",
+    ),
+    _described(
+        "gather_shard", ("out", "staged"), ("source_tile",),
+        "staged holds the whole shard that tile `source_tile` stores in the staged format; "
+        "write the elements of (staged box of source_tile) & (out box of this tile) & (the "
+        "logical extent) into out's shard, in out's order (same precision and scale). "
+        "Other elements of out are left as they are.",
+        checked=("source_tile",),
+    ),
+    _described(
+        "gelu", ("out", "src"), (),
+        "out = gelu(src), exact erf form computed in float64, one rounding to out's precision "
+        "(descriptors: out, src; the same shard box). Padding of out is written as zeros.",
+    ),
+    _described(
+        "add", ("out", "lhs", "rhs"), (),
+        "out = lhs + rhs with NumPy broadcasting (descriptors: out, lhs, rhs); each operand's "
+        "view of this tile's out box must be in its shard on this tile. float64 sum, one "
+        "rounding to out's precision; padding of out is written as zeros.",
+    ),
+    _described(
+        "attention", ("out", "query", "key", "value"), ("causal", "scale_bits"),
+        "out = softmax(scale * query @ key^T [causal mask]) @ value over [..., heads, seq, "
+        "head_dim] (descriptors: out, query, key, value; out and query share a shard box, "
+        "key/value shards hold the box's heads with every key row and all of head_dim). "
+        "causal: 0 or 1; scale_bits: the f32 bit pattern of the scale. FP32 scores and "
+        "stable softmax, FP32 accumulation, one rounding to out's precision.",
+        checked=("causal", "scale_bits"),
+    ),
 )
 
 KERNELS: dict[str, KernelAbi] = {abi.symbol: abi for abi in _ENTRIES}

@@ -69,6 +69,18 @@ class Target:
     kernel_call_cycles: int = 50
     # [M] bytes a tile-local copy or vector kernel moves per cycle (one 64-bit load/store).
     vector_bytes_per_cycle: int = 8
+    # [C] 64-bit vector loads and stores need 8-byte aligned addresses (poplibs: AMP input
+    # 8-byte aligned): every pointer of a descriptor kernel (convert, gather, gelu, add,
+    # attention) is aligned to this.
+    vector_alignment: int = 8
+    # [I] FP32 lanes of the vector arithmetic unit per cycle (64-bit f32v2 instructions); the
+    # add, gelu and softmax kernels compute in FP32 whatever their storage precision.
+    vector_f32_lanes: int = 2
+    # [M] cycles per element of the erf evaluation in gelu (a polynomial on f32v2 pairs
+    # plus its range reduction); not public.
+    erf_cycles_per_element: int = 8
+    # [M] cycles per element of exp in attention's softmax; not public.
+    exp_cycles_per_element: int = 4
     # [C] one 32-bit word per tile per exchange event; one event per cycle (4 bytes/cycle).
     exchange_word_bytes: int = WORD_BYTES
     # [C] bulk-synchronous sync cost, cycles (one poplibs plan).

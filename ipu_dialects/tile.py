@@ -1232,19 +1232,18 @@ class KernelOp(IRDLOperation):
             return [1] * len(self.views)
         # a per-iteration scalar counts as one scalar (its values are checked where it runs)
         scalars = (0,) * len(self.iv_scalar_maps) + tuple(self.scalars.get_values())
-        if len(self.views) != len(abi.pointers) or len(scalars) != len(abi.scalars):
+        if len(self.views) != len(abi.pointers) or not abi.accepts_scalars(len(scalars)):
             raise VerifyException(
                 f"{label}: the kernel takes {len(abi.pointers)} view(s) ({', '.join(abi.pointers)}) "
                 f"and {len(abi.scalars)} scalar(s) ({', '.join(abi.scalars)}); got "
                 f"{len(self.views)} and {len(scalars)}"
             )
-        if abi.footprint is None:
+        try:  # a negative count, a malformed descriptor
+            footprint = abi.footprint_of(scalars)
+        except ValueError as error:
+            raise VerifyException(f"{label}: {error}") from None
+        if footprint is None:
             return [1] * len(self.views)
-        named = dict(zip(abi.scalars, scalars, strict=True))
-        for name, value in named.items():
-            if value < 0:
-                raise VerifyException(f"{label}: scalar '{name}' = {value} must be >= 0")
-        footprint = abi.footprint(named)
         return [max(1, footprint[name]) for name in abi.pointers]
 
     def verify_on_tile(self, label: str, bounds: Sequence[tuple[int, int]]) -> None:

@@ -31,11 +31,11 @@ class MidToTilePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         config = pipeline_config(op, self.name)
-        configured_target(config, self.name)
+        target = configured_target(config, self.name)
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             if function.is_declaration:
                 continue
-            lowered = FunctionLowering(function, config.tiles.data).lower()
+            lowered = FunctionLowering(function, config.tiles.data, target).lower()
             op.body.block.insert_op_before(lowered, function)
             op.body.block.erase_op(function)
 

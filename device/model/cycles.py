@@ -1,9 +1,21 @@
-"""Modeled cycles of each step, from the target's rates only (no constants here)."""
+"""Modeled cycles of each step, from the target's rates only (no constants here).
+
+Every function is pure: kernel cycles come from a kernel's scalars (for descriptor kernels the
+decoded `ShardGeometry`s, in pointer order), the tile it runs on and the `Target`, never from
+tile memory. The executable model charges exactly these, and the compiler's cost model calls
+the same functions, so the selector and the model cannot disagree on a plan's cycles.
+`kernel_cycles(symbol, scalars, tile, target)` dispatches on the symbol for either caller.
+"""
 
 from __future__ import annotations
 
-from device.layouts import AMP_BLOCK
-from device.target import Target
+import math
+from collections.abc import Sequence
+
+from device.kernels import get_kernel
+from device.layouts import AMP_BLOCK, element_bytes
+from device.shard_geometry import ShardGeometry, decode_descriptors
+from device.target import WORD_BYTES, Precision, Target
 
 
 def exchange_step_cycles(phase_events: int, target: Target) -> int:
@@ -12,7 +24,7 @@ def exchange_step_cycles(phase_events: int, target: Target) -> int:
 
 
 def gemm_cycles(rows: int, precision: str, target: Target) -> int:
-    """One `rows` x 64 panel times one 64x64 block on the AMP."""
+    """One `rows` x 64 panel times one 64x64 block on the AMP (`precision`: the inputs')."""
     return target.amp_cycles(rows * AMP_BLOCK * AMP_BLOCK, precision)
 
 
@@ -20,6 +32,106 @@ def copy_cycles(nbytes: int, target: Target) -> int:
     return target.vector_cycles(nbytes)
 
 
+def fill_zero_cycles(words: int, target: Target) -> int:
+    return target.vector_cycles(words * WORD_BYTES)
+
+
 def kernel_step_cycles(per_tile_cycles: list[int]) -> int:
     """Tiles run their kernels in parallel; the step lasts as long as the slowest tile."""
     return max(per_tile_cycles, default=0)
+
+
+# ---- descriptor kernels --------------------------------------------------------------------
+def _moved_bytes(elements: int, *formats: ShardGeometry) -> int:
+    """Bytes a repacking loop streams: each element loaded and stored at the wider width."""
+    return elements * max(element_bytes(f.precision) for f in formats)
+
+
+def _f32_vector_cycles(elements: int, target: Target) -> int:
+    return -(-elements // target.vector_f32_lanes)
+
+
+def box_overlap(*boxes: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[int, ...]:
+    """Per-axis extent of the intersection of boxes (0 where they do not meet)."""
+    starts = [max(axis) for axis in zip(*(b[0] for b in boxes))]
+    stops = [min(axis) for axis in zip(*(b[1] for b in boxes))]
+    return tuple(max(0, stop - start) for start, stop in zip(starts, stops))
+
+
+def convert_shard_cycles(out: ShardGeometry, src: ShardGeometry, tile: int,
+                         target: Target) -> int:
+    """Repack this tile's shard from src's order/precision/scale into out's."""
+    out.shard_box(tile)  # the tile must hold a shard of out
+    return target.vector_cycles(_moved_bytes(out.shard_elements, out, src))
+
+
+def gather_shard_cycles(out: ShardGeometry, staged: ShardGeometry, source_tile: int,
+                        tile: int, target: Target) -> int:
+    """Copy the elements of source_tile's staged shard that this tile's out shard holds."""
+    logical = (tuple(0 for _ in out.shape), out.shape)
+    extent = box_overlap(staged.shard_box(source_tile), out.shard_box(tile), logical)
+    return target.vector_cycles(_moved_bytes(math.prod(extent), out, staged))
+
+
+def gelu_cycles(out: ShardGeometry, src: ShardGeometry, tile: int, target: Target) -> int:
+    """erf per element, then the FP32 multiply-adds, over this tile's whole shard."""
+    out.shard_box(tile)
+    elements = out.shard_elements
+    return (target.vector_cycles(_moved_bytes(elements, out, src))
+            + elements * target.erf_cycles_per_element + _f32_vector_cycles(elements, target))
+
+
+def add_cycles(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry, tile: int,
+               target: Target) -> int:
+    """One FP32 add per element of this tile's out shard (operands read, out stored)."""
+    out.shard_box(tile)
+    elements = out.shard_elements
+    return (target.vector_cycles(_moved_bytes(elements, out, lhs, rhs))
+            + _f32_vector_cycles(elements, target))
+
+
+def attention_cycles(out: ShardGeometry, query: ShardGeometry, key: ShardGeometry,
+                     value: ShardGeometry, tile: int, target: Target) -> int:
+    """For this tile's query box: scores and P @ V on the AMP, softmax on the vector unit.
+
+    Scores run at the query precision's AMP rate (FP8 at the FP16 rate: FP32 partials),
+    P @ V at the FP32 rate (P is FP32). Causal masking is not credited: every score of the
+    box is computed, the masked ones then set to -inf."""
+    starts, stops = out.shard_box(tile)
+    heads = math.prod(b - a for a, b in zip(starts[:-2], stops[:-2]))
+    query_rows = stops[-2] - starts[-2]
+    key_rows, head_dim, value_dim = key.shape[-2], query.shape[-1], value.shape[-1]
+    scores = heads * query_rows * key_rows
+    score_precision = Precision.F32 if query.precision == Precision.F32 else Precision.F16
+    amp = (target.amp_cycles(scores * head_dim, score_precision)
+           + target.amp_cycles(scores * value_dim, Precision.F32))
+    softmax = scores * target.exp_cycles_per_element + _f32_vector_cycles(3 * scores, target)
+    return amp + softmax + target.vector_cycles(_moved_bytes(out.shard_elements, out, query))
+
+
+# ---- by symbol ---------------------------------------------------------------------------------
+def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target) -> int:
+    """Cycles of one call of `symbol` with these scalars (descriptors included) on `tile`.
+    Raises `UnknownKernelError` or `ValueError` (e.g. `DescriptorError`) for a bad call."""
+    abi = get_kernel(symbol)
+    named, words = abi.split_scalars(scalars)
+    if symbol.startswith("amp_gemm_"):
+        precision = {"f16": Precision.F16, "f32": Precision.F32,
+                     "f8": Precision.F8F143}[symbol.split("_")[2]]
+        return gemm_cycles(named["rows"], precision, target)
+    if symbol == "copy_words":
+        return copy_cycles(named["words"] * WORD_BYTES, target)
+    if symbol == "fill_zero":
+        return fill_zero_cycles(named["words"], target)
+    formats = decode_descriptors(words, len(abi.pointers))
+    if symbol == "gather_shard":
+        return gather_shard_cycles(*formats, named["source_tile"], tile, target)
+    return _DESCRIBED[symbol](*formats, tile, target)
+
+
+_DESCRIBED = {
+    "convert_shard": convert_shard_cycles,
+    "gelu": gelu_cycles,
+    "add": add_cycles,
+    "attention": attention_cycles,
+}

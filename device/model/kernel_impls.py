@@ -16,6 +16,7 @@ import numpy as np
 from device.kernels import KernelAbi, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
 from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
+from device.model import kernels_attention, kernels_gemm_f8, kernels_layout, kernels_pointwise
 from device.model.errors import ModelError
 from device.model.memory import TileMemory
 from device.package import KernelStep
@@ -33,6 +34,7 @@ class KernelCall:
     memory: TileMemory
     target: Target
     where: str  # "step N" for messages
+    variadic: tuple[int, ...] = ()  # the words after the named scalars (descriptors)
 
     def describe(self) -> str:
         return f"{self.where}: kernel {self.abi.symbol} on tile {self.tile}"
@@ -52,14 +54,17 @@ class KernelCall:
             raise self.fail(f"scalar '{name}' = {value} must be >= {minimum}")
         return value
 
-    def check_amp_memory(self, out: int, left: int, nbytes: int) -> None:
+    def check_amp_memory(self, out: int, left: int, nbytes: int,
+                         left_bytes: int | None = None) -> None:
         """The AMP stores its output to interleaved memory while the left stream is read, so
-        the two must sit in different memory elements (spec: the retained GEMM plan)."""
+        the two must sit in different memory elements (spec: the retained GEMM plan).
+        `left_bytes` defaults to `nbytes` (FP8 panels are half their f16 output's size)."""
         target = self.target
         if not (target.interleaved_start <= out and out + nbytes <= target.memory_end):
             raise self.fail(f"output panel at {out:#x} is not in interleaved memory "
                             f"[{target.interleaved_start:#x}, {target.memory_end:#x})")
-        shared = target.elements_of_range(out, nbytes) & target.elements_of_range(left, nbytes)
+        left_range = target.elements_of_range(left, nbytes if left_bytes is None else left_bytes)
+        shared = target.elements_of_range(out, nbytes) & left_range
         if shared:
             raise self.fail(f"output panel at {out:#x} and left panel at {left:#x} share "
                             f"memory element {min(shared)}")
@@ -112,6 +117,14 @@ IMPLEMENTATIONS: dict[str, KernelImpl] = {
     "amp_gemm_f32_init": _amp_gemm(Precision.F32, accumulate=False),
     "amp_gemm_f32_accum": _amp_gemm(Precision.F32, accumulate=True),
     "copy_words": _copy_words,
+    "amp_gemm_f8_init": kernels_gemm_f8.amp_gemm_f8(accumulate=False),
+    "amp_gemm_f8_accum": kernels_gemm_f8.amp_gemm_f8(accumulate=True),
+    "fill_zero": kernels_layout.fill_zero,
+    "convert_shard": kernels_layout.convert_shard,
+    "gather_shard": kernels_layout.gather_shard,
+    "gelu": kernels_pointwise.gelu,
+    "add": kernels_pointwise.add,
+    "attention": kernels_attention.attention,
 }
 
 
@@ -129,7 +142,7 @@ def implementation_of(symbol: str, where: str) -> tuple[KernelAbi, KernelImpl]:
 
 
 def _check_step_shape(step: KernelStep, abi: KernelAbi, where: str) -> np.ndarray:
-    if len(step.scalars) != len(abi.scalars):
+    if not abi.accepts_scalars(len(step.scalars)):
         raise ModelError(
             f"{where}: kernel {abi.symbol} takes {len(abi.scalars)} scalars "
             f"({', '.join(abi.scalars)}), the step gives {len(step.scalars)}"
@@ -151,12 +164,12 @@ def run_kernel_step(memory: TileMemory, step: KernelStep, where: str, target: Ta
     """Run `step` on each of its tiles; returns the step's cycles (the slowest tile)."""
     abi, impl = implementation_of(step.symbol, where)
     pointers = _check_step_shape(step, abi, where)
-    scalars = dict(zip(abi.scalars, (int(s) for s in step.scalars), strict=True))
+    scalars, variadic = abi.split_scalars(step.scalars)
     per_tile = []
     for tile, row in zip(np.asarray(step.tiles).reshape(-1).tolist(), pointers.tolist(),
                          strict=True):
         memory.check_tile(tile, f"{where}: kernel {abi.symbol}")
         call = KernelCall(abi, tile, dict(zip(abi.pointers, row, strict=True)), scalars,
-                          memory, target, where)
+                          memory, target, where, variadic)
         per_tile.append(impl(call))
     return kernel_step_cycles(per_tile)

@@ -1,17 +1,28 @@
-// attention.S -- Required kernels: ABI fixed, no implementation yet.
-// Each entry point traps so that a package calling it fails loudly on hardware, as the
-// executable model rejects a Required symbol. The ABI is device/kernels.py.
+// attention.S -- softmax attention of one shard of query rows (a sketch; not assembled here).
+// Semantics are executed by device/model/kernels_attention.py; the ABI is device/kernels.py.
+// Descriptors (device/shard_geometry.py): out, query, key, value over [..., heads, seq,
+// head_dim]. out and query share a shard box (which may split query rows: the causal mask
+// uses the global query row of the box); key and value shards hold the box's heads with all
+// key rows and all of head_dim. Scores and softmax in FP32 (row max subtracted), P @ V
+// accumulated in FP32, one rounding to out's precision.
 
     .section .text.attention, "ax"
 
-// ABI: attention_f16(out, query, key, value; query_rows, key_rows, head_dim, causal, scale_bits) -> void
-// status: Required
-// row_specialization: query_rows: multiple of 16 (AMP row blocks)
-// out = softmax(scale * query @ key^T [causal mask]) @ value for one head; scale_bits is
-// the f32 bit pattern of the scale; causal is 0 or 1.
-    .globl attention_f16
-    .type attention_f16, @function
+// ABI: attention(out, query, key, value; causal, scale_bits, descriptor...) -> void
+// status: Implemented
+// row_specialization: none: one entry for all formats (one descriptor per pointer, in order)
+    .globl attention
+    .type attention, @function
     .align 8
-attention_f16:
-    trap    0                         // not implemented (Required)
-    .size attention_f16, .-attention_f16
+attention:
+    ld32    $m1, $m0, $m15, 0         // out
+    ld32    $m2, $m0, $m15, 1         // query
+    ld32    $m3, $m0, $m15, 2         // key
+    ld32    $m4, $m0, $m15, 3         // value
+    ld32    $m5, $m0, $m15, 4         // causal (0 or 1)
+    ld32    $a0, $m0, $m15, 5         // scale_bits: the f32 scale
+    get     $m6, $TILE_ID             // this tile's query box, from the descriptors
+    // ... per head and query row: scores = scale * q . k_j (j <= row if causal), row max,
+    // exp (Target.exp_cycles_per_element), sum, P @ V in FP32, round, store ...
+    exitz   $m15
+    .size attention, .-attention

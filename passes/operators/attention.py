@@ -21,7 +21,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import graph, mid
 from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
-from passes.operators.costs import conversion_cycles, kernel_cycles
+from passes.operators.costs import conversion_cycles, plan_kernel_cycles
 from passes.operators.formats import split_format
 from passes.operators.pointwise import lower_pointwise, plan_types, pointwise_plan
 
@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 KERNEL = "attention"
 
 
-def attention_plan(name: str, formats: dict[str, mid.TensorFormatAttr]) -> mid.OperatorPlanAttr:
-    plan = pointwise_plan(name, KERNEL, formats)
+def attention_plan(name: str, formats: dict[str, mid.TensorFormatAttr],
+                   alignment: int) -> mid.OperatorPlanAttr:
+    plan = pointwise_plan(name, KERNEL, formats, alignment)
     return mid.OperatorPlanAttr(
         name, mid.OperatorDispatchAttr(mid.DispatchKind.HEAD_SHARDED, init=KERNEL),
         mid.StoragePrecision.F32, "", list(plan.operands.data), [], "none",
@@ -68,9 +69,10 @@ class AttentionOperator(Operator):
                     formats[name] = split_format(kv_shape, axis, ctx.tiles, value_type,
                                                  ctx.indivisible)
             ordered = {n: formats[n] for n in (*self.operand_names, "out")}
-            plan = attention_plan(f"attention_split{axis}", ordered)
-            cycles = kernel_cycles(KERNEL, plan_types(op, self.operand_names, ordered),
-                                   ctx.target, extra=(int(op.causal is not None), 0))
+            plan = attention_plan(f"attention_split{axis}", ordered, ctx.target.vector_alignment)
+            cycles = plan_kernel_cycles(
+                KERNEL, plan_types(op, self.operand_names, ordered), ctx.target,
+                extra=(int(op.causal is not None), f32_bits(op.effective_scale())))
             for value, name in zip(op.operands, self.operand_names, strict=True):
                 cycles += conversion_cycles(value, ordered[name], ctx)
             candidates.append(Candidate(plan, None, cycles))

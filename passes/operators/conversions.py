@@ -20,7 +20,6 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineMap
 
-from device.target import WORD_BYTES
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
@@ -59,7 +58,7 @@ def lower_local(op: Operation, lowering: FunctionLowering, reason: str) -> list[
     out = lowering.result_buffer(dst)
     inp = lowering.operand_buffer(op, src)
     zero = scalar_map(0, 0)
-    scalars = [*descriptor(tensor_type(src)), *descriptor(tensor_type(dst))]
+    scalars = [*descriptor(tensor_type(dst)), *descriptor(tensor_type(src))]
     tiles = TileSetAttr.range(0, geometry_of(tensor_type(dst)).tiles_used)
     return [KernelOp(CONVERT_KERNEL, [(out, zero), (inp, zero)], scalars, tiles, [],
                      provenance(lowering, op, reason))]
@@ -74,7 +73,8 @@ def lower_gather(op: Operation, lowering: FunctionLowering) -> list[Operation]:
     receivers = TileSetAttr.range(0, b.tiles_used)
     words = shard_words(src_type)
     slot = lowering.scratch(f"{out.sym_name.data}_gather_slot", receivers, a.chunk,
-                            a.precision, inp.order.data, "standard", WORD_BYTES)
+                            a.precision, inp.order.data, "standard",
+                            lowering.target.vector_alignment)
     zero0 = scalar_map(0, 0)
     ops: list[Operation] = []
     if b.padded_shape != b.shape:  # the gather writes real elements only: zero the padding
@@ -97,7 +97,7 @@ def lower_gather(op: Operation, lowering: FunctionLowering) -> list[Operation]:
     ))
     loop.body.block.add_op(KernelOp(
         GATHER_KERNEL, [(out, zero), (slot, zero)],
-        [*descriptor(src_type), *descriptor(dst_type)], receivers, ivs,
+        [*descriptor(dst_type), *descriptor(src_type)], receivers, ivs,
         provenance(lowering, op, "take the elements of shard s this tile holds"),
         iv_scalars=[source],
     ))

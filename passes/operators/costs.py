@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
-from device.model.cycles import copy_cycles, exchange_step_cycles, kernel_call_cycles
+from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
 from passes.operators.base import SelectionContext, current_format, tensor_type
@@ -21,14 +21,17 @@ from passes.operators.formats import descriptor, shard_words, split_format
 from passes.shard_geometry import geometry
 
 
-def kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
-                  extra: Sequence[int] = ()) -> int:
-    """Cycles of one call of a descriptor kernel on `types` (out first): its slowest tile."""
+def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
+                       extra: Sequence[int] = ()) -> int:
+    """Cycles of one call of a descriptor kernel on `types` (out first, then the operands in
+    pointer order), after its named scalars `extra`: the device model's own cycle function
+    on the tiles where it costs most (the first and the last shard)."""
     scalars = [*extra, *(w for t in types for w in descriptor(t))]
     out_fmt = types[0].encoding
     assert isinstance(out_fmt, mid.TensorFormatAttr)
     used = geometry(types[0].get_shape(), out_fmt).tiles_used
-    return max(kernel_call_cycles(symbol, scalars, tile, target) for tile in {0, used - 1})
+    return max(device_cycles.kernel_cycles(symbol, scalars, tile, target)
+               for tile in {0, used - 1})
 
 
 def conversion_cycles(value: SSAValue, wanted: mid.TensorFormatAttr,
@@ -52,7 +55,7 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     from passes.operators.conversions import CONVERT_KERNEL, GATHER_KERNEL, is_local
 
     if is_local(src, dst):
-        return kernel_cycles(CONVERT_KERNEL, [dst, src], target)
+        return plan_kernel_cycles(CONVERT_KERNEL, [dst, src], target)
     src_fmt, dst_fmt = src.encoding, dst.encoding
     assert isinstance(src_fmt, mid.TensorFormatAttr) and isinstance(dst_fmt, mid.TensorFormatAttr)
     sources = geometry(src.get_shape(), src_fmt).partition_count
@@ -60,8 +63,8 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     words = shard_words(src)
     latency = int(target.latency_matrix(max(sources, receivers)).max()) if receivers > 1 else 0
     per_shard = (
-        exchange_step_cycles(words + latency, target)
-        + copy_cycles(words * WORD_BYTES, target)
-        + kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
+        device_cycles.exchange_step_cycles(words + latency, target)
+        + device_cycles.copy_cycles(words * WORD_BYTES, target)
+        + plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
     )
     return sources * per_shard

@@ -13,7 +13,7 @@ from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import KernelOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Candidate, SelectionContext, current_format, tensor_type
-from passes.operators.costs import conversion_cycles, kernel_cycles
+from passes.operators.costs import conversion_cycles, plan_kernel_cycles
 from passes.operators.formats import descriptor, split_format, with_storage
 from passes.operators.tile_maps import scalar_map
 from passes.shard_geometry import geometry
@@ -26,10 +26,10 @@ OperandFormats = Callable[[mid.TensorFormatAttr], dict[str, mid.TensorFormatAttr
 
 
 def pointwise_plan(name: str, symbol: str, formats: dict[str, mid.TensorFormatAttr],
-                   alias: str = "none") -> mid.OperatorPlanAttr:
+                   alignment: int, alias: str = "none") -> mid.OperatorPlanAttr:
     operands = [
         mid.OperandPlanAttr(operand, mid.OperandRole.OUTPUT if operand == "out"
-                            else mid.OperandRole.INPUT, fmt, 4, 0)
+                            else mid.OperandRole.INPUT, fmt, alignment, 0)
         for operand, fmt in formats.items()
     ]
     return mid.OperatorPlanAttr(
@@ -66,15 +66,16 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         formats = operand_formats(out_fmt)
         plan_name = f"{kind}_{name}"
         if isinstance(formats, str):
-            placeholder = pointwise_plan(plan_name, symbol, {"out": out_fmt})
+            placeholder = pointwise_plan(plan_name, symbol, {"out": out_fmt},
+                                         ctx.target.vector_alignment)
             candidates.append(Candidate(placeholder, formats, None))
             continue
         formats["out"] = out_fmt
-        plan = pointwise_plan(plan_name, symbol, formats, alias)
+        plan = pointwise_plan(plan_name, symbol, formats, ctx.target.vector_alignment, alias)
         reason = tiles_reason(op, formats, ctx.tiles)
         cycles = None
         if reason is None:
-            cycles = kernel_cycles(symbol, plan_types(op, operand_names, formats), ctx.target)
+            cycles = plan_kernel_cycles(symbol, plan_types(op, operand_names, formats), ctx.target)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx)
         candidates.append(Candidate(plan, reason, cycles))

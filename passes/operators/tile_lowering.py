@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import StringAttr, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from device.target import WORD_BYTES
+from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
@@ -30,10 +30,12 @@ from passes.shard_geometry import geometry
 class FunctionLowering:
     function: func.FuncOp
     tile_count: int
+    target: Target
     buffers: dict[SSAValue, BufferOp] = field(default_factory=dict)
     names: set[str] = field(default_factory=set)
     outputs: dict[SSAValue, int] = field(default_factory=dict)
-    # largest (alignment, access tail) any plan asks of each value
+    # largest (alignment, access tail) any plan asks of each value (at least what the
+    # descriptor kernels of conversions need: the target's vector alignment)
     requirements: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
 
     def unique_name(self, wanted: str) -> str:
@@ -54,7 +56,7 @@ class FunctionLowering:
         names = (*operator_for_mid(op).operand_names, "out")
         for value, name in zip((*op.operands, *op.results), names, strict=True):
             entry = plan.operand_plan(name)
-            align, tail = self.requirements.get(value, (WORD_BYTES, 0))
+            align, tail = self.requirements.get(value, (self.target.vector_alignment, 0))
             self.requirements[value] = (max(align, entry.alignment.data), max(tail, entry.tail.data))
 
     def buffer_for(self, value: SSAValue, kind: str, index: int | None) -> BufferOp:
@@ -83,7 +85,7 @@ class FunctionLowering:
             fmt.precision.data,
             fmt.order.data,
             fmt.memory.data,
-            *self.requirements.get(value, (WORD_BYTES, 0)),
+            *self.requirements.get(value, (self.target.vector_alignment, 0)),
             index=index,
             origin=value_type,
         )

@@ -3,7 +3,7 @@
 import ml_dtypes
 import numpy as np
 import pytest
-from test_device_model_support import DATA, OUTPUT, T, kernel, tensor
+from test_device_model_support import DATA, OUTPUT, T, kernel, required_kernel, tensor
 
 from device.kernels import KERNELS
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
@@ -113,9 +113,10 @@ def test_amp_output_and_left_stream_in_one_element_is_an_error():
         run_package(package, {"a": a, "b": b})
 
 
-def test_unknown_and_required_kernels_are_errors():
+def test_unknown_and_required_kernels_are_errors(monkeypatch):
+    required_kernel(monkeypatch)
     for symbol, message in (("amp_gemm_f64_init", "unknown kernel symbol"),
-                            ("gelu_f16", "status Required")):
+                            ("future_kernel", "status Required")):
         package = Package("ipu21", 1, [], [kernel(symbol, [0], [DATA, DATA], [4])], [], [])
         with pytest.raises(ModelError, match=message):
             run_package(package, {})
@@ -203,9 +204,6 @@ def copy_package(tiles: int, copy) -> Package:
 
 
 @pytest.mark.parametrize("package,message", [
-    (copy_package(1, kernel("gelu_f16", [0], [DATA, DATA], [4])),
-     "step 0: kernel 'gelu_f16' has status Required in the ABI registry: its ABI is fixed but no "
-     "implementation exists, so the package cannot run"),
     (copy_package(1, kernel("copy_words", [0], [DATA, DATA], [])),
      "step 0: kernel copy_words takes 1 scalars (words), the step gives 0"),
     (copy_package(1, kernel("copy_words", [0], [DATA, DATA, DATA], [4])),
@@ -224,6 +222,15 @@ def test_malformed_packages_are_named_errors(package, message):
     with pytest.raises(ModelError) as info:
         run_package(package, {})
     assert str(info.value) == message
+
+
+def test_a_required_kernel_is_refused_in_full(monkeypatch):
+    required_kernel(monkeypatch)
+    with pytest.raises(ModelError) as info:
+        run_package(copy_package(1, kernel("future_kernel", [0], [DATA, DATA], [4])), {})
+    assert str(info.value) == (
+        "step 0: kernel 'future_kernel' has status Required in the ABI registry: its ABI is "
+        "fixed but no implementation exists, so the package cannot run")
 
 
 def test_uncovered_outputs_and_unknown_inputs_are_named_in_full():

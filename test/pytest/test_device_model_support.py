@@ -89,3 +89,13 @@ class Broadcast:
                           [(i * AMP_BLOCK, 0) for i in range(n)])]
         steps = [ExchangeStep(ROW_SLOT, row_id, "broadcast"), *extra_steps]
         return package_cls("ipu21", self.tiles, encoded, steps, inputs, outputs)
+
+
+def required_kernel(monkeypatch, symbol: str = "future_kernel"):
+    """Register a `Required` kernel (ABI fixed, no implementation) for this test only: every
+    real entry is Implemented, but the checks that refuse a Required symbol stay tested."""
+    from device.kernels import KERNELS, REQUIRED, KernelAbi
+
+    abi = KernelAbi(symbol, ("out", "src"), ("words",), "void", "none", REQUIRED, "test only")
+    monkeypatch.setitem(KERNELS, symbol, abi)
+    return abi

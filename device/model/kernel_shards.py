@@ -1,0 +1,93 @@
+"""What the descriptor kernels share: decoding their operands' formats, finding this tile's
+shard box, and reading/writing a whole shard in its format (`device.layouts`).
+
+A descriptor kernel gets one format descriptor per pointer operand, in pointer order
+(`device/kernels.py`); a malformed descriptor, or a tile outside an operand's format, is a
+`ModelError` naming the kernel, tile and operand.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from device.layouts import element_bytes, from_order, pack, to_order, unpack
+from device.shard_geometry import DescriptorError, ShardGeometry, decode_descriptors
+
+if TYPE_CHECKING:  # kernel_impls registers the kernels built on this module
+    from device.model.kernel_impls import KernelCall
+
+Box = tuple[tuple[int, ...], tuple[int, ...]]
+
+_CODE_DTYPES = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+
+
+def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:
+    """Each pointer's decoded descriptor, by pointer name."""
+    try:
+        formats = decode_descriptors(call.variadic, len(call.abi.pointers))
+    except DescriptorError as error:
+        raise call.fail(f"bad descriptors: {error}") from None
+    return dict(zip(call.abi.pointers, formats, strict=True))
+
+
+def box_on(call: KernelCall, name: str, fmt: ShardGeometry, tile: int | None = None) -> Box:
+    """The padded box of `name`'s shard on `tile` (default: the tile the call runs on)."""
+    try:
+        return fmt.shard_box(call.tile if tile is None else tile)
+    except DescriptorError as error:
+        raise call.fail(f"operand '{name}': {error}") from None
+
+
+def logical_box(box: Box, fmt: ShardGeometry) -> Box:
+    """`box` clipped to the tensor's logical (unpadded) extent; may be empty."""
+    starts, stops = box
+    clipped = tuple(max(a, min(b, e)) for a, b, e in zip(starts, stops, fmt.shape))
+    return starts, clipped
+
+
+def is_empty(box: Box) -> bool:
+    return any(b <= a for a, b in zip(*box))
+
+
+def local_slices(region: Box, origin: tuple[int, ...]) -> tuple[slice, ...]:
+    """`region` (global padded indices) as slices of a shard whose box starts at `origin`."""
+    return tuple(slice(a - o, b - o) for a, b, o in zip(*region, origin))
+
+
+def shard_pointer(call: KernelCall, name: str) -> int:
+    return call.aligned_pointer(name, call.target.vector_alignment)
+
+
+def read_values(call: KernelCall, name: str, fmt: ShardGeometry) -> np.ndarray:
+    """The whole shard at pointer `name`, as float64 values in logical shard shape."""
+    raw = call.read(name, shard_pointer(call, name), fmt.shard_bytes())
+    return unpack(raw, fmt.chunk, fmt.order, fmt.precision, fmt.scale)
+
+
+def write_values(call: KernelCall, name: str, fmt: ShardGeometry, values: np.ndarray) -> None:
+    """Round `values` (logical shard shape) once to `fmt`'s precision and store its shard."""
+    call.write(name, shard_pointer(call, name), pack(values, fmt.order, fmt.precision, fmt.scale))
+
+
+def read_codes(call: KernelCall, name: str, fmt: ShardGeometry) -> np.ndarray:
+    """The whole shard at pointer `name` as raw storage codes (uint8/16/32), logical shape:
+    for moving elements bit-exactly."""
+    raw = call.read(name, shard_pointer(call, name), fmt.shard_bytes())
+    codes = raw.view(_CODE_DTYPES[element_bytes(fmt.precision)])
+    return from_order(codes, fmt.chunk, fmt.order, fmt.precision)
+
+
+def write_codes(call: KernelCall, name: str, fmt: ShardGeometry, codes: np.ndarray) -> None:
+    flat = np.ascontiguousarray(to_order(codes, fmt.order, fmt.precision))
+    call.write(name, shard_pointer(call, name), flat.view(np.uint8))
+
+
+def zero_padding(values: np.ndarray, box: Box, fmt: ShardGeometry) -> np.ndarray:
+    """`values` (the shard of `box`) with every element outside the logical extent zeroed:
+    a kernel's output padding is zeros, as the host writes it, so a later GEMM that
+    contracts over a padded axis adds nothing."""
+    keep = np.zeros(values.shape, dtype=bool)
+    keep[local_slices(logical_box(box, fmt), box[0])] = True
+    return np.where(keep, values, 0.0)

@@ -1,0 +1,88 @@
+"""Layout kernels: `fill_zero`, `convert_shard` (cast and tile-local rearrange) and
+`gather_shard` (one source shard's part of this tile's shard).
+
+`convert_shard` rounds once from the source values to the destination precision: to f16
+round-to-nearest-even with overflow to inf, to FP8 saturating at +-240 * 2**scale
+(`device.layouts`), widening exactly. `gather_shard` moves storage codes bit-exactly (the two
+formats share precision and scale) and leaves every element outside the intersection of the
+source box, this tile's box and the logical extent as it was: the compiler zeroes the
+destination first and calls it once per source tile.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from device.model.cycles import (
+    box_overlap,
+    convert_shard_cycles,
+    fill_zero_cycles,
+    gather_shard_cycles,
+)
+from device.model.kernel_shards import (
+    box_on,
+    is_empty,
+    local_slices,
+    operand_formats,
+    read_codes,
+    read_values,
+    write_codes,
+    write_values,
+    zero_padding,
+)
+from device.target import WORD_BYTES
+
+if TYPE_CHECKING:
+    from device.model.kernel_impls import KernelCall
+
+
+def fill_zero(call: KernelCall) -> int:
+    words = call.positive_scalar("words", minimum=0)
+    out = call.aligned_pointer("out", WORD_BYTES)
+    call.write("out", out, np.zeros(words * WORD_BYTES, dtype=np.uint8))
+    return fill_zero_cycles(words, call.target)
+
+
+def _check_same_tensor(call: KernelCall, first: str, second: str, formats) -> None:
+    a, b = formats[first], formats[second]
+    if a.shape != b.shape:
+        raise call.fail(f"'{first}' has shape {a.shape} but '{second}' has {b.shape}: not "
+                        f"one tensor")
+
+
+def convert_shard(call: KernelCall) -> int:
+    formats = operand_formats(call)
+    _check_same_tensor(call, "out", "src", formats)
+    out, src = formats["out"], formats["src"]
+    box, src_box = box_on(call, "out", out), box_on(call, "src", src)
+    if box != src_box:
+        raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile; "
+                        f"convert_shard converts a shard in place of its box")
+    values = read_values(call, "src", src)
+    write_values(call, "out", out, zero_padding(values, box, out))
+    return convert_shard_cycles(out, src, call.tile, call.target)
+
+
+def gather_shard(call: KernelCall) -> int:
+    formats = operand_formats(call)
+    _check_same_tensor(call, "out", "staged", formats)
+    out, staged = formats["out"], formats["staged"]
+    if (out.precision, out.scale) != (staged.precision, staged.scale):
+        raise call.fail(f"out is {out.precision} (scale {out.scale}) but staged is "
+                        f"{staged.precision} (scale {staged.scale}); gather_shard moves "
+                        f"elements without converting them")
+    source_tile = call.scalars["source_tile"]
+    source_box = box_on(call, "staged", staged, source_tile)
+    box = box_on(call, "out", out)
+    logical = (tuple(0 for _ in out.shape), out.shape)
+    starts = tuple(max(axis) for axis in zip(source_box[0], box[0]))
+    region = (starts, tuple(a + e for a, e in zip(starts,
+                                                  box_overlap(source_box, box, logical))))
+    if not is_empty(region):
+        codes = read_codes(call, "out", out)
+        codes[local_slices(region, box[0])] = read_codes(call, "staged", staged)[
+            local_slices(region, source_box[0])]
+        write_codes(call, "out", out, codes)
+    return gather_shard_cycles(out, staged, source_tile, call.tile, call.target)

@@ -1,0 +1,93 @@
+"""Pointwise kernels: `gelu` and the broadcasting `add`.
+
+Both compute in float64 (every stored f32/f16/FP8 value is exact there) and round once to
+out's precision when storing, as the reference interpreter does; out's padding is written as
+zeros. `add` follows NumPy broadcasting (ranks aligned at the right, extent-1 axes broadcast):
+this tile's out box, clipped to the logical extent, maps to each operand's coordinates
+(broadcast axes at index 0) and must lie in that operand's shard on the same tile.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from device.model.cycles import add_cycles, gelu_cycles
+from device.model.kernel_shards import (
+    Box,
+    box_on,
+    is_empty,
+    local_slices,
+    logical_box,
+    operand_formats,
+    read_values,
+    write_values,
+)
+from device.numerics import gelu as exact_gelu
+from device.shard_geometry import ShardGeometry
+
+if TYPE_CHECKING:
+    from device.model.kernel_impls import KernelCall
+
+
+def gelu(call: KernelCall) -> int:
+    formats = operand_formats(call)
+    out, src = formats["out"], formats["src"]
+    if out.shape != src.shape:
+        raise call.fail(f"'out' has shape {out.shape} but 'src' has {src.shape}: gelu keeps "
+                        f"the shape")
+    box, src_box = box_on(call, "out", out), box_on(call, "src", src)
+    if box != src_box:
+        raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile")
+    region = local_slices(logical_box(box, out), box[0])
+    result = np.zeros(out.chunk)
+    result[region] = exact_gelu(read_values(call, "src", src)[region])
+    write_values(call, "out", out, result)
+    return gelu_cycles(out, src, call.tile, call.target)
+
+
+def _check_broadcast(call: KernelCall, name: str, operand: ShardGeometry,
+                     out: ShardGeometry) -> None:
+    offset = out.rank - operand.rank
+    if offset < 0 or any(e not in (1, out.shape[offset + j]) for j, e in enumerate(operand.shape)):
+        raise call.fail(f"operand '{name}' of shape {operand.shape} does not broadcast to "
+                        f"out's shape {out.shape}")
+
+
+def _operand_view(call: KernelCall, name: str, operand: ShardGeometry, out: ShardGeometry,
+                  region: Box) -> np.ndarray:
+    """The operand's values over out's `region`, broadcast to the region's shape."""
+    offset = out.rank - operand.rank
+    starts, stops = [], []
+    for j, extent in enumerate(operand.shape):
+        broadcast = extent == 1 and out.shape[offset + j] != 1
+        starts.append(0 if broadcast else region[0][offset + j])
+        stops.append(1 if broadcast else region[1][offset + j])
+    view = (tuple(starts), tuple(stops))
+    shard_start, shard_stop = box_on(call, name, operand)
+    if any(a < s or b > t for a, b, s, t in zip(*view, shard_start, shard_stop)):
+        raise call.fail(
+            f"operand '{name}': its view [{', '.join(f'{a}:{b}' for a, b in zip(*view))}] of "
+            f"out's box is not resident in its shard "
+            f"[{', '.join(f'{a}:{b}' for a, b in zip(shard_start, shard_stop))}] on this tile"
+        )
+    values = read_values(call, name, operand)[local_slices(view, shard_start)]
+    region_shape = tuple(b - a for a, b in zip(*region))
+    return np.broadcast_to(values.reshape((1,) * offset + values.shape), region_shape)
+
+
+def add(call: KernelCall) -> int:
+    formats = operand_formats(call)
+    out = formats["out"]
+    for name in ("lhs", "rhs"):
+        _check_broadcast(call, name, formats[name], out)
+    box = box_on(call, "out", out)
+    region = logical_box(box, out)
+    result = np.zeros(out.chunk)
+    if not is_empty(region):  # a tile of only padding reads no operand
+        total = (_operand_view(call, "lhs", formats["lhs"], out, region)
+                 + _operand_view(call, "rhs", formats["rhs"], out, region))
+        result[local_slices(region, box[0])] = total
+    write_values(call, "out", out, result)
+    return add_cycles(out, formats["lhs"], formats["rhs"], call.tile, call.target)

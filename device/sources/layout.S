@@ -1,0 +1,60 @@
+// layout.S -- zeroing, format conversion and shard gathering (a sketch; not assembled here).
+// Semantics are executed by device/model/kernels_layout.py; the ABI is device/kernels.py.
+//
+// convert_shard and gather_shard take one format descriptor per pointer operand, in pointer
+// order, after their named scalars (device/shard_geometry.py: rank, shape, blocks,
+// partitions, pads, replication, group, precision, order, scale). Each finds its own shard
+// box from its tile id ($TILE_ID via `get`) and walks it element by element through the
+// two orders' index maps. Vertex-state record at $m0: the pointers, the named scalars, the
+// descriptor count in words, then a pointer to the descriptor words.
+
+    .section .text.layout, "ax"
+
+// ABI: fill_zero(out; words) -> void
+// status: Implemented
+// row_specialization: none
+    .globl fill_zero
+    .type fill_zero, @function
+    .align 8
+fill_zero:
+    ld32    $m1, $m0, $m15, 0         // out
+    ld32    $m3, $m0, $m15, 1         // words
+    brz     $m3, .Lzero_done
+    add     $m3, $m3, -1              // brnzdec counts down to zero inclusive
+.Lzero_loop:
+    st32step $m15, $m15, $m1+=, 1
+    brnzdec $m3, .Lzero_loop
+.Lzero_done:
+    exitz   $m15
+    .size fill_zero, .-fill_zero
+
+// ABI: convert_shard(out, src; descriptor...) -> void
+// status: Implemented
+// row_specialization: none: one entry for all formats (one descriptor per pointer, in order)
+    .globl convert_shard
+    .type convert_shard, @function
+    .align 8
+convert_shard:
+    ld32    $m1, $m0, $m15, 0         // out (shard in the out descriptor's format)
+    ld32    $m2, $m0, $m15, 1         // src (shard in the src descriptor's format)
+    get     $m3, $TILE_ID             // this tile's shard box, from the descriptors
+    // ... per element: unpack src (order, precision, scale), f32v2tof16 / f16v4tof8 with
+    // saturation (FP_CTL) / widening, store at out's index in out's order ...
+    exitz   $m15
+    .size convert_shard, .-convert_shard
+
+// ABI: gather_shard(out, staged; source_tile, descriptor...) -> void
+// status: Implemented
+// row_specialization: none: one entry for all formats (one descriptor per pointer, in order)
+    .globl gather_shard
+    .type gather_shard, @function
+    .align 8
+gather_shard:
+    ld32    $m1, $m0, $m15, 0         // out    (this tile's shard, out format)
+    ld32    $m2, $m0, $m15, 1         // staged (source_tile's shard, staged format)
+    ld32    $m3, $m0, $m15, 2         // source_tile
+    get     $m4, $TILE_ID
+    // ... copy the box (staged box of source_tile) & (out box of $m4) & (logical extent),
+    // element by element from staged's order to out's order ...
+    exitz   $m15
+    .size gather_shard, .-gather_shard
