@@ -38,7 +38,14 @@ from functools import cached_property
 
 import numpy as np
 
-from device.layouts import AMP_BLOCK, FP8_SCALE_RANGE, ORDERS, element_bytes
+from device.layouts import (
+    AMP_BLOCK,
+    FP8_SCALE_RANGE,
+    ORDERS,
+    TRANSPOSED_SUFFIX,
+    element_bytes,
+    swap_last_axes,
+)
 from device.target import Precision
 
 # Descriptor precision codes (index = code).
@@ -299,9 +306,12 @@ def _check_descriptor_values(geometry: ShardGeometry) -> None:
         raise DescriptorError(f"only f8f143 has a scale, {geometry.precision} has "
                               f"{geometry.scale}")
     if geometry.order != "row_major":
-        chunk = geometry.chunk
-        rows_block = AMP_BLOCK if geometry.order == "amp_right" else 1
-        if geometry.rank < 2 or chunk[-1] % AMP_BLOCK or chunk[-2] % rows_block:
+        chunk = stored = geometry.chunk
+        base = geometry.order.removesuffix(TRANSPOSED_SUFFIX)
+        if base != geometry.order and geometry.rank >= 2:  # stored as its transpose
+            stored = swap_last_axes(chunk)
+        rows_block = AMP_BLOCK if base == "amp_right" else 1
+        if geometry.rank < 2 or stored[-1] % AMP_BLOCK or stored[-2] % rows_block:
             raise DescriptorError(
                 f"order {geometry.order} needs a shard of at least two axes padded to "
                 f"{AMP_BLOCK}-blocks, got shard shape {chunk}"

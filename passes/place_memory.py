@@ -49,9 +49,35 @@ def module_target(module: ModuleOp) -> Target:
     return get_target()
 
 
+def lifetimes(function: func.FuncOp) -> dict[BufferOp, tuple[int, int]]:
+    """For each buffer, the first and last position (index among the function's top-level
+    ops) at which it is live. Inputs are live from the start (the host writes them before the
+    program runs) and outputs to the end (the host reads them after it); every other buffer
+    from its first use to its last. A use inside a loop counts for the whole loop."""
+    block = function.body.block
+    ops = list(block.ops)
+    end = len(ops)
+    first: dict[BufferOp, int] = {}
+    last: dict[BufferOp, int] = {}
+    for position, top in enumerate(ops):
+        for op in top.walk():
+            for operand in op.operands:
+                buffer = operand.owner
+                if isinstance(buffer, BufferOp):
+                    first.setdefault(buffer, position)
+                    last[buffer] = position
+    spans = {}
+    for buffer in (op for op in ops if isinstance(op, BufferOp)):
+        start = 0 if buffer.kind.data == "input" else first.get(buffer, 0)
+        stop = end if buffer.kind.data == "output" else last.get(buffer, start)
+        spans[buffer] = (start, stop)
+    return spans
+
+
 @dataclass
 class FunctionPlacement:
-    """Places the buffers of one function (all live together)."""
+    """Places the buffers of one function: buffers whose lifetimes do not overlap may share
+    memory (`lifetimes`)."""
 
     function: func.FuncOp
     target: Target
@@ -59,7 +85,13 @@ class FunctionPlacement:
     exchanged: set[BufferOp] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.allocator: FirstFit[BufferOp] = FirstFit(self.target, self.share_a_tile)
+        self.spans = lifetimes(self.function)
+        self.allocator: FirstFit[BufferOp] = FirstFit(self.target, self.coexist)
+
+    def coexist(self, a: BufferOp, b: BufferOp) -> bool:
+        """Two buffers that must not overlap: they share a tile while both are live."""
+        (a0, a1), (b0, b1) = self.spans.get(a, (0, 0)), self.spans.get(b, (0, 0))
+        return a0 <= b1 and b0 <= a1 and self.share_a_tile(a, b)
 
     # -- facts about buffers -------------------------------------------------------------
     def alignment(self, buffer: BufferOp) -> int:
@@ -96,22 +128,35 @@ class FunctionPlacement:
         return partners
 
     # -- capacity diagnostics ------------------------------------------------------------
-    def bytes_per_tile(self, buffers: Sequence[BufferOp]) -> np.ndarray:
-        needed = np.zeros(self.tile_count + 1, dtype=np.int64)
+    def live_bytes(self, buffers: Sequence[BufferOp]) -> np.ndarray:
+        """Bytes live on each tile at each position: [positions, tiles]."""
+        positions = max((stop for _, stop in self.spans.values()), default=0) + 1
+        needed = np.zeros((positions + 1, self.tile_count + 1), dtype=np.int64)
         for buffer in buffers:
             size = self.extent(buffer)
-            if buffer.tiles.is_range:
-                needed[buffer.tiles.start.data] += size
-                needed[buffer.tiles.stop.data] -= size
-            else:
-                for tile in buffer.tiles.tiles():
-                    needed[tile] += size
-                    needed[tile + 1] -= size
-        return np.cumsum(needed)[: self.tile_count]
+            start, stop = self.spans.get(buffer, (0, positions - 1))
+            tiles = ([(buffer.tiles.start.data, buffer.tiles.stop.data)] if buffer.tiles.is_range
+                     else [(t, t + 1) for t in buffer.tiles.tiles()])
+            for lo, hi in tiles:
+                needed[start, lo] += size
+                needed[start, hi] -= size
+                needed[stop + 1, lo] -= size
+                needed[stop + 1, hi] += size
+        return np.cumsum(np.cumsum(needed, axis=0), axis=1)[:positions, : self.tile_count]
 
-    def buffer_list(self, buffers: Sequence[BufferOp], tile: int) -> str:
+    def bytes_per_tile(self, buffers: Sequence[BufferOp]) -> tuple[np.ndarray, np.ndarray]:
+        """(peak live bytes per tile, the position of each tile's peak)."""
+        live = self.live_bytes(buffers)
+        return live.max(axis=0), live.argmax(axis=0)
+
+    def buffer_list(self, buffers: Sequence[BufferOp], tile: int,
+                    position: int | None = None) -> str:
+        """The buffers on `tile` (live at `position`, when given) with their sizes."""
         parts = []
         for buffer in buffers:
+            start, stop = self.spans.get(buffer, (0, 0))
+            if position is not None and not start <= position <= stop:
+                continue
             if tile in buffer.tiles:
                 tail = f" + tail {buffer.tail_bytes}" if buffer.tail_bytes else ""
                 parts.append(f"{buffer.sym_name.data} {buffer.byte_size}{tail}")
@@ -120,25 +165,26 @@ class FunctionPlacement:
     def check_capacity(self, buffers: Sequence[BufferOp]) -> None:
         target = self.target
         code = target.code_region_bytes
-        needed = self.bytes_per_tile(buffers) + code
+        needed, when = self.bytes_per_tile(buffers)
+        needed = needed + code
         worst = int(np.argmax(needed))
         if needed[worst] > target.sram_bytes:
             over = int(np.count_nonzero(needed > target.sram_bytes))
             others = f"; {over - 1} other tile(s) overflow too" if over > 1 else ""
             raise PassFailedException(
                 f"Out of memory on tile {worst}: {int(needed[worst])} bytes needed, tiles only "
-                f"have {target.sram_bytes} bytes (code region {code}, buffers: "
-                f"{self.buffer_list(buffers, worst)}){others}"
+                f"have {target.sram_bytes} bytes (code region {code}, buffers live together: "
+                f"{self.buffer_list(buffers, worst, int(when[worst]))}){others}"
             )
         interleaved = [b for b in buffers if b.interleaved]
         region = target.memory_end - target.interleaved_start
-        needed = self.bytes_per_tile(interleaved)
+        needed, when = self.bytes_per_tile(interleaved)
         worst = int(np.argmax(needed)) if len(needed) else 0
         if len(needed) and needed[worst] > region:
             raise PassFailedException(
                 f"Out of interleaved memory on tile {worst}: interleaved buffers need "
                 f"{int(needed[worst])} bytes, the interleaved region has {region} bytes "
-                f"(buffers: {self.buffer_list(interleaved, worst)})"
+                f"(buffers live together: {self.buffer_list(interleaved, worst, int(when[worst]))})"
             )
 
     # -- placement -----------------------------------------------------------------------

@@ -90,8 +90,9 @@ def lower_gather(op: Operation, lowering: FunctionLowering) -> list[Operation]:
             words, inp, zero, source, slot, zero, receivers, ivs,
             provenance(lowering, op, "input shard s to every result tile"),
         ))
+    holders = TileSetAttr.range(0, min(a.partition_count, b.tiles_used))  # send and receive
     loop.body.block.add_op(KernelOp(
-        COPY_KERNEL, [(slot, zero), (inp, zero)], [words], receivers, ivs,
+        COPY_KERNEL, [(slot, zero), (inp, zero)], [words], holders, ivs,
         provenance(lowering, op, "the input shard's own tile copies it into its slot"),
         on_tile=source,
     ))

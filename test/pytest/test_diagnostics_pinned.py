@@ -33,11 +33,11 @@ ALLOWED: dict[tuple[str, str], str] = {
         "tile's check_map rejects a map whose dimension count differs from the iv depth",
     ("passes/ipu_pipeline.py", "is not available"):
         "the pipeline's stages are fixed names of passes/__init__.py's registry",
-    ("passes/mid_to_tile.py", "not a tensor with a #mid.format encoding"):
+    ("passes/operators/tile_maps.py", "not a tensor with a #mid.format encoding"):
         "mid.gemm's verifier rejects an operand or result without a #mid.format first",
-    ("passes/mid_to_tile.py", "before it is computed"):
+    ("passes/operators/tile_lowering.py", "before it is computed"):
         "SSA dominance: a verified single-block body defines a value before using it",
-    ("passes/mid_to_tile.py", "does not end with func.return"):
+    ("passes/operators/tile_lowering.py", "does not end with func.return"):
         "a verified func.func body ends with a terminator, and func.return is the only one "
         "allowed directly in it",
     ("interpreters/graph.py", "no reference semantics for element type"):

@@ -28,9 +28,10 @@ def descriptor_geometries(draw):
     blocks = [draw(st.integers(1, 9)) for _ in range(rank)]
     partitions = [draw(st.integers(1, 4)) for _ in range(rank)]
     if order != "row_major":  # AMP orders need 64-multiples on the last (two) axes
-        blocks[-1] = AMP_BLOCK
-        if order == "amp_right":
-            blocks[-2] = AMP_BLOCK
+        columns, rows = (-2, -1) if order.endswith("_t") else (-1, -2)  # stored transposed
+        blocks[columns] = AMP_BLOCK
+        if order.startswith("amp_right"):
+            blocks[rows] = AMP_BLOCK
     pads = tuple(draw(st.booleans()) for _ in range(rank))
     replication = draw(st.integers(1, 3))
     tiles = replication * math.prod(partitions)
@@ -98,8 +99,10 @@ def words_with(**changes) -> list[int]:
      "descriptor at word 0: group 1 is smaller than the 2 tiles the format uses"),
     (words_with(precision=3),
      "descriptor at word 0: precision code 3 is unknown (codes 0..2: f32, f16, f8f143)"),
-    (words_with(order=4), "descriptor at word 0: order code 4 is unknown (codes 0..3: "
-                          "row_major, amp_left, amp_right, amp_output)"),
+    (words_with(order=6), "descriptor at word 0: order code 6 is unknown (codes 0..5: "
+                          "row_major, amp_left, amp_right, amp_output, amp_left_t, amp_right_t)"),
+    (words_with(order=5), "descriptor at word 0: order amp_right_t needs a shard of at least two "
+                          "axes padded to 64-blocks, got shard shape (2, 64)"),
     (words_with(scale=2), "descriptor at word 0: only f8f143 has a scale, f16 has 2"),
     (words_with(precision=2, scale=40),
      "descriptor at word 0: f8f143 scale 40 is outside -31..31"),

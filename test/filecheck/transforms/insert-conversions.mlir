@@ -11,7 +11,7 @@ func.func @chain(%a: tensor<64x64xf16>, %b: tensor<64x128xf16>, %w: tensor<128x6
 // CHECK-LABEL: func.func @chain
 // CHECK-NEXT:  %c = mid.gemm %a, %b plan #mid.plan<"amp_gemm_f16_r16"
 // CHECK-SAME:  -> tensor<64x128xf16, #mid.format<f16, amp_output, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
-// CHECK-NEXT:  %[[L:.*]] = mid.rearrange %c : tensor<64x128xf16, #mid.format<f16, amp_output, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>> -> tensor<64x128xf16, #mid.format<f16, amp_left, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
+// CHECK-NEXT:  %[[L:.*]] = mid.rearrange %c {ipu.for = "graph.gemm %d"} : tensor<64x128xf16, #mid.format<f16, amp_output, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>> -> tensor<64x128xf16, #mid.format<f16, amp_left, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // CHECK-NEXT:  %d = mid.gemm %[[L]], %w plan
 // CHECK-NEXT:  func.return %d, %c : tensor<64x64xf16, #mid.format<f16, amp_output, {{.*}}>>, tensor<64x128xf16, #mid.format<f16, amp_output, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
 // CHECK-NOT:   unrealized_conversion_cast
@@ -25,5 +25,5 @@ func.func @shared_input(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>) {
   func.return %y : tensor<64x64xf32>
 }
 // CHECK-LABEL: func.func @shared_input(%x: tensor<64x64xf32, #mid.format<f32, amp_left, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>)
-// CHECK-NEXT:  %[[R:.*]] = mid.rearrange %x : tensor<64x64xf32, #mid.format<f32, amp_left, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>> -> tensor<64x64xf32, #mid.format<f32, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
+// CHECK-NEXT:  %[[R:.*]] = mid.rearrange %x {ipu.for = "graph.gemm %y"} : tensor<64x64xf32, #mid.format<f32, amp_left, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>> -> tensor<64x64xf32, #mid.format<f32, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // CHECK-NEXT:  %y = mid.gemm %x, %[[R]] plan #mid.plan<"amp_gemm_f32_r16"

@@ -10,7 +10,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4,
     func.return
   }
 }
-// CHECK: Out of memory on tile 3: 786448 bytes needed, tiles only have 638976 bytes (code region 32768, buffers: a 376832 + tail 16, c 376832)
+// CHECK: Out of memory on tile 3: 786448 bytes needed, tiles only have 638976 bytes (code region 32768, buffers live together: a 376832 + tail 16, c 376832)
 
 // -----
 
@@ -20,7 +20,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
     func.return
   }
 }
-// CHECK: Out of interleaved memory on tile 0: interleaved buffers need 262144 bytes, the interleaved region has 245760 bytes (buffers: c 262144)
+// CHECK: Out of interleaved memory on tile 0: interleaved buffers need 262144 bytes, the interleaved region has 245760 bytes (buffers live together: c 262144)
 
 // -----
 

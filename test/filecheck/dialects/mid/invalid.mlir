@@ -248,3 +248,53 @@ func.func @gemm_rank1(%a: tensor<64xf32, #R>, %b: tensor<64xf32, #R>) {
   func.return
 }
 // CHECK: mid.gemm: lhs [64] has rank < 2
+
+// -----
+
+#F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
+#G = #mid.plan<"g", #mid.dispatch<pointwise, init = @gelu>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
+func.func @gelu_shape(%a: tensor<4x8xf32, #F>) {
+  %g = mid.gelu %a plan #G : tensor<4x8xf32, #F> -> tensor<8x4xf32, #F>
+  func.return
+}
+// CHECK: mid.gelu: result shape [8, 4] differs from the input shape [4, 8]
+
+// -----
+
+#F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
+#A = #mid.plan<"a", #mid.dispatch<pointwise, init = @add>, accumulate = f32, amp = none, operands = [#mid.operand<lhs : input, #F, align = 8, tail = 0>, #mid.operand<rhs : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
+func.func @add_shape(%a: tensor<4x8xf32, #F>, %b: tensor<1x8xf32, #F>) {
+  %c = mid.add %a, %b plan #A : (tensor<4x8xf32, #F>, tensor<1x8xf32, #F>) -> tensor<1x8xf32, #F>
+  func.return
+}
+// CHECK: mid.add: result shape [1, 8] does not match [4, 8]
+
+// -----
+
+#F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
+#T = #mid.plan<"t", #mid.dispatch<head_sharded, init = @attention>, accumulate = f32, amp = none, operands = [#mid.operand<query : input, #F, align = 8, tail = 0>, #mid.operand<key : input, #F, align = 8, tail = 0>, #mid.operand<value : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
+func.func @attention_result(%q: tensor<2x4x8xf32, #F>) {
+  %o = mid.attention %q, %q, %q scale 0.5 plan #T : (tensor<2x4x8xf32, #F>, tensor<2x4x8xf32, #F>, tensor<2x4x8xf32, #F>) -> tensor<2x8x8xf32, #F>
+  func.return
+}
+// CHECK: mid.attention: result shape [2, 8, 8] differs from the query shape [2, 4, 8]
+
+// -----
+
+#F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
+#T = #mid.plan<"t", #mid.dispatch<head_sharded, init = @attention>, accumulate = f32, amp = none, operands = [#mid.operand<query : input, #F, align = 8, tail = 0>, #mid.operand<key : input, #F, align = 8, tail = 0>, #mid.operand<value : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
+func.func @attention_heads(%q: tensor<2x4x8xf32, #F>, %k: tensor<3x4x8xf32, #F>) {
+  %o = mid.attention %q, %k, %k scale 0.5 plan #T : (tensor<2x4x8xf32, #F>, tensor<3x4x8xf32, #F>, tensor<3x4x8xf32, #F>) -> tensor<2x4x8xf32, #F>
+  func.return
+}
+// CHECK: mid.attention: query [2, 4, 8], key [3, 4, 8] and value [3, 4, 8] do not form [..., heads, seq, head_dim]
+
+// -----
+
+#F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
+#T = #mid.plan<"t", #mid.dispatch<head_sharded, init = @attention>, accumulate = f32, amp = none, operands = [#mid.operand<query : input, #F, align = 8, tail = 0>, #mid.operand<key : input, #F, align = 8, tail = 0>, #mid.operand<value : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
+func.func @attention_scale(%q: tensor<2x4x8xf32, #F>) {
+  %o = mid.attention %q, %q, %q scale -1.0 plan #T : (tensor<2x4x8xf32, #F>, tensor<2x4x8xf32, #F>, tensor<2x4x8xf32, #F>) -> tensor<2x4x8xf32, #F>
+  func.return
+}
+// CHECK: mid.attention: scale must be a finite positive number, got -1.0
