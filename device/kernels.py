@@ -35,8 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from device.layouts import block_bytes, panel_bytes
-from device.shard_geometry import decode_descriptors
+from device.shard_geometry import ShardGeometry, decode_descriptors
 from device.target import WORD_BYTES, Precision
 
 IMPLEMENTED = "Implemented"
@@ -254,6 +256,18 @@ _ENTRIES: tuple[KernelAbi, ...] = (
 )
 
 KERNELS: dict[str, KernelAbi] = {abi.symbol: abi for abi in _ENTRIES}
+
+
+def f32_bits(value: float) -> int:
+    """The f32 bit pattern of `value` rounded to f32 (past the f32 range: inf), as an
+    unsigned 32-bit word (attention's `scale_bits`)."""
+    with np.errstate(over="ignore"):
+        return int(np.array([value], np.float64).astype("<f4").view("<u4")[0])
+
+
+def descriptor_words(*formats: ShardGeometry) -> tuple[int, ...]:
+    """The variadic words of a descriptor kernel: each pointer's format, in pointer order."""
+    return tuple(word for fmt in formats for word in fmt.encode())
 
 
 def get_kernel(symbol: str) -> KernelAbi:

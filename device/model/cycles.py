@@ -115,10 +115,8 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target
     Raises `UnknownKernelError` or `ValueError` (e.g. `DescriptorError`) for a bad call."""
     abi = get_kernel(symbol)
     named, words = abi.split_scalars(scalars)
-    if symbol.startswith("amp_gemm_"):
-        precision = {"f16": Precision.F16, "f32": Precision.F32,
-                     "f8": Precision.F8F143}[symbol.split("_")[2]]
-        return gemm_cycles(named["rows"], precision, target)
+    if symbol in _GEMM_PRECISION:
+        return gemm_cycles(named["rows"], _GEMM_PRECISION[symbol], target)
     if symbol == "copy_words":
         return copy_cycles(named["words"] * WORD_BYTES, target)
     if symbol == "fill_zero":
@@ -129,6 +127,12 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target
     return _DESCRIBED[symbol](*formats, tile, target)
 
 
+_GEMM_PRECISION = {
+    f"amp_gemm_{name}_{mode}": precision
+    for name, precision in (("f16", Precision.F16), ("f32", Precision.F32),
+                            ("f8", Precision.F8F143))
+    for mode in ("init", "accum")
+}
 _DESCRIBED = {
     "convert_shard": convert_shard_cycles,
     "gelu": gelu_cycles,

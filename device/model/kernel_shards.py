@@ -29,7 +29,11 @@ def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:
         formats = decode_descriptors(call.variadic, len(call.abi.pointers))
     except DescriptorError as error:
         raise call.fail(f"bad descriptors: {error}") from None
-    return dict(zip(call.abi.pointers, formats, strict=True))
+    named = dict(zip(call.abi.pointers, formats, strict=True))
+    for name, fmt in named.items():  # before any shard-sized array is allocated
+        call.memory.check_range(call.tile, call.pointers[name], fmt.shard_bytes(),
+                                f"{call.describe()}, operand '{name}'")
+    return named
 
 
 def box_on(call: KernelCall, name: str, fmt: ShardGeometry, tile: int | None = None) -> Box:

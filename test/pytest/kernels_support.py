@@ -8,6 +8,7 @@ import math
 import ml_dtypes
 import numpy as np
 
+from device.kernels import descriptor_words
 from device.layouts import pack, unpack
 from device.model.cycles import kernel_cycles
 from device.model.kernel_impls import run_kernel_step
@@ -90,7 +91,7 @@ def run(memory: TileMemory, symbol: str, tiles, pointers, scalars) -> int:
 
 
 def descriptors(*formats: ShardGeometry) -> list[int]:
-    return [w for g in formats for w in g.encode()]
+    return list(descriptor_words(*formats))
 
 
 # ---- independent rounding -------------------------------------------------------------------

@@ -17,6 +17,7 @@ from kernels_support import (
     run,
 )
 
+from device.kernels import f32_bits
 from device.model import ModelError
 from device.model.memory import TileMemory
 
@@ -24,7 +25,9 @@ RNG = np.random.default_rng(808)
 
 
 def scale_bits(scale: float) -> int:
-    return int(np.array([scale], np.float32).view(np.uint32)[0])
+    bits = f32_bits(scale)
+    assert bits == int(np.array([scale], np.float32).view(np.uint32)[0])
+    return bits
 
 
 def reference(q, k, v, causal: bool, scale: float) -> np.ndarray:
@@ -142,3 +145,10 @@ def test_a_query_box_splitting_head_dim_is_refused():
     assert str(info.value) == (
         "step 0: kernel attention on tile 0: this tile's query box ((0, 0, 0, 0), (1, 1, 8, 2)) "
         "splits head_dim (4); attention needs whole query rows")
+
+
+def test_scale_bits_of_a_scale_past_f32_is_inf_and_refused():
+    assert f32_bits(1e300) == 0x7F800000
+    with pytest.raises(ModelError, match="scale_bits 0x7f800000 is not the bit pattern"):
+        run(TileMemory(T, 4), "attention", [0], [AREAS[1], AREAS[0], AREAS[2], AREAS[3]],
+            [0, f32_bits(1e300), *descriptors(QUERY, QUERY, WHOLE, WHOLE)])

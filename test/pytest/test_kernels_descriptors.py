@@ -172,3 +172,37 @@ def test_every_descriptor_kernel_names_one_descriptor_per_pointer():
     for abi in KERNELS.values():
         if abi.variadic:
             assert abi.scalars[-1] == "descriptor...", abi.symbol
+
+
+# ---- cycle functions: pure, one per kernel ------------------------------------------------------
+def test_every_kernel_has_a_cycle_function_of_its_scalars_tile_and_target():
+    from device.model.cycles import kernel_cycles
+    from device.target import IPU21
+
+    g = ShardGeometry((2, 4, 64, 64), (1, 1, 64, 64), (1, 2, 1, 1), (True,) * 4, 1, 2, "f16")
+    words = {"amp_gemm_f8_init": [64, 0, 0], "amp_gemm_f8_accum": [64, 0, 0],
+             "attention": [1, 0x3F800000], "gather_shard": [1]}
+    for symbol, abi in KERNELS.items():
+        named = words.get(symbol, [64] * len(abi.named_scalars))
+        scalars = named + ([w for _ in abi.pointers for w in g.encode()] if abi.variadic else [])
+        assert kernel_cycles(symbol, scalars, 1, IPU21) > IPU21.kernel_call_cycles, symbol
+
+
+def test_cycle_figures_follow_the_target_rates():
+    from device.model.cycles import attention_cycles, convert_shard_cycles, gather_shard_cycles
+    from device.target import IPU21 as T
+
+    f32 = ShardGeometry((8, 64), (1, 64), (2, 1), (True, True), 1, 2, "f32")
+    f8 = ShardGeometry((8, 64), (1, 64), (2, 1), (True, True), 1, 2, "f8f143")
+    assert convert_shard_cycles(f8, f32, 0, T) == T.kernel_call_cycles + 4 * 64 * 4 // 8
+    rows = ShardGeometry((8, 64), (1, 64), (1, 1), (True, True), 1, 1, "f32")
+    # source tile 1 holds rows 4..7; out on tile 0 holds all rows: 4 * 64 elements move
+    assert gather_shard_cycles(rows, f32, 1, 0, T) == T.kernel_call_cycles + 4 * 64 * 4 // 8
+    # nothing in common: only the call
+    assert gather_shard_cycles(f32, f32, 1, 0, T) == T.kernel_call_cycles
+    q = ShardGeometry((1, 2, 64, 64), (1, 1, 1, 64), (1, 2, 1, 1), (True,) * 4, 1, 2, "f16")
+    scores = 64 * 64
+    assert attention_cycles(q, q, q, q, 1, T) == (
+        T.amp_cycles(scores * 64, "f16") + T.amp_cycles(scores * 64, "f32")
+        + scores * T.exp_cycles_per_element + 3 * scores // T.vector_f32_lanes
+        + T.vector_cycles(64 * 64 * 2))

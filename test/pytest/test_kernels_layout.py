@@ -183,3 +183,13 @@ def test_gather_shard_errors(out, staged, source, message):
         run(TileMemory(T, 2), "gather_shard", [0], [AREAS[1], AREAS[2]],
             [source, *descriptors(out, staged)])
     assert str(info.value) == f"step 0: kernel gather_shard on tile 0: {message}"
+
+
+def test_a_shard_larger_than_tile_memory_is_refused_before_anything_runs():
+    huge = fmt((1 << 20, 64), (1, 64), (1, 1), "f32")
+    with pytest.raises(ModelError) as info:
+        run(TileMemory(T, 1), "gelu", [0], [AREAS[1], AREAS[0]], descriptors(huge, huge))
+    assert str(info.value) == (
+        f"step 0: kernel gelu on tile 0, operand 'out': tile 0, bytes [{AREAS[1]:#x}, "
+        f"{AREAS[1] + (1 << 28):#x}) are outside tile memory [{T.memory_base:#x}, "
+        f"{T.memory_end:#x})")
