@@ -129,6 +129,7 @@ class FunctionLowering:
         bridge = UnrealizedConversionCastOp.get([value], [wanted])
         bridge.results[0].name_hint = value.name_hint
         bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(op_label(before))
+        bridge.location = before.location
         Rewriter.insert_op(bridge, InsertPoint.before(before))
         return bridge.results[0]
 
@@ -148,6 +149,7 @@ class FunctionLowering:
         result_type = with_format(out_type, plan.operand_plan("out").format)
         new_op = operator.build_mid(op, operands, result_type, plan)
         new_op.results[0].name_hint = op.results[0].name_hint
+        new_op.location = op.location
         Rewriter.replace_op(op, new_op)
         self.round_to_declared_storage(new_op, out_type)
 
@@ -164,6 +166,7 @@ class FunctionLowering:
         bridge.results[0].name_hint = result.name_hint
         bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
             f"{op_label(op).replace('mid.', 'graph.', 1)} (its declared storage)")
+        bridge.location = op.location
         Rewriter.insert_op(bridge, InsertPoint.after(op))
         result.replace_uses_with_if(bridge.results[0], lambda use: use.operation is not bridge)
 

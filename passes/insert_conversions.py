@@ -85,8 +85,9 @@ class MaterializeBridge(RewritePattern):
                 f"{list(src_type.get_shape())} to shape {list(dst_type.get_shape())}"
             )
         ops = conversion_ops(op.inputs[0], dst_type)
-        for new_op in ops:  # the consumer it is for, kept for provenance
+        for new_op in ops:  # the consumer it is for, kept for provenance and diagnostics
             new_op.attributes.update(op.attributes)
+            new_op.location = op.location
         result = ops[-1].results[0] if ops else op.inputs[0]
         rewriter.replace(op, ops, [result])
 

@@ -265,7 +265,10 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
     assert src.address_value is not None and dst.address_value is not None  # phases need them
     op.set_placed(src.address_value, dst.address_value)
     provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
-    return [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
+    rows = [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
+    for row in rows:  # a row points at the user's source line of the graph op it serves
+        row.location = op.location
+    return rows
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,8 @@ class FunctionLowering:
             origin=value_type,
         )
         buffer.buffer.name_hint = buffer.sym_name.data
+        if isinstance(value.owner, Operation):
+            buffer.location = value.owner.location
         return buffer
 
     def lower(self) -> func.FuncOp:
@@ -163,7 +165,11 @@ class FunctionLowering:
                 f"{', '.join(value_label(r) for r in op.results) or 'none'}): no operator of "
                 "passes/operators lowers it"
             )
-        return operator.lower(op, self)
+        work = operator.lower(op, self)
+        for top in work:  # every tile op points at the user's source line of its graph op
+            for nested in top.walk():
+                nested.location = op.location
+        return work
 
     def ordered_buffers(self) -> list[BufferOp]:
         """Inputs first (by index), then outputs (by index), then scratch in creation order."""
