@@ -28,12 +28,11 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-from ipu_dialects import get_all_dialects
+from tools.registry import make_context
 from tools.source_locations import located_message, parse_located_module, verify_with_locations
 
 EXIT_PASS, EXIT_FAIL, EXIT_DIAGNOSTIC = 0, 1, 2
@@ -45,13 +44,6 @@ RELATIVE_TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "f8E4M3FNUZ": 1.5e-1}
 
 class UsageError(Exception):
     """A problem with the command line or the input files (exit 2)."""
-
-
-def make_context() -> Context:
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    return ctx
 
 
 def read_source(path: Path) -> str:

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from xdsl.context import Context
 from xdsl.dialects.builtin import TensorType
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, f8, f16
-from ipu_dialects import get_all_dialects
+from tools.registry import make_context
 from ipu_dialects.graph import AttentionOp, GemmOp, RepeatOp
 
 
 def reparse(text: str):
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    ctx = make_context()
     module = Parser(ctx, text).parse_module()
     module.verify()
     return module
