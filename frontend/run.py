@@ -47,7 +47,8 @@ def complete_inputs(func, inputs, seed: int) -> list[np.ndarray]:
     if inputs is None:
         return arrays
     if isinstance(inputs, Mapping):
-        given = inputs_in_order(func, {**dict(zip(input_names(func), arrays)), **inputs})
+        given = inputs_in_order(
+            func, {**dict(zip(input_names(func), arrays, strict=True)), **inputs})
     else:
         given = list(inputs)
         if len(given) != len(arrays):
@@ -86,6 +87,6 @@ def compile_and_run(module: ModuleOp, tiles: int = 16,
                      check.note, outcome.exchange_errors, package, outcome.cycles_by_step,
                      compile_seconds, timer.per_pass())
     names = output_names(func)
-    return DeviceRun(dict(zip(names, results, strict=True)), dict(zip(names, expected, strict=True)),
-                     passed, check.max_abs, check.max_rel, outcome.cycles, package,
-                     facts.summary())
+    return DeviceRun(dict(zip(names, results, strict=True)),
+                     dict(zip(names, expected, strict=True)), passed, check.max_abs,
+                     check.max_rel, outcome.cycles, package, facts.summary())

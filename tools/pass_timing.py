@@ -4,9 +4,9 @@ timed one by one under it.
 `PassTimer.pipeline(passes)` flattens pipeline passes into their stages (a pass with a
 `stage_passes()` method) and returns an xDSL `PassPipeline` whose callback times each stage
 and verifies the module after it, as `ipu-pipeline` itself does (the verification counts
-in the pass's time). `spans` then holds one
-`PassSpan` per pass run (`grouped()` adds one per pipeline pass covering its stages); `report()` is the
-MLIR-style `--time-passes` table, and `ipu-run` puts the spans in its JSON and trace.
+in the pass's time). `spans` then holds one `PassSpan` per pass run (`grouped()` adds one
+per pipeline pass covering its stages); `report()` is the MLIR-style `--time-passes` table,
+and `ipu-run` puts the spans in its JSON and trace.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def tile_groups(package: Package) -> list[np.ndarray]:
 def tiles_label(tiles: np.ndarray) -> str:
     """`tiles 0-3, 7` style: consecutive runs collapsed."""
     runs, start = [], int(tiles[0])
-    for previous, current in zip(tiles[:-1].tolist(), tiles[1:].tolist()):
+    for previous, current in zip(tiles[:-1].tolist(), tiles[1:].tolist(), strict=True):
         if current != previous + 1:
             runs.append((start, previous))
             start = current

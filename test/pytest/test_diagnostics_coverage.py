@@ -29,11 +29,11 @@ from device.package import Package
 from device.target import IPU21
 from frontend.builder import GraphBuilder
 from interpreters.graph import InterpreterError, run_function
-from tools.registry import make_context
 from passes.mid_to_tile import MidToTilePass
 from tools.ipu_objdump import app as objdump_app
 from tools.ipu_opt import IpuOptMain
 from tools.ipu_run import EXIT_DIAGNOSTIC, run_main
+from tools.registry import make_context
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -111,8 +111,8 @@ def test_time_passes_reports_each_stage_on_stderr():
 def test_ipu_pipeline_applied_directly_is_the_timed_stages():
     """`ipu-pipeline` as one pass (xdsl-opt, Python) and run stage by stage (ipu-opt's timer)
     give the same module."""
-    from tools.ipu_run import compile_module, parse_module
     from passes.ipu_pipeline import IpuPipelinePass
+    from tools.ipu_run import compile_module, parse_module
     from tools.registry import make_context
 
     direct = parse_module(Path(GEMM))

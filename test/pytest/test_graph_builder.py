@@ -8,8 +8,8 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, f8, f16
-from tools.registry import make_context
 from ipu_dialects.graph import AttentionOp, GemmOp, RepeatOp
+from tools.registry import make_context
 
 
 def reparse(text: str):

@@ -11,8 +11,8 @@ import pytest
 from xdsl.parser import Parser
 
 from interpreters.graph import find_function, run_function
-from tools.registry import make_context
 from tools.ipu_run import random_inputs
+from tools.registry import make_context
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,10 +14,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from device.isa import AsmSyntaxError, Delay, DelayXpic, EncodeError, Send, SendPic, SendPicP, encode
 from device.package import ExchangeStep, Package
-from tools.registry import make_context
 from ipu_dialects.exchange import RowOp, SendPicPOp, op_from_isa
 from test_isa import INSTRUCTIONS, SDK_RECEIVER_INSTRS, SDK_RECEIVER_ROW, aligned_row
 from tools import ipu_as, ipu_objdump
+from tools.registry import make_context
 
 runner = CliRunner()
 
