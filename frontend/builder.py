@@ -28,6 +28,16 @@ saturate at 240 * 2**s); `scale=` on a non-FP8 result is a `VerifyException`.
 
     y = g.add(x, b, scale=-3)   # tensor<..xf8E4M3FNUZ, #graph.fp8_scale<-3>>
 
+Python conveniences. Values made by a builder also support `x @ w` (`gemm(x, w)`) and `x + y`
+(`add(x, y)`), and element types may be given as NumPy dtypes or strings as well as xDSL types:
+
+    x = g.input([128, 768], np.float16, name="x")    # or "f16", "float16", f16
+    w = g.input([768, 768], "f16", name="w")
+    y = g.gelu(x @ w + x)
+
+`as_element_type(...)` is the conversion: float32/"f32", float16/"f16", ml_dtypes'
+float8_e4m3fnuz/"f8"/"f8E4M3FNUZ".
+
 A `graph.repeat` body is a Python function of its block arguments that returns the next carried
 values:
 
@@ -41,11 +51,15 @@ values:
 from __future__ import annotations
 
 import numbers
+import weakref
 from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
 
 from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, TensorType, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ipu_dialects.graph import (
@@ -62,7 +76,8 @@ from ipu_dialects.graph import (
 f8 = Float8E4M3FNUZType()
 
 __all__ = [
-    "BuilderTypeError", "BuilderValueError", "GraphBuilder", "f8", "f16", "f32", "tensor_type"
+    "BuilderTypeError", "BuilderValueError", "GraphBuilder", "as_element_type", "f8", "f16", "f32",
+    "tensor_type",
 ]
 
 
@@ -77,15 +92,89 @@ RepeatBody = Callable[
     [Sequence[SSAValue], Sequence[SSAValue], Sequence[SSAValue]], Sequence[SSAValue]
 ]
 
+ELEMENT_TYPES: dict[str, Attribute] = {
+    "f32": f32, "float32": f32, "f16": f16, "float16": f16,
+    "f8": f8, "f8E4M3FNUZ": f8, "float8_e4m3fnuz": f8,
+}
 
-def tensor_type(shape: Sequence[int], element_type: Attribute, scale: int | None = None) -> TensorType:
-    """A graph tensor type; `scale` attaches the FP8 power-of-two scale (`#graph.fp8_scale`)."""
+
+def as_element_type(spec: object) -> Attribute:
+    """An element type from an xDSL type, a NumPy dtype (or scalar type) or a string."""
+    if isinstance(spec, Attribute):
+        return spec
+    if isinstance(spec, str):
+        if spec not in ELEMENT_TYPES:
+            raise BuilderValueError(
+                f"element type {spec!r} is not one of {', '.join(ELEMENT_TYPES)}")
+        return ELEMENT_TYPES[spec]
+    try:
+        dtype = np.dtype(spec)  # type: ignore[call-overload]
+    except TypeError:
+        raise BuilderTypeError(
+            f"element type must be f32, f16 or f8 (an xDSL type, NumPy dtype or name), "
+            f"got {spec!r}") from None
+    if dtype == np.dtype(ml_dtypes.float8_e4m3fnuz):
+        return f8
+    if dtype.name not in ELEMENT_TYPES:
+        raise BuilderValueError(f"NumPy dtype {dtype.name} has no graph element type "
+                                f"(float32, float16 or float8_e4m3fnuz)")
+    return ELEMENT_TYPES[dtype.name]
+
+
+# weak both ways: the builder holds its blocks, so a strong value would keep both alive forever
+_BUILDER_OF_BLOCK: weakref.WeakKeyDictionary[Block, weakref.ref[GraphBuilder]] = (
+    weakref.WeakKeyDictionary())
+
+
+class TensorOperators:
+    """`@` and `+` on the values a builder made: `x @ w` is `gemm(x, w)`, `x + y` is `add`.
+
+    The builder re-classes its values (`with_operators`) to these subclasses of xDSL's
+    `OpResult` and `BlockArgument`, so they stay the same SSA values for xDSL."""
+
+    __slots__ = ()
+
+    def _builder(self, operator: str) -> GraphBuilder:
+        assert isinstance(self, SSAValue)
+        block = self.owner if isinstance(self.owner, Block) else self.owner.parent_block()
+        reference = _BUILDER_OF_BLOCK.get(block) if block is not None else None
+        builder = reference() if reference is not None else None
+        if builder is None:
+            raise BuilderTypeError(f"'{operator}' needs a value of a live GraphBuilder")
+        return builder
+
+    def __matmul__(self, other: SSAValue) -> SSAValue:
+        return self._builder("@").gemm(self, other)  # type: ignore[arg-type]
+
+    def __add__(self, other: SSAValue) -> SSAValue:
+        return self._builder("+").add(self, other)  # type: ignore[arg-type]
+
+
+class GraphTensorResult(OpResult, TensorOperators):
+    __slots__ = ()
+
+
+class GraphTensorArgument(BlockArgument, TensorOperators):
+    __slots__ = ()
+
+
+def with_operators(value: SSAValue) -> SSAValue:
+    if type(value) is OpResult:
+        value.__class__ = GraphTensorResult
+    elif type(value) is BlockArgument:
+        value.__class__ = GraphTensorArgument
+    return value
+
+
+def tensor_type(shape: Sequence[int], element_type: Attribute | str | object,
+                scale: int | None = None) -> TensorType:
+    """A graph tensor type; `scale` attaches the FP8 power-of-two scale (`#graph.fp8_scale`).
+    The element type may be an xDSL type, a NumPy dtype or a name (`as_element_type`)."""
     if isinstance(shape, str | bytes) or not isinstance(shape, Sequence):
         raise BuilderTypeError(f"shape must be a sequence of ints, got {shape!r}")
     if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
         raise BuilderTypeError(f"shape must be a sequence of ints, got {list(shape)!r}")
-    if not isinstance(element_type, Attribute):
-        raise BuilderTypeError(f"element type must be f32, f16 or f8, got {element_type!r}")
+    element_type = as_element_type(element_type)
     if scale is not None and (not isinstance(scale, int) or isinstance(scale, bool)):
         raise BuilderTypeError(f"scale must be an int exponent, got {scale!r}")
     if any(d < 1 for d in shape):  # -1 would print as a dynamic extent the parser reads as `?`
@@ -106,6 +195,7 @@ class GraphBuilder:
         self.name = name
         self.entry = Block()
         self.blocks = [self.entry]  # innermost last: where new ops go
+        _BUILDER_OF_BLOCK[self.entry] = weakref.ref(self)  # for `x @ w` and `x + y`
         self.outputs: list[SSAValue] | None = None
         self.op_count = 0
         self.built = False
@@ -133,7 +223,7 @@ class GraphBuilder:
         arg_type = checked_tensor(
             "GraphBuilder.input", f"input {arg_name}", tensor_type(shape, element_type, scale)
         )
-        arg = self.entry.insert_arg(arg_type, index)
+        arg = with_operators(self.entry.insert_arg(arg_type, index))
         arg.name_hint = arg_name
         return arg
 
@@ -239,6 +329,7 @@ class GraphBuilder:
             raise
         self.blocks[-1].add_op(op)
         for result in op.results:
+            with_operators(result)
             if result.name_hint is None:
                 self.op_count += 1
                 result.name_hint = f"{op.name.split('.', 1)[1]}{self.op_count}"
@@ -321,6 +412,9 @@ class GraphBuilder:
             [v.type for v in carried], [v.type for v in invariant], [v.type for v in sequence]
         )
         block = Block(arg_types=arg_types)
+        _BUILDER_OF_BLOCK[block] = weakref.ref(self)
+        for arg in block.args:
+            with_operators(arg)
         for arg, outer in zip(block.args, [*carried, *invariant, *sequence]):
             arg.name_hint = outer.name_hint
         n_carried, n_invariant = len(carried), len(invariant)

@@ -23,7 +23,7 @@ memory (tiles * SRAM bytes of the IPU21) can never be placed, and one of more th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -280,10 +280,27 @@ def check_numeric(name: str, array: np.ndarray) -> None:
     )
 
 
+def inputs_in_order(func: FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """Inputs given by argument name (`input_names`), in argument order; every argument
+    once."""
+    names = input_names(func)
+    unknown = sorted(set(inputs) - set(names))
+    if unknown:
+        raise InterpreterError(f"@{func.sym_name.data} has no argument named "
+                               f"{', '.join(unknown)} (arguments: {', '.join(names)})")
+    missing = [name for name in names if name not in inputs]
+    if missing:
+        raise InterpreterError(f"@{func.sym_name.data}: no input for argument "
+                               f"{', '.join(missing)} (given: {', '.join(inputs) or 'none'})")
+    return [inputs[name] for name in names]
+
+
 def run_function(
-    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+    module: ModuleOp, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray],
+    function: str | None = None,
 ) -> list[np.ndarray]:
-    """Run the named (default: first) `func.func` on `inputs` in argument order.
+    """Run the named (default: first) `func.func` on `inputs`, in argument order or as a
+    mapping from argument name (`input_names`: `%x` is "x") to array.
 
     Each input is rounded to its argument's declared type (FP8 inputs are the stored q values);
     results come back as arrays of the declared storage dtype (float32, float16, float8_e4m3fnuz).
@@ -291,6 +308,8 @@ def run_function(
     func = find_function(module, function)
     func.verify()
     check_runnable(func)
+    if isinstance(inputs, Mapping):
+        inputs = inputs_in_order(func, inputs)
     args = func.body.block.args
     if len(inputs) != len(args):
         raise InterpreterError(

@@ -1,4 +1,5 @@
-"""The four ipu-stack dialects (graph, mid, tile, exchange) plus the xDSL ones we use.
+"""The four ipu-stack dialects: graph, mid, tile, exchange (only ours: `tools.registry` adds the
+xDSL ones ipu-opt parses, and the `xdsl.universe` entry point exposes these to xDSL tools).
 
 Factories are lazy, as in xDSL's own registry: importing this package costs nothing.
 """
@@ -9,26 +10,6 @@ from xdsl.ir import Dialect
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
-    def get_builtin():
-        from xdsl.dialects.builtin import Builtin
-
-        return Builtin
-
-    def get_func():
-        from xdsl.dialects.func import Func
-
-        return Func
-
-    def get_arith():
-        from xdsl.dialects.arith import Arith
-
-        return Arith
-
-    def get_test():
-        from xdsl.dialects.test import Test
-
-        return Test
-
     def get_graph():
         from ipu_dialects.graph import Graph
 
@@ -50,10 +31,6 @@ def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
         return Exchange
 
     return {
-        "builtin": get_builtin,
-        "func": get_func,
-        "arith": get_arith,
-        "test": get_test,
         "graph": get_graph,
         "mid": get_mid,
         "tile": get_tile,

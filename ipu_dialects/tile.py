@@ -14,21 +14,21 @@ prints it, trimmed: the module's `ipu.config` attribute, the inner `tile.loop %k
 are left out, and each op, printed on one line, is wrapped here for reading:
 
     func.func @gemm() {
-      %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [128, 320] f16 amp_left standard
+      %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [128, 320] f16 amp_left standard
           align 32 tail 16 from tensor<256x320xf16, #mid.format<f16, amp_left,
           [16 x 2 pad, 64 x 1 pad], replication = 1, group = 2, standard>> address 0x54000
-      %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [320, 128] f16 amp_right standard
+      %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [320, 128] f16 amp_right standard
           align 32 tail 0 from tensor<320x192xf16, #mid.format<f16, amp_right,
           [64 x 1 pad, 64 x 2 pad], replication = 1, group = 2, standard>> address 0x68020
-      %c = tile.buffer @c output 0 on #tile.tiles<[0, 2)> shard [128, 192] f16 amp_output
+      %c = tile.buffer @c output 0 on #tile.tiles<0 to 2> shard [128, 192] f16 amp_output
           interleaved align 32 tail 0 from tensor<256x192xf16, #mid.format<f16, amp_output,
           [16 x 2 pad, 64 x 1 pad], replication = 1, group = 2, interleaved>> address 0xac000
-      %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16
+      %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16
           amp_right standard align 32 tail 0 address 0x7c020
       tile.loop %j = 0 to 3 provenance #tile.provenance<op = "graph.gemm %c", value = "%c",
           reason = "output-column blocks j"> {
         tile.exchange 2048 words from %b[(d0) -> (((d0 mod 2) * 8192))]
-            on tile (d0) -> ((d0 floordiv 2)) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<[0, 2)>
+            on tile (d0) -> ((d0 floordiv 2)) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2>
             iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b",
             reason = "rhs block to output-row tiles">
             rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0>
@@ -39,11 +39,11 @@ are left out, and each op, printed on one line, is wrapped here for reading:
                      #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 0, 1>>]
             row_address 0x4c000
         tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> (((d0 mod 2) * 8192))])
-            scalars [2048] on #tile.tiles<[0, 2)> only (d0) -> ((d0 floordiv 2)) iv(%j)
+            scalars [2048] on #tile.tiles<0 to 2> only (d0) -> ((d0 floordiv 2)) iv(%j)
             provenance #tile.provenance<op = "graph.gemm %c", value = "%b",
             reason = "home tile copies its own rhs block into its slot">
         tile.kernel @amp_gemm_f16_init(%c[(d0) -> ((d0 * 16384))], %a[(d0) -> (0)],
-            %c_rhs_slot[(d0) -> (0)]) scalars [128] on #tile.tiles<[0, 2)> iv(%j)
+            %c_rhs_slot[(d0) -> (0)]) scalars [128] on #tile.tiles<0 to 2> iv(%j)
             provenance #tile.provenance<op = "graph.gemm %c", value = "%c",
             reason = "initializing gemm phase k = 0">
       }
@@ -65,7 +65,7 @@ in j = 2 where tile 1 sends to tile 0) and the receiver's XPIC (the source tile)
 
 Parts:
 - `!tile.buffer` (`BufferType`): the value of a `tile.buffer`.
-- `#tile.tiles<[a, b)>` or `#tile.tiles<[t0, t1, ...]>` (`TileSetAttr`): a half-open range or
+- `#tile.tiles<a to b>` or `#tile.tiles<[t0, t1, ...]>` (`TileSetAttr`): a half-open range or
   an explicit, strictly increasing list of tile ids. `tiles()`, `count`, `in`.
 - `#tile.provenance<op = "...", value = "...", reason = "...">` (`WorkProvenanceAttr`): the
   graph op, the mid value and why this work exists. Carried by every loop, exchange, kernel.
@@ -196,7 +196,7 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
 
 @irdl_attr_definition
 class TileSetAttr(ParametrizedAttribute):
-    """A static set of tile ids: `#tile.tiles<[0, 4)>` (half-open) or `#tile.tiles<[0, 2, 7]>`.
+    """A static set of tile ids: `#tile.tiles<0 to 4>` (half-open: 0..3) or `#tile.tiles<[0, 2, 7]>`.
 
     `listed` is empty for a range; otherwise it holds the ids and `start`/`stop` are the
     smallest id and the largest id + 1.
@@ -248,21 +248,22 @@ class TileSetAttr(ParametrizedAttribute):
 
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        # `a to b`, not `[a, b)`: MLIR's generic parser needs balanced brackets in the body
         with parser.in_angle_brackets():
-            parser.parse_punctuation("[")
+            if parser.parse_optional_punctuation("[") is None:
+                start = parser.parse_integer(allow_boolean=False)
+                parser.parse_keyword("to", " in a tile range 'first to end'")
+                stop = parser.parse_integer(allow_boolean=False)
+                return (IntAttr(start), IntAttr(stop), ArrayAttr(()))
             ids = [parser.parse_integer(allow_boolean=False)]
             while parser.parse_optional_punctuation(","):
                 ids.append(parser.parse_integer(allow_boolean=False))
-            if parser.parse_optional_punctuation(")"):
-                if len(ids) != 2:
-                    parser.raise_error("a tile range is written [first, end)")
-                return (IntAttr(ids[0]), IntAttr(ids[1]), ArrayAttr(()))
-            parser.parse_punctuation("]", " to end a tile list (or ')' to end a range [a, b))")
+            parser.parse_punctuation("]", " to end a tile list")
         return (IntAttr(min(ids)), IntAttr(max(ids) + 1), ArrayAttr(IntAttr(t) for t in ids))
 
     def print_parameters(self, printer: Printer) -> None:
         if self.is_range:
-            printer.print_string(f"<[{self.start.data}, {self.stop.data})>")
+            printer.print_string(f"<{self.start.data} to {self.stop.data}>")
         else:
             printer.print_string("<[" + ", ".join(str(t) for t in self.tiles()) + "]>")
 

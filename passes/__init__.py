@@ -1,4 +1,5 @@
-"""Registry of every pass `ipu-opt` knows: ours, plus xDSL's canonicalize, cse and dce.
+"""Registry of our passes (only ours: `tools.registry` adds xDSL's canonicalize, cse and dce
+for ipu-opt, and the `xdsl.universe` entry point exposes these to xDSL tools).
 
 Each of our passes lives in its own module named like the pass (kebab-case name,
 snake_case file). Factories are lazy so that start-up imports nothing heavy.
@@ -40,23 +41,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return IpuPipelinePass
 
-    def get_canonicalize():
-        from xdsl.transforms.canonicalize import CanonicalizePass
-
-        return CanonicalizePass
-
-    def get_cse():
-        from xdsl.transforms.common_subexpression_elimination import (
-            CommonSubexpressionElimination,
-        )
-
-        return CommonSubexpressionElimination
-
-    def get_dce():
-        from xdsl.transforms.dead_code_elimination import DeadCodeElimination
-
-        return DeadCodeElimination
-
     return {
         "graph-to-mid": get_graph_to_mid,
         "insert-conversions": get_insert_conversions,
@@ -64,7 +48,4 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "place-memory": get_place_memory,
         "schedule-exchange": get_schedule_exchange,
         "ipu-pipeline": get_ipu_pipeline,
-        "canonicalize": get_canonicalize,
-        "cse": get_cse,
-        "dce": get_dce,
     }

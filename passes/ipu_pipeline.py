@@ -6,6 +6,10 @@ Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=...}`, `insert-c
 when the pipeline runs, so this module imports without them; a stage that cannot be loaded is
 a diagnostic naming it. Only `graph-to-mid` takes options: every later pass reads the tile
 count and target from the module's `ipu.config`.
+
+The stages run as an xDSL `PassPipeline` that verifies the module after each stage. Drivers
+that time passes (`ipu-opt --time-passes`, `ipu-run`) run `stage_passes()` themselves, one
+stage at a time (`tools/pass_timing.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 STAGES = (
@@ -55,6 +59,10 @@ class IpuPipelinePass(ModulePass):
         return stages
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        for stage in self.stage_passes():
-            stage.apply(ctx, op)
-            op.verify()  # as xDSL's own pipeline does: a broken stage is caught where it broke
+        PassPipeline(tuple(self.stage_passes()), verify_after_stage).apply(ctx, op)
+
+
+def verify_after_stage(done: ModulePass | None, op: builtin.ModuleOp, _next: ModulePass | None):
+    """As xDSL's own driver does: a broken stage is caught where it broke."""
+    if done is not None:
+        op.verify()

@@ -1,16 +1,26 @@
-"""`ipu-opt`: xDSL's opt driver restricted to ipu-stack's dialects, passes and emitters."""
+"""`ipu-opt`: xDSL's opt driver restricted to ipu-stack's dialects, passes and emitters.
+
+Beyond xDSL's driver: `--help` lists each pass with what it does and its options,
+`--version` gives ours, `--time-passes` writes an MLIR-style table of each pass's wall time to
+stderr (the stages of `ipu-pipeline` one by one), and `--pass-pipeline` takes mlir-opt's
+`builtin.module(...)` spelling.
+"""
 
 import argparse
 import re
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from ipu_dialects import get_all_dialects
-from passes import get_all_passes
+from tools.pass_help import passes_help
+from tools.pass_timing import PassTimer
+from tools.registry import opt_dialects, opt_passes
 from tools.source_locations import parse_located_module, verify_with_locations
 
 
@@ -25,8 +35,16 @@ def usage_error(message: str):
     sys.exit(1)
 
 
+def ipu_stack_version() -> str:
+    try:
+        return version("ipu-stack")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 class IpuOptMain(xDSLOptMain):
-    version_format = "ipu-opt (xdsl {xdsl_version})"
+    version_format = f"ipu-opt {ipu_stack_version()} (ipu-stack, on xdsl {{xdsl_version}})"
+    timer: PassTimer
 
     def __init__(self, args: Sequence[str] | None = None):
         super().__init__(description="ipu-stack modular optimizer driver", args=args)
@@ -42,11 +60,22 @@ class IpuOptMain(xDSLOptMain):
             sys.exit(1)
 
     def setup_pipeline(self):
-        """An unknown pass, option or option value is a usage error, not a traceback."""
+        """Time every pass, the stages of `ipu-pipeline` one by one (`PassTimer`). An unknown
+        pass, option or option value is a usage error, not a traceback."""
         try:
-            super().setup_pipeline()
+            parsed = PassPipeline.parse_spec(self.available_passes, self.args.passes)
         except (ValueError, ArgSpecParseError) as error:
             usage_error(f"pass pipeline '{self.args.passes}': {error}")
+        self.timer = PassTimer(verify=not self.args.disable_verify,
+                               between=self.print_between if self.args.print_between_passes
+                               else None)
+        self.pipeline = self.timer.pipeline(parsed.passes)
+
+    @staticmethod
+    def print_between(done: ModulePass, module: ModuleOp) -> None:
+        print(f"IR after {done.name}:")
+        Printer(stream=sys.stdout).print_op(module)
+        print("\n\n\n")
 
     def prepare_input(self):
         """A missing or unreadable input file is a usage error, not a traceback."""
@@ -72,14 +101,17 @@ class IpuOptMain(xDSLOptMain):
         (the pipeline verifies again after every pass)."""
         if not self.args.disable_verify:
             verify_with_locations(prog)
+        self.timer.spans.clear()  # one report per input chunk
         super().apply_passes(prog)
+        if self.args.time_passes:  # stderr: stdout holds the IR
+            print(self.timer.report(), file=sys.stderr)
 
     def register_all_dialects(self):
-        for name, factory in get_all_dialects().items():
+        for name, factory in opt_dialects().items():
             self.ctx.register_dialect(name, factory)
 
     def register_all_passes(self):
-        for name, factory in get_all_passes().items():
+        for name, factory in opt_passes().items():
             self.register_pass(name, factory)
 
     def register_all_targets(self):
@@ -93,6 +125,8 @@ class IpuOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser):
         super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.epilog = passes_help(self.available_passes)
         arg_parser.add_argument(
             "--pass-pipeline",
             dest="passes",

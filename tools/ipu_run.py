@@ -14,10 +14,18 @@ the tensor's values, so for an FP8 argument `tensor<..xf8E4M3FNUZ, #graph.fp8_sc
 divided by 2**s and rounded to FP8 (saturating). `--save-outputs DIR` writes `DIR/resultI.npy`
 in the same form: f32 and f16 results in their own dtype, FP8 results as float32 arrays of their
 values `q * 2**s` (exact), which `--input` reads back unchanged.
+
+For scripts. `--json` prints one JSON object on stdout instead of the text lines (the check,
+errors, modeled cycles by phase, kernel and graph op, tiles used, compile time per pass;
+`tools/run_summary.py`); a diagnostic is still on stderr, and the object then holds
+`"check": "DIAGNOSTIC"` and its text. `--report DIR` writes `DIR/report.html` with its
+pictures and `DIR/trace.json`, a Chrome trace for ui.perfetto.dev (`tools/report.py`,
+`tools/trace.py`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sys
@@ -28,12 +36,11 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
-from ipu_dialects import get_all_dialects
+from tools.registry import make_context
 from tools.source_locations import located_message, parse_located_module, verify_with_locations
 
 EXIT_PASS, EXIT_FAIL, EXIT_DIAGNOSTIC = 0, 1, 2
@@ -45,13 +52,6 @@ RELATIVE_TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "f8E4M3FNUZ": 1.5e-1}
 
 class UsageError(Exception):
     """A problem with the command line or the input files (exit 2)."""
-
-
-def make_context() -> Context:
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    return ctx
 
 
 def read_source(path: Path) -> str:
@@ -252,15 +252,21 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
 
 
 def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off",
-                   with_assembly: bool = True):
-    """Run the default pipeline and build the package; diagnostics propagate."""
+                   with_assembly: bool = True, timer=None):
+    """Run the default pipeline and build the package; diagnostics propagate. A
+    `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build."""
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
+    from tools.pass_timing import PassTimer
 
-    IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling).apply(
-        make_context(), module)
-    module.verify()
-    return build_package(module, with_assembly)
+    timer = PassTimer() if timer is None else timer
+    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
+    timer.pipeline([pipeline]).apply(make_context(), module)
+    return timer.time("build-package", lambda: build_package(module, with_assembly))
+
+
+def print_json(summary: dict) -> None:
+    print(json.dumps(summary, indent=1))
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -284,15 +290,30 @@ def run(
     profile: Annotated[
         bool, typer.Option(help="compile with profiling=cycles and print the cycle profile")
     ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="print one JSON object on stdout instead of text")
+    ] = False,
+    report_dir: Annotated[
+        Path | None,
+        typer.Option("--report", help="write DIR/report.html (with pictures) and DIR/trace.json"),
+    ] = None,
 ) -> None:
     """Compile FILE with the default pipeline, run it on the device model, check it."""
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir, profile))
+                      indivisible, package_dir, profile, json_output, report_dir))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
-             function=None, indivisible="pad", package_dir=None, profile=False) -> int:
+             function=None, indivisible="pad", package_dir=None, profile=False,
+             json_output=False, report_dir=None) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
+    from tools.pass_timing import PassTimer
+
+    def diagnostic(message: str) -> int:
+        print(message, file=sys.stderr)
+        if json_output:
+            print_json({"file": str(file), "check": "DIAGNOSTIC", "diagnostic": message})
+        return EXIT_DIAGNOSTIC
 
     text = ""
     try:
@@ -302,18 +323,23 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         check_runnable(func)
         save_dir = output_directory("--save-outputs", save_dir)
         package_dir = output_directory("--package", package_dir)
+        report_dir = output_directory("--report", report_dir)
         names = input_names(func)
         arrays = load_inputs(func, names, list(inputs), seed)
         expected = run_function(module, arrays, func.sym_name.data)
     except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
             ValueError) as error:
-        print(diagnostic_text(error, text), file=sys.stderr)
-        return EXIT_DIAGNOSTIC
+        return diagnostic(diagnostic_text(error, text))
     result_names = output_names(func)
     result_types = func.function_type.outputs.data
     if reference:
         if save_dir is not None:
             save_outputs(save_dir, result_names, expected, result_types)
+        if json_output:
+            print_json({"file": str(file), "function": func.sym_name.data, "check": "REFERENCE",
+                        "results": {n: {"shape": list(v.shape), "dtype": str(v.dtype)}
+                                    for n, v in zip(result_names, expected, strict=True)}})
+            return EXIT_PASS
         for name, value in zip(result_names, expected, strict=True):
             print(f"{name}: shape {value.shape} {value.dtype}")
         print("reference: done")
@@ -322,13 +348,14 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     from device.model import ModelError, run_package
 
     started = time.perf_counter()
+    timer = PassTimer()
+    compiled = ModuleOp([func.clone()])
     try:
-        package = compile_module(ModuleOp([func.clone()]), tiles, indivisible,
+        package = compile_module(compiled, tiles, indivisible,
                                  "cycles" if profile else "off",
-                                 with_assembly=package_dir is not None)
+                                 with_assembly=package_dir is not None, timer=timer)
     except DiagnosticException as error:
-        print(shown(str(error), text, "ipu-run: compile error"), file=sys.stderr)
-        return EXIT_DIAGNOSTIC
+        return diagnostic(shown(str(error), text, "ipu-run: compile error"))
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
         package.save(package_dir)
@@ -337,7 +364,10 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         outcome = run_package(package, feeds)
     except ModelError as error:
         print(f"ipu-run: the device model stopped: {error}", file=sys.stderr)
-        print("check: FAIL")
+        if json_output:
+            print_json({"file": str(file), "check": "FAIL", "model_error": str(error)})
+        else:
+            print("check: FAIL")
         return EXIT_FAIL
     results = [outcome.outputs[t.name] for t in package.outputs]
     if save_dir is not None:
@@ -348,6 +378,19 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         print(f"exchange error: {message}", file=sys.stderr)
     if check.note:
         print(f"note: {check.note}", file=sys.stderr)
+    if json_output or report_dir is not None:
+        from tools.run_summary import RunFacts
+
+        facts = RunFacts(str(file), func.sym_name.data, check_passed, check.max_abs,
+                         check.max_rel, check.note, outcome.exchange_errors, package,
+                         outcome.cycles_by_step, compile_seconds, timer.per_pass())
+        if report_dir is not None:
+            from tools.report import write_report
+
+            write_report(report_dir, facts, compiled, timer)
+        if json_output:
+            print_json(facts.summary())
+            return EXIT_PASS if check_passed else EXIT_FAIL
     print(f"check: {'PASS' if check_passed else 'FAIL'}")
     print(f"max abs error: {check.max_abs:.3g}  max rel error: {check.max_rel:.3g}")
     print(f"modeled cycles: {outcome.cycles}")

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from e2e_support import compile_case, gemm_module
 from typer.testing import CliRunner
-from xdsl.context import Context
 from xdsl.dialects.builtin import f32
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException, VerifyException
@@ -30,11 +29,11 @@ from device.package import Package
 from device.target import IPU21
 from frontend.builder import GraphBuilder
 from interpreters.graph import InterpreterError, run_function
-from ipu_dialects import get_all_dialects
 from passes.mid_to_tile import MidToTilePass
 from tools.ipu_objdump import app as objdump_app
 from tools.ipu_opt import IpuOptMain
 from tools.ipu_run import EXIT_DIAGNOSTIC, run_main
+from tools.registry import make_context
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -265,9 +264,7 @@ OUT = "#mid.format<f32, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, g
 
 
 def lower_mid(text: str) -> None:
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    ctx = make_context()
     module = Parser(ctx, text).parse_module()
     module.verify()
     MidToTilePass().apply(ctx, module)

@@ -14,14 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.context import Context
 from xdsl.parser import Parser
 from xdsl.utils.arg_spec import parse_pipeline
 
 import ipu_dialects.tile
-from ipu_dialects import get_all_dialects
-from passes import get_all_passes
 from tools.ipu_opt import mlir_pipeline
+from tools.registry import make_context, opt_passes
 from tools.targets import get_all_targets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +133,7 @@ def readme_pipelines() -> list[str]:
 def test_readme_pass_pipelines_use_registered_passes_and_options():
     specs = readme_pipelines()
     assert specs, "the README shows no ipu-opt pipeline"
-    registry = get_all_passes()
+    registry = opt_passes()
     for spec in specs:
         for pass_spec in parse_pipeline(spec):
             assert pass_spec.name in registry, f"README pipeline '{spec}': no pass {pass_spec.name}"
@@ -161,12 +159,22 @@ def test_readme_first_commands_are_what_users_and_ci_run():
     assert ci_command.startswith("pip install -e '.[test]' && ")
 
 
-def test_readme_python_example_runs():
-    (example,) = fenced_blocks(README.read_text(), "python")
+def test_readme_python_examples_run(monkeypatch):
+    """The builder example (reference and device run) and the embedding snippet (plain xDSL
+    Context and PassPipeline with our registries)."""
+    builder_example, embedding = fenced_blocks(README.read_text(), "python")
+    monkeypatch.chdir(ROOT)  # the snippets open examples/ by relative path
     namespace: dict = {}
-    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(builder_example, "README.md", "exec"), namespace)  # noqa: S102
     result = namespace["result"]
     assert result.shape == (128, 768) and result.dtype == np.float16
+    run = namespace["run"]
+    assert run.passed and run.summary["check"] == "PASS"
+    assert run.outputs["result0"].shape == (256, 192) and run.cycles > 0
+    namespace = {}
+    exec(compile(embedding, "README.md", "exec"), namespace)  # noqa: S102
+    module = namespace["module"]
+    assert any(op.name.startswith("exchange.") for op in module.walk())
 
 
 def test_tile_dialect_docstring_example_parses_and_verifies():
@@ -174,9 +182,7 @@ def test_tile_dialect_docstring_example_parses_and_verifies():
     assert doc is not None
     start = doc.index("    func.func @gemm() {")
     end = doc.index("\n\n", start)
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    ctx = make_context()
     module = Parser(ctx, "builtin.module {\n" + doc[start:end] + "\n}\n").parse_module()
     module.verify()
     exchanges = [op for op in module.walk() if isinstance(op, ipu_dialects.tile.ExchangeOp)]

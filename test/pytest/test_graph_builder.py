@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from xdsl.context import Context
 from xdsl.dialects.builtin import TensorType
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, f8, f16
-from ipu_dialects import get_all_dialects
 from ipu_dialects.graph import AttentionOp, GemmOp, RepeatOp
+from tools.registry import make_context
 
 
 def reparse(text: str):
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    ctx = make_context()
     module = Parser(ctx, text).parse_module()
     module.verify()
     return module
@@ -115,7 +112,7 @@ from frontend.builder import BuilderTypeError  # noqa: E402
     (lambda g: g.input([4], f8, scale=99), VerifyException,
      r"#graph.fp8_scale: exponent 99 is outside -31..31"),
     (lambda g: g.input([2.5]), BuilderTypeError, r"shape must be a sequence of ints, got \[2.5\]"),
-    (lambda g: g.input([4], "f32"), BuilderTypeError, "element type must be f32, f16 or f8"),
+    (lambda g: g.input([4], object()), BuilderTypeError, "element type must be f32, f16 or f8"),
 ])
 def test_bad_input_is_rejected_at_the_call(call, error, message):
     g = GraphBuilder("f")
@@ -189,7 +186,8 @@ def built(g: GraphBuilder) -> GraphBuilder:
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda g: g.input([4], "f32"), "element type must be f32, f16 or f8, got 'f32'"),
+    (lambda g: g.input([4], 3),
+     "element type must be f32, f16 or f8 (an xDSL type, NumPy dtype or name), got 3"),
     (lambda g: g.input([4], f8, scale=1.5), "scale must be an int exponent, got 1.5"),
     (lambda g: g.gelu([1, 2]),
      "gelu input must be a value returned by input() or an op method, got [1, 2]"),
@@ -265,7 +263,7 @@ def one_value(g: GraphBuilder, shape=(1, 2, 2)):
      BuilderTypeError, "gemm transpose_rhs must be True or False, got 1"),
     (lambda g: g.repeat(2, lambda c, i, s: list(c), carried=g.input([2], name="x")),
      BuilderTypeError, "repeat carried must be a list or tuple of values, got "
-                       "<BlockArgument[tensor<2xf32>] name_hint: x, index: 0, uses: 0>"),
+                       "<GraphTensorArgument[tensor<2xf32>] name_hint: x, index: 0, uses: 0>"),
     (lambda g: g.repeat(2, lambda c, i, s: [], invariant="x"), BuilderTypeError,
      "repeat invariant must be a list or tuple of values, got 'x'"),
     (lambda g: g.repeat(2, "notcallable", carried=[g.input([2])]), BuilderTypeError,

@@ -8,20 +8,17 @@ import math
 from pathlib import Path
 
 import numpy as np
-from xdsl.context import Context
 from xdsl.parser import Parser
 
 from interpreters.graph import find_function, run_function
-from ipu_dialects import get_all_dialects
 from tools.ipu_run import random_inputs
+from tools.registry import make_context
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def load(name: str):
-    ctx = Context()
-    for dialect, factory in get_all_dialects().items():
-        ctx.register_dialect(dialect, factory)
+    ctx = make_context()
     module = Parser(ctx, (EXAMPLES / name).read_text(), name).parse_module()
     module.verify()
     return module

@@ -9,20 +9,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from xdsl.context import Context
 from xdsl.parser import Parser
 
 from frontend.builder import GraphBuilder, f8, f16, f32
 from interpreters.graph import InterpreterError, input_names, run_function
-from ipu_dialects import get_all_dialects
+from tools.registry import make_context
 
 FP8 = ml_dtypes.float8_e4m3fnuz
 
 
 def parse(text: str):
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    ctx = make_context()
     module = Parser(ctx, text).parse_module()
     module.verify()
     return module

@@ -8,20 +8,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.context import Context
 from xdsl.parser import Parser
 
 from interpreters.graph import find_function, run_function
-from ipu_dialects import get_all_dialects
 from tools.ipu_run import random_inputs
+from tools.registry import make_context
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def parse_file(path: Path):
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    ctx = make_context()
     return Parser(ctx, path.read_text(), str(path)).parse_module()
 
 

@@ -1,24 +1,21 @@
 """mid dialect attributes from Python, and graph-to-mid / insert-conversions in process."""
 
 import pytest
-from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f16
 from xdsl.ir import Block, Region
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from ipu_dialects import get_all_dialects, graph, mid
+from ipu_dialects import graph, mid
 from passes.graph_to_mid import GraphToMidPass
 from passes.insert_conversions import InsertConversionsPass
 from passes.ipu_pipeline import STAGES, IpuPipelinePass
+from tools.registry import make_context
 
 
-def context() -> Context:
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    return ctx
+def context():
+    return make_context()
 
 
 def left_format(**changes):

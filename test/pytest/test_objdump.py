@@ -8,17 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 from xdsl.backend.assembly_printer import AssemblyPrinter
-from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 from device.isa import AsmSyntaxError, Delay, DelayXpic, EncodeError, Send, SendPic, SendPicP, encode
 from device.package import ExchangeStep, Package
-from ipu_dialects import get_all_dialects
 from ipu_dialects.exchange import RowOp, SendPicPOp, op_from_isa
 from test_isa import INSTRUCTIONS, SDK_RECEIVER_INSTRS, SDK_RECEIVER_ROW, aligned_row
 from tools import ipu_as, ipu_objdump
+from tools.registry import make_context
 
 runner = CliRunner()
 
@@ -205,9 +204,7 @@ def test_objdump_exits_non_zero_on_a_row_without_a_valid_timeline():
 
 # ---- the dialect prints and builds the same instructions --------------------------------
 def parse_module(text: str) -> ModuleOp:
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
+    ctx = make_context()
     return Parser(ctx, text).parse_module()
 
 

@@ -5,8 +5,8 @@
 
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @too_big() {
-    %a = tile.buffer @a input 0 on #tile.tiles<[0, 4)> shard [368, 512] f16 amp_left standard align 32 tail 16
-    %c = tile.buffer @c output 0 on #tile.tiles<[3, 4)> shard [368, 512] f16 amp_output interleaved align 32 tail 0
+    %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [368, 512] f16 amp_left standard align 32 tail 16
+    %c = tile.buffer @c output 0 on #tile.tiles<3 to 4> shard [368, 512] f16 amp_output interleaved align 32 tail 0
     func.return
   }
 }
@@ -16,7 +16,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4,
 
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @interleaved_too_big() {
-    %c = tile.buffer @c output 0 on #tile.tiles<[0, 1)> shard [256, 512] f16 amp_output interleaved align 32 tail 0
+    %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [256, 512] f16 amp_output interleaved align 32 tail 0
     func.return
   }
 }
@@ -28,10 +28,10 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
 // would need 90 KiB outside them, but only element 9 (48 KiB) is left.
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @elements() {
-    %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [720, 64] f16 amp_left interleaved align 32 tail 16
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 1)> shard [64, 64] f16 amp_right standard align 32 tail 0
-    %c = tile.buffer @c output 0 on #tile.tiles<[0, 1)> shard [1000, 64] f16 amp_output interleaved align 32 tail 0
-    tile.kernel @amp_gemm_f16_init(%c[() -> (0)], %a[() -> (0)], %b[() -> (0)]) scalars [720] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "r">
+    %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [720, 64] f16 amp_left interleaved align 32 tail 16
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0
+    %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [1000, 64] f16 amp_output interleaved align 32 tail 0
+    tile.kernel @amp_gemm_f16_init(%c[() -> (0)], %a[() -> (0)], %b[() -> (0)]) scalars [720] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "r">
     func.return
   }
 }
@@ -42,8 +42,8 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
 // A kernel the ABI registry does not know has no pointer roles to place.
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r16"], scheduling = in_order, profiling = off>} {
   func.func @unknown_kernel() {
-    %s = tile.buffer @s scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-    tile.kernel @no_such_kernel(%s[() -> (0)], %s[() -> (4)]) scalars [1] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    %s = tile.buffer @s scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+    tile.kernel @no_such_kernel(%s[() -> (0)], %s[() -> (4)]) scalars [1] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
     func.return
   }
 }

@@ -12,10 +12,10 @@
 // Every pass after graph-to-mid reads the target and tile count from ipu.config.
 builtin.module {
   func.func @no_config() {
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-    %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+    %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
     }
     func.return
   }
@@ -28,10 +28,10 @@ builtin.module {
 // receiver (place-memory skipped).
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @unplaced() {
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [128, 64] f16 amp_right standard align 32 tail 0
-    %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0
+    %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
     }
     func.return
   }
@@ -43,10 +43,10 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // The destination must be placed too.
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @unplaced_slot() {
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-    %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+    %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
     }
     func.return
   }
@@ -58,10 +58,10 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // An exchange that already has rows is not scheduled again.
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @scheduled_twice() {
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-    %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+    %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
     }
     func.return
   }
@@ -83,10 +83,10 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // sender row at 0x4c000 is fetched at event 0, when its `send` reads b's first word.
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @contention() {
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x54000
-    %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x54000
+    %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
     }
     func.return
   }
@@ -103,15 +103,15 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // (schedule-exchange.mlir has the same GEMM with that memory free: the rows go there.)
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 128, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @many_blocks() {
-    %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [16, 4160] f16 amp_left standard align 32 tail 16 address 0x54000
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 128)> shard [1088, 64] f16 amp_right standard align 32 tail 0 address 0x74820
-    %c = tile.buffer @c output 0 on #tile.tiles<[0, 1)> shard [16, 2048] f16 amp_output interleaved align 32 tail 0 address 0xac000
-    %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 1)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x96820
-    %filler = tile.buffer @filler scratch on #tile.tiles<[0, 1)> shard [19960] f32 row_major standard align 32 tail 0 address 0x98820
+    %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [16, 4160] f16 amp_left standard align 32 tail 16 address 0x54000
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 128> shard [1088, 64] f16 amp_right standard align 32 tail 0 address 0x74820
+    %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [16, 2048] f16 amp_output interleaved align 32 tail 0 address 0xac000
+    %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x96820
+    %filler = tile.buffer @filler scratch on #tile.tiles<0 to 1> shard [19960] f32 row_major standard align 32 tail 0 address 0x98820
     tile.loop %j = 0 to 32 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<[0, 1)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
       tile.loop %k = 1 to 65 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating inner blocks k"> {
-        tile.exchange 2048 words from %b[(d0, d1) -> (((d1 mod 17) * 8192))] on tile (d0, d1) -> ((((d1 floordiv 17) * 32) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<[0, 1)> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+        tile.exchange 2048 words from %b[(d0, d1) -> (((d1 mod 17) * 8192))] on tile (d0, d1) -> ((((d1 floordiv 17) * 32) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 1> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
       }
     }
     func.return

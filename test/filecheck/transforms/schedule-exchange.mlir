@@ -38,9 +38,9 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x60000
 // TWO:         tile.loop %j = 0 to 2
-// TWO-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<{{.*}}> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
+// TWO-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<{{.*}}> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
 // TWO:           tile.loop %k = 1 to 2
-// TWO-NEXT:        tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<[0, 2)> iv(%j, %k) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c020
+// TWO-NEXT:        tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c020
 // TWO:         func.return
 // TWO:       exchange.row @x0_send provenance "graph.gemm %c %b: rhs block to output-row tiles" {
 // TWO-NEXT:    exchange.send 63, 0x17000, 1
@@ -66,10 +66,10 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 // tiles 0 and 1, both below (sctl 2, not patched); xpic = home tile 2, 3; delay = 2048 +
 // max(L(2,0) 8, L(2,1) 7) - 2 = 2054 and 2048 + L(3,0) 9 - 2 = 2055.
 // FOUR-LABEL: func.func @f16() {
-// FOUR:         %b = tile.buffer @b input 1 on #tile.tiles<[0, 4)> shard [64, 64] {{.*}} address 0x5c000
-// FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 2)> {{.*}} address 0x5e000
+// FOUR:         %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] {{.*}} address 0x5c000
+// FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x5e000
 // FOUR:         tile.exchange 2048 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
-// FOUR:         tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (((d1 * 2) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<[0, 2)> iv(%j, %k) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 2054, 2055>>] row_address 0x4c020
+// FOUR:         tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (((d1 * 2) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 2054, 2055>>] row_address 0x4c020
 // FOUR:       exchange.row @x0_send
 // FOUR-NEXT:    exchange.send 63, 0x17000, 1
 // FOUR-NEXT:    exchange.sendoff 1983, 0x0, 1
@@ -153,7 +153,7 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
 // = 94208 (0x17000) or 96256; x1 adds 16384 bytes: 98304, 100352. Slot 0x64000: pic 0x19000.
 // TWO-LABEL: func.func @one_row_tile() {
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
-// TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 1)> {{.*}} address 0x64000
+// TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x64000
 // TWO:         tile.exchange 2048 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: -1, -1, 0, 0> receiver_rows array<i32: -1, -1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 94208, 94208, 96256>>] row_address 0x4c000
 // TWO:         tile.exchange 2048 words {{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: -1, -1, 0, 0> receiver_rows array<i32: -1, -1, 1, 1> patches [#tile.patch<@x1_send, 0, "address", array<i64: 98304, 98304, 98304, 100352>>] row_address 0x4c040
 // TWO:       exchange.row @x0_send
@@ -167,7 +167,7 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
 // Four tiles: column j lives on tile j; j = 0 has no traffic; tiles 1..3 send down (sctl 2)
 // to tile 0: xpic = j, delay = 2048 + (6 + j) - 2 = 2053, 2054, 2055.
 // FOUR-LABEL: func.func @one_row_tile() {
-// FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 1)> {{.*}} address 0x60000
+// FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x60000
 // FOUR:         tile.exchange 2048 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c000
 // FOUR:         tile.exchange 2048 words {{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c040
 // FOUR:       exchange.row @x0_send
@@ -194,7 +194,7 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
 
 // Two tiles: 2 output-row tiles (32 rows each), receiver tile 1: delay 4096 + 7 - 2 = 4101.
 // TWO-LABEL: func.func @batch() {
-// TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<[0, 2)> {{.*}} address 0x68000
+// TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x68000
 // TWO:         tile.exchange 4096 words from %b[(d0, d1, d2) -> (((d1 * 16384) + (d2 * 16384)))] on tile (d0, d1, d2) -> (0) {{.*}} iv(%batch0, %batch1, %j) {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400, 94208, 98304, 102400>>] row_address 0x4c000
 // TWO:       exchange.row @x0_send
 // TWO-NEXT:    exchange.send 63, 0x17000, 1
@@ -207,7 +207,7 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
 // Four tiles: 3 output-row tiles, tile 0 sends up to tiles 1 and 2: delay is set by the
 // farther one, 4096 + L(0, 2) 8 - 2 = 4102.
 // FOUR-LABEL: func.func @batch() {
-// FOUR:         tile.exchange 4096 words {{.*}} on #tile.tiles<[0, 3)> {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400, 94208, 98304, 102400>>] row_address 0x4c000
+// FOUR:         tile.exchange 4096 words {{.*}} on #tile.tiles<0 to 3> {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400, 94208, 98304, 102400>>] row_address 0x4c000
 // FOUR:       exchange.row @x0_receive
 // FOUR-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x1a000
 // FOUR-NEXT:    exchange.delay 4102

@@ -1,7 +1,7 @@
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 func.func @empty_range() {
-  %a = tile.buffer @a scratch on #tile.tiles<[3, 3)> shard [4] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a scratch on #tile.tiles<3 to 3> shard [4] f32 row_major standard align 4 tail 0
   func.return
 }
 // CHECK: tile set [3, 3) is empty
@@ -17,7 +17,7 @@ func.func @unsorted_list() {
 // -----
 
 func.func @bad_kind() {
-  %a = tile.buffer @a temp on #tile.tiles<[0, 1)> shard [4] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a temp on #tile.tiles<0 to 1> shard [4] f32 row_major standard align 4 tail 0
   func.return
 }
 // CHECK: tile.buffer @a: kind 'temp' is not one of input, output, scratch
@@ -25,7 +25,7 @@ func.func @bad_kind() {
 // -----
 
 func.func @scratch_with_index() {
-  %a = "tile.buffer"() <{sym_name = "a", kind = "scratch", index = 0 : i64, tiles = #tile.tiles<[0, 1)>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
+  %a = "tile.buffer"() <{sym_name = "a", kind = "scratch", index = 0 : i64, tiles = #tile.tiles<0 to 1>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
   func.return
 }
 // CHECK: tile.buffer @a: 'input' and 'output' buffers take an index, 'scratch' none
@@ -33,7 +33,7 @@ func.func @scratch_with_index() {
 // -----
 
 func.func @bad_precision() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] bf16 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [4] bf16 row_major standard align 4 tail 0
   func.return
 }
 // CHECK: tile.buffer @a: precision 'bf16' is not one of f8f143, f16, f32
@@ -41,7 +41,7 @@ func.func @bad_precision() {
 // -----
 
 func.func @bad_order() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 col_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [4] f16 col_major standard align 4 tail 0
   func.return
 }
 // CHECK: tile.buffer @a: element order 'col_major' is not one of row_major, amp_left, amp_right, amp_output
@@ -49,7 +49,7 @@ func.func @bad_order() {
 // -----
 
 func.func @bad_memory() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major fast align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [4] f16 row_major fast align 4 tail 0
   func.return
 }
 // CHECK: tile.buffer @a: memory class 'fast' is not one of standard, interleaved
@@ -57,7 +57,7 @@ func.func @bad_memory() {
 // -----
 
 func.func @bad_shape() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4, 0] f16 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [4, 0] f16 row_major standard align 4 tail 0
   func.return
 }
 // CHECK: tile.buffer @a: shard shape [4, 0] must be non-empty with extents >= 1
@@ -65,7 +65,7 @@ func.func @bad_shape() {
 // -----
 
 func.func @bad_alignment() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major standard align 24 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [4] f16 row_major standard align 24 tail 0
   func.return
 }
 // CHECK: tile.buffer @a: alignment 24 must be a power of two
@@ -73,7 +73,7 @@ func.func @bad_alignment() {
 // -----
 
 func.func @bad_tail() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major standard align 8 tail -8
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [4] f16 row_major standard align 8 tail -8
   func.return
 }
 // CHECK: tile.buffer @a: access tail -8 must be >= 0
@@ -81,7 +81,7 @@ func.func @bad_tail() {
 // -----
 
 func.func @misaligned_address() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 1)> shard [4] f16 row_major standard align 32 tail 0 address 0x4c010
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [4] f16 row_major standard align 32 tail 0 address 0x4c010
   func.return
 }
 // CHECK: tile.buffer @a: address 0x4c010 is not 32-byte aligned
@@ -98,8 +98,8 @@ func.func @empty_loop() {
 // -----
 
 func.func @zero_words() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 0 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 0 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.exchange: must move at least one word, got 0
@@ -107,8 +107,8 @@ func.func @zero_words() {
 // -----
 
 func.func @not_a_buffer_op(%x: !tile.buffer) {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 4 words from %x[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %x[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.exchange: source must be the result of a tile.buffer
@@ -116,9 +116,9 @@ func.func @not_a_buffer_op(%x: !tile.buffer) {
 // -----
 
 func.func @map_arity() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
-    tile.exchange 4 words from %a[(d0, d1) -> (0)] on tile (d0) -> (d0) to %a[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    tile.exchange 4 words from %a[(d0, d1) -> (0)] on tile (d0) -> (d0) to %a[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   }
   func.return
 }
@@ -127,8 +127,8 @@ func.func @map_arity() {
 // -----
 
 func.func @map_results() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 4 words from %a[() -> (0, 4)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0, 4)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.exchange: source offset map () -> (0, 4) must have no symbols and exactly one result
@@ -136,9 +136,9 @@ func.func @map_results() {
 // -----
 
 func.func @ivs_not_the_loops() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
-    tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   }
   func.return
 }
@@ -147,30 +147,30 @@ func.func @ivs_not_the_loops() {
 // -----
 
 func.func @source_tile_not_holding() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 4)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 3 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
-    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (d0) to %b[(d0) -> (0)] on #tile.tiles<[0, 4)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (d0) to %b[(d0) -> (0)] on #tile.tiles<0 to 4> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   }
   func.return
 }
-// CHECK: tile.exchange: source tile 2 does not hold @a (it lives on #tile.tiles<[0, 2)>)
+// CHECK: tile.exchange: source tile 2 does not hold @a (it lives on #tile.tiles<0 to 2>)
 
 // -----
 
 func.func @destination_not_resident() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[0, 3)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<0 to 3> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
-// CHECK: tile.exchange: destination buffer @a lives on #tile.tiles<[0, 2)>, not on every tile of #tile.tiles<[0, 3)>
+// CHECK: tile.exchange: destination buffer @a lives on #tile.tiles<0 to 2>, not on every tile of #tile.tiles<0 to 3>
 
 // -----
 
 func.func @offset_outside() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 4 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
-    tile.exchange 17 words from %a[(d0) -> (d0 * 64)] on tile (d0) -> (0) to %a[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    tile.exchange 17 words from %a[(d0) -> (d0 * 64)] on tile (d0) -> (0) to %a[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   }
   func.return
 }
@@ -179,9 +179,9 @@ func.func @offset_outside() {
 // -----
 
 func.func @rows_wrong_length() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
-    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (0) to %a[(d0) -> (4)] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r] sender_rows array<i32: 0>
+    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (0) to %a[(d0) -> (4)] on #tile.tiles<0 to 2> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r] sender_rows array<i32: 0>
   }
   func.return
 }
@@ -190,8 +190,8 @@ func.func @rows_wrong_length() {
 // -----
 
 func.func @rows_missing() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> receiver_rows array<i32: 0>
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> receiver_rows array<i32: 0>
   func.return
 }
 // CHECK: tile.exchange: receiver_rows needs 'rows' to select from
@@ -199,8 +199,8 @@ func.func @rows_missing() {
 // -----
 
 func.func @rows_out_of_range() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0, @r1] sender_rows array<i32: 2>
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0, @r1] sender_rows array<i32: 2>
   func.return
 }
 // CHECK: tile.exchange: sender_rows selects a row outside the 2 rows
@@ -208,8 +208,8 @@ func.func @rows_out_of_range() {
 // -----
 
 func.func @rows_wrong_type() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0] sender_rows array<i64: 0>
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0] sender_rows array<i64: 0>
   func.return
 }
 // CHECK: tile.exchange: sender_rows must be an array<i32: ...>
@@ -217,18 +217,18 @@ func.func @rows_wrong_type() {
 // -----
 
 func.func @view_not_resident() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  %b = tile.buffer @b input 1 on #tile.tiles<[1, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @copy_words(%a[() -> (0)], %b[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  %b = tile.buffer @b input 1 on #tile.tiles<1 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (0)], %b[() -> (0)]) scalars [4] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
-// CHECK: tile.kernel @copy_words: view 1 buffer @b lives on #tile.tiles<[1, 2)>, not on every tile of #tile.tiles<[0, 2)>
+// CHECK: tile.kernel @copy_words: view 1 buffer @b lives on #tile.tiles<1 to 2>, not on every tile of #tile.tiles<0 to 2>
 
 // -----
 
 func.func @view_outside() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @copy_words(%a[() -> (256)], %a[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (256)], %a[() -> (0)]) scalars [4] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @copy_words: operand 0 view of @a at byte offset 256 (16 bytes) leaves the buffer (256 bytes)
@@ -236,8 +236,8 @@ func.func @view_outside() {
 // -----
 
 func.func @kernel_map_arity() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @copy_words(%a[(d0) -> (d0)], %a[() -> (0)]) scalars [4] on #tile.tiles<[0, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[(d0) -> (d0)], %a[() -> (0)]) scalars [4] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @copy_words: view 0 offset map (d0) -> (d0) takes 1 indices, but the op has 0 index operand(s)
@@ -245,8 +245,8 @@ func.func @kernel_map_arity() {
 // -----
 
 func.func @views_and_offsets() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  "tile.kernel"(%a, %a) <{callee = @copy_words, offsets = [affine_map<() -> (0)>], scalars = array<i64: 4>, tiles = #tile.tiles<[0, 2)>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, operandSegmentSizes = array<i32: 2, 0>}> : (!tile.buffer, !tile.buffer) -> ()
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  "tile.kernel"(%a, %a) <{callee = @copy_words, offsets = [affine_map<() -> (0)>], scalars = array<i64: 4>, tiles = #tile.tiles<0 to 2>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, operandSegmentSizes = array<i32: 2, 0>}> : (!tile.buffer, !tile.buffer) -> ()
   func.return
 }
 // CHECK: tile.kernel @copy_words: 2 buffer view(s) but 1 offset map(s)
@@ -254,9 +254,9 @@ func.func @views_and_offsets() {
 // -----
 
 func.func @on_tile_negative() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
-    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (4)]) scalars [1] on #tile.tiles<[0, 2)> only (d0) -> (d0 - 1) iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (4)]) scalars [1] on #tile.tiles<0 to 2> only (d0) -> (d0 - 1) iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   }
   func.return
 }
@@ -265,30 +265,30 @@ func.func @on_tile_negative() {
 // -----
 
 func.func @on_tile_never() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
-    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (4)]) scalars [1] on #tile.tiles<[0, 2)> only (d0) -> (d0 + 2) iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (4)]) scalars [1] on #tile.tiles<0 to 2> only (d0) -> (d0 + 2) iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   }
   func.return
 }
-// CHECK: tile.kernel @copy_words: on_tile never selects a tile of #tile.tiles<[0, 2)>; the run would never happen
+// CHECK: tile.kernel @copy_words: on_tile never selects a tile of #tile.tiles<0 to 2>; the run would never happen
 
 // -----
 
 // A tile set may not reach past the tile count that graph-to-mid recorded on the module.
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r16"], scheduling = in_order, profiling = off>} {
   func.func @beyond_config() {
-    %a = tile.buffer @a scratch on #tile.tiles<[0, 4)> shard [4] f32 row_major standard align 4 tail 0
+    %a = tile.buffer @a scratch on #tile.tiles<0 to 4> shard [4] f32 row_major standard align 4 tail 0
     func.return
   }
 }
-// CHECK: tile.buffer: @a tile set #tile.tiles<[0, 4)> reaches tile 3, but the module is configured for 2 tiles
+// CHECK: tile.buffer: @a tile set #tile.tiles<0 to 4> reaches tile 3, but the module is configured for 2 tiles
 
 // -----
 
 // The custom syntax cannot spell a negative index; the generic form can.
 func.func @negative_index() {
-  %a = "tile.buffer"() <{sym_name = "a", kind = "input", index = -1 : i64, tiles = #tile.tiles<[0, 2)>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
+  %a = "tile.buffer"() <{sym_name = "a", kind = "input", index = -1 : i64, tiles = #tile.tiles<0 to 2>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
   func.return
 }
 // CHECK: tile.buffer @a: input index must be >= 0
@@ -306,8 +306,8 @@ func.func @loop_two_ivs() {
 // -----
 
 func.func @scalars_not_i64() {
-  %s = tile.buffer @s scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  "tile.kernel"(%s, %s) <{callee = @copy_words, offsets = [affine_map<() -> (0)>, affine_map<() -> (4)>], scalars = array<i32: 1>, tiles = #tile.tiles<[0, 2)>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, operandSegmentSizes = array<i32: 2, 0>}> : (!tile.buffer, !tile.buffer) -> ()
+  %s = tile.buffer @s scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  "tile.kernel"(%s, %s) <{callee = @copy_words, offsets = [affine_map<() -> (0)>, affine_map<() -> (4)>], scalars = array<i32: 1>, tiles = #tile.tiles<0 to 2>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, operandSegmentSizes = array<i32: 2, 0>}> : (!tile.buffer, !tile.buffer) -> ()
   func.return
 }
 // CHECK: tile.kernel @copy_words: scalars must be an array<i64: ...>
@@ -315,9 +315,9 @@ func.func @scalars_not_i64() {
 // -----
 
 func.func @kernel_in_an_empty_loop() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [16] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [16] f32 row_major standard align 4 tail 0
   tile.loop %i = 3 to 1 provenance #tile.provenance<op = "x", value = "y", reason = "z"> {
-    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (0)]) scalars [16] on #tile.tiles<[0, 2)> only (d0) -> (d0) iv(%i) provenance #tile.provenance<op = "x", value = "y", reason = "z">
+    tile.kernel @copy_words(%a[(d0) -> (0)], %a[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 2> only (d0) -> (d0) iv(%i) provenance #tile.provenance<op = "x", value = "y", reason = "z">
   }
   func.return
 }
@@ -326,8 +326,8 @@ func.func @kernel_in_an_empty_loop() {
 // -----
 
 func.func @exchange_offset_not_a_word() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 4 words from %a[() -> (2)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 4 words from %a[() -> (2)] on tile () -> (0) to %a[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.exchange: source view of @a at byte offset 2 is not a multiple of 4; exchanges move whole words
@@ -335,9 +335,9 @@ func.func @exchange_offset_not_a_word() {
 // -----
 
 func.func @exchanged_buffer_half_word_aligned() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  %b = tile.buffer @b scratch on #tile.tiles<[0, 2)> shard [64] f16 row_major standard align 2 tail 0
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %b[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  %b = tile.buffer @b scratch on #tile.tiles<0 to 2> shard [64] f16 row_major standard align 2 tail 0
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %b[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.exchange: destination buffer @b is only 2-byte aligned; exchanged buffers need 4-byte alignment
@@ -345,9 +345,9 @@ func.func @exchanged_buffer_half_word_aligned() {
 // -----
 
 func.func @map_divides_by_zero() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 2 provenance #tile.provenance<op = "x", value = "y", reason = "z"> {
-    tile.kernel @copy_words(%a[(d0) -> ((d0 floordiv 0))], %a[(d0) -> (0)]) scalars [1] on #tile.tiles<[0, 2)> iv(%i) provenance #tile.provenance<op = "x", value = "y", reason = "z">
+    tile.kernel @copy_words(%a[(d0) -> ((d0 floordiv 0))], %a[(d0) -> (0)]) scalars [1] on #tile.tiles<0 to 2> iv(%i) provenance #tile.provenance<op = "x", value = "y", reason = "z">
   }
   func.return
 }
@@ -355,16 +355,16 @@ func.func @map_divides_by_zero() {
 
 // -----
 
-"test.op"() {tiles = #tile.tiles<[-1, 3)>} : () -> ()
+"test.op"() {tiles = #tile.tiles<-1 to 3>} : () -> ()
 // CHECK: tile ids must be >= 0
 
 // -----
 
 func.func @gemm_rows_past_the_output_shard() {
-  %o = tile.buffer @o scratch on #tile.tiles<[0, 1)> shard [32, 64] f16 amp_output interleaved align 32 tail 0
-  %l = tile.buffer @l scratch on #tile.tiles<[0, 1)> shard [32, 64] f16 amp_left standard align 32 tail 16
-  %r = tile.buffer @r scratch on #tile.tiles<[0, 1)> shard [64, 64] f16 amp_right standard align 32 tail 0
-  tile.kernel @amp_gemm_f16_init(%o[() -> (0)], %l[() -> (0)], %r[() -> (0)]) scalars [999] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %o = tile.buffer @o scratch on #tile.tiles<0 to 1> shard [32, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 1> shard [32, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.kernel @amp_gemm_f16_init(%o[() -> (0)], %l[() -> (0)], %r[() -> (0)]) scalars [999] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @amp_gemm_f16_init: operand 0 view of @o at byte offset 0 (127872 bytes) leaves the buffer (4096 bytes)
@@ -372,8 +372,8 @@ func.func @gemm_rows_past_the_output_shard() {
 // -----
 
 func.func @copy_words_with_one_view() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 1)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @copy_words(%a[() -> (0)]) scalars [4] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 1> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (0)]) scalars [4] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @copy_words: the kernel takes 2 view(s) (out, src) and 1 scalar(s) (words); got 1 and 1
@@ -381,8 +381,8 @@ func.func @copy_words_with_one_view() {
 // -----
 
 func.func @copy_negative_words() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 1)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @copy_words(%a[() -> (0)], %a[() -> (0)]) scalars [-4] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 1> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (0)], %a[() -> (0)]) scalars [-4] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @copy_words: scalar 'words' = -4 must be >= 0
@@ -390,19 +390,19 @@ func.func @copy_negative_words() {
 // -----
 
 func.func @negative_tile() {
-  %a = tile.buffer @a scratch on #tile.tiles<[-1, 2)> shard [4] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a scratch on #tile.tiles<-1 to 2> shard [4] f32 row_major standard align 4 tail 0
   func.return
 }
-// CHECK: tile set #tile.tiles<[-1, 2)>: tile ids must be >= 0, got -1
+// CHECK: tile set #tile.tiles<-1 to 2>: tile ids must be >= 0, got -1
 
 // -----
 
 // The rows hold absolute addresses: a buffer moved after scheduling makes them stale.
 builtin.module {
   func.func @moved_after_scheduling() {
-    %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-    %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60020
-    tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> rows [@send, @receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address 0x4c000 placed src 0x5c000 dst 0x60000
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+    %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60020
+    tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> rows [@send, @receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address 0x4c000 placed src 0x5c000 dst 0x60000
     func.return
   }
   exchange.row @send {
@@ -417,9 +417,9 @@ builtin.module {
 // -----
 
 func.func @placed_without_rows() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
-  tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<[1, 2)> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> placed src 0x5c000 dst 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> placed src 0x5c000 dst 0x60000
   func.return
 }
 // CHECK: tile.exchange: placed records the addresses its rows were built for; it needs rows
@@ -427,9 +427,9 @@ func.func @placed_without_rows() {
 // -----
 
 func.func @placed_with_three_addresses() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
-  "tile.exchange"(%b, %s) <{words = 2048 : i64, src_offset = affine_map<() -> (0)>, src_tile = affine_map<() -> (0)>, dst_offset = affine_map<() -> (0)>, dst_tiles = #tile.tiles<[1, 2)>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r">, placed = array<i64: 376832, 393216, 0>}> : (!tile.buffer, !tile.buffer) -> ()
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  "tile.exchange"(%b, %s) <{words = 2048 : i64, src_offset = affine_map<() -> (0)>, src_tile = affine_map<() -> (0)>, dst_offset = affine_map<() -> (0)>, dst_tiles = #tile.tiles<1 to 2>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r">, placed = array<i64: 376832, 393216, 0>}> : (!tile.buffer, !tile.buffer) -> ()
   func.return
 }
 // CHECK: tile.exchange: placed must be an array<i64: src, dst>

@@ -4,10 +4,10 @@
 
 // A patch must name one of the exchange's rows.
 func.func @patch_unknown_row() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@elsewhere, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@elsewhere, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
   }
   func.return
 }
@@ -25,10 +25,10 @@ exchange.row @receive {
 
 // One patch value per iteration of the enclosing loops (2 here).
 func.func @patch_too_few_values() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 0, "xpic", array<i64: 0>>] row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 0, "xpic", array<i64: 0>>] row_address 0x4c000
   }
   func.return
 }
@@ -45,10 +45,10 @@ exchange.row @receive {
 // -----
 
 func.func @patch_too_many_values() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@send, 1, "sctl", array<i64: 1, 2, 1>>] row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@send, 1, "sctl", array<i64: 1, 2, 1>>] row_address 0x4c000
   }
   func.return
 }
@@ -66,10 +66,10 @@ exchange.row @receive {
 
 // Patches without rows to patch.
 func.func @patches_without_rows() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> patches [#tile.patch<@receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> patches [#tile.patch<@receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
   }
   func.return
 }
@@ -79,10 +79,10 @@ func.func @patches_without_rows() {
 
 // -1 (no traffic) is the only negative selection.
 func.func @sender_rows_below_minus_one() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: -2, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: -2, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
   }
   func.return
 }
@@ -100,10 +100,10 @@ exchange.row @receive {
 
 // A selection must index `rows` (2 rows: 0 and 1).
 func.func @sender_rows_past_end() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 2> receiver_rows array<i32: 1, 1> row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 2> receiver_rows array<i32: 1, 1> row_address 0x4c000
   }
   func.return
 }
@@ -120,10 +120,10 @@ exchange.row @receive {
 // -----
 
 func.func @receiver_rows_past_end() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 5> row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 5> row_address 0x4c000
   }
   func.return
 }
@@ -141,10 +141,10 @@ exchange.row @receive {
 
 // One selection per iteration.
 func.func @sender_rows_wrong_count() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
   }
   func.return
 }
@@ -162,10 +162,10 @@ exchange.row @receive {
 
 // Selections without rows to select from.
 func.func @selection_without_rows() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> receiver_rows array<i32: 1, 1> row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> receiver_rows array<i32: 1, 1> row_address 0x4c000
   }
   func.return
 }
@@ -175,10 +175,10 @@ func.func @selection_without_rows() {
 
 // Selections are i32 arrays.
 func.func @selection_not_i32() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i64: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i64: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
   }
   func.return
 }
@@ -220,10 +220,10 @@ func.func @patch_negative_instruction() attributes {p = #tile.patch<@row, -1, "x
 
 // Every row an exchange selects must be an exchange.row of the module.
 func.func @row_symbol_missing() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
   }
   func.return
 }
@@ -237,10 +237,10 @@ exchange.row @send {
 
 // A patch must name an instruction of its row (the receiver row has two).
 func.func @patch_instruction_out_of_range() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 2, "events_m1", array<i64: 5, 6>>] row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 2, "events_m1", array<i64: 5, 6>>] row_address 0x4c000
   }
   func.return
 }
@@ -258,10 +258,10 @@ exchange.row @receive {
 
 // A patch must name a field of its instruction.
 func.func @patch_unknown_field() {
-  %b = tile.buffer @b input 1 on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<[0, 2)> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<[0, 2)> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 0, "bogus", array<i64: 5, 6>>] row_address 0x4c000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@receive, 0, "bogus", array<i64: 5, 6>>] row_address 0x4c000
   }
   func.return
 }

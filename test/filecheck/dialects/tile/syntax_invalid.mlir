@@ -2,13 +2,22 @@
 // Every section after the first: one parse error each (the first section reports its own).
 // RUN: ipu-opt %s --split-input-file --parsing-diagnostics | filecheck %s --check-prefix=SPLIT
 
-// A range has exactly two bounds: [first, end).
+// A range is written `first to end` (half-open); a list in square brackets.
 func.func @bad_range_syntax() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 1, 2)> shard [4] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a scratch on #tile.tiles<0, 2> shard [4] f32 row_major standard align 4 tail 0
   func.return
 }
-// CHECK: a tile range is written [first, end)
-// SPLIT: a tile range is written [first, end)
+// CHECK: Expected 'to' in a tile range 'first to end'
+// SPLIT: Expected 'to' in a tile range 'first to end'
+
+// -----
+
+// The old half-open spelling `[a, b)` is not a list.
+func.func @old_range_syntax() {
+  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [4] f32 row_major standard align 4 tail 0
+  func.return
+}
+// SPLIT: Expected ']' to end a tile list
 
 // -----
 
@@ -22,7 +31,7 @@ func.func @buffer_tiles_not_a_set() {
 // -----
 
 func.func @buffer_origin_not_a_tensor() {
-  %a = tile.buffer @a input 0 on #tile.tiles<[0, 2)> shard [4] f32 row_major standard align 4 tail 0 from f32
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [4] f32 row_major standard align 4 tail 0 from f32
   func.return
 }
 // SPLIT: expected the mid tensor type after 'from', got f32
@@ -39,7 +48,7 @@ func.func @loop_provenance_not_an_attr() {
 // -----
 
 func.func @exchange_dst_not_a_set() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.exchange 1 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on [0, 2] iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
@@ -48,8 +57,8 @@ func.func @exchange_dst_not_a_set() {
 // -----
 
 func.func @exchange_provenance_not_an_attr() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.exchange 1 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<[0, 2)> iv() provenance "why"
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.exchange 1 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance "why"
   func.return
 }
 // SPLIT: expected #tile.provenance<...>, got "why"
@@ -57,7 +66,7 @@ func.func @exchange_provenance_not_an_attr() {
 // -----
 
 func.func @kernel_tiles_not_a_set() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.kernel @copy_words(%a[() -> (0)], %a[() -> (4)]) scalars [1] on 7 iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
   func.return
 }
@@ -66,8 +75,8 @@ func.func @kernel_tiles_not_a_set() {
 // -----
 
 func.func @kernel_provenance_not_an_attr() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 2)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @copy_words(%a[() -> (0)], %a[() -> (4)]) scalars [1] on #tile.tiles<[0, 2)> iv() provenance #tile.tiles<[0, 2)>
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @copy_words(%a[() -> (0)], %a[() -> (4)]) scalars [1] on #tile.tiles<0 to 2> iv() provenance #tile.tiles<0 to 2>
   func.return
 }
-// SPLIT: expected #tile.provenance<...>, got #tile.tiles<[0, 2)>
+// SPLIT: expected #tile.provenance<...>, got #tile.tiles<0 to 2>

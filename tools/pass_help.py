@@ -1,0 +1,53 @@
+"""`ipu-opt --help`'s list of passes: what each does and its options with their defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import textwrap
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+_LITERAL = re.compile(r"Literal\[(.*)\]")
+
+
+def option_type(annotation: object) -> str:
+    """`Literal['pad', 'reject']` -> `pad|reject`; `int | None` stays as written."""
+    text = str(annotation).strip("'\"")
+    if match := _LITERAL.fullmatch(text):
+        return "|".join(part.strip().strip("'\"") for part in match.group(1).split(","))
+    return text
+
+
+def pass_options(pass_class: type[ModulePass]) -> list[str]:
+    """`name=TYPE (default D)` for each option (a dataclass field of the pass)."""
+    options = []
+    for option in dataclasses.fields(pass_class):
+        default = "" if option.default is dataclasses.MISSING else (
+            f" (default {str(option.default).lower()})")
+        options.append(f"{option.name}={option_type(option.type)}{default}")
+    return options
+
+
+def pass_description(pass_class: type[ModulePass]) -> str:
+    """The first paragraph of the pass module's docstring without its "`name`: " head (our
+    passes start that way), else of the class docstring, else of the module docstring."""
+    module_doc = sys.modules[pass_class.__module__].__doc__ or ""
+    head = re.match(rf"\s*`{re.escape(pass_class.name)}[^`]*`:\s*", module_doc)
+    text = module_doc[head.end():] if head else (pass_class.__doc__ or module_doc)
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    return paragraph or f"xDSL's {pass_class.__name__}"
+
+
+def passes_help(passes: dict[str, Callable[[], type[ModulePass]]], width: int = 88) -> str:
+    lines = ["passes (-p 'name{option=value ...},...'):"]
+    for name, factory in passes.items():
+        pass_class = factory()
+        lines.append(f"  {name}")
+        lines += textwrap.wrap(pass_description(pass_class), width,
+                               initial_indent=" " * 6, subsequent_indent=" " * 6)
+        for option in pass_options(pass_class):
+            lines.append(f"      - {option}")
+    return "\n".join(lines)
