@@ -1,0 +1,5 @@
+"""ONNX import (optional extra `onnx`): `import_onnx(model) -> ImportedModel(module, weights)`."""
+
+from frontend.onnx.importer import ImportedModel, OnnxImportError, import_onnx
+
+__all__ = ["ImportedModel", "OnnxImportError", "import_onnx"]

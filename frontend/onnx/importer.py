@@ -1,0 +1,480 @@
+"""ONNX model -> one graph-dialect `func.func` and its weights.
+
+`import_onnx(model)` returns the module and a dict of named arrays: the graph's inputs become
+the first arguments, then every constant the graph ops read (initializers under their own names,
+folded constants under the name of the value they were) becomes a named argument whose array is
+in the dict. The steps: static shapes of the inputs, constant folding (frontend/onnx/folding.py),
+pattern matching (frontend/onnx/patterns.py), then one graph op (or a few) per remaining node in
+the model's order. A node the importer cannot map raises `OnnxImportError` naming the node, its
+op type and its index: the importer never returns part of a graph.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from xdsl.dialects.builtin import ModuleOp, TensorType, f16, f32
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from frontend.builder import GraphBuilder
+from frontend.onnx.folding import attributes, fold, normalized_axis, reshape_target, slice_indices
+from frontend.onnx.patterns import (
+    AttentionMatch,
+    GeluMatch,
+    GraphView,
+    causal_mask_kind,
+    match_attention,
+    match_gelu,
+)
+
+ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {"f32": (f32, np.float32), "f16": (f16, np.float16)}
+FLOAT_INPUTS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16}
+
+
+class OnnxImportError(Exception):
+    """The model has something the importer cannot map; the message names the node or input."""
+
+
+@dataclass
+class ImportedModel:
+    module: ModuleOp
+    weights: dict[str, np.ndarray]  # argument name -> array, in the argument's storage dtype
+
+
+def ssa_name(name: str) -> str:
+    """An ONNX value name as an SSA name (letters, digits, _$.-, not starting with a digit).
+
+    A trailing `_<digits>` becomes `.<digits>`: xDSL drops such a suffix from a name hint (it
+    reads as its own disambiguation), so `onnx::MatMul_121` and `onnx::MatMul_141` would both
+    print as `%onnx__MatMul...` and parse back as one name."""
+    cleaned = re.sub(r"[^A-Za-z0-9_$.\-]", "_", name)
+    cleaned = re.sub(r"_(\d+)$", r".\1", cleaned)
+    return cleaned if cleaned and cleaned[0].isalpha() or cleaned.startswith("_") else f"v{cleaned}"
+
+
+class Importer:
+    def __init__(self, model: onnx.ModelProto, dtype: str, function: str):
+        self.graph = model.graph
+        self.element_type, self.numpy_dtype = ELEMENT_TYPES[dtype]
+        self.builder = GraphBuilder(function)
+        self.env: dict[str, SSAValue] = {}
+        self.constants = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
+        self.weights: dict[str, np.ndarray] = {}
+        self.names: set[str] = set()
+        self.shapes = self.inferred_shapes(model)
+        self.nodes = list(self.graph.node)
+
+    # -- values -------------------------------------------------------------------------------
+
+    @staticmethod
+    def inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+        """Static shapes ONNX shape inference finds (Shape nodes of computed values fold)."""
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model).graph
+        except Exception:  # inference is a help for folding, not a requirement
+            return {}
+        shapes = {}
+        for info in [*inferred.value_info, *inferred.input, *inferred.output]:
+            dims = info.type.tensor_type.shape.dim
+            if info.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+                shapes[info.name] = tuple(d.dim_value for d in dims)
+        return shapes
+
+    def unique_name(self, onnx_name: str) -> str:
+        name, n = ssa_name(onnx_name), 1
+        while name in self.names:
+            name, n = f"{ssa_name(onnx_name)}.{n}", n + 1
+        self.names.add(name)
+        return name
+
+    def add_inputs(self) -> None:
+        for info in self.graph.input:
+            if info.name in self.constants:  # IR < 4 lists initializers as inputs too
+                continue
+            tensor = info.type.tensor_type
+            if tensor.elem_type not in FLOAT_INPUTS:
+                raise OnnxImportError(
+                    f"graph input '{info.name}' has element type "
+                    f"{onnx.TensorProto.DataType.Name(tensor.elem_type)}; graph tensors are "
+                    "floating point (f32 or f16)"
+                )
+            if not tensor.HasField("shape"):
+                raise OnnxImportError(
+                    f"graph input '{info.name}' has no shape; ipu-import needs static shapes: "
+                    "export the model with fixed input sizes"
+                )
+            shape = []
+            for axis, dim in enumerate(tensor.shape.dim):
+                if not dim.HasField("dim_value") or dim.dim_value < 1:
+                    what = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
+                    raise OnnxImportError(
+                        f"graph input '{info.name}' has a dynamic extent ({what}) at axis {axis}; "
+                        "ipu-import needs static shapes: export the model with fixed input sizes"
+                    )
+                shape.append(dim.dim_value)
+            name = self.unique_name(info.name)
+            self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
+            self.shapes[info.name] = tuple(shape)
+
+    def value(self, name: str, where: str) -> SSAValue:
+        """The graph value of an ONNX value; a constant becomes a named argument (a weight)."""
+        if name in self.env:
+            return self.env[name]
+        if name not in self.constants:
+            raise OnnxImportError(f"{where}: input '{name}' is produced by no node, initializer "
+                                  "or graph input")
+        array = self.constants[name]
+        if not np.issubdtype(array.dtype, np.floating):
+            raise OnnxImportError(
+                f"{where}: input '{name}' is a {array.dtype} constant used as a tensor; graph "
+                "tensors are floating point"
+            )
+        arg_name = self.unique_name(name)
+        self.weights[arg_name] = array.astype(self.numpy_dtype)
+        self.env[name] = self.builder.input(list(array.shape), self.element_type, name=arg_name)
+        return self.env[name]
+
+    def constant(self, name: str, where: str, what: str) -> np.ndarray:
+        if name not in self.constants:
+            raise OnnxImportError(
+                f"{where}: the {what} input '{name}' is computed at run time, not a constant "
+                "(a dynamic shape); ipu-import needs static shapes"
+            )
+        return self.constants[name]
+
+    # -- the passes ---------------------------------------------------------------------------
+
+    def fold_constants(self) -> set[int]:
+        folded = set()
+        for index, node in enumerate(self.nodes):
+            inputs = [self.constants.get(name) if name else None for name in node.input]
+            try:
+                outputs = fold(node, inputs, self.shapes)
+            except Exception as error:  # a malformed node: say which one
+                raise OnnxImportError(
+                    f"{where(index, node)}: cannot evaluate it on its constant inputs: {error}"
+                ) from None
+            if outputs is not None:
+                folded.add(index)
+                for name, array in zip(node.output, outputs):
+                    self.constants[name] = np.asarray(array)
+                    self.shapes[name] = np.shape(array)
+        return folded
+
+    def run(self) -> ImportedModel:
+        self.add_inputs()
+        folded = self.fold_constants()
+        view = GraphView(self.nodes, self.constants, {o.name for o in self.graph.output}, folded)
+        anchors, consumed = self.match_patterns(view, folded)
+        for index, node in enumerate(self.nodes):
+            if index in folded or index in consumed:
+                continue
+            try:
+                if index in anchors:
+                    outputs = anchors[index](self, index, node)
+                else:
+                    handler = HANDLERS.get(node.op_type if node.domain in ("", "ai.onnx") else "")
+                    if handler is None:
+                        raise OnnxImportError(unsupported(index, node))
+                    outputs = handler(self, index, node)
+            except VerifyException as error:  # a shape the graph op rejects, in its own terms
+                raise OnnxImportError(f"{where(index, node)}: {error}") from None
+            for name, value in zip(node.output, outputs):
+                self.env[name] = value
+        results = [self.value(o.name, f"graph output '{o.name}'") for o in self.graph.output]
+        self.builder.output(*results)
+        module = self.builder.build()
+        self.remove_unused(module)
+        return ImportedModel(module, self.weights)
+
+    def match_patterns(self, view: GraphView, folded: set[int]):
+        anchors: dict[int, Callable] = {}
+        consumed: set[int] = set()
+        for index, node in enumerate(self.nodes):
+            if index in folded:
+                continue
+            match: AttentionMatch | GeluMatch | None = None
+            if node.op_type == "Softmax":
+                match = match_attention(view, index)
+            elif node.op_type == "Erf":
+                match = match_gelu(view, index)
+            if match is None or consumed & set(match.consumed):
+                continue
+            consumed |= set(match.consumed) - {match.anchor}
+            if isinstance(match, AttentionMatch):
+                anchors[match.anchor] = lambda self, i, n, m=match: self.attention(m)
+            else:
+                anchors[match.anchor] = lambda self, i, n, m=match: [
+                    self.builder.gelu(self.value(m.input, where(i, n)))
+                ]
+        return anchors, consumed
+
+    def remove_unused(self, module: ModuleOp) -> None:
+        """Drop ops whose results nothing reads (a transpose whose only reader was a folded
+        Shape), then weight arguments nothing reads."""
+        func = next(op for op in module.ops if isinstance(op, FuncOp))
+        block = func.body.block
+        for op in reversed(list(block.ops)):
+            if not isinstance(op, ReturnOp) and all(not r.uses for r in op.results):
+                block.erase_op(op)
+        for arg in reversed(list(block.args)):
+            if not arg.uses and arg.name_hint in self.weights:
+                del self.weights[arg.name_hint]
+                block.erase_arg(arg)
+        func.update_function_type()
+
+    # -- patterns -----------------------------------------------------------------------------
+
+    def attention(self, match: AttentionMatch) -> list[SSAValue]:
+        softmax = self.nodes[match.softmax]
+        at = where(match.softmax, softmax)
+        query = self.value(match.query, at)
+        key_t = self.value(match.key_transposed, at)
+        value = self.value(match.value, at)
+        q_shape, kt_shape = query.type.get_shape(), key_t.type.get_shape()
+        if len(q_shape) < 3 or len(kt_shape) != len(q_shape):
+            raise OnnxImportError(
+                f"{at}: attention over query {list(q_shape)} and transposed key {list(kt_shape)}: "
+                "graph.attention needs [..., heads, seq, head_dim] operands of one rank >= 3"
+            )
+        causal = False
+        if match.mask is not None:
+            logits = (*q_shape[:-1], kt_shape[-1])
+            kind = causal_mask_kind(match.mask, logits)
+            if kind == "general":
+                raise OnnxImportError(
+                    f"{at}: the attention's additive mask of shape {list(match.mask.shape)} is "
+                    "neither causal (-inf above the diagonal, 0 elsewhere) nor zero; "
+                    "graph.attention supports causal masking only"
+                )
+            causal = kind == "causal"
+        key = self.untransposed_key(match.key_transposed, key_t)
+        default = 1.0 / math.sqrt(q_shape[-1])
+        scale = None if abs(match.scale - default) <= 1e-6 * default else match.scale
+        return [self.builder.attention(query, key, value, causal=causal, scale=scale)]
+
+    def untransposed_key(self, name: str, key_t: SSAValue) -> SSAValue:
+        """K from Kᵀ: undo the exporter's Transpose into one permutation of its input."""
+        rank = len(key_t.type.get_shape())
+        swap = [*range(rank - 2), rank - 1, rank - 2]
+        producer = next((n for n in self.nodes if name in n.output), None)
+        if producer is not None and producer.op_type == "Transpose" and producer.input[0] in self.env:
+            perm = attributes(producer).get("perm", list(reversed(range(rank))))
+            composed = [perm[s] for s in swap]
+            source = self.env[producer.input[0]]
+            return source if composed == list(range(rank)) else self.builder.transpose(source, composed)
+        return self.builder.transpose(key_t, swap)
+
+    # -- single nodes -------------------------------------------------------------------------
+
+    def operands(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        return [self.value(name, where(index, node)) for name in node.input if name]
+
+    def matmul(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        a, b = self.operands(index, node)
+        for what, v in (("A", a), ("B", b)):
+            if len(v.type.get_shape()) < 2:
+                raise OnnxImportError(
+                    f"{where(index, node)}: input {what} has rank {len(v.type.get_shape())}; "
+                    "graph.gemm multiplies matrices (rank >= 2)"
+                )
+        return [self.builder.gemm(a, b)]
+
+    def gemm(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        attrs = attributes(node)
+        alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
+        operands = self.operands(index, node)
+        if alpha != 1.0 or (len(operands) > 2 and beta != 1.0):
+            raise OnnxImportError(
+                f"{where(index, node)}: alpha = {alpha}, beta = {beta}; only alpha = beta = 1 "
+                "maps to graph.gemm and graph.add"
+            )
+        product = self.builder.gemm(operands[0], operands[1], bool(attrs.get("transA", 0)),
+                                    bool(attrs.get("transB", 0)))
+        return [self.builder.add(product, operands[2]) if len(operands) > 2 else product]
+
+    def add(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        return [self.builder.add(*self.operands(index, node))]
+
+    def layer_norm(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        attrs = attributes(node)
+        x, weight = (self.value(n, where(index, node)) for n in node.input[:2])
+        rank = len(x.type.get_shape())
+        axis = attrs.get("axis", -1)
+        if normalized_axis(axis, rank) != rank - 1:
+            raise OnnxImportError(
+                f"{where(index, node)}: normalizes from axis {axis} of a rank-{rank} input; "
+                "graph.layer_norm normalizes the last axis only"
+            )
+        if any(self.used(name) for name in node.output[1:]):
+            raise OnnxImportError(
+                f"{where(index, node)}: its Mean or InvStdDev output is used; graph.layer_norm "
+                "gives the normalized tensor only"
+            )
+        if len(node.input) > 2 and node.input[2]:
+            bias = self.value(node.input[2], where(index, node))
+        else:
+            zeros = f"{node.output[0]}.bias"
+            self.constants[zeros] = np.zeros(x.type.get_shape()[-1:], np.float32)
+            bias = self.value(zeros, where(index, node))
+        return [self.builder.layer_norm(x, weight, bias, float(attrs.get("epsilon", 1e-5)))]
+
+    def used(self, name: str) -> bool:
+        return bool(name) and (any(name in n.input for n in self.nodes)
+                               or name in {o.name for o in self.graph.output})
+
+    def gelu(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        approximate = attributes(node).get("approximate", b"none")
+        if approximate not in (b"none", "none"):
+            raise OnnxImportError(
+                f"{where(index, node)}: approximate = '{approximate.decode()}'; graph.gelu is the "
+                "exact (erf) GeLU"
+            )
+        return [self.builder.gelu(*self.operands(index, node))]
+
+    def reshape(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        x = self.value(node.input[0], where(index, node))
+        target = self.constant(node.input[1], where(index, node), "shape")
+        shape = reshape_target(x.type.get_shape(), target.tolist(),
+                               attributes(node).get("allowzero", 0))
+        return [self.builder.reshape(x, shape)]
+
+    def transpose(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        x = self.value(node.input[0], where(index, node))
+        rank = len(x.type.get_shape())
+        return [self.builder.transpose(x, attributes(node).get("perm", list(reversed(range(rank)))))]
+
+    def split(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        attrs = attributes(node)
+        x = self.value(node.input[0], where(index, node))
+        shape = list(x.type.get_shape())
+        axis = normalized_axis(attrs.get("axis", 0), len(shape))
+        if len(node.input) > 1 and node.input[1]:
+            sizes = self.constant(node.input[1], where(index, node), "split").tolist()
+        elif "split" in attrs:
+            sizes = list(attrs["split"])
+        else:  # equal parts, the last one smaller (opset 18's num_outputs)
+            parts = len(node.output)
+            chunk = -(-shape[axis] // parts)
+            sizes = [min(chunk, shape[axis] - i * chunk) for i in range(parts)]
+        results, start = [], 0
+        for size in sizes:
+            starts = [0] * len(shape)
+            ends = list(shape)
+            starts[axis], ends[axis] = start, start + size
+            results.append(self.builder.slice(x, starts, ends))
+            start += size
+        return results
+
+    def slice(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        at = where(index, node)
+        x = self.value(node.input[0], at)
+        shape = list(x.type.get_shape())
+        starts, ends, axes, steps = (
+            self.constant(name, at, what).tolist() if name else None
+            for name, what in zip([*node.input[1:], "", "", ""][:4],
+                                  ("starts", "ends", "axes", "steps"))
+        )
+        bounds = slice_indices(shape, starts, ends, axes, steps)
+        full = [(0, extent, 1) for extent in shape]
+        for axis, (start, end, step) in bounds.items():
+            if step < 1:
+                raise OnnxImportError(
+                    f"{at}: step {step} at axis {axis} reverses the axis; graph.slice takes "
+                    "steps >= 1"
+                )
+            if start >= end:
+                raise OnnxImportError(
+                    f"{at}: axis {axis} becomes empty ([{start}, {end}) of extent "
+                    f"{shape[axis]}); graph tensors have extents >= 1"
+                )
+            full[axis] = (start, end, step)
+        return [self.builder.slice(x, *([list(b) for b in zip(*full)]))]
+
+    def concat(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        values = self.operands(index, node)
+        axis = normalized_axis(attributes(node)["axis"], len(values[0].type.get_shape()))
+        return [self.builder.concat(values, axis)]
+
+    def identity(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        return [self.value(node.input[0], where(index, node))]
+
+    def cast(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        to = attributes(node)["to"]
+        if to not in FLOAT_INPUTS:
+            raise OnnxImportError(
+                f"{where(index, node)}: casts a tensor to {onnx.TensorProto.DataType.Name(to)}; "
+                "graph tensors stay floating point"
+            )
+        return self.identity(index, node)  # one element type for the whole graph (--dtype)
+
+    def softmax(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        raise OnnxImportError(
+            f"{where(index, node)}: a Softmax is imported only as part of attention, "
+            "softmax(scale * Q @ K^T [+ causal mask]) @ V over the last axis, and this one "
+            "does not fit that pattern"
+        )
+
+    def erf(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+        raise OnnxImportError(
+            f"{where(index, node)}: an Erf is imported only as part of the exact GeLU, "
+            "x * 0.5 * (1 + erf(x / sqrt(2))), and this one does not fit that pattern"
+        )
+
+
+def where(index: int, node: onnx.NodeProto) -> str:
+    """How a diagnostic names a node: its index in the graph, its name and its op type."""
+    return f"node #{index} '{node.name}' ({node.op_type})" if node.name else (
+        f"node #{index} ({node.op_type})")
+
+
+HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[SSAValue]]] = {
+    "MatMul": Importer.matmul,
+    "Gemm": Importer.gemm,
+    "Add": Importer.add,
+    "LayerNormalization": Importer.layer_norm,
+    "Gelu": Importer.gelu,
+    "Reshape": Importer.reshape,
+    "Transpose": Importer.transpose,
+    "Split": Importer.split,
+    "Slice": Importer.slice,
+    "Concat": Importer.concat,
+    "Identity": Importer.identity,
+    "Cast": Importer.cast,
+    "Softmax": Importer.softmax,
+    "Erf": Importer.erf,
+}
+
+
+def unsupported(index: int, node: onnx.NodeProto) -> str:
+    op = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+    return (
+        f"{where(index, node)}: no graph op for ONNX {op} on tensors computed at run time; "
+        "ipu-import maps MatMul, Gemm, Add, LayerNormalization, Gelu (and its Erf form), "
+        "Reshape, Transpose, Split, Slice, Concat and attention, and folds shape arithmetic "
+        "on constants"
+    )
+
+
+def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",
+                function: str = "main") -> ImportedModel:
+    """Import a model (a ModelProto or a path); `dtype` 'f32' or 'f16' is the element type of
+    every graph tensor (weights are converted)."""
+    if dtype not in ELEMENT_TYPES:
+        raise OnnxImportError(f"dtype '{dtype}' is not one of {', '.join(ELEMENT_TYPES)}")
+    if not isinstance(model, onnx.ModelProto):
+        model = onnx.load(str(model))
+    return Importer(model, dtype, function).run()
+
+
+def element_type_of(value: SSAValue) -> TensorType:
+    return value.type  # type: ignore[return-value]
