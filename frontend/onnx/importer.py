@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from xdsl.dialects.builtin import ModuleOp, TensorType, f16, f32
+from xdsl.dialects.builtin import ModuleOp, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -135,8 +135,8 @@ class Importer:
         array = self.constants[name]
         if not np.issubdtype(array.dtype, np.floating):
             raise OnnxImportError(
-                f"{where}: input '{name}' is a {array.dtype} constant used as a tensor; graph "
-                "tensors are floating point"
+                f"{where}: input '{name}' is a constant of dtype {array.dtype} used as a tensor; "
+                "graph tensors are floating point"
             )
         arg_name = self.unique_name(name)
         self.weights[arg_name] = array.astype(self.numpy_dtype)
@@ -475,6 +475,3 @@ def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",
         model = onnx.load(str(model))
     return Importer(model, dtype, function).run()
 
-
-def element_type_of(value: SSAValue) -> TensorType:
-    return value.type  # type: ignore[return-value]
