@@ -58,7 +58,9 @@ def constant_value(node: onnx.NodeProto) -> np.ndarray:
                         ("value_int", np.int64), ("value_ints", np.int64)):
         if name in attrs:
             return np.array(attrs[name], dtype)
-    raise ValueError("a Constant without a value the importer reads (value, value_float(s), value_int(s))")
+    raise ValueError(
+        "a Constant without a value the importer reads (value, value_float(s), value_int(s))"
+    )
 
 
 def onnx_slice(x: np.ndarray, starts, ends, axes=None, steps=None) -> np.ndarray:

@@ -12,9 +12,7 @@ op type and its index: the importer never returns part of a graph.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +24,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder
+from frontend.imported import ImportedModel, UniqueNames
 from frontend.onnx.folding import attributes, fold, normalized_axis, reshape_target, slice_indices
 from frontend.onnx.patterns import (
     AttentionMatch,
@@ -44,23 +43,6 @@ class OnnxImportError(Exception):
     """The model has something the importer cannot map; the message names the node or input."""
 
 
-@dataclass
-class ImportedModel:
-    module: ModuleOp
-    weights: dict[str, np.ndarray]  # argument name -> array, in the argument's storage dtype
-
-
-def ssa_name(name: str) -> str:
-    """An ONNX value name as an SSA name (letters, digits, _$.-, not starting with a digit).
-
-    A trailing `_<digits>` becomes `.<digits>`: xDSL drops such a suffix from a name hint (it
-    reads as its own disambiguation), so `onnx::MatMul_121` and `onnx::MatMul_141` would both
-    print as `%onnx__MatMul...` and parse back as one name."""
-    cleaned = re.sub(r"[^A-Za-z0-9_$.\-]", "_", name)
-    cleaned = re.sub(r"_(\d+)$", r".\1", cleaned)
-    return cleaned if cleaned and cleaned[0].isalpha() or cleaned.startswith("_") else f"v{cleaned}"
-
-
 class Importer:
     def __init__(self, model: onnx.ModelProto, dtype: str, function: str):
         self.graph = model.graph
@@ -69,7 +51,7 @@ class Importer:
         self.env: dict[str, SSAValue] = {}
         self.constants = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
         self.weights: dict[str, np.ndarray] = {}
-        self.names: set[str] = set()
+        self.unique_name = UniqueNames()
         self.shapes = self.inferred_shapes(model)
         self.nodes = list(self.graph.node)
 
@@ -88,13 +70,6 @@ class Importer:
             if info.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
                 shapes[info.name] = tuple(d.dim_value for d in dims)
         return shapes
-
-    def unique_name(self, onnx_name: str) -> str:
-        name, n = ssa_name(onnx_name), 1
-        while name in self.names:
-            name, n = f"{ssa_name(onnx_name)}.{n}", n + 1
-        self.names.add(name)
-        return name
 
     def add_inputs(self) -> None:
         for info in self.graph.input:
