@@ -145,3 +145,9 @@ def test_inputs_archive_that_is_not_one(gemm_file, tmp_path, capsys) -> None:
     np.savez(tmp_path / "obj.npz", a=np.array([{"x": 1}], dtype=object))
     assert run_main(gemm_file, reference=True, archive=str(tmp_path / "obj.npz")) == 2
     assert f"--inputs: cannot read '{tmp_path / 'obj.npz'}'" in capsys.readouterr().err
+
+
+def test_checked_in_import_of_the_block_is_current(tmp_path) -> None:
+    """examples/onnx/gpt2_block/model.mlir (shown in the README) is what ipu-import writes."""
+    out = import_fixture("gpt2_block", "f32", tmp_path)
+    assert (out / "model.mlir").read_text() == (EXAMPLES / "gpt2_block" / "model.mlir").read_text()
