@@ -54,6 +54,8 @@ class Importer:
         self.unique_name = UniqueNames()
         self.shapes = self.inferred_shapes(model)
         self.nodes = list(self.graph.node)
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                          onnx.defs.onnx_opset_version())
 
     # -- values -------------------------------------------------------------------------------
 
@@ -220,6 +222,15 @@ class Importer:
             raise OnnxImportError(
                 f"{at}: attention over query {list(q_shape)} and transposed key {list(kt_shape)}: "
                 "graph.attention needs [..., heads, seq, head_dim] operands of one rank >= 3"
+            )
+        # opset 13 made -1 the default; before, 1, with the axes from it on flattened into one,
+        # which for the last axis is the same softmax
+        default_axis = -1 if self.opset >= 13 else 1
+        axis = attributes(softmax).get("axis", default_axis)
+        if normalized_axis(axis, len(q_shape)) != len(q_shape) - 1:
+            raise OnnxImportError(
+                f"{at}: softmax over axis {axis} of rank-{len(q_shape)} logits; attention's "
+                "softmax runs over the key axis (the last)"
             )
         causal = False
         if match.mask is not None:

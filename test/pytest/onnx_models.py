@@ -38,7 +38,8 @@ def constant(name: str, value) -> onnx.NodeProto:
 
 
 def attention_model(mask: np.ndarray | None, scale: float = 0.125, heads: int = 2,
-                    seq: int = 8, dim: int = 4) -> onnx.ModelProto:
+                    seq: int = 8, dim: int = 4, softmax_axis: int = -1,
+                    opset: int = 17) -> onnx.ModelProto:
     """softmax(Q @ Kᵀ * scale [+ mask]) @ V, the way a hand-written exporter spells it."""
     shape = [1, heads, seq, dim]
     nodes = [
@@ -52,6 +53,6 @@ def attention_model(mask: np.ndarray | None, scale: float = 0.125, heads: int = 
         nodes += [constant("mask", mask.astype(np.float32)),
                   helper.make_node("Add", ["scaled", "mask"], ["masked"], name="masked")]
         logits = "masked"
-    nodes += [helper.make_node("Softmax", [logits], ["p"], name="softmax", axis=-1),
+    nodes += [helper.make_node("Softmax", [logits], ["p"], name="softmax", axis=softmax_axis),
               helper.make_node("MatMul", ["p", "v"], ["y"], name="pv")]
-    return model(nodes, [tensor(n, shape) for n in "qkv"], ["y"])
+    return model(nodes, [tensor(n, shape) for n in "qkv"], ["y"], opset=opset)

@@ -243,6 +243,15 @@ def test_attention_with_a_general_mask() -> None:
     )
 
 
+def test_attention_softmax_over_another_axis() -> None:
+    assert import_error(attention_model(None, softmax_axis=2)) == (
+        "node #4 'softmax' (Softmax): softmax over axis 2 of rank-4 logits; attention's softmax "
+        "runs over the key axis (the last)"
+    )
+    feeds = {n: rand(1, 2, 8, 4) for n in "qkv"}  # opset 11: axis 3 of 4 is the last axis
+    check_against_onnx(attention_model(None, softmax_axis=3, opset=11), feeds)
+
+
 def test_softmax_and_erf_outside_their_patterns() -> None:
     m = model([helper.make_node("Softmax", ["x"], ["y"], name="sm")], [tensor("x", [2, 4])], ["y"])
     assert import_error(m) == (
