@@ -124,7 +124,8 @@ class TorchImporter:
 
     def layer_norm(self, at: str, node: Any) -> SSAValue:
         x, shape, weight, bias, eps = self.args(
-            node, ["x", "shape", "weight", "bias", "eps"], {"weight": None, "bias": None, "eps": 1e-5})
+            node, ["x", "shape", "weight", "bias", "eps"],
+            {"weight": None, "bias": None, "eps": 1e-5})
         x_shape = self.shape(node.args[0])
         if list(shape) != x_shape[-1:]:
             raise TorchImportError(

@@ -53,7 +53,8 @@ def randomized(module: nn.Module, seed: int) -> nn.Module:
     with torch.no_grad():
         for name, parameter in module.named_parameters():
             noise = torch.randn(parameter.shape, generator=generator) * 0.1
-            parameter.copy_(noise + 1.0 if ".ln_" in f".{name}" and name.endswith("weight") else noise)
+            layer_norm_scale = ".ln_" in f".{name}" and name.endswith("weight")
+            parameter.copy_(noise + 1.0 if layer_norm_scale else noise)
     return module.eval()
 
 

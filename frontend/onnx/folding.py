@@ -35,7 +35,9 @@ def slice_indices(
 ) -> dict[int, tuple[int, int, int]]:
     """ONNX Slice's clamping rules: per sliced axis, (start, end, step) with start and end
     clamped into the extent (end may be -1 for a reversed slice that reaches index 0)."""
-    axes = list(range(len(starts))) if axes is None else [normalized_axis(a, len(shape)) for a in axes]
+    if axes is None:
+        axes = list(range(len(starts)))
+    axes = [normalized_axis(a, len(shape)) for a in axes]
     steps = [1] * len(starts) if steps is None else list(steps)
     bounds = {}
     for axis, start, end, step in zip(axes, starts, ends, steps):

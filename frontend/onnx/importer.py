@@ -25,7 +25,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder
 from frontend.imported import ImportedModel, UniqueNames
-from frontend.onnx.folding import attributes, fold, normalized_axis, reshape_target, slice_indices
+from frontend.onnx.folding import attributes, fold, normalized_axis
+from frontend.onnx.nodes import FLOAT_TYPES, HANDLERS, OnnxImportError, unsupported, where
 from frontend.onnx.patterns import (
     AttentionMatch,
     GeluMatch,
@@ -35,12 +36,9 @@ from frontend.onnx.patterns import (
     match_gelu,
 )
 
-ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {"f32": (f32, np.float32), "f16": (f16, np.float16)}
-FLOAT_INPUTS = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16}
-
-
-class OnnxImportError(Exception):
-    """The model has something the importer cannot map; the message names the node or input."""
+ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
+    "f32": (f32, np.float32), "f16": (f16, np.float16)
+}
 
 
 class Importer:
@@ -69,7 +67,8 @@ class Importer:
         shapes = {}
         for info in [*inferred.value_info, *inferred.input, *inferred.output]:
             dims = info.type.tensor_type.shape.dim
-            if info.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            static = all(d.HasField("dim_value") for d in dims)
+            if info.type.tensor_type.HasField("shape") and static:
                 shapes[info.name] = tuple(d.dim_value for d in dims)
         return shapes
 
@@ -78,7 +77,7 @@ class Importer:
             if info.name in self.constants:  # IR < 4 lists initializers as inputs too
                 continue
             tensor = info.type.tensor_type
-            if tensor.elem_type not in FLOAT_INPUTS:
+            if tensor.elem_type not in FLOAT_TYPES:
                 raise OnnxImportError(
                     f"graph input '{info.name}' has element type "
                     f"{onnx.TensorProto.DataType.Name(tensor.elem_type)}; graph tensors are "
@@ -253,202 +252,15 @@ class Importer:
         rank = len(key_t.type.get_shape())
         swap = [*range(rank - 2), rank - 1, rank - 2]
         producer = next((n for n in self.nodes if name in n.output), None)
-        if producer is not None and producer.op_type == "Transpose" and producer.input[0] in self.env:
+        transposes = producer is not None and producer.op_type == "Transpose"
+        if transposes and producer.input[0] in self.env:
             perm = attributes(producer).get("perm", list(reversed(range(rank))))
             composed = [perm[s] for s in swap]
             source = self.env[producer.input[0]]
-            return source if composed == list(range(rank)) else self.builder.transpose(source, composed)
+            if composed == list(range(rank)):
+                return source
+            return self.builder.transpose(source, composed)
         return self.builder.transpose(key_t, swap)
-
-    # -- single nodes -------------------------------------------------------------------------
-
-    def operands(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        return [self.value(name, where(index, node)) for name in node.input if name]
-
-    def matmul(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        a, b = self.operands(index, node)
-        for what, v in (("A", a), ("B", b)):
-            if len(v.type.get_shape()) < 2:
-                raise OnnxImportError(
-                    f"{where(index, node)}: input {what} has rank {len(v.type.get_shape())}; "
-                    "graph.gemm multiplies matrices (rank >= 2)"
-                )
-        return [self.builder.gemm(a, b)]
-
-    def gemm(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        attrs = attributes(node)
-        alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
-        operands = self.operands(index, node)
-        if alpha != 1.0 or (len(operands) > 2 and beta != 1.0):
-            raise OnnxImportError(
-                f"{where(index, node)}: alpha = {alpha}, beta = {beta}; only alpha = beta = 1 "
-                "maps to graph.gemm and graph.add"
-            )
-        product = self.builder.gemm(operands[0], operands[1], bool(attrs.get("transA", 0)),
-                                    bool(attrs.get("transB", 0)))
-        return [self.builder.add(product, operands[2]) if len(operands) > 2 else product]
-
-    def add(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        return [self.builder.add(*self.operands(index, node))]
-
-    def layer_norm(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        attrs = attributes(node)
-        x, weight = (self.value(n, where(index, node)) for n in node.input[:2])
-        rank = len(x.type.get_shape())
-        axis = attrs.get("axis", -1)
-        if normalized_axis(axis, rank) != rank - 1:
-            raise OnnxImportError(
-                f"{where(index, node)}: normalizes from axis {axis} of a rank-{rank} input; "
-                "graph.layer_norm normalizes the last axis only"
-            )
-        if any(self.used(name) for name in node.output[1:]):
-            raise OnnxImportError(
-                f"{where(index, node)}: its Mean or InvStdDev output is used; graph.layer_norm "
-                "gives the normalized tensor only"
-            )
-        if len(node.input) > 2 and node.input[2]:
-            bias = self.value(node.input[2], where(index, node))
-        else:
-            zeros = f"{node.output[0]}.bias"
-            self.constants[zeros] = np.zeros(x.type.get_shape()[-1:], np.float32)
-            bias = self.value(zeros, where(index, node))
-        return [self.builder.layer_norm(x, weight, bias, float(attrs.get("epsilon", 1e-5)))]
-
-    def used(self, name: str) -> bool:
-        return bool(name) and (any(name in n.input for n in self.nodes)
-                               or name in {o.name for o in self.graph.output})
-
-    def gelu(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        approximate = attributes(node).get("approximate", b"none")
-        if approximate not in (b"none", "none"):
-            raise OnnxImportError(
-                f"{where(index, node)}: approximate = '{approximate.decode()}'; graph.gelu is the "
-                "exact (erf) GeLU"
-            )
-        return [self.builder.gelu(*self.operands(index, node))]
-
-    def reshape(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        x = self.value(node.input[0], where(index, node))
-        target = self.constant(node.input[1], where(index, node), "shape")
-        shape = reshape_target(x.type.get_shape(), target.tolist(),
-                               attributes(node).get("allowzero", 0))
-        return [self.builder.reshape(x, shape)]
-
-    def transpose(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        x = self.value(node.input[0], where(index, node))
-        rank = len(x.type.get_shape())
-        return [self.builder.transpose(x, attributes(node).get("perm", list(reversed(range(rank)))))]
-
-    def split(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        attrs = attributes(node)
-        x = self.value(node.input[0], where(index, node))
-        shape = list(x.type.get_shape())
-        axis = normalized_axis(attrs.get("axis", 0), len(shape))
-        if len(node.input) > 1 and node.input[1]:
-            sizes = self.constant(node.input[1], where(index, node), "split").tolist()
-        elif "split" in attrs:
-            sizes = list(attrs["split"])
-        else:  # equal parts, the last one smaller (opset 18's num_outputs)
-            parts = len(node.output)
-            chunk = -(-shape[axis] // parts)
-            sizes = [min(chunk, shape[axis] - i * chunk) for i in range(parts)]
-        results, start = [], 0
-        for size in sizes:
-            starts = [0] * len(shape)
-            ends = list(shape)
-            starts[axis], ends[axis] = start, start + size
-            results.append(self.builder.slice(x, starts, ends))
-            start += size
-        return results
-
-    def slice(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        at = where(index, node)
-        x = self.value(node.input[0], at)
-        shape = list(x.type.get_shape())
-        starts, ends, axes, steps = (
-            self.constant(name, at, what).tolist() if name else None
-            for name, what in zip([*node.input[1:], "", "", ""][:4],
-                                  ("starts", "ends", "axes", "steps"))
-        )
-        bounds = slice_indices(shape, starts, ends, axes, steps)
-        full = [(0, extent, 1) for extent in shape]
-        for axis, (start, end, step) in bounds.items():
-            if step < 1:
-                raise OnnxImportError(
-                    f"{at}: step {step} at axis {axis} reverses the axis; graph.slice takes "
-                    "steps >= 1"
-                )
-            if start >= end:
-                raise OnnxImportError(
-                    f"{at}: axis {axis} becomes empty ([{start}, {end}) of extent "
-                    f"{shape[axis]}); graph tensors have extents >= 1"
-                )
-            full[axis] = (start, end, step)
-        return [self.builder.slice(x, *([list(b) for b in zip(*full)]))]
-
-    def concat(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        values = self.operands(index, node)
-        axis = normalized_axis(attributes(node)["axis"], len(values[0].type.get_shape()))
-        return [self.builder.concat(values, axis)]
-
-    def identity(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        return [self.value(node.input[0], where(index, node))]
-
-    def cast(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        to = attributes(node)["to"]
-        if to not in FLOAT_INPUTS:
-            raise OnnxImportError(
-                f"{where(index, node)}: casts a tensor to {onnx.TensorProto.DataType.Name(to)}; "
-                "graph tensors stay floating point"
-            )
-        return self.identity(index, node)  # one element type for the whole graph (--dtype)
-
-    def softmax(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        raise OnnxImportError(
-            f"{where(index, node)}: a Softmax is imported only as part of attention, "
-            "softmax(scale * Q @ K^T [+ causal mask]) @ V over the last axis, and this one "
-            "does not fit that pattern"
-        )
-
-    def erf(self, index: int, node: onnx.NodeProto) -> list[SSAValue]:
-        raise OnnxImportError(
-            f"{where(index, node)}: an Erf is imported only as part of the exact GeLU, "
-            "x * 0.5 * (1 + erf(x / sqrt(2))), and this one does not fit that pattern"
-        )
-
-
-def where(index: int, node: onnx.NodeProto) -> str:
-    """How a diagnostic names a node: its index in the graph, its name and its op type."""
-    return f"node #{index} '{node.name}' ({node.op_type})" if node.name else (
-        f"node #{index} ({node.op_type})")
-
-
-HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[SSAValue]]] = {
-    "MatMul": Importer.matmul,
-    "Gemm": Importer.gemm,
-    "Add": Importer.add,
-    "LayerNormalization": Importer.layer_norm,
-    "Gelu": Importer.gelu,
-    "Reshape": Importer.reshape,
-    "Transpose": Importer.transpose,
-    "Split": Importer.split,
-    "Slice": Importer.slice,
-    "Concat": Importer.concat,
-    "Identity": Importer.identity,
-    "Cast": Importer.cast,
-    "Softmax": Importer.softmax,
-    "Erf": Importer.erf,
-}
-
-
-def unsupported(index: int, node: onnx.NodeProto) -> str:
-    op = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
-    return (
-        f"{where(index, node)}: no graph op for ONNX {op} on tensors computed at run time; "
-        "ipu-import maps MatMul, Gemm, Add, LayerNormalization, Gelu (and its Erf form), "
-        "Reshape, Transpose, Split, Slice, Concat and attention, and folds shape arithmetic "
-        "on constants"
-    )
 
 
 def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import onnx
 
-from frontend.onnx.folding import attributes
-
 
 @dataclass
 class GraphView:
@@ -88,7 +86,8 @@ def scaled_by_constant(view: GraphView, value: str) -> tuple[str, float, list[in
             value, scale = a, scale * view.scalar(b)
         elif node.op_type == "Mul" and view.scalar(a) is not None and b not in view.constants:
             value, scale = b, scale * view.scalar(a)
-        elif node.op_type == "Div" and view.scalar(b) not in (None, 0.0) and a not in view.constants:
+        elif (node.op_type == "Div" and view.scalar(b) not in (None, 0.0)
+              and a not in view.constants):
             value, scale = a, scale / view.scalar(b)
         else:
             return value, scale, walked

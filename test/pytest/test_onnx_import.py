@@ -184,7 +184,8 @@ def test_unsupported_op_names_node_index_and_type() -> None:
 def test_op_of_another_domain_and_unnamed_node() -> None:
     m = model([helper.make_node("FusedThing", ["x"], ["y"], domain="com.example")],
               [tensor("x", [4])], ["y"])
-    assert import_error(m).startswith("node #0 (FusedThing): no graph op for ONNX com.example.FusedThing")
+    assert import_error(m).startswith(
+        "node #0 (FusedThing): no graph op for ONNX com.example.FusedThing")
 
 
 @pytest.mark.parametrize(("dim", "shown"), [("batch", "('batch')"), (None, "(unknown)")])
