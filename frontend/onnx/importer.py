@@ -5,8 +5,9 @@ the first arguments, then every constant the graph ops read (initializers under 
 folded constants under the name of the value they were) becomes a named argument whose array is
 in the dict. The steps: static shapes of the inputs, constant folding (frontend/onnx/folding.py),
 pattern matching (frontend/onnx/patterns.py), then one graph op (or a few) per remaining node
-in the model's order (frontend/onnx/nodes.py). A node the importer cannot map raises `OnnxImportError` naming the node, its
-op type and its index: the importer never returns part of a graph.
+in the model's order (frontend/onnx/nodes.py). A node the importer cannot map raises
+`OnnxImportError` naming the node, its op type and its index: the importer never returns part
+of a graph.
 """
 
 from __future__ import annotations
