@@ -102,17 +102,18 @@ class Importer:
             self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
             self.shapes[info.name] = tuple(shape)
 
-    def value(self, name: str, where: str) -> SSAValue:
-        """The graph value of an ONNX value; a constant becomes a named argument (a weight)."""
+    def value(self, name: str, at: str) -> SSAValue:
+        """The graph value of an ONNX value; a constant becomes a named argument (a weight).
+        `at` names the reader in diagnostics."""
         if name in self.env:
             return self.env[name]
         if name not in self.constants:
-            raise OnnxImportError(f"{where}: input '{name}' is produced by no node, initializer "
+            raise OnnxImportError(f"{at}: input '{name}' is produced by no node, initializer "
                                   "or graph input")
         array = self.constants[name]
         if not np.issubdtype(array.dtype, np.floating):
             raise OnnxImportError(
-                f"{where}: input '{name}' is a constant of dtype {array.dtype} used as a tensor; "
+                f"{at}: input '{name}' is a constant of dtype {array.dtype} used as a tensor; "
                 "graph tensors are floating point"
             )
         arg_name = self.unique_name(name)
@@ -120,10 +121,10 @@ class Importer:
         self.env[name] = self.builder.input(list(array.shape), self.element_type, name=arg_name)
         return self.env[name]
 
-    def constant(self, name: str, where: str, what: str) -> np.ndarray:
+    def constant(self, name: str, at: str, what: str) -> np.ndarray:
         if name not in self.constants:
             raise OnnxImportError(
-                f"{where}: the {what} input '{name}' is computed at run time, not a constant "
+                f"{at}: the {what} input '{name}' is computed at run time, not a constant "
                 "(a dynamic shape); ipu-import needs static shapes"
             )
         return self.constants[name]
@@ -165,9 +166,19 @@ class Importer:
                     outputs = handler(self, index, node)
             except VerifyException as error:  # a shape the graph op rejects, in its own terms
                 raise OnnxImportError(f"{where(index, node)}: {error}") from None
+            except (KeyError, IndexError, TypeError, ValueError) as error:  # a malformed node
+                raise OnnxImportError(
+                    f"{where(index, node)}: cannot import it (a required attribute or input is "
+                    f"missing or malformed: {error!r})"
+                ) from None
             for name, value in zip(node.output, outputs):
                 self.env[name] = value
-        results = [self.value(o.name, f"graph output '{o.name}'") for o in self.graph.output]
+        results = []
+        for output in self.graph.output:
+            try:
+                results.append(self.value(output.name, f"graph output '{output.name}'"))
+            except VerifyException as error:  # a constant output the graph cannot hold
+                raise OnnxImportError(f"graph output '{output.name}': {error}") from None
         self.builder.output(*results)
         module = self.builder.build()
         self.remove_unused(module)

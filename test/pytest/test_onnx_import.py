@@ -330,6 +330,21 @@ def test_node_diagnostics(nodes, inputs, initializers, message) -> None:
     assert import_error(m).startswith(message)
 
 
+def test_empty_constant_output() -> None:
+    m = model([constant("y", np.zeros((0, 2), np.float32))], [tensor("x", [2])], ["y"])
+    assert import_error(m) == (
+        "graph output 'y': shape [0, 2]: every extent must be >= 1"
+    )
+
+
+def test_malformed_node() -> None:
+    m = model([helper.make_node("Concat", ["x", "x"], ["y"], name="c")], [tensor("x", [2])], ["y"])
+    assert import_error(m) == (
+        "node #0 'c' (Concat): cannot import it (a required attribute or input is missing or "
+        "malformed: KeyError('axis'))"
+    )
+
+
 def test_unknown_dtype() -> None:
     m = model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", [4])], ["y"])
     with pytest.raises(OnnxImportError, match="dtype 'f64' is not one of f32, f16"):
