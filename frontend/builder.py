@@ -65,10 +65,15 @@ from xdsl.utils.exceptions import VerifyException
 from ipu_dialects.graph import (
     AddOp,
     AttentionOp,
+    ConcatOp,
     Fp8ScaleAttr,
     GeluOp,
     GemmOp,
+    LayerNormOp,
     RepeatOp,
+    ReshapeOp,
+    SliceOp,
+    TransposeOp,
     YieldOp,
     checked_tensor,
 )
@@ -383,6 +388,68 @@ class GraphBuilder:
             scale = float(scale)
         op = AttentionOp(query, key, value, causal, scale)
         return self._add(self._with_result_scale(op, result_scale)).results[0]
+
+    def layer_norm(
+        self,
+        x: SSAValue,
+        weight: SSAValue,
+        bias: SSAValue,
+        eps: float = 1e-5,
+        *,
+        scale: int | None = None,
+    ) -> SSAValue:
+        """Normalization over the last axis; `weight` and `bias` are `[D]` for that axis."""
+        x, weight, bias = (
+            self._value(v, f"layer_norm {what}")
+            for v, what in ((x, "input"), (weight, "weight"), (bias, "bias"))
+        )
+        if not isinstance(eps, numbers.Real) or isinstance(eps, bool):
+            raise BuilderTypeError(f"layer_norm eps must be a number, got {eps!r}")
+        op = LayerNormOp(x, weight, bias, float(eps))
+        return self._add(self._with_result_scale(op, scale)).results[0]
+
+    @staticmethod
+    def _ints(values: object, what: str) -> list[int]:
+        if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values
+        ):
+            raise BuilderTypeError(f"{what} must be a sequence of ints, got {values!r}")
+        return [int(v) for v in values]
+
+    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """The same elements, row-major, under `shape` (FP8: the input's scale)."""
+        x = self._value(x, "reshape input")
+        shape = self._ints(shape, "reshape shape")
+        return self._add(ReshapeOp(x, tensor_type(shape, f32).get_shape())).results[0]
+
+    def transpose(self, x: SSAValue, permutation: Sequence[int]) -> SSAValue:
+        """Result axis i is input axis permutation[i] (numpy.transpose)."""
+        x = self._value(x, "transpose input")
+        permutation = self._ints(permutation, "transpose permutation")
+        return self._add(TransposeOp(x, permutation)).results[0]
+
+    def slice(
+        self,
+        x: SSAValue,
+        starts: Sequence[int],
+        ends: Sequence[int],
+        steps: Sequence[int] | None = None,
+    ) -> SSAValue:
+        """`x[starts[0]:ends[0]:steps[0], ...]`, one entry per axis (steps default to 1)."""
+        x = self._value(x, "slice input")
+        starts = self._ints(starts, "slice starts")
+        ends = self._ints(ends, "slice ends")
+        steps = None if steps is None else self._ints(steps, "slice steps")
+        return self._add(SliceOp(x, starts, ends, steps)).results[0]
+
+    def concat(self, values: Sequence[SSAValue], axis: int) -> SSAValue:
+        """`values` joined along `axis` (FP8: the result takes the first input's scale)."""
+        if not isinstance(values, list | tuple):
+            raise BuilderTypeError(f"concat values must be a list or tuple of values, got {values!r}")
+        if not isinstance(axis, int) or isinstance(axis, bool):
+            raise BuilderTypeError(f"concat axis must be an int, got {axis!r}")
+        values = [self._value(v, f"concat input #{i}") for i, v in enumerate(values)]
+        return self._add(ConcatOp(values, axis)).results[0]
 
     def repeat(
         self,

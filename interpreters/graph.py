@@ -44,9 +44,14 @@ from device.target import IPU21
 from ipu_dialects.graph import (
     AddOp,
     AttentionOp,
+    ConcatOp,
     GeluOp,
     GemmOp,
+    LayerNormOp,
     RepeatOp,
+    ReshapeOp,
+    SliceOp,
+    TransposeOp,
     YieldOp,
     check_graph_signature,
     fp8_scale,
@@ -143,6 +148,33 @@ def attention(op: AttentionOp, env: Env) -> list[np.ndarray]:
     return [np.matmul(weights, v)]
 
 
+def layer_norm(op: LayerNormOp, env: Env) -> list[np.ndarray]:
+    x = env[op.input]
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = np.square(x - mean).mean(axis=-1, keepdims=True)  # biased, as torch and ONNX
+    normalized = (x - mean) / np.sqrt(variance + op.eps.value.data)
+    return [normalized * env[op.weight] + env[op.bias]]
+
+
+def reshape(op: ReshapeOp, env: Env) -> list[np.ndarray]:
+    result = op.result.type
+    assert isinstance(result, TensorType)
+    return [env[op.input].reshape(result.get_shape())]
+
+
+def transpose(op: TransposeOp, env: Env) -> list[np.ndarray]:
+    return [np.transpose(env[op.input], op.permutation.get_values())]
+
+
+def slice_(op: SliceOp, env: Env) -> list[np.ndarray]:
+    bounds = zip(op.starts.get_values(), op.ends.get_values(), op.steps.get_values())
+    return [env[op.input][tuple(slice(*b) for b in bounds)]]
+
+
+def concat(op: ConcatOp, env: Env) -> list[np.ndarray]:
+    return [np.concatenate([env[v] for v in op.inputs], axis=op.axis.value.data)]
+
+
 def repeat(op: RepeatOp, env: Env) -> list[np.ndarray]:
     carried = [env[v] for v in op.carried]
     invariants = [env[v] for v in op.invariants]
@@ -159,6 +191,11 @@ SEMANTICS: dict[type[Operation], Callable[[Operation, Env], list[np.ndarray]]] =
     AddOp: add,
     GeluOp: gelu,
     AttentionOp: attention,
+    LayerNormOp: layer_norm,
+    ReshapeOp: reshape,
+    TransposeOp: transpose,
+    SliceOp: slice_,
+    ConcatOp: concat,
     RepeatOp: repeat,
 }
 

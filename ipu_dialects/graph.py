@@ -23,6 +23,11 @@ Ops (syntax)
     %s = graph.add %a, %b : (T_a, T_b) -> T_s
     %g = graph.gelu %x : T -> T
     %o = graph.attention %q, %k, %v [causal] [scale 0.125] : (T_q, T_k, T_v) -> T_o
+    %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (T, W, B) -> T
+    %r = graph.reshape %x : T -> U
+    %t = graph.transpose %x permutation [0, 2, 1] : T -> U
+    %s = graph.slice %x starts [0, 64] ends [8, 128] steps [1, 1] : T -> U
+    %c = graph.concat %a, %b axis 1 : (T_a, T_b) -> T_c
     %r:2 = graph.repeat 4 carried(%x = %x0 : T, %y = %y0 : U)
                           invariant(%w = %w0 : W) sequence(%s = %seq : tensor<4x...>) {
       ...
@@ -38,6 +43,15 @@ defaults to `1/sqrt(D)` and is then not printed. It must be finite and positive;
 attributes it is written as an MLIR float literal (digits before and after the point, such as
 `0.125` or `1.0e-05`; `1e-05` is not one) or as the hexadecimal bits of an f64
 (`scale 0x3FC0000000000000` is 0.125).
+
+`graph.layer_norm` normalizes over the last axis, `(x - mean) / sqrt(var + eps) * weight + bias`
+with the biased variance; `weight` and `bias` are `[D]` for a last axis of extent D, `eps` is
+finite and positive (written like attention's scale). The layout ops move elements without
+computing: `graph.reshape` keeps the row-major order under the result type's shape (equal element
+counts); `graph.transpose` makes result axis `i` the input axis `permutation[i]`;
+`graph.slice` takes, per axis, `start:end:step` with `0 <= start < end <= extent` and
+`step >= 1` (no empty results, no reversal); `graph.concat` joins its operands along `axis`
+(0 <= axis < rank), every other extent equal.
 
 `graph.repeat N` runs its single-block body N times. Its block arguments are, in order: the
 carried values (initialised from `carried(...)`, replaced by the `graph.yield` operands after each
@@ -59,6 +73,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
     I64,
+    DenseArrayBase,
     Float8E4M3FNUZType,
     Float16Type,
     Float32Type,
@@ -480,6 +495,23 @@ def float_literal(value: float) -> str:
     return text if "." in mantissa or not e else f"{mantissa}.0e{exponent}"
 
 
+def parse_f64_literal(parser: Parser, op_name: str, keyword: str) -> float:
+    """An MLIR float literal, or (as in MLIR's float attributes) the hex bits of an f64.
+
+    The ops print their float properties with `float_literal` (exact, unlike the declarative
+    format's six digits), so they parse them here."""
+    start = parser.pos
+    number = parser.parse_number()
+    text = parser.lexer.input.content[start : parser.pos].strip()
+    if not text.lstrip("-").lower().startswith("0x"):
+        return float(number)
+    if text.startswith("-") or not 0 <= number < 2**64:
+        parser.raise_error(
+            f"{op_name}: a hexadecimal {keyword} is the 64 bits of an f64", start, parser.pos
+        )
+    return struct.unpack("<d", int(number).to_bytes(8, "little"))[0]
+
+
 @irdl_op_definition
 class AttentionOp(IRDLOperation):
     """softmax(scale * query @ key^T [causally masked]) @ value, softmax over the key axis."""
@@ -554,17 +586,7 @@ class AttentionOp(IRDLOperation):
 
     @staticmethod
     def parse_scale(parser: Parser) -> float:
-        """An MLIR float literal, or (as in MLIR's float attributes) the hex bits of an f64."""
-        start = parser.pos
-        number = parser.parse_number()
-        text = parser.lexer.input.content[start : parser.pos].strip()
-        if not text.lstrip("-").lower().startswith("0x"):
-            return float(number)
-        if text.startswith("-") or not 0 <= number < 2**64:
-            parser.raise_error(
-                "graph.attention: a hexadecimal scale is the 64 bits of an f64", start, parser.pos
-            )
-        return struct.unpack("<d", int(number).to_bytes(8, "little"))[0]
+        return parse_f64_literal(parser, "graph.attention", "scale")
 
     @classmethod
     def parse(cls, parser: Parser) -> AttentionOp:
@@ -593,6 +615,330 @@ class AttentionOp(IRDLOperation):
             result_types=[result_type],
             properties=properties,
             attributes=attributes,
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# graph.layer_norm
+# ----------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """Normalizes over the last axis: `(x - mean) / sqrt(var + eps) * weight + bias`."""
+
+    name = "graph.layer_norm"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    result = result_def(TensorType)
+    eps = prop_def(FloatAttr[Float64Type])
+    traits = traits_def(Pure(), GraphOpRules())
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        bias: SSAValue | Operation,
+        eps: float = 1e-5,
+    ):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[TensorType(input_type.get_element_type(), input_type.get_shape())],
+            properties={"eps": FloatAttr(eps, f64)},
+        )
+
+    def verify_(self) -> None:
+        input = checked_tensor(self.name, "input", self.input.type)
+        weight = checked_tensor(self.name, "weight", self.weight.type)
+        bias = checked_tensor(self.name, "bias", self.bias.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_same_element_type(
+            self.name, [("input", input), ("weight", weight), ("bias", bias), ("result", result)]
+        )
+        shape = input.get_shape()
+        for what, t in (("weight", weight), ("bias", bias)):
+            if tuple(t.get_shape()) != (shape[-1],):
+                raise VerifyException(
+                    f"{self.name}: {what} has shape {fmt_shape(t.get_shape())}, expected "
+                    f"[{shape[-1]}] (one element per entry of the normalized last axis of "
+                    f"{fmt_shape(shape)})"
+                )
+        check_result_shape(self.name, result, shape, "the input shape")
+        eps = self.eps.value.data
+        if not (math.isfinite(eps) and eps > 0):
+            raise VerifyException(f"{self.name}: eps must be a finite positive number, got {eps}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list([self.input, self.weight, self.bias], printer.print_ssa_value)
+        printer.print_string(f" eps {float_literal(self.eps.value.data)}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : (")
+        printer.print_list([o.type for o in self.operands], printer.print_attribute)
+        printer.print_string(") -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LayerNormOp:
+        pos = parser.pos
+        unresolved = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            unresolved.append(parser.parse_unresolved_operand())
+        parser.parse_keyword("eps")
+        eps = parse_f64_literal(parser, cls.name, "eps")
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        operands = parser.resolve_operands(unresolved, types, pos)
+        return cls.create(
+            operands=operands,
+            result_types=[result_type],
+            properties={"eps": FloatAttr(eps, f64)},
+            attributes=attributes,
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Layout ops: graph.reshape, graph.transpose, graph.slice, graph.concat
+# ----------------------------------------------------------------------------------------------
+# They move elements without computing: operand and result element types are equal (FP8 scales
+# may differ, as everywhere in the dialect: the result is then re-scaled).
+
+
+def check_layout_types(op_name: str, input: TensorType, result: TensorType) -> None:
+    check_same_element_type(op_name, [("input", input), ("result", result)])
+
+
+def reshape_shape_error(input: Sequence[int], result: Sequence[int]) -> str | None:
+    """Why `input` cannot be reshaped to `result` (None when it can)."""
+    if math.prod(input) == math.prod(result):
+        return None
+    return (
+        f"graph.reshape: result shape {fmt_shape(result)} holds {math.prod(result)} elements, "
+        f"the input {fmt_shape(input)} holds {math.prod(input)}"
+    )
+
+
+@located_format_errors
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """The same elements in row-major order under another shape (the result type's)."""
+
+    name = "graph.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), GraphOpRules())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        if (error := reshape_shape_error(input_type.get_shape(), shape)) is not None:
+            raise VerifyException(error)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(input_type.get_element_type(), shape, input_type.encoding)],
+        )
+
+    def verify_(self) -> None:
+        input = checked_tensor(self.name, "input", self.input.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_layout_types(self.name, input, result)
+        if (error := reshape_shape_error(input.get_shape(), result.get_shape())) is not None:
+            raise VerifyException(error)
+
+
+def check_permutation(op_name: str, permutation: Sequence[int], rank: int) -> None:
+    if sorted(permutation) != list(range(rank)):
+        raise VerifyException(
+            f"{op_name}: permutation {fmt_shape(permutation)} is not a permutation of the "
+            f"{rank} axes 0..{rank - 1} of the input"
+        )
+
+
+@located_format_errors
+@irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """Permutes the axes: result axis `i` is input axis `permutation[i]` (as numpy.transpose)."""
+
+    name = "graph.transpose"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    permutation = prop_def(DenseArrayBase.constr(i64))
+    traits = traits_def(Pure(), GraphOpRules())
+    assembly_format = (
+        "$input `permutation` $permutation attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, permutation: Sequence[int]):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        shape = input_type.get_shape()
+        check_permutation(self.name, permutation, len(shape))
+        super().__init__(
+            operands=[input],
+            result_types=[
+                TensorType(
+                    input_type.get_element_type(),
+                    [shape[p] for p in permutation],
+                    input_type.encoding,
+                )
+            ],
+            properties={"permutation": DenseArrayBase.from_list(i64, list(permutation))},
+        )
+
+    def verify_(self) -> None:
+        input = checked_tensor(self.name, "input", self.input.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_layout_types(self.name, input, result)
+        permutation = self.permutation.get_values()
+        shape = input.get_shape()
+        check_permutation(self.name, permutation, len(shape))
+        check_result_shape(
+            self.name, result, [shape[p] for p in permutation],
+            f"the input {fmt_shape(shape)} permuted by {fmt_shape(permutation)}",
+        )
+
+
+def slice_result_shape(
+    shape: Sequence[int], starts: Sequence[int], ends: Sequence[int], steps: Sequence[int]
+) -> tuple[int, ...]:
+    """Extents of `x[starts:ends:steps]`, one entry per axis; errors in the user's terms."""
+    name = "graph.slice"
+    for what, values in (("starts", starts), ("ends", ends), ("steps", steps)):
+        if len(values) != len(shape):
+            raise VerifyException(
+                f"{name}: {what} has {len(values)} entries for an input of rank {len(shape)} "
+                f"{fmt_shape(shape)}; give one per axis"
+            )
+    extents = []
+    for axis, (extent, start, end, step) in enumerate(zip(shape, starts, ends, steps)):
+        if step < 1:
+            raise VerifyException(f"{name}: step {step} at axis {axis} must be >= 1")
+        if not 0 <= start < end <= extent:
+            raise VerifyException(
+                f"{name}: axis {axis} takes [{start}, {end}) of extent {extent}; slices need "
+                f"0 <= start < end <= extent"
+            )
+        extents.append(-(-(end - start) // step))
+    return tuple(extents)
+
+
+@located_format_errors
+@irdl_op_definition
+class SliceOp(IRDLOperation):
+    """`x[starts[0]:ends[0]:steps[0], ...]`: per axis, a non-empty in-bounds strided range."""
+
+    name = "graph.slice"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    starts = prop_def(DenseArrayBase.constr(i64))
+    ends = prop_def(DenseArrayBase.constr(i64))
+    steps = prop_def(DenseArrayBase.constr(i64))
+    traits = traits_def(Pure(), GraphOpRules())
+    assembly_format = (
+        "$input `starts` $starts `ends` $ends `steps` $steps attr-dict `:` type($input) `->` "
+        "type($result)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        starts: Sequence[int],
+        ends: Sequence[int],
+        steps: Sequence[int] | None = None,
+    ):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        steps = [1] * len(starts) if steps is None else steps
+        shape = slice_result_shape(input_type.get_shape(), starts, ends, steps)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(input_type.get_element_type(), shape, input_type.encoding)],
+            properties={
+                name: DenseArrayBase.from_list(i64, list(values))
+                for name, values in (("starts", starts), ("ends", ends), ("steps", steps))
+            },
+        )
+
+    def verify_(self) -> None:
+        input = checked_tensor(self.name, "input", self.input.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_layout_types(self.name, input, result)
+        starts, ends, steps = (a.get_values() for a in (self.starts, self.ends, self.steps))
+        expected = slice_result_shape(input.get_shape(), starts, ends, steps)
+        check_result_shape(
+            self.name, result, expected,
+            f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps {fmt_shape(steps)} "
+            f"of {fmt_shape(input.get_shape())}",
+        )
+
+
+def concat_result_shape(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, ...]:
+    """The shape of the inputs joined along `axis`; errors name the input and axis at fault."""
+    name = "graph.concat"
+    if not shapes:
+        raise VerifyException(f"{name}: needs at least one input")
+    first = shapes[0]
+    if not 0 <= axis < len(first):
+        raise VerifyException(
+            f"{name}: axis {axis} is outside the axes 0..{len(first) - 1} of input #0 "
+            f"{fmt_shape(first)}"
+        )
+    for i, shape in enumerate(shapes[1:], start=1):
+        if len(shape) != len(first):
+            raise VerifyException(
+                f"{name}: input #{i} {fmt_shape(shape)} has rank {len(shape)}, input #0 "
+                f"{fmt_shape(first)} has rank {len(first)}"
+            )
+        for a, (x, y) in enumerate(zip(first, shape)):
+            if a != axis and x != y:
+                raise VerifyException(
+                    f"{name}: input #{i} {fmt_shape(shape)} differs from input #0 "
+                    f"{fmt_shape(first)} at axis {a}; only the concatenation axis {axis} may differ"
+                )
+    return (*first[:axis], sum(s[axis] for s in shapes), *first[axis + 1 :])
+
+
+@located_format_errors
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Joins its inputs along `axis` in operand order (as numpy.concatenate)."""
+
+    name = "graph.concat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), GraphOpRules())
+    assembly_format = (
+        "$inputs `axis` $axis attr-dict `:` `(` type($inputs) `)` `->` type($result)"
+    )
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], axis: int):
+        types = [
+            checked_tensor(self.name, f"input #{i}", SSAValue.get(v).type)
+            for i, v in enumerate(inputs)
+        ]
+        shape = concat_result_shape([t.get_shape() for t in types], axis)
+        super().__init__(
+            operands=[inputs],
+            result_types=[TensorType(types[0].get_element_type(), shape, types[0].encoding)],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    def verify_(self) -> None:
+        types = [
+            checked_tensor(self.name, f"input #{i}", v.type) for i, v in enumerate(self.inputs)
+        ]
+        result = checked_tensor(self.name, "result", self.result.type)
+        named = [(f"input #{i}", t) for i, t in enumerate(types)]
+        check_same_element_type(self.name, [*named, ("result", result)])
+        shapes = [t.get_shape() for t in types]
+        expected = concat_result_shape(shapes, self.axis.value.data)
+        check_result_shape(
+            self.name, result, expected, f"the inputs joined along axis {self.axis.value.data}"
         )
 
 
@@ -860,5 +1206,10 @@ class RepeatOp(IRDLOperation):
 
 
 Graph = Dialect(
-    "graph", [GemmOp, AddOp, GeluOp, AttentionOp, RepeatOp, YieldOp], [Fp8ScaleAttr]
+    "graph",
+    [
+        GemmOp, AddOp, GeluOp, AttentionOp, LayerNormOp, ReshapeOp, TransposeOp, SliceOp,
+        ConcatOp, RepeatOp, YieldOp,
+    ],
+    [Fp8ScaleAttr],
 )

@@ -9,7 +9,9 @@ the text or op at fault, `file.mlir:12:5: error: graph.gemm: ...`, followed by t
 and carets under it; other input errors
 (command line, .npy files) start with `ipu-run: error:`.
 
-Files. `--input NAME=PATH.npy` takes a floating-point array of the argument's shape; it holds
+Files. `--inputs FILE.npz` gives named arrays (`numpy.savez`) for any subset of the arguments
+(the rest are seeded random), read like `--input`; `ipu-import` writes such a file of weights.
+`--input NAME=PATH.npy` takes a floating-point array of the argument's shape; it holds
 the tensor's values, so for an FP8 argument `tensor<..xf8E4M3FNUZ, #graph.fp8_scale<s>>` it is
 divided by 2**s and rounded to FP8 (saturating). `--save-outputs DIR` writes `DIR/resultI.npy`
 in the same form: f32 and f16 results in their own dtype, FP8 results as float32 arrays of their
@@ -149,30 +151,54 @@ def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
     return arrays
 
 
-def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> list[np.ndarray]:
+def archive_inputs(path: str | None) -> list[tuple[str, str, str, np.ndarray | None]]:
+    """`--inputs FILE.npz`: (argument name, how messages name it, origin, array) per array."""
+    if path is None:
+        return []
+    try:
+        archive = np.load(path)
+    except (OSError, ValueError) as error:  # missing, a directory, not numpy's, pickled
+        raise UsageError(f"--inputs: cannot read '{path}': {error}") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise UsageError(f"--inputs: '{path}' is a single array, not an .npz archive of named "
+                         "arrays (use --input NAME=PATH.npy)")
+    try:
+        with archive:
+            return [(name, f"--inputs {path}: array '{name}'", path, archive[name])
+                    for name in archive.files]
+    except (OSError, ValueError) as error:  # a pickled (object) array, a damaged member
+        raise UsageError(f"--inputs: cannot read '{path}': {error}") from None
+
+
+def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int,
+                archive: str | None = None) -> list[np.ndarray]:
+    """Random inputs, replaced by the arrays of `--inputs FILE.npz` and `--input NAME=PATH`."""
     arrays = random_inputs(func, seed)
     seen: set[str] = set()
+    specs = archive_inputs(archive)
     for spec in given:
         if "=" not in spec:
             raise UsageError(f"--input expects NAME=PATH.npy, got '{spec}'")
         name, path = spec.split("=", 1)
+        specs.append((name, f"--input {name}", path, None))
+    for name, label, path, value in specs:
         if name not in names:
-            raise UsageError(f"--input {name}: the function has no argument '{name}' "
+            raise UsageError(f"{label}: the function has no argument '{name}' "
                              f"(arguments: {', '.join(names)})")
         if name in seen:
-            raise UsageError(f"--input {name}: given more than once")
+            raise UsageError(f"{label}: given more than once")
         seen.add(name)
         index = names.index(name)
         try:
-            value = np.load(path)
+            value = np.load(path) if value is None else value
         except (OSError, ValueError) as error:  # missing, a directory, not an .npy, pickled
-            raise UsageError(f"--input {name}: cannot read '{path}': {error}") from None
+            raise UsageError(f"{label}: cannot read '{path}': {error}") from None
         if value.dtype.kind != "f" and value.dtype != arrays[index].dtype:
             # integers, booleans and complex numbers would be cast silently (and lossily)
-            raise UsageError(f"--input {name}: dtype {value.dtype} is not a floating-point type "
+            raise UsageError(f"{label}: dtype {value.dtype} is not a floating-point type "
                              f"(the argument holds {arrays[index].dtype})")
         if value.shape != arrays[index].shape:
-            raise UsageError(f"--input {name}: shape {value.shape} does not match the "
+            raise UsageError(f"{label}: shape {value.shape} does not match the "
                              f"argument's {arrays[index].shape}")
         arrays[index] = stored_input(value, argument_types(func)[index])
     return arrays
@@ -278,6 +304,9 @@ def run(
     tiles: Annotated[int, typer.Option(help="tiles to compile for")] = 16,
     seed: Annotated[int, typer.Option(help="seed for the random inputs")] = 0,
     input: Annotated[list[str], typer.Option(help="NAME=PATH.npy, repeatable")] = [],  # noqa: B006
+    inputs: Annotated[
+        str | None, typer.Option(help="FILE.npz of named arrays for any of the arguments")
+    ] = None,
     save_outputs_dir: Annotated[
         Path | None, typer.Option("--save-outputs", help="write each result as DIR/NAME.npy")
     ] = None,
@@ -300,12 +329,12 @@ def run(
 ) -> None:
     """Compile FILE with the default pipeline, run it on the device model, check it."""
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir, profile, json_output, report_dir))
+                      indivisible, package_dir, profile, json_output, report_dir, inputs))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
              function=None, indivisible="pad", package_dir=None, profile=False,
-             json_output=False, report_dir=None) -> int:
+             json_output=False, report_dir=None, archive=None) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
     from tools.pass_timing import PassTimer
 
@@ -325,7 +354,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         package_dir = output_directory("--package", package_dir)
         report_dir = output_directory("--report", report_dir)
         names = input_names(func)
-        arrays = load_inputs(func, names, list(inputs), seed)
+        arrays = load_inputs(func, names, list(inputs), seed, archive)
         expected = run_function(module, arrays, func.sym_name.data)
     except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
             ValueError) as error:

@@ -4,7 +4,7 @@
 
 // RUN: not ipu-run %s --reference --function arith 2>&1 | filecheck %s --check-prefix=ARITH
 // RUN: not ipu-run %s --tiles 2 --function arith 2>&1 | filecheck %s --check-prefix=ARITH
-// ARITH:      ipu-run-input-diagnostics.mlir:[[# @LINE + 4]]:3: error: arith.addf is not a graph op; the reference interpreter runs graph.add, graph.attention, graph.gelu, graph.gemm, graph.repeat
+// ARITH:      ipu-run-input-diagnostics.mlir:[[# @LINE + 4]]:3: error: arith.addf is not a graph op; the reference interpreter runs graph.add, graph.attention, graph.concat, graph.gelu, graph.gemm, graph.layer_norm, graph.repeat, graph.reshape, graph.slice, graph.transpose
 // ARITH-NEXT: {{^}}  %b = arith.addf %a, %a : tensor<4xf32>
 // ARITH-NOT:  Traceback
 func.func @arith(%a: tensor<4xf32>) -> tensor<4xf32> {

@@ -1,0 +1,44 @@
+"""What an importer returns, and the naming rule the importers share (no framework imports)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+
+@dataclass
+class ImportedModel:
+    """A verified module holding one graph `func.func`, and the arrays of its weight arguments
+    by argument name (in the argument's storage dtype), ready for `numpy.savez`."""
+
+    module: ModuleOp
+    weights: dict[str, np.ndarray]
+
+
+def ssa_name(name: str) -> str:
+    """A framework's value name as an SSA name (letters, digits, _$.-, not starting with a digit).
+
+    A trailing `_<digits>` becomes `.<digits>`: xDSL drops such a suffix from a name hint (it
+    reads as its own disambiguation), so `onnx::MatMul_121` and `onnx::MatMul_141` would both
+    print as `%onnx__MatMul...` and parse back as one name."""
+    cleaned = re.sub(r"[^A-Za-z0-9_$.\-]", "_", name)
+    cleaned = re.sub(r"_(\d+)$", r".\1", cleaned)
+    return cleaned if cleaned and cleaned[0].isalpha() or cleaned.startswith("_") else f"v{cleaned}"
+
+
+class UniqueNames:
+    """Hands out distinct SSA names for framework names."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        base = ssa_name(name)
+        unique, n = base, 1
+        while unique in self.taken:
+            unique, n = f"{base}.{n}", n + 1
+        self.taken.add(unique)
+        return unique

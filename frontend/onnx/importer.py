@@ -1,0 +1,287 @@
+"""ONNX model -> one graph-dialect `func.func` and its weights.
+
+`import_onnx(model)` returns the module and a dict of named arrays: the graph's inputs become
+the first arguments, then every constant the graph ops read (initializers under their own names,
+folded constants under the name of the value they were) becomes a named argument whose array is
+in the dict. The steps: static shapes of the inputs, constant folding (frontend/onnx/folding.py),
+pattern matching (frontend/onnx/patterns.py), then one graph op (or a few) per remaining node
+in the model's order (frontend/onnx/nodes.py). A node the importer cannot map raises
+`OnnxImportError` naming the node, its op type and its index: the importer never returns part
+of a graph.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from xdsl.dialects.builtin import ModuleOp, f16, f32
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from frontend.builder import GraphBuilder
+from frontend.imported import ImportedModel, UniqueNames
+from frontend.onnx.folding import attributes, fold, normalized_axis
+from frontend.onnx.nodes import FLOAT_TYPES, HANDLERS, OnnxImportError, unsupported, where
+from frontend.onnx.patterns import (
+    AttentionMatch,
+    GeluMatch,
+    GraphView,
+    causal_mask_kind,
+    match_attention,
+    match_gelu,
+)
+
+ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
+    "f32": (f32, np.float32), "f16": (f16, np.float16)
+}
+
+
+class Importer:
+    def __init__(self, model: onnx.ModelProto, dtype: str, function: str):
+        self.graph = model.graph
+        self.element_type, self.numpy_dtype = ELEMENT_TYPES[dtype]
+        self.builder = GraphBuilder(function)
+        self.env: dict[str, SSAValue] = {}
+        self.constants = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
+        self.weights: dict[str, np.ndarray] = {}
+        self.unique_name = UniqueNames()
+        self.shapes = self.inferred_shapes(model)
+        self.nodes = list(self.graph.node)
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                          onnx.defs.onnx_opset_version())
+
+    # -- values -------------------------------------------------------------------------------
+
+    @staticmethod
+    def inferred_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+        """Static shapes ONNX shape inference finds (Shape nodes of computed values fold)."""
+        try:
+            inferred = onnx.shape_inference.infer_shapes(model).graph
+        except Exception:  # inference is a help for folding, not a requirement
+            return {}
+        shapes = {}
+        for info in [*inferred.value_info, *inferred.input, *inferred.output]:
+            dims = info.type.tensor_type.shape.dim
+            static = all(d.HasField("dim_value") for d in dims)
+            if info.type.tensor_type.HasField("shape") and static:
+                shapes[info.name] = tuple(d.dim_value for d in dims)
+        return shapes
+
+    def add_inputs(self) -> None:
+        for info in self.graph.input:
+            if info.name in self.constants:  # IR < 4 lists initializers as inputs too
+                continue
+            tensor = info.type.tensor_type
+            if tensor.elem_type not in FLOAT_TYPES:
+                raise OnnxImportError(
+                    f"graph input '{info.name}' has element type "
+                    f"{onnx.TensorProto.DataType.Name(tensor.elem_type)}; graph tensors are "
+                    "floating point (f32 or f16)"
+                )
+            if not tensor.HasField("shape"):
+                raise OnnxImportError(
+                    f"graph input '{info.name}' has no shape; ipu-import needs static shapes: "
+                    "export the model with fixed input sizes"
+                )
+            shape = []
+            for axis, dim in enumerate(tensor.shape.dim):
+                if not dim.HasField("dim_value") or dim.dim_value < 1:
+                    what = f"'{dim.dim_param}'" if dim.dim_param else "unknown"
+                    raise OnnxImportError(
+                        f"graph input '{info.name}' has a dynamic extent ({what}) at axis {axis}; "
+                        "ipu-import needs static shapes: export the model with fixed input sizes"
+                    )
+                shape.append(dim.dim_value)
+            name = self.unique_name(info.name)
+            self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
+            self.shapes[info.name] = tuple(shape)
+
+    def value(self, name: str, at: str) -> SSAValue:
+        """The graph value of an ONNX value; a constant becomes a named argument (a weight).
+        `at` names the reader in diagnostics."""
+        if name in self.env:
+            return self.env[name]
+        if name not in self.constants:
+            raise OnnxImportError(f"{at}: input '{name}' is produced by no node, initializer "
+                                  "or graph input")
+        array = self.constants[name]
+        if not np.issubdtype(array.dtype, np.floating):
+            raise OnnxImportError(
+                f"{at}: input '{name}' is a constant of dtype {array.dtype} used as a tensor; "
+                "graph tensors are floating point"
+            )
+        arg_name = self.unique_name(name)
+        self.weights[arg_name] = array.astype(self.numpy_dtype)
+        self.env[name] = self.builder.input(list(array.shape), self.element_type, name=arg_name)
+        return self.env[name]
+
+    def constant(self, name: str, at: str, what: str) -> np.ndarray:
+        if name not in self.constants:
+            raise OnnxImportError(
+                f"{at}: the {what} input '{name}' is computed at run time, not a constant "
+                "(a dynamic shape); ipu-import needs static shapes"
+            )
+        return self.constants[name]
+
+    # -- the passes ---------------------------------------------------------------------------
+
+    def fold_constants(self) -> set[int]:
+        folded = set()
+        for index, node in enumerate(self.nodes):
+            inputs = [self.constants.get(name) if name else None for name in node.input]
+            try:
+                outputs = fold(node, inputs, self.shapes)
+            except Exception as error:  # a malformed node: say which one
+                raise OnnxImportError(
+                    f"{where(index, node)}: cannot evaluate it on its constant inputs: {error}"
+                ) from None
+            if outputs is not None:
+                folded.add(index)
+                for name, array in zip(node.output, outputs):
+                    self.constants[name] = np.asarray(array)
+                    self.shapes[name] = np.shape(array)
+        return folded
+
+    def run(self) -> ImportedModel:
+        self.add_inputs()
+        folded = self.fold_constants()
+        view = GraphView(self.nodes, self.constants, {o.name for o in self.graph.output}, folded)
+        anchors, consumed = self.match_patterns(view, folded)
+        for index, node in enumerate(self.nodes):
+            if index in folded or index in consumed:
+                continue
+            try:
+                if index in anchors:
+                    outputs = anchors[index](self, index, node)
+                else:
+                    handler = HANDLERS.get(node.op_type if node.domain in ("", "ai.onnx") else "")
+                    if handler is None:
+                        raise OnnxImportError(unsupported(index, node))
+                    outputs = handler(self, index, node)
+            except VerifyException as error:  # a shape the graph op rejects, in its own terms
+                raise OnnxImportError(f"{where(index, node)}: {error}") from None
+            except (KeyError, IndexError, TypeError, ValueError) as error:  # a malformed node
+                raise OnnxImportError(
+                    f"{where(index, node)}: cannot import it (a required attribute or input is "
+                    f"missing or malformed: {error!r})"
+                ) from None
+            for name, value in zip(node.output, outputs):
+                self.env[name] = value
+        results = []
+        for output in self.graph.output:
+            try:
+                results.append(self.value(output.name, f"graph output '{output.name}'"))
+            except VerifyException as error:  # a constant output the graph cannot hold
+                raise OnnxImportError(f"graph output '{output.name}': {error}") from None
+        self.builder.output(*results)
+        module = self.builder.build()
+        self.remove_unused(module)
+        return ImportedModel(module, self.weights)
+
+    def match_patterns(self, view: GraphView, folded: set[int]):
+        anchors: dict[int, Callable] = {}
+        consumed: set[int] = set()
+        for index, node in enumerate(self.nodes):
+            if index in folded:
+                continue
+            match: AttentionMatch | GeluMatch | None = None
+            if node.op_type == "Softmax":
+                match = match_attention(view, index)
+            elif node.op_type == "Erf":
+                match = match_gelu(view, index)
+            if match is None or consumed & set(match.consumed):
+                continue
+            consumed |= set(match.consumed) - {match.anchor}
+            if isinstance(match, AttentionMatch):
+                anchors[match.anchor] = lambda self, i, n, m=match: self.attention(m)
+            else:
+                anchors[match.anchor] = lambda self, i, n, m=match: [
+                    self.builder.gelu(self.value(m.input, where(i, n)))
+                ]
+        return anchors, consumed
+
+    def remove_unused(self, module: ModuleOp) -> None:
+        """Drop ops whose results nothing reads (a transpose whose only reader was a folded
+        Shape), then weight arguments nothing reads."""
+        func = next(op for op in module.ops if isinstance(op, FuncOp))
+        block = func.body.block
+        for op in reversed(list(block.ops)):
+            if not isinstance(op, ReturnOp) and all(not r.uses for r in op.results):
+                block.erase_op(op)
+        for arg in reversed(list(block.args)):
+            if not arg.uses and arg.name_hint in self.weights:
+                del self.weights[arg.name_hint]
+                block.erase_arg(arg)
+        func.update_function_type()
+
+    # -- patterns -----------------------------------------------------------------------------
+
+    def attention(self, match: AttentionMatch) -> list[SSAValue]:
+        softmax = self.nodes[match.softmax]
+        at = where(match.softmax, softmax)
+        query = self.value(match.query, at)
+        key_t = self.value(match.key_transposed, at)
+        value = self.value(match.value, at)
+        q_shape, kt_shape = query.type.get_shape(), key_t.type.get_shape()
+        if len(q_shape) < 3 or len(kt_shape) != len(q_shape):
+            raise OnnxImportError(
+                f"{at}: attention over query {list(q_shape)} and transposed key {list(kt_shape)}: "
+                "graph.attention needs [..., heads, seq, head_dim] operands of one rank >= 3"
+            )
+        # opset 13 made -1 the default; before, 1, with the axes from it on flattened into one,
+        # which for the last axis is the same softmax
+        default_axis = -1 if self.opset >= 13 else 1
+        axis = attributes(softmax).get("axis", default_axis)
+        if normalized_axis(axis, len(q_shape)) != len(q_shape) - 1:
+            raise OnnxImportError(
+                f"{at}: softmax over axis {axis} of rank-{len(q_shape)} logits; attention's "
+                "softmax runs over the key axis (the last)"
+            )
+        causal = False
+        if match.mask is not None:
+            logits = (*q_shape[:-1], kt_shape[-1])
+            kind = causal_mask_kind(match.mask, logits)
+            if kind == "general":
+                raise OnnxImportError(
+                    f"{at}: the attention's additive mask of shape {list(match.mask.shape)} is "
+                    "neither causal (-inf above the diagonal, 0 elsewhere) nor zero; "
+                    "graph.attention supports causal masking only"
+                )
+            causal = kind == "causal"
+        key = self.untransposed_key(match.key_transposed, key_t)
+        default = 1.0 / math.sqrt(q_shape[-1])
+        scale = None if abs(match.scale - default) <= 1e-6 * default else match.scale
+        return [self.builder.attention(query, key, value, causal=causal, scale=scale)]
+
+    def untransposed_key(self, name: str, key_t: SSAValue) -> SSAValue:
+        """K from Kᵀ: undo the exporter's Transpose into one permutation of its input."""
+        rank = len(key_t.type.get_shape())
+        swap = [*range(rank - 2), rank - 1, rank - 2]
+        producer = next((n for n in self.nodes if name in n.output), None)
+        transposes = producer is not None and producer.op_type == "Transpose"
+        if transposes and producer.input[0] in self.env:
+            perm = attributes(producer).get("perm", list(reversed(range(rank))))
+            composed = [perm[s] for s in swap]
+            source = self.env[producer.input[0]]
+            if composed == list(range(rank)):
+                return source
+            return self.builder.transpose(source, composed)
+        return self.builder.transpose(key_t, swap)
+
+
+def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",
+                function: str = "main") -> ImportedModel:
+    """Import a model (a ModelProto or a path); `dtype` 'f32' or 'f16' is the element type of
+    every graph tensor (weights are converted)."""
+    if dtype not in ELEMENT_TYPES:
+        raise OnnxImportError(f"dtype '{dtype}' is not one of {', '.join(ELEMENT_TYPES)}")
+    if not isinstance(model, onnx.ModelProto):
+        model = onnx.load(str(model))
+    return Importer(model, dtype, function).run()
+

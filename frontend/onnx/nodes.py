@@ -1,0 +1,233 @@
+"""One ONNX node -> graph ops: the handlers of the nodes that no pattern consumed.
+
+Each handler takes the importer (for its values, constants and builder), the node's index and
+the node, and returns the graph values of the node's outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import onnx
+from xdsl.ir import SSAValue
+
+from frontend.onnx.folding import attributes, normalized_axis, reshape_target, slice_indices
+
+if TYPE_CHECKING:
+    from frontend.onnx.importer import Importer
+
+FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16}
+
+
+class OnnxImportError(Exception):
+    """The model has something the importer cannot map; the message names the node or input."""
+
+
+def where(index: int, node: onnx.NodeProto) -> str:
+    """How a diagnostic names a node: its index in the graph, its name and its op type."""
+    return f"node #{index} '{node.name}' ({node.op_type})" if node.name else (
+        f"node #{index} ({node.op_type})")
+
+
+# -- single nodes -------------------------------------------------------------------------
+
+
+def operands(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    return [importer.value(name, where(index, node)) for name in node.input if name]
+
+
+def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    a, b = operands(importer, index, node)
+    for what, v in (("A", a), ("B", b)):
+        if len(v.type.get_shape()) < 2:
+            raise OnnxImportError(
+                f"{where(index, node)}: input {what} has rank {len(v.type.get_shape())}; "
+                "graph.gemm multiplies matrices (rank >= 2)"
+            )
+    return [importer.builder.gemm(a, b)]
+
+
+def gemm(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    attrs = attributes(node)
+    alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
+    values = operands(importer, index, node)
+    if alpha != 1.0 or (len(values) > 2 and beta != 1.0):
+        raise OnnxImportError(
+            f"{where(index, node)}: alpha = {alpha}, beta = {beta}; only alpha = beta = 1 "
+            "maps to graph.gemm and graph.add"
+        )
+    product = importer.builder.gemm(values[0], values[1], bool(attrs.get("transA", 0)),
+                                    bool(attrs.get("transB", 0)))
+    return [importer.builder.add(product, values[2]) if len(values) > 2 else product]
+
+
+def add(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    return [importer.builder.add(*operands(importer, index, node))]
+
+
+def layer_norm(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    attrs = attributes(node)
+    x, weight = (importer.value(n, where(index, node)) for n in node.input[:2])
+    rank = len(x.type.get_shape())
+    axis = attrs.get("axis", -1)
+    if normalized_axis(axis, rank) != rank - 1:
+        raise OnnxImportError(
+            f"{where(index, node)}: normalizes from axis {axis} of a rank-{rank} input; "
+            "graph.layer_norm normalizes the last axis only"
+        )
+    if any(used(importer, name) for name in node.output[1:]):
+        raise OnnxImportError(
+            f"{where(index, node)}: its Mean or InvStdDev output is used; graph.layer_norm "
+            "gives the normalized tensor only"
+        )
+    if len(node.input) > 2 and node.input[2]:
+        bias = importer.value(node.input[2], where(index, node))
+    else:
+        zeros = f"{node.output[0]}.bias"
+        importer.constants[zeros] = np.zeros(x.type.get_shape()[-1:], np.float32)
+        bias = importer.value(zeros, where(index, node))
+    return [importer.builder.layer_norm(x, weight, bias, float(attrs.get("epsilon", 1e-5)))]
+
+
+def used(importer: Importer, name: str) -> bool:
+    return bool(name) and (any(name in n.input for n in importer.nodes)
+                           or name in {o.name for o in importer.graph.output})
+
+
+def gelu(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    approximate = attributes(node).get("approximate", b"none")
+    if approximate not in (b"none", "none"):
+        raise OnnxImportError(
+            f"{where(index, node)}: approximate = '{approximate.decode()}'; graph.gelu is the "
+            "exact (erf) GeLU"
+        )
+    return [importer.builder.gelu(*operands(importer, index, node))]
+
+
+def reshape(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    x = importer.value(node.input[0], where(index, node))
+    target = importer.constant(node.input[1], where(index, node), "shape")
+    shape = reshape_target(x.type.get_shape(), target.tolist(),
+                           attributes(node).get("allowzero", 0))
+    return [importer.builder.reshape(x, shape)]
+
+
+def transpose(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    x = importer.value(node.input[0], where(index, node))
+    rank = len(x.type.get_shape())
+    permutation = attributes(node).get("perm", list(reversed(range(rank))))
+    return [importer.builder.transpose(x, permutation)]
+
+
+def split(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    attrs = attributes(node)
+    x = importer.value(node.input[0], where(index, node))
+    shape = list(x.type.get_shape())
+    axis = normalized_axis(attrs.get("axis", 0), len(shape))
+    if len(node.input) > 1 and node.input[1]:
+        sizes = importer.constant(node.input[1], where(index, node), "split").tolist()
+    elif "split" in attrs:
+        sizes = list(attrs["split"])
+    else:  # equal parts, the last one smaller (opset 18's num_outputs)
+        parts = len(node.output)
+        chunk = -(-shape[axis] // parts)
+        sizes = [min(chunk, shape[axis] - i * chunk) for i in range(parts)]
+    results, start = [], 0
+    for size in sizes:
+        starts = [0] * len(shape)
+        ends = list(shape)
+        starts[axis], ends[axis] = start, start + size
+        results.append(importer.builder.slice(x, starts, ends))
+        start += size
+    return results
+
+
+def slice(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    at = where(index, node)
+    x = importer.value(node.input[0], at)
+    shape = list(x.type.get_shape())
+    starts, ends, axes, steps = (
+        importer.constant(name, at, what).tolist() if name else None
+        for name, what in zip([*node.input[1:], "", "", ""][:4],
+                              ("starts", "ends", "axes", "steps"))
+    )
+    bounds = slice_indices(shape, starts, ends, axes, steps)
+    full = [(0, extent, 1) for extent in shape]
+    for axis, (start, end, step) in bounds.items():
+        if step < 1:
+            raise OnnxImportError(
+                f"{at}: step {step} at axis {axis} reverses the axis; graph.slice takes "
+                "steps >= 1"
+            )
+        if start >= end:
+            raise OnnxImportError(
+                f"{at}: axis {axis} becomes empty ([{start}, {end}) of extent "
+                f"{shape[axis]}); graph tensors have extents >= 1"
+            )
+        full[axis] = (start, end, step)
+    return [importer.builder.slice(x, *([list(b) for b in zip(*full)]))]
+
+
+def concat(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    values = operands(importer, index, node)
+    axis = normalized_axis(attributes(node)["axis"], len(values[0].type.get_shape()))
+    return [importer.builder.concat(values, axis)]
+
+
+def identity(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    return [importer.value(node.input[0], where(index, node))]
+
+
+def cast(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    to = attributes(node)["to"]
+    if to not in FLOAT_TYPES:
+        raise OnnxImportError(
+            f"{where(index, node)}: casts a tensor to {onnx.TensorProto.DataType.Name(to)}; "
+            "graph tensors stay floating point"
+        )
+    return identity(importer, index, node)  # one element type for the whole graph (--dtype)
+
+
+def softmax(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    raise OnnxImportError(
+        f"{where(index, node)}: a Softmax is imported only as part of attention, "
+        "softmax(scale * Q @ K^T [+ causal mask]) @ V over the last axis, and this one "
+        "does not fit that pattern"
+    )
+
+
+def erf(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+    raise OnnxImportError(
+        f"{where(index, node)}: an Erf is imported only as part of the exact GeLU, "
+        "x * 0.5 * (1 + erf(x / sqrt(2))), and this one does not fit that pattern"
+    )
+
+
+HANDLERS: dict[str, Callable[["Importer", int, onnx.NodeProto], list[SSAValue]]] = {
+    "MatMul": matmul,
+    "Gemm": gemm,
+    "Add": add,
+    "LayerNormalization": layer_norm,
+    "Gelu": gelu,
+    "Reshape": reshape,
+    "Transpose": transpose,
+    "Split": split,
+    "Slice": slice,
+    "Concat": concat,
+    "Identity": identity,
+    "Cast": cast,
+    "Softmax": softmax,
+    "Erf": erf,
+}
+
+
+def unsupported(index: int, node: onnx.NodeProto) -> str:
+    op = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+    return (
+        f"{where(index, node)}: no graph op for ONNX {op} on tensors computed at run time; "
+        "ipu-import maps MatMul, Gemm, Add, LayerNormalization, Gelu (and its Erf form), "
+        "Reshape, Transpose, Split, Slice, Concat and attention, and folds shape arithmetic "
+        "on constants"
+    )

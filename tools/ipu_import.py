@@ -1,0 +1,78 @@
+"""`ipu-import MODEL.onnx -o DIR`: an ONNX model as graph IR (`DIR/model.mlir`) and its weights
+(`DIR/weights.npz`, one array per weight argument, by argument name).
+
+    ipu-import model.onnx -o out
+    ipu-run out/model.mlir --inputs out/weights.npz --input x=x.npy --reference
+
+Exit status: 0 when the model is imported, 2 on a diagnostic (`ipu-import: error: MODEL: ...`,
+naming the ONNX node, its op type and its index, or the graph input) or an unreadable model;
+nothing is written then. Needs the `onnx` package (`pip install -e '.[onnx]'`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from xdsl.printer import Printer
+
+EXIT_OK, EXIT_DIAGNOSTIC = 0, 2
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "main") -> int:
+    try:
+        import onnx
+
+        from frontend.onnx import OnnxImportError, import_onnx
+    except ImportError as error:
+        print(f"ipu-import: error: {error}; install the extra: pip install -e '.[onnx]'",
+              file=sys.stderr)
+        return EXIT_DIAGNOSTIC
+    try:
+        loaded = onnx.load(str(model))
+    except Exception as error:  # missing, a directory, not protobuf: all one usage error
+        print(f"ipu-import: error: cannot read '{model}' as an ONNX model: {error}",
+              file=sys.stderr)
+        return EXIT_DIAGNOSTIC
+    try:
+        imported = import_onnx(loaded, dtype, function)
+    except OnnxImportError as error:
+        print(f"ipu-import: error: {model}: {error}", file=sys.stderr)
+        return EXIT_DIAGNOSTIC
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        with open(output / "model.mlir", "w") as stream:
+            Printer(stream=stream).print_op(imported.module)
+            stream.write("\n")
+        np.savez(output / "weights.npz", **imported.weights)
+    except OSError as error:
+        print(f"ipu-import: error: cannot write to '{output}': {error}", file=sys.stderr)
+        return EXIT_DIAGNOSTIC
+    ops = sum(1 for _ in imported.module.walk()) - 3  # module, func, return
+    print(f"wrote {output / 'model.mlir'} ({ops} graph ops) and {output / 'weights.npz'} "
+          f"({len(imported.weights)} weights)")
+    return EXIT_OK
+
+
+@app.command()
+def run(
+    model: Annotated[Path, typer.Argument(help="the ONNX model")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="directory to write")],
+    dtype: Annotated[str, typer.Option(help="element type of every tensor: f32 or f16")] = "f32",
+    function: Annotated[str, typer.Option(help="name of the func.func")] = "main",
+) -> None:
+    """Import MODEL.onnx as DIR/model.mlir and DIR/weights.npz."""
+    sys.exit(import_main(model, output, dtype, function))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
