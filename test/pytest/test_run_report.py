@@ -52,8 +52,8 @@ def test_json_summary_holds_the_runs_numbers(capsys):
 def test_json_reports_a_diagnostic_as_an_object_too(capsys, tmp_path):
     bad = tmp_path / "bad.mlir"  # a parse error
     bad.write_text("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %a\n}\n")
-    attention = ROOT / "examples" / "transformer_block.mlir"  # a compile diagnostic
-    for source, line in ((bad, 3), (attention, 23)):
+    repeat = ROOT / "examples" / "repeat_layers.mlir"  # a compile diagnostic (no repeat plan)
+    for source, line in ((bad, 3), (repeat, 7)):
         status = run_main(source, json_output=True)
         captured = capsys.readouterr()
         summary = json.loads(captured.out)

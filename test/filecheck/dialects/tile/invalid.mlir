@@ -437,8 +437,8 @@ func.func @placed_with_three_addresses() {
 // -----
 
 func.func @gelu_bad_descriptor() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 1)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @gelu(%a[() -> (0)], %a[() -> (0)]) scalars [2, 4, 64] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gelu", value = "%y", reason = "r">
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 1> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @gelu(%a[() -> (0)], %a[() -> (0)]) scalars [2, 4, 64] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gelu", value = "%y", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @gelu: descriptor at word 0 has rank 2 and needs 14 words; 3 remain
@@ -446,8 +446,8 @@ func.func @gelu_bad_descriptor() {
 // -----
 
 func.func @gelu_shard_past_the_buffer() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 1)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @gelu(%a[() -> (0)], %a[() -> (0)]) scalars [1, 128, 1, 1, 0, 1, 1, 0, 0, 0, 1, 64, 1, 1, 0, 1, 1, 0, 0, 0] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.gelu", value = "%y", reason = "r">
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 1> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @gelu(%a[() -> (0)], %a[() -> (0)]) scalars [1, 128, 1, 1, 0, 1, 1, 0, 0, 0, 1, 64, 1, 1, 0, 1, 1, 0, 0, 0] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gelu", value = "%y", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @gelu: operand 0 view of @a at byte offset 0 (512 bytes) leaves the buffer (256 bytes)
@@ -455,8 +455,8 @@ func.func @gelu_shard_past_the_buffer() {
 // -----
 
 func.func @attention_without_its_named_scalars() {
-  %a = tile.buffer @a scratch on #tile.tiles<[0, 1)> shard [64] f32 row_major standard align 4 tail 0
-  tile.kernel @attention(%a[() -> (0)], %a[() -> (0)], %a[() -> (0)], %a[() -> (0)]) scalars [1] on #tile.tiles<[0, 1)> iv() provenance #tile.provenance<op = "graph.attention", value = "%y", reason = "r">
+  %a = tile.buffer @a scratch on #tile.tiles<0 to 1> shard [64] f32 row_major standard align 4 tail 0
+  tile.kernel @attention(%a[() -> (0)], %a[() -> (0)], %a[() -> (0)], %a[() -> (0)]) scalars [1] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.attention", value = "%y", reason = "r">
   func.return
 }
 // CHECK: tile.kernel @attention: the kernel takes 4 view(s) (out, query, key, value) and 3 scalar(s) (causal, scale_bits, descriptor...); got 4 and 1
