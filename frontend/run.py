@@ -65,6 +65,7 @@ def compile_and_run(module: ModuleOp, tiles: int = 16,
     """Compile `module`'s function (a copy: `module` is left as it is) for `tiles` tiles, run
     it on the device model and check it against the NumPy reference."""
     from device.model import run_package
+    from device.model.host import stored_of_values, values_of_stored
     from interpreters.graph import check_runnable, find_function, run_function
     from tools.ipu_run import compare, compile_module, output_names
     from tools.pass_timing import PassTimer
@@ -76,9 +77,9 @@ def compile_and_run(module: ModuleOp, tiles: int = 16,
     expected = run_function(module, arrays, func.sym_name.data)
     timer = PassTimer()
     package = compile_module(ModuleOp([func.clone()]), tiles, indivisible, timer=timer)
-    feeds = {t.name: array for t, array in zip(package.inputs, arrays, strict=True)}
+    feeds = {t.name: values_of_stored(t, array) for t, array in zip(package.inputs, arrays, strict=True)}
     outcome = run_package(package, feeds)
-    results = [outcome.outputs[t.name] for t in package.outputs]
+    results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
     result_types = list(func.function_type.outputs.data)
     check = compare(results, expected, result_types)
     passed = check.passed and not outcome.exchange_errors

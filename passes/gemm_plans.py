@@ -40,6 +40,7 @@ from xdsl.ir import Attribute
 from device.kernels import UnknownKernelError, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes
 from device.target import Target
+from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
 from ipu_dialects.mid import (
     AxisTilingAttr,
     DispatchKind,
@@ -90,6 +91,8 @@ class GemmProblem:
     precision: str
     transpose_lhs: bool = False
     transpose_rhs: bool = False
+    lhs_scale: int = 0  # FP8 operands: value = q * 2**scale
+    rhs_scale: int = 0
 
     @classmethod
     def from_types(
@@ -107,6 +110,8 @@ class GemmProblem:
             element_precision(lhs.get_element_type()),
             transpose_lhs,
             transpose_rhs,
+            fp8_scale(lhs) if isinstance(lhs.encoding, Fp8ScaleAttr) else 0,
+            fp8_scale(rhs) if isinstance(rhs.encoding, Fp8ScaleAttr) else 0,
         )
 
     def __post_init__(self) -> None:
@@ -134,7 +139,10 @@ class GemmProblem:
 
         return GemmProblem(untransposed(self.lhs_shape, self.transpose_lhs),
                            untransposed(self.rhs_shape, self.transpose_rhs), self.out_shape,
-                           self.precision)
+                           self.precision, lhs_scale=self.lhs_scale, rhs_scale=self.rhs_scale)
+
+    def scale_of(self, operand: str) -> int:
+        return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": 0}[operand]
 
     @property
     def m(self) -> int:
@@ -199,20 +207,32 @@ class GemmCandidate:
     accumulate: str = "f32"
 
     @property
+    def kernel_prefix(self) -> str:
+        return f"amp_gemm_{KERNEL_PRECISION[self.precision]}_"
+
+    @property
     def init_kernel(self) -> str:
-        return f"amp_gemm_{self.precision}_init"
+        return f"{self.kernel_prefix}init"
 
     @property
     def accum_kernel(self) -> str:
-        return f"amp_gemm_{self.precision}_accum"
+        return f"{self.kernel_prefix}accum"
+
+    @property
+    def output_precision(self) -> str:
+        """FP8 inputs give FP16 partials: the output panel is f16."""
+        return OUTPUT_PRECISION.get(self.precision, self.precision)
 
 
-AMP_CONFIG = {"f16": "A16/B16x16/C16", "f32": "A8/B8x16/C16"}
+AMP_CONFIG = {"f16": "A16/B16x16/C16", "f32": "A8/B8x16/C16", "f8f143": "AF8/BF8x16/C16"}
+KERNEL_PRECISION = {"f16": "f16", "f32": "f32", "f8f143": "f8"}
+OUTPUT_PRECISION = {"f8f143": "f16"}
+ACCUMULATE = {"f16": "f32", "f32": "f32", "f8f143": "f16"}
 ROW_BLOCKS = (16, 32, 64)
 
 CATALOG: tuple[GemmCandidate, ...] = tuple(
-    GemmCandidate(f"amp_gemm_{p}_r{rb}", p, AMP_CONFIG[p], rb)
-    for p in ("f16", "f32")
+    GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_r{rb}", p, AMP_CONFIG[p], rb, ACCUMULATE[p])
+    for p in ("f16", "f32", "f8f143")
     for rb in ROW_BLOCKS
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
@@ -258,12 +278,13 @@ def _matrix_format(
     mode: str,
     group: int,
     memory: str = MemoryClass.STANDARD,
+    scale: int = 0,
 ) -> TensorFormatAttr:
     tiling = [AxisTilingAttr(1, 1, mode)] * batch_rank + [
         AxisTilingAttr(rows[0], rows[1], mode),
         AxisTilingAttr(cols[0], cols[1], mode),
     ]
-    return TensorFormatAttr(precision, order, tiling, 1, group, memory)
+    return TensorFormatAttr(precision, order, tiling, 1, group, memory, scale)
 
 
 def build_gemm_plan(
@@ -282,13 +303,15 @@ def build_gemm_plan(
         "lhs": _matrix_format(
             p, ElementOrder.AMP_LEFT, rank_of["lhs"] - 2,
             (candidate.row_block, r), (AMP_BLOCK, 1), mode, tiles,
+            scale=problem.lhs_scale if p == problem.precision else 0,
         ),
         "rhs": _matrix_format(
             p, ElementOrder.AMP_RIGHT, rank_of["rhs"] - 2,
             (AMP_BLOCK, p_k), (AMP_BLOCK, p_n), mode, tiles,
+            scale=problem.rhs_scale if p == problem.precision else 0,
         ),
         "out": _matrix_format(
-            p, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
+            candidate.output_precision, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
             (candidate.row_block, r), (AMP_BLOCK, 1), mode, tiles, MemoryClass.INTERLEAVED,
         ),
     }
@@ -363,20 +386,24 @@ def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
                 f"{mode} kernel @{symbol} takes pointers {abi.pointers}, a gemm kernel "
                 f"takes {GEMM_KERNEL_POINTERS}"
             )
-        if not (symbol or "").startswith(f"amp_gemm_{problem.precision}_"):
+        if not (symbol or "").startswith(f"amp_gemm_{KERNEL_PRECISION[problem.precision]}_"):
             raise InvalidPlan(
                 f"{mode} kernel @{symbol} does not run {problem.precision} operands"
             )
         if not (symbol or "").endswith(f"_{mode}"):
             raise InvalidPlan(f"{mode} kernel @{symbol} is not an {mode} kernel")
     for entry in plan.operands.data:
-        fmt = entry.format
-        if fmt.precision.data != problem.precision:
+        fmt, o = entry.format, entry.operand.data
+        wanted = OUTPUT_PRECISION.get(problem.precision, problem.precision) if o == "out" \
+            else problem.precision
+        if fmt.precision.data != wanted:
             raise InvalidPlan(
-                f"{entry.operand.data} is stored {fmt.precision_text()} but the operands are "
-                f"{problem.precision}"
+                f"{o} is stored {fmt.precision_text()} but the {o} of these kernels is {wanted}"
             )
-    if plan.accumulate.data != "f32":
+        if fmt.scale.data != problem.scale_of(o):
+            raise InvalidPlan(f"{o} is stored with FP8 scale {fmt.scale.data}, the operand "
+                              f"has scale {problem.scale_of(o)}")
+    if plan.accumulate.data != ACCUMULATE[problem.precision]:
         raise InvalidPlan(
             f"accumulation precision {plan.accumulate.data} is not supported by the AMP kernels"
         )

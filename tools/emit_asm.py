@@ -73,7 +73,10 @@ def kernel_line(step: KernelStep, tile: int) -> str:
     index = int(np.flatnonzero(step.tiles == tile)[0])
     args = [f"{name}={int(v):#x}" for name, v in zip(abi.pointers, step.pointers[index],
                                                       strict=True)]
-    args += [f"{name}={v}" for name, v in zip(abi.scalars, step.scalars, strict=True)]
+    named, words = abi.split_scalars(step.scalars)
+    args += [f"{name}={v}" for name, v in named.items()]
+    if abi.variadic:  # the operands' format descriptors, as the vertex state holds them
+        args.append(f"descriptor=[{', '.join(str(w) for w in words)}]")
     return f"    call {step.symbol}, {', '.join(args)}"
 
 

@@ -375,6 +375,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         return EXIT_PASS
 
     from device.model import ModelError, run_package
+    from device.model.host import stored_of_values, values_of_stored
 
     started = time.perf_counter()
     timer = PassTimer()
@@ -388,7 +389,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
         package.save(package_dir)
-    feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
+    feeds = {tensor.name: values_of_stored(tensor, array) for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
         outcome = run_package(package, feeds)
     except ModelError as error:
@@ -398,7 +399,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         else:
             print("check: FAIL")
         return EXIT_FAIL
-    results = [outcome.outputs[t.name] for t in package.outputs]
+    results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
     if save_dir is not None:
         save_outputs(save_dir, result_names, results, result_types)
     check = compare(results, expected, func.function_type.outputs.data)

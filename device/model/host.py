@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from device.layouts import pack, shard_bytes, unpack
+import ml_dtypes
+
+from device.layouts import pack, round_to_fp8, shard_bytes, unpack
 from device.model.errors import ModelError
 from device.model.memory import TileMemory
 from device.package import HostTensor, Package
@@ -20,6 +22,7 @@ from device.target import Precision
 # exact in float32 for every scale).
 OUTPUT_DTYPES = {Precision.F16: np.float16, Precision.F32: np.float32,
                  Precision.F8F143: np.float32}
+FP8_DTYPE = np.dtype(ml_dtypes.float8_e4m3fnuz)
 
 
 def _check_metadata(tensor: HostTensor, role: str) -> None:
@@ -97,6 +100,23 @@ def read_output(memory: TileMemory, tensor: HostTensor) -> np.ndarray:
         raise ModelError(f"output '{tensor.name}': element {first} is in no shard "
                          f"({int((~covered).sum())} elements uncovered)")
     return result.astype(OUTPUT_DTYPES[tensor.precision])
+
+
+def values_of_stored(tensor: HostTensor, array: np.ndarray) -> np.ndarray:
+    """An input given as the reference interpreter holds it (an FP8 tensor as the
+    float8_e4m3fnuz array of its stored q) as the values the model writes (q * 2**scale)."""
+    array = np.asarray(array)
+    if tensor.precision == Precision.F8F143 and array.dtype == FP8_DTYPE:
+        return array.astype(np.float64) * 2.0**tensor.scale
+    return array
+
+
+def stored_of_values(tensor: HostTensor, values: np.ndarray) -> np.ndarray:
+    """An output the model read (values) as the reference interpreter holds it: an FP8
+    tensor as its stored q (exact: the values came from FP8 codes)."""
+    if tensor.precision == Precision.F8F143:
+        return round_to_fp8(np.asarray(values, np.float64) / 2.0**tensor.scale)
+    return values
 
 
 def read_outputs(memory: TileMemory, package: Package) -> dict[str, np.ndarray]:

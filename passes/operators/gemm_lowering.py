@@ -71,6 +71,13 @@ class GemmLowering:
     accum_symbol: str
     ops: list[Operation] = field(default_factory=list)
 
+    @property
+    def scalars(self) -> list[int]:
+        """rows; FP8 kernels also take the operands' scales (value = q * 2**scale)."""
+        if self.a.precision != "f8f143":
+            return [self.rows]
+        return [self.rows, self.a.scale, self.b.scale]
+
     # -- provenance ----------------------------------------------------------------------------
     def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
         return WorkProvenanceAttr(
@@ -207,7 +214,7 @@ class GemmLowering:
         ops.append(
             KernelOp(
                 self.init_symbol if init else self.accum_symbol,
-                [(self.out, out), (self.lhs, left), (self.slot, zero)], [self.rows],
+                [(self.out, out), (self.lhs, left), (self.slot, zero)], self.scalars,
                 self.row_tiles, ivs,
                 self.provenance(
                     self.op.result,

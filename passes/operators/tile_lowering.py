@@ -111,6 +111,8 @@ class FunctionLowering:
         ops = [op for op in body.ops if op is not terminator]
         for op in ops:
             self.require(op)
+        for arg in self.function.args:  # the host writes every argument, used or not
+            self.buffer_for(arg, "input", arg.index)
         for op in ops:
             work.extend(self.lower_op(op))
         for value, position in copies:

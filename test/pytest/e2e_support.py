@@ -17,6 +17,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from device.model import ModelError, run_package
+from device.model.host import stored_of_values, values_of_stored
 from device.package import Package
 from frontend.builder import GraphBuilder
 from interpreters.graph import find_function, run_function
@@ -53,7 +54,7 @@ def compile_case(module: ModuleOp, tiles: int, indivisible: str = "pad",
     expected = run_function(module, arrays)
     result_types = list(func.function_type.outputs.data)
     package = compile_module(module.clone(), tiles, indivisible)
-    feeds = {t.name: a for t, a in zip(package.inputs, arrays, strict=True)}
+    feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, arrays, strict=True)}
     return CompiledCase(package, feeds, expected, result_types)
 
 
@@ -66,7 +67,7 @@ def run_verdict(case: CompiledCase, package: Package | None = None) -> str | Non
         return f"model error: {error}"
     if outcome.exchange_errors:
         return f"exchange errors: {outcome.exchange_errors[0]}"
-    results = [outcome.outputs[t.name] for t in package.outputs]
+    results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
     check = compare(results, case.expected, case.result_types)
     if not check.passed:
         return f"outputs differ: max rel error {check.max_rel:.3g}"

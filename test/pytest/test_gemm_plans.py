@@ -289,7 +289,7 @@ def test_reason_kernel_of_the_other_mode():
 
 def test_reason_stored_precision_mismatch():
     plan = with_format(good_plan(), "rhs", precision="f32")
-    assert reason_of(plan) == "rhs is stored f32 but the operands are f16"
+    assert reason_of(plan) == "rhs is stored f32 but the rhs of these kernels is f16"
 
 
 def test_reason_accumulation_precision():
@@ -506,3 +506,26 @@ def test_element_without_storage_precision():
     with pytest.raises(ValueError) as info:
         element_precision(i32)
     assert str(info.value) == "element type i32 has no storage precision"
+
+
+def _with_lhs_format(plan, **changes):
+    entries = [
+        OperandPlanAttr(e.operand.data, e.role.data,
+                        e.format.with_changes(**changes) if e.operand.data == "lhs" else e.format,
+                        e.alignment.data, e.tail.data)
+        for e in plan.operands.data
+    ]
+    return OperatorPlanAttr(plan.candidate.data, plan.dispatch, plan.accumulate.data,
+                            plan.amp.data, entries, plan.distinct_pairs)
+
+
+def test_operand_precision_and_fp8_scale_must_match_the_kernels():
+    pr = problem(64, 64, 64, "f8f143", lhs_scale=-2, rhs_scale=1)
+    chosen = select_gemm_plan(pr, 4).plan
+    assert chosen.candidate.data.startswith("amp_gemm_f8_")
+    assert chosen.operand_plan("out").format.precision.data == "f16"  # FP16 partials
+    assert chosen.operand_plan("lhs").format.scale.data == -2
+    assert validate_gemm_plan(_with_lhs_format(chosen, scale=0), pr, 4, IPU21) == (
+        "lhs is stored with FP8 scale 0, the operand has scale -2")
+    assert validate_gemm_plan(_with_lhs_format(chosen, precision="f16", scale=0), pr, 4,
+                              IPU21) == "lhs is stored f16 but the lhs of these kernels is f8f143"

@@ -1,15 +1,6 @@
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=4}' | filecheck %s
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(graph-to-mid{tiles=4})' | filecheck %s
 
-// No AMP GEMM kernel takes FP8 operands yet: every candidate fails its kernel-mode check.
-func.func @fp8(%a: tensor<64x64xf8E4M3FNUZ>, %b: tensor<64x64xf8E4M3FNUZ>) -> tensor<64x64xf8E4M3FNUZ> {
-  %c = graph.gemm %a, %b : (tensor<64x64xf8E4M3FNUZ>, tensor<64x64xf8E4M3FNUZ>) -> tensor<64x64xf8E4M3FNUZ>
-  func.return %c : tensor<64x64xf8E4M3FNUZ>
-}
-// CHECK: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16, amp_gemm_f16_r32, amp_gemm_f16_r64: init kernel @amp_gemm_f16_init does not run f8f143 operands; amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64: init kernel @amp_gemm_f32_init does not run f8f143 operands
-
-// -----
-
 // Ops without an operator plan yet are a diagnostic, never kept silently.
 func.func @repeat(%x0: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %r = graph.repeat 2 carried(%x = %x0 : tensor<64x64xf32>) {

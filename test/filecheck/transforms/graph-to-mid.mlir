@@ -10,7 +10,7 @@ func.func @f16(%a: tensor<128x256xf16>, %b: tensor<256x64xf16>) -> tensor<128x64
   func.return %c : tensor<128x64xf16>
 }
 
-// T1:       builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r16", "amp_gemm_f16_r32", "amp_gemm_f16_r64", "amp_gemm_f32_r16", "amp_gemm_f32_r32", "amp_gemm_f32_r64"], scheduling = in_order, profiling = off>}
+// T1:       builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r16", "amp_gemm_f16_r32", "amp_gemm_f16_r64", "amp_gemm_f32_r16", "amp_gemm_f32_r32", "amp_gemm_f32_r64", "amp_gemm_f8_r16", "amp_gemm_f8_r32", "amp_gemm_f8_r64"], scheduling = in_order, profiling = off>}
 // T4:       builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4,
 // T16:      builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 16,
 
