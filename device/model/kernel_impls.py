@@ -4,6 +4,12 @@ Each implementation reads its operands' bytes from tile memory in their declared
 orders (`device.layouts.unpack`), computes, and writes the result bytes back (`pack`), so a
 wrong pointer, layout or packing shows up as wrong numbers. It returns the modeled cycles of
 the call on its tile.
+
+Batching is an optional capability of a kernel: `BATCHED` maps a symbol to a function that
+runs a whole step (`KernelBatch`: all its tiles at once, operands as [tiles, ...] arrays) in
+a few NumPy calls. It returns None when some tile would fail a check, and the step then runs
+tile by tile through `IMPLEMENTATIONS`, which names the first failing tile exactly. A kernel
+without a batched form always runs tile by tile.
 """
 
 from __future__ import annotations
@@ -74,6 +80,43 @@ class KernelCall:
 KernelImpl = Callable[[KernelCall], int]
 
 
+@dataclass(frozen=True)
+class KernelBatch:
+    """One kernel step on all its tiles: pointers as one int64 array per name."""
+
+    abi: KernelAbi
+    tiles: np.ndarray  # int64 [n], distinct and inside the package
+    pointers: dict[str, np.ndarray]
+    scalars: dict[str, int]
+    memory: TileMemory
+    target: Target
+    where: str
+
+    def aligned(self, name: str, alignment: int) -> bool:
+        return not np.any(self.pointers[name] % alignment)
+
+    def inside(self, name: str, nbytes: int) -> bool:
+        address = self.pointers[name]
+        return bool(np.all(address >= self.memory.base) and
+                    np.all(address + nbytes <= self.memory.end))
+
+    def read(self, name: str, nbytes: int) -> np.ndarray:
+        """[n, nbytes] operand bytes (the caller checked `inside`)."""
+        return self.memory.tile_bytes(self.tiles, self._address(name), nbytes)
+
+    def write(self, name: str, data: np.ndarray) -> None:
+        self.memory.write_tile_bytes(self.tiles, self._address(name),
+                                     data.reshape(self.tiles.size, -1))
+
+    def _address(self, name: str) -> np.ndarray | int:
+        """One address when every tile uses the same one (a slice instead of a gather)."""
+        address = self.pointers[name]
+        return int(address[0]) if np.all(address == address[0]) else address
+
+
+BatchedImpl = Callable[[KernelBatch], "int | None"]
+
+
 def _amp_gemm(precision: str, accumulate: bool) -> KernelImpl:
     def run(call: KernelCall) -> int:
         rows = call.positive_scalar("rows")
@@ -98,6 +141,61 @@ def _amp_gemm(precision: str, accumulate: bool) -> KernelImpl:
     return run
 
 
+def _element_span(target: Target, address: np.ndarray, nbytes: int) -> tuple[np.ndarray,
+                                                                             np.ndarray]:
+    """First and last memory element of [address, address + nbytes) per entry."""
+    starts = np.array([e.start for e in target.memory_elements], dtype=np.int64)
+    return (np.searchsorted(starts, address, side="right") - 1,
+            np.searchsorted(starts, address + nbytes - 1, side="right") - 1)
+
+
+def _amp_memory_ok(batch: KernelBatch, nbytes: int) -> bool:
+    """`KernelCall.check_amp_memory` for every tile at once."""
+    target, out, left = batch.target, batch.pointers["out"], batch.pointers["left"]
+    if np.any(out < target.interleaved_start) or np.any(out + nbytes > target.memory_end):
+        return False
+    out_first, out_last = _element_span(target, out, nbytes)
+    left_first, left_last = _element_span(target, left, nbytes)
+    return not np.any(np.maximum(out_first, left_first) <= np.minimum(out_last, left_last))
+
+
+def _amp_gemm_batched(precision: str, accumulate: bool) -> BatchedImpl:
+    def run(batch: KernelBatch) -> int | None:
+        rows = batch.scalars["rows"]
+        panel, block = panel_bytes(rows, precision), block_bytes(precision)
+        names = ("out", "left", "right")
+        if rows < 1 or not all(batch.aligned(n, batch.target.pace_alignment) for n in names):
+            return None
+        if not (batch.inside("out", panel) and batch.inside("left", panel)
+                and batch.inside("right", block) and _amp_memory_ok(batch, panel)):
+            return None
+        count = batch.tiles.size
+        shape = (count, rows, AMP_BLOCK)
+        lhs = unpack(batch.read("left", panel).reshape(-1), shape, "amp_left", precision)
+        rhs = unpack(batch.read("right", block).reshape(-1), (count, AMP_BLOCK, AMP_BLOCK),
+                     "amp_right", precision)
+        result = np.matmul(lhs.astype(np.float32), rhs.astype(np.float32))
+        if accumulate:
+            previous = unpack(batch.read("out", panel).reshape(-1), shape, "amp_output",
+                              precision)
+            result = previous.astype(np.float32) + result
+        batch.write("out", pack(result, "amp_output", precision))
+        return gemm_cycles(rows, precision, batch.target)
+
+    return run
+
+
+def _copy_words_batched(batch: KernelBatch) -> int | None:
+    words = batch.scalars["words"]
+    nbytes = words * WORD_BYTES
+    if words < 0 or not (batch.aligned("out", WORD_BYTES) and batch.aligned("src", WORD_BYTES)):
+        return None
+    if not (batch.inside("out", nbytes) and batch.inside("src", nbytes)):
+        return None
+    batch.write("out", batch.read("src", nbytes))
+    return copy_cycles(nbytes, batch.target)
+
+
 def _copy_words(call: KernelCall) -> int:
     words = call.positive_scalar("words", minimum=0)
     out, src = (call.aligned_pointer(n, WORD_BYTES) for n in ("out", "src"))
@@ -112,6 +210,15 @@ IMPLEMENTATIONS: dict[str, KernelImpl] = {
     "amp_gemm_f32_init": _amp_gemm(Precision.F32, accumulate=False),
     "amp_gemm_f32_accum": _amp_gemm(Precision.F32, accumulate=True),
     "copy_words": _copy_words,
+}
+
+
+BATCHED: dict[str, BatchedImpl] = {
+    "amp_gemm_f16_init": _amp_gemm_batched(Precision.F16, accumulate=False),
+    "amp_gemm_f16_accum": _amp_gemm_batched(Precision.F16, accumulate=True),
+    "amp_gemm_f32_init": _amp_gemm_batched(Precision.F32, accumulate=False),
+    "amp_gemm_f32_accum": _amp_gemm_batched(Precision.F32, accumulate=True),
+    "copy_words": _copy_words_batched,
 }
 
 
@@ -152,6 +259,14 @@ def run_kernel_step(memory: TileMemory, step: KernelStep, where: str, target: Ta
     abi, impl = implementation_of(step.symbol, where)
     pointers = _check_step_shape(step, abi, where)
     scalars = dict(zip(abi.scalars, (int(s) for s in step.scalars), strict=True))
+    tiles = np.asarray(step.tiles, dtype=np.int64).reshape(-1)
+    batched = BATCHED.get(step.symbol)
+    if batched is not None and tiles.size > 1 and np.all((tiles >= 0) & (tiles < memory.tiles)):
+        batch = KernelBatch(abi, tiles, dict(zip(abi.pointers, pointers.T, strict=True)),
+                            scalars, memory, target, where)
+        cycles = batched(batch)
+        if cycles is not None:
+            return cycles
     per_tile = []
     for tile, row in zip(np.asarray(step.tiles).reshape(-1).tolist(), pointers.tolist(),
                          strict=True):
