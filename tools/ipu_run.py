@@ -34,6 +34,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from ipu_dialects import get_all_dialects
+from tools.progress import Progress, no_progress, terminal_progress
 from tools.source_locations import located_message, parse_located_module, verify_with_locations
 
 EXIT_PASS, EXIT_FAIL, EXIT_DIAGNOSTIC = 0, 1, 2
@@ -252,15 +253,19 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
 
 
 def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off",
-                   with_assembly: bool = True):
-    """Run the default pipeline and build the package; diagnostics propagate."""
+                   with_assembly: bool = True, progress: Progress = no_progress):
+    """Run the default pipeline and build the package; diagnostics propagate. `progress`
+    wraps the pipeline's stages and the package's loops (`tools.progress`)."""
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
 
-    IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling).apply(
-        make_context(), module)
-    module.verify()
-    return build_package(module, with_assembly)
+    ctx = make_context()
+    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
+    stages = pipeline.stage_passes()
+    for stage in progress(stages, "compile", len(stages)):  # IpuPipelinePass.apply, stage by stage
+        stage.apply(ctx, module)
+        module.verify()
+    return build_package(module, with_assembly, progress)
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -284,14 +289,18 @@ def run(
     profile: Annotated[
         bool, typer.Option(help="compile with profiling=cycles and print the cycle profile")
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option(help="no progress bars (they show on a terminal's stderr only)")
+    ] = False,
 ) -> None:
     """Compile FILE with the default pipeline, run it on the device model, check it."""
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir, profile))
+                      indivisible, package_dir, profile, quiet))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
-             function=None, indivisible="pad", package_dir=None, profile=False) -> int:
+             function=None, indivisible="pad", package_dir=None, profile=False,
+             quiet=False) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
 
     text = ""
@@ -321,11 +330,12 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
 
     from device.model import ModelError, run_package
 
+    progress = terminal_progress(quiet)
     started = time.perf_counter()
     try:
         package = compile_module(ModuleOp([func.clone()]), tiles, indivisible,
                                  "cycles" if profile else "off",
-                                 with_assembly=package_dir is not None)
+                                 with_assembly=package_dir is not None, progress=progress)
     except DiagnosticException as error:
         print(shown(str(error), text, "ipu-run: compile error"), file=sys.stderr)
         return EXIT_DIAGNOSTIC
@@ -334,7 +344,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         package.save(package_dir)
     feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
-        outcome = run_package(package, feeds)
+        outcome = run_package(package, feeds, progress=progress)
     except ModelError as error:
         print(f"ipu-run: the device model stopped: {error}", file=sys.stderr)
         print("check: FAIL")

@@ -104,8 +104,14 @@ def step_label(index: int, step) -> str:
     return f"step {index}" + (f" ({provenance})" if provenance else "")
 
 
+def _no_progress(items, description="", total=None):
+    return items
+
+
 def run_package(package: Package, inputs: dict[str, np.ndarray],
-                target: Target = IPU21) -> RunResult:
+                target: Target = IPU21, progress=_no_progress) -> RunResult:
+    """Run every step; `progress(items, description, total)` wraps the step loop (for a
+    progress bar, `tools.progress`)."""
     check_package_target(package, target)
     for index, step in enumerate(package.steps):  # the image loader indexes row_id and rows
         if isinstance(step, ExchangeStep):
@@ -119,7 +125,7 @@ def run_package(package: Package, inputs: dict[str, np.ndarray],
     timelines: dict = {}  # decoded rows, shared by the phases of the run
     cycles_by_step: list[int] = []
     errors: list[str] = []
-    for index, step in enumerate(package.steps):
+    for index, step in progress(enumerate(package.steps), "device model", len(package.steps)):
         where = step_label(index, step)
         if isinstance(step, ExchangeStep):
             phase = run_exchange_phase(memory, package, step, where, target, latency,
