@@ -1,12 +1,14 @@
 """`-t ipu-asm`: supervisor assembly for every tile, with provenance comments.
 
 The assembly is printed from the finalized package, so it shows exactly what the device
-model runs. Tiles whose programs are identical share one listing; the rows are printed once,
-as `.word` data in an `.exchange_rows` section, with their disassembly.
+model runs. Tiles whose programs are identical share one listing; repeated statements whose
+fields change by a constant step are printed as loops (`tools.asm_loops`); the rows are
+printed once, as `.word` data in an `.exchange_rows` section, with their disassembly.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import IO
 
@@ -16,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from device.package import ExchangeStep, KernelStep, Package
+from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, render
 
 
 def format_tile_set(tiles: np.ndarray | list[int]) -> str:
@@ -66,35 +69,69 @@ class AsmContext:
     instructions: list[list]  # each row decoded once, from its words
 
 
-def kernel_line(step: KernelStep, tile: int) -> str:
+ITERATION = re.compile(r"\[([^\]]*)\]\s*$")  # `[j=0, k=1]` at the end of a provenance
+
+
+def _escaped(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def comment_parts(provenance: str) -> tuple[str, tuple[int, ...]]:
+    """A provenance as text with `{}` for its loop indices, and their values."""
+    match = ITERATION.search(provenance)
+    if match is None:
+        return _escaped(provenance), ()
+    names, values = [], []
+    for item in match.group(1).split(","):
+        name, _, value = item.strip().partition("=")
+        if not value.lstrip("-").isdigit():
+            return _escaped(provenance), ()
+        names.append(f"{_escaped(name)}={{}}")
+        values.append(int(value))
+    return f"{_escaped(provenance[:match.start()])}[{', '.join(names)}]", tuple(values)
+
+
+def _leaf(statement: str, numbers: list[int], kinds: list[str], provenance: str) -> Leaf:
+    comment, iteration = comment_parts(provenance)
+    text = statement + (f"\t{comment}" if comment else "")
+    return Leaf(text, tuple(numbers) + iteration,
+                tuple(kinds) + ("dec",) * len(iteration))
+
+
+def kernel_leaf(step: KernelStep, tile: int) -> Leaf:
     from device.kernels import get_kernel
 
     abi = get_kernel(step.symbol)
     index = int(np.flatnonzero(step.tiles == tile)[0])
-    args = [f"{name}={int(v):#x}" for name, v in zip(abi.pointers, step.pointers[index],
-                                                      strict=True)]
-    args += [f"{name}={v}" for name, v in zip(abi.scalars, step.scalars, strict=True)]
-    return f"    call {step.symbol}, {', '.join(args)}"
+    args = [f"{_escaped(name)}={{}}" for name in (*abi.pointers, *abi.scalars)]
+    numbers = [int(v) for v in step.pointers[index]] + [int(v) for v in step.scalars]
+    kinds = ["hex"] * len(abi.pointers) + ["dec"] * len(abi.scalars)
+    return _leaf(f"call {step.symbol}, {', '.join(args)}", numbers, kinds, step.provenance)
 
 
-def program_lines(ctx: AsmContext, tile: int) -> list[str]:
-    lines: list[str] = []
+def program_leaves(ctx: AsmContext, tile: int) -> list[Leaf]:
+    leaves: list[Leaf] = []
     for step in ctx.package.steps:
         if isinstance(step, ExchangeStep):
-            lines.append(f"{'    sync':<43} # {step.provenance}")
+            leaves.append(_leaf("sync", [], [], step.provenance))
             row = int(step.row_id[tile])
             if row >= 0:
-                lines.append(f"    exchange .L{ctx.symbols[row]}, {step.row_address:#x}")
+                leaves.append(Leaf("exchange {}, {}", (row, step.row_address), ("row", "hex")))
         elif tile in step.tiles:
-            lines.append(f"{kernel_line(step, tile):<43} # {step.provenance}")
-    return lines
+            leaves.append(kernel_leaf(step, tile))
+    return leaves
+
+
+def program_lines(ctx: AsmContext, tile: int, loops: bool = True) -> list[str]:
+    leaves: list[Node] = list(program_leaves(ctx, tile))
+    return render(fold(leaves) if loops else leaves, ctx.symbols)
 
 
 def row_section(ctx: AsmContext) -> list[str]:
     lines = ["", "    .section .exchange_rows"]
-    for symbol, words, instrs in zip(ctx.symbols, ctx.package.rows, ctx.instructions,
-                                     strict=True):
-        lines.append(f".L{symbol}:")
+    for index, (symbol, words, instrs) in enumerate(zip(ctx.symbols, ctx.package.rows,
+                                                        ctx.instructions, strict=True)):
+        lines.append(f"{f'.L{symbol}:':<{COMMENT_COLUMN}} # row[{index}]")
         lines.extend(word_lines(words, instrs))
     return lines
 
@@ -112,19 +149,30 @@ def word_lines(words: np.ndarray, instrs: list) -> list[str]:
     return lines
 
 
-def format_assembly(package: Package) -> str:
+HEADER = """\
+# Supervisor code per group of tiles with identical programs, then the exchange rows.
+# `loop iN, R` .. `endloop` runs its body R times with iN = 0 .. R-1; a field written
+# `base+stride*iN` takes that value in iteration iN, and `row[k]` is the row labelled
+# `# row[k]` below. This listing is for reading: `ipu-as` assembles exchange instructions
+# only, so it stops at the first supervisor line (`sync`, `exchange`, `call`, `loop`); the
+# rows' instruction text (the comment on each data line) assembles back to their words,
+# as does `ipu-objdump --package DIR --tile T`."""
+
+
+def format_assembly(package: Package, loops: bool = True) -> str:
+    """The listing; `loops=False` prints every iteration (what the loops expand to)."""
     from device import isa
 
     symbols = package.metadata.get("row_symbols") or [f"row{i}" for i in range(len(package.rows))]
     instructions = [isa.decode([int(w) for w in row]) for row in package.rows]
     ctx = AsmContext(package, symbols, instructions)
-    lines = [f"# ipu-asm: function @{package.function}, {package.tiles} tiles, "
-             f"target {package.target}", "    .text"]
+    lines = [*HEADER.splitlines(), f"# ipu-asm: function @{package.function}, "
+             f"{package.tiles} tiles, target {package.target}", "    .text"]
     for group in tile_groups(package):
         lines.append("")
         lines.append(f"# tiles {format_tile_set(group)}")
         lines.append(f"tile_{int(group[0])}:")
-        lines.extend(program_lines(ctx, int(group[0])))
+        lines.extend(program_lines(ctx, int(group[0]), loops))
         lines.append("    ret")
     lines.extend(row_section(ctx))
     return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from device.kernels import KernelAbi, get_kernel
-from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
+from device.layouts import AMP_BLOCK, block_bytes, from_order, pack, panel_bytes, unpack
 from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
 from device.model.errors import ModelError
 from device.model.memory import TileMemory
@@ -159,6 +159,18 @@ def _amp_memory_ok(batch: KernelBatch, nbytes: int) -> bool:
     return not np.any(np.maximum(out_first, left_first) <= np.minimum(out_last, left_last))
 
 
+# The AMP's operand storage types: FP16 and FP32 values convert exactly to float32, so the
+# batched form reorders the stored values and converts once (unpack goes through float64).
+AMP_STORAGE = {Precision.F16: np.float16, Precision.F32: np.float32}
+
+
+def _amp_operand(raw: np.ndarray, shape: tuple[int, ...], order: str,
+                 precision: str) -> np.ndarray:
+    """`unpack` to float32 for the AMP's precisions."""
+    stored = np.ascontiguousarray(raw).reshape(-1).view(AMP_STORAGE[precision])
+    return from_order(stored, shape, order, precision).astype(np.float32)
+
+
 def _amp_gemm_batched(precision: str, accumulate: bool) -> BatchedImpl:
     def run(batch: KernelBatch) -> int | None:
         rows = batch.scalars["rows"]
@@ -171,14 +183,12 @@ def _amp_gemm_batched(precision: str, accumulate: bool) -> BatchedImpl:
             return None
         count = batch.tiles.size
         shape = (count, rows, AMP_BLOCK)
-        lhs = unpack(batch.read("left", panel).reshape(-1), shape, "amp_left", precision)
-        rhs = unpack(batch.read("right", block).reshape(-1), (count, AMP_BLOCK, AMP_BLOCK),
-                     "amp_right", precision)
-        result = np.matmul(lhs.astype(np.float32), rhs.astype(np.float32))
+        lhs = _amp_operand(batch.read("left", panel), shape, "amp_left", precision)
+        rhs = _amp_operand(batch.read("right", block), (count, AMP_BLOCK, AMP_BLOCK),
+                           "amp_right", precision)
+        result = np.matmul(lhs, rhs)
         if accumulate:
-            previous = unpack(batch.read("out", panel).reshape(-1), shape, "amp_output",
-                              precision)
-            result = previous.astype(np.float32) + result
+            result += _amp_operand(batch.read("out", panel), shape, "amp_output", precision)
         batch.write("out", pack(result, "amp_output", precision))
         return gemm_cycles(rows, precision, batch.target)
 

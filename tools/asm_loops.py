@@ -1,0 +1,135 @@
+"""Loops in the `-t ipu-asm` listing: repeated statements with affine fields, folded.
+
+A statement is a `Leaf`: a skeleton (its text with the numbers taken out) and its numbers.
+A run of r >= 2 repetitions of p statements whose skeletons repeat and whose numbers change
+by the same amount from one repetition to the next becomes a `Loop` of r iterations; a loop
+is itself a statement (skeleton: its count, strides and body), so a second pass folds loops
+of loops. Printed, a number that changes reads `base+stride*iN` (or `base-stride*iN`) (iN counts 0 .. r-1 in the
+loop `loop iN, r`), so expanding the loops gives back the statements exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_PERIOD = 8  # statements per loop body looked for; bodies are a few statements long
+
+
+COMMENT_COLUMN = 43  # statements are padded to here before their `# comment`
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One statement: `text.format(*numbers)` after each number is formatted by `kinds`;
+    a tab in `text` starts its comment."""
+
+    text: str  # with `{}` where each number goes (literal braces doubled)
+    numbers: tuple[int, ...]
+    kinds: tuple[str, ...]  # "hex" | "dec" | "row" per number
+
+    @property
+    def skeleton(self) -> tuple:
+        return (self.text, self.kinds)
+
+
+@dataclass(frozen=True)
+class Loop:
+    count: int
+    body: tuple[Leaf | Loop, ...]
+    strides: tuple[int, ...]  # per number of the body, in body order
+
+    @property
+    def numbers(self) -> tuple[int, ...]:
+        return tuple(n for node in self.body for n in node.numbers)
+
+    @property
+    def skeleton(self) -> tuple:
+        return ("loop", self.count, self.strides, tuple(node.skeleton for node in self.body))
+
+
+Node = Leaf | Loop
+
+
+def _repeats(nodes: list[Node], start: int, period: int) -> tuple[int, tuple[int, ...]]:
+    """How many times nodes[start:start+period] repeats with affine numbers, and the
+    strides."""
+    first = nodes[start:start + period]
+    second = nodes[start + period:start + 2 * period]
+    if len(second) < period or any(a.skeleton != b.skeleton for a, b in zip(first, second)):
+        return 1, ()
+    base = tuple(n for node in first for n in node.numbers)
+    strides = tuple(b - a for a, b in zip(base, (n for node in second for n in node.numbers)))
+    count = 2
+    while start + (count + 1) * period <= len(nodes):
+        block = nodes[start + count * period:start + (count + 1) * period]
+        if any(a.skeleton != b.skeleton for a, b in zip(first, block)):
+            break
+        numbers = tuple(n for node in block for n in node.numbers)
+        if any(n != b + count * s for n, b, s in zip(numbers, base, strides)):
+            break
+        count += 1
+    return count, strides
+
+
+def fold_once(nodes: list[Node]) -> list[Node]:
+    folded: list[Node] = []
+    index = 0
+    while index < len(nodes):
+        best = None  # (statements saved, count, period, strides)
+        for period in range(1, min(MAX_PERIOD, (len(nodes) - index) // 2) + 1):
+            count, strides = _repeats(nodes, index, period)
+            saved = (count - 1) * period - 2  # the loop and endloop lines cost two
+            if count >= 2 and saved > 0 and (best is None or saved > best[0]):
+                best = (saved, count, period, strides)
+        if best is None:
+            folded.append(nodes[index])
+            index += 1
+            continue
+        _, count, period, strides = best
+        folded.append(Loop(count, tuple(nodes[index:index + period]), strides))
+        index += count * period
+    return folded
+
+
+def fold(nodes: list[Node]) -> list[Node]:
+    """Fold until nothing changes (each pass can fold the loops of the last one)."""
+    while True:
+        folded = fold_once(nodes)
+        if len(folded) == len(nodes):
+            return folded
+        nodes = folded
+
+
+def _format_number(value: int, kind: str, terms: list[tuple[str, int]],
+                   row_symbols: list[str]) -> str:
+    if kind == "row" and not terms:
+        return f".L{row_symbols[value]}"
+    text = f"{value:#x}" if kind == "hex" else str(value)
+    for name, stride in terms:
+        step = f"{abs(stride):#x}" if kind == "hex" else str(abs(stride))
+        text += f"{'+' if stride > 0 else '-'}{step}*{name}"
+    return f"row[{text}]" if kind == "row" else text
+
+
+def render(nodes: list[Node], row_symbols: list[str], indent: str = "    ",
+           depth: int = 0, terms: list[list[tuple[str, int]]] | None = None) -> list[str]:
+    """The statements as lines; a number under loops gets its `+stride*iN` terms."""
+    lines: list[str] = []
+    offset = 0  # position of each node's first number in `terms`
+    for node in nodes:
+        count = len(node.numbers)
+        mine = terms[offset:offset + count] if terms is not None else [[] for _ in range(count)]
+        offset += count
+        if isinstance(node, Leaf):
+            values = [_format_number(v, k, t, row_symbols)
+                      for v, k, t in zip(node.numbers, node.kinds, mine)]
+            statement, _, comment = node.text.format(*values).partition("\t")
+            statement = indent * (depth + 1) + statement
+            lines.append(f"{statement:<{COMMENT_COLUMN}} # {comment}" if comment else statement)
+            continue
+        name = f"i{depth}"
+        inner = [t + [(name, s)] if s else list(t) for t, s in zip(mine, node.strides)]
+        lines.append(f"{indent * (depth + 1)}loop {name}, {node.count}")
+        lines.extend(render(list(node.body), row_symbols, indent, depth + 1, inner))
+        lines.append(f"{indent * (depth + 1)}endloop")
+    return lines
