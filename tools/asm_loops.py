@@ -11,6 +11,7 @@ loop `loop iN, r`), so expanding the loops gives back the statements exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 MAX_PERIOD = 8  # statements per loop body looked for; bodies are a few statements long
 
@@ -27,9 +28,9 @@ class Leaf:
     numbers: tuple[int, ...]
     kinds: tuple[str, ...]  # "hex" | "dec" | "row" per number
 
-    @property
-    def skeleton(self) -> tuple:
-        return (self.text, self.kinds)
+    @cached_property
+    def skeleton(self) -> int:
+        return _intern((self.text, self.kinds))
 
 
 @dataclass(frozen=True)
@@ -38,46 +39,62 @@ class Loop:
     body: tuple[Leaf | Loop, ...]
     strides: tuple[int, ...]  # per number of the body, in body order
 
-    @property
+    @cached_property
     def numbers(self) -> tuple[int, ...]:
         return tuple(n for node in self.body for n in node.numbers)
 
-    @property
-    def skeleton(self) -> tuple:
-        return ("loop", self.count, self.strides, tuple(node.skeleton for node in self.body))
+    @cached_property
+    def skeleton(self) -> int:
+        return _intern(("loop", self.count, self.strides,
+                        tuple(node.skeleton for node in self.body)))
 
 
 Node = Leaf | Loop
+_SKELETONS: dict[tuple, int] = {}
 
 
-def _repeats(nodes: list[Node], start: int, period: int) -> tuple[int, tuple[int, ...]]:
-    """How many times nodes[start:start+period] repeats with affine numbers, and the
-    strides."""
-    first = nodes[start:start + period]
-    second = nodes[start + period:start + 2 * period]
-    if len(second) < period or any(a.skeleton != b.skeleton for a, b in zip(first, second)):
+def _intern(skeleton: tuple) -> int:
+    """A small integer per distinct skeleton, so that comparing statements is cheap."""
+    return _SKELETONS.setdefault(skeleton, len(_SKELETONS))
+
+
+def _flat(numbers: list[tuple[int, ...]], start: int, stop: int) -> list[int]:
+    return [n for item in numbers[start:stop] for n in item]
+
+
+def _repeats(keys: list[int], numbers: list[tuple[int, ...]], start: int,
+             period: int) -> tuple[int, tuple[int, ...]]:
+    """How many times the `period` statements at `start` repeat with affine numbers, and
+    the strides."""
+    first = keys[start:start + period]
+    if keys[start + period:start + 2 * period] != first:
         return 1, ()
-    base = tuple(n for node in first for n in node.numbers)
-    strides = tuple(b - a for a, b in zip(base, (n for node in second for n in node.numbers)))
+    base = _flat(numbers, start, start + period)
+    strides = tuple(b - a for a, b in zip(base, _flat(numbers, start + period,
+                                                       start + 2 * period)))
     count = 2
-    while start + (count + 1) * period <= len(nodes):
-        block = nodes[start + count * period:start + (count + 1) * period]
-        if any(a.skeleton != b.skeleton for a, b in zip(first, block)):
+    while start + (count + 1) * period <= len(keys):
+        block = start + count * period
+        if keys[block:block + period] != first:
             break
-        numbers = tuple(n for node in block for n in node.numbers)
-        if any(n != b + count * s for n, b, s in zip(numbers, base, strides)):
+        if any(n != b + count * s for n, b, s in zip(_flat(numbers, block, block + period),
+                                                      base, strides)):
             break
         count += 1
     return count, strides
 
 
 def fold_once(nodes: list[Node]) -> list[Node]:
+    keys = [node.skeleton for node in nodes]
+    numbers = [node.numbers for node in nodes]
     folded: list[Node] = []
     index = 0
     while index < len(nodes):
         best = None  # (statements saved, count, period, strides)
         for period in range(1, min(MAX_PERIOD, (len(nodes) - index) // 2) + 1):
-            count, strides = _repeats(nodes, index, period)
+            if keys[index + period] != keys[index]:
+                continue
+            count, strides = _repeats(keys, numbers, index, period)
             saved = (count - 1) * period - 2  # the loop and endloop lines cost two
             if count >= 2 and saved > 0 and (best is None or saved > best[0]):
                 best = (saved, count, period, strides)

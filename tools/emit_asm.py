@@ -9,7 +9,7 @@ printed once, as `.word` data in an `.exchange_rows` section, with their disasse
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 import numpy as np
@@ -67,6 +67,7 @@ class AsmContext:
     package: Package
     symbols: list[str]
     instructions: list[list]  # each row decoded once, from its words
+    prepared: list = field(default_factory=list)  # PreparedStep per step
 
 
 ITERATION = re.compile(r"\[([^\]]*)\]\s*$")  # `[j=0, k=1]` at the end of a provenance
@@ -91,34 +92,49 @@ def comment_parts(provenance: str) -> tuple[str, tuple[int, ...]]:
     return f"{_escaped(provenance[:match.start()])}[{', '.join(names)}]", tuple(values)
 
 
-def _leaf(statement: str, numbers: list[int], kinds: list[str], provenance: str) -> Leaf:
+@dataclass
+class PreparedStep:
+    """What every tile's statement for one step shares, computed once per step."""
+
+    sync: Leaf | None  # exchange steps
+    text: str = ""  # kernel steps: the statement with `{}` for its numbers
+    kinds: tuple[str, ...] = ()
+    iteration: tuple[int, ...] = ()
+    numbers: dict[int, tuple[int, ...]] | None = None  # per tile on which the kernel runs
+
+
+def _with_comment(statement: str, provenance: str) -> tuple[str, tuple[int, ...]]:
     comment, iteration = comment_parts(provenance)
-    text = statement + (f"\t{comment}" if comment else "")
-    return Leaf(text, tuple(numbers) + iteration,
-                tuple(kinds) + ("dec",) * len(iteration))
+    return statement + (f"\t{comment}" if comment else ""), iteration
 
 
-def kernel_leaf(step: KernelStep, tile: int) -> Leaf:
+def prepare_step(step: ExchangeStep | KernelStep) -> PreparedStep:
     from device.kernels import get_kernel
 
+    if isinstance(step, ExchangeStep):
+        text, iteration = _with_comment("sync", step.provenance)
+        return PreparedStep(Leaf(text, iteration, ("dec",) * len(iteration)))
     abi = get_kernel(step.symbol)
-    index = int(np.flatnonzero(step.tiles == tile)[0])
     args = [f"{_escaped(name)}={{}}" for name in (*abi.pointers, *abi.scalars)]
-    numbers = [int(v) for v in step.pointers[index]] + [int(v) for v in step.scalars]
-    kinds = ["hex"] * len(abi.pointers) + ["dec"] * len(abi.scalars)
-    return _leaf(f"call {step.symbol}, {', '.join(args)}", numbers, kinds, step.provenance)
+    text, iteration = _with_comment(f"call {step.symbol}, {', '.join(args)}", step.provenance)
+    kinds = ("hex",) * len(abi.pointers) + ("dec",) * (len(abi.scalars) + len(iteration))
+    scalars = tuple(int(v) for v in step.scalars) + iteration
+    numbers = {int(tile): tuple(pointers) + scalars
+               for tile, pointers in zip(step.tiles.tolist(), step.pointers.tolist(),
+                                         strict=True)}
+    return PreparedStep(None, text, kinds, iteration, numbers)
 
 
 def program_leaves(ctx: AsmContext, tile: int) -> list[Leaf]:
     leaves: list[Leaf] = []
-    for step in ctx.package.steps:
-        if isinstance(step, ExchangeStep):
-            leaves.append(_leaf("sync", [], [], step.provenance))
+    for step, prepared in zip(ctx.package.steps, ctx.prepared, strict=True):
+        if prepared.sync is not None:
+            leaves.append(prepared.sync)
             row = int(step.row_id[tile])
             if row >= 0:
                 leaves.append(Leaf("exchange {}, {}", (row, step.row_address), ("row", "hex")))
-        elif tile in step.tiles:
-            leaves.append(kernel_leaf(step, tile))
+        elif tile in prepared.numbers:
+            leaves.append(Leaf(prepared.text, prepared.numbers[tile], prepared.kinds))
     return leaves
 
 
@@ -165,7 +181,7 @@ def format_assembly(package: Package, loops: bool = True) -> str:
 
     symbols = package.metadata.get("row_symbols") or [f"row{i}" for i in range(len(package.rows))]
     instructions = [isa.decode([int(w) for w in row]) for row in package.rows]
-    ctx = AsmContext(package, symbols, instructions)
+    ctx = AsmContext(package, symbols, instructions, [prepare_step(s) for s in package.steps])
     lines = [*HEADER.splitlines(), f"# ipu-asm: function @{package.function}, "
              f"{package.tiles} tiles, target {package.target}", "    .text"]
     for group in tile_groups(package):
