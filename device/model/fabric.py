@@ -99,10 +99,24 @@ def check_row_ids(package: Package, step: ExchangeStep, where: str) -> np.ndarra
     return row_id
 
 
+@dataclass
+class RunCache:
+    """What the phases of one run share: decoded timelines by (row address, words) and the
+    package's row lengths."""
+
+    timelines: dict = field(default_factory=dict)
+    row_lengths: np.ndarray | None = None
+
+    def lengths(self, package: Package) -> np.ndarray:
+        if self.row_lengths is None:
+            self.row_lengths = np.array([len(r) for r in package.rows], dtype=np.int64)
+        return self.row_lengths
+
+
 def _check_fetch_ranges(memory: TileMemory, package: Package, step: ExchangeStep,
-                        row_id: np.ndarray, where: str) -> None:
+                        row_id: np.ndarray, where: str, cache: RunCache) -> None:
     active = np.flatnonzero(row_id >= 0)
-    lengths = np.array([len(r) for r in package.rows], dtype=np.int64)[row_id[active]]
+    lengths = cache.lengths(package)[row_id[active]]
     bad = (step.row_address < memory.base) | (
         step.row_address + lengths * WORD_BYTES > memory.end)
     if np.any(bad):
@@ -112,12 +126,11 @@ def _check_fetch_ranges(memory: TileMemory, package: Package, step: ExchangeStep
 
 
 def fetch_groups(memory: TileMemory, package: Package, step: ExchangeStep, where: str,
-                 cache: dict | None = None) -> list[RowGroup]:
-    """The row groups of a phase, each tile's row fetched from its own memory. `cache` maps
-    (row address, words) to decoded timelines across the phases of a run."""
+                 cache: RunCache | None = None) -> list[RowGroup]:
+    """The row groups of a phase, each tile's row fetched from its own memory."""
     row_id = check_row_ids(package, step, where)
-    _check_fetch_ranges(memory, package, step, row_id, where)
-    cache = {} if cache is None else cache
+    cache = RunCache() if cache is None else cache
+    _check_fetch_ranges(memory, package, step, row_id, where, cache)
     first = memory.word_index(step.row_address)
     by_words: dict[bytes, list[np.ndarray]] = {}
     for rid in np.unique(row_id[row_id >= 0]).tolist():
@@ -134,7 +147,7 @@ def fetch_groups(memory: TileMemory, package: Package, step: ExchangeStep, where
         if tiles.size == 0:
             continue
         try:
-            timeline = cached_timeline(cache, key, step.row_address)
+            timeline = cached_timeline(cache.timelines, key, step.row_address)
         except ValueError as error:  # DecodeError, TimelineError
             failures.append((int(tiles[0]), len(key) // WORD_BYTES, error))
             continue
@@ -359,9 +372,9 @@ def drop_outside(pieces: Pieces, memory: TileMemory, where: str, errors: PhaseEr
 # ---- the phase ---------------------------------------------------------------------------
 def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep, where: str,
                        target: Target, latency: np.ndarray | None = None,
-                       cache: dict | None = None) -> PhaseOutcome:
-    """Run one phase; `latency` is `target.latency_matrix(package.tiles)` and `cache` maps
-    rows to decoded timelines, both passed in so that a run computes them once."""
+                       cache: RunCache | None = None) -> PhaseOutcome:
+    """Run one phase; `latency` is `target.latency_matrix(package.tiles)` and `cache` the
+    run's `RunCache`, both passed in so that a run computes them once."""
     if latency is None:
         latency = target.latency_matrix(package.tiles)
     groups = fetch_groups(memory, package, step, where, cache)

@@ -184,9 +184,14 @@ def _amp_gemm_batched(precision: str, accumulate: bool) -> BatchedImpl:
         count = batch.tiles.size
         shape = (count, rows, AMP_BLOCK)
         lhs = _amp_operand(batch.read("left", panel), shape, "amp_left", precision)
-        rhs = _amp_operand(batch.read("right", block), (count, AMP_BLOCK, AMP_BLOCK),
-                           "amp_right", precision)
-        result = np.matmul(lhs, rhs)
+        right = batch.read("right", block)
+        if np.array_equal(right, np.broadcast_to(right[:1], right.shape)):
+            # every tile holds the same block (a broadcast): one GEMM over all the panels
+            rhs = _amp_operand(right[:1], (AMP_BLOCK, AMP_BLOCK), "amp_right", precision)
+            result = (lhs.reshape(-1, AMP_BLOCK) @ rhs).reshape(shape)
+        else:
+            rhs = _amp_operand(right, (count, AMP_BLOCK, AMP_BLOCK), "amp_right", precision)
+            result = np.matmul(lhs, rhs)
         if accumulate:
             result += _amp_operand(batch.read("out", panel), shape, "amp_output", precision)
         batch.write("out", pack(result, "amp_output", precision))

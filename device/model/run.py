@@ -8,7 +8,7 @@ import numpy as np
 
 from device.model.cycles import exchange_step_cycles
 from device.model.errors import ModelError
-from device.model.fabric import check_row_ids, run_exchange_phase
+from device.model.fabric import RunCache, check_row_ids, run_exchange_phase
 from device.model.host import read_outputs, write_inputs
 from device.model.kernel_impls import run_kernel_step
 from device.model.memory import TileMemory
@@ -122,14 +122,14 @@ def run_package(package: Package, inputs: dict[str, np.ndarray],
     write_inputs(memory, package, inputs)
     check_images_intact(memory, segments, "by an input shard")
     latency = target.latency_matrix(package.tiles)
-    timelines: dict = {}  # decoded rows, shared by the phases of the run
+    cache = RunCache()  # decoded rows and row lengths, shared by the phases of the run
     cycles_by_step: list[int] = []
     errors: list[str] = []
     for index, step in progress(enumerate(package.steps), "device model", len(package.steps)):
         where = step_label(index, step)
         if isinstance(step, ExchangeStep):
             phase = run_exchange_phase(memory, package, step, where, target, latency,
-                                       timelines)
+                                       cache)
             errors.extend(phase.errors)
             cycles_by_step.append(exchange_step_cycles(phase.events, target))
         elif isinstance(step, KernelStep):
