@@ -186,9 +186,10 @@ def _amp_gemm_batched(precision: str, accumulate: bool) -> BatchedImpl:
         lhs = _amp_operand(batch.read("left", panel), shape, "amp_left", precision)
         right = batch.read("right", block)
         if np.array_equal(right, np.broadcast_to(right[:1], right.shape)):
-            # every tile holds the same block (a broadcast): one GEMM over all the panels
-            rhs = _amp_operand(right[:1], (AMP_BLOCK, AMP_BLOCK), "amp_right", precision)
-            result = (lhs.reshape(-1, AMP_BLOCK) @ rhs).reshape(shape)
+            # every tile holds the same block (a broadcast): decode it once. Still one
+            # product per tile, so the sums run in the order of the per-tile form.
+            rhs = _amp_operand(right[:1], (1, AMP_BLOCK, AMP_BLOCK), "amp_right", precision)
+            result = np.matmul(lhs, rhs)
         else:
             rhs = _amp_operand(right, (count, AMP_BLOCK, AMP_BLOCK), "amp_right", precision)
             result = np.matmul(lhs, rhs)
