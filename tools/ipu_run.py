@@ -14,6 +14,9 @@ the tensor's values, so for an FP8 argument `tensor<..xf8E4M3FNUZ, #graph.fp8_sc
 divided by 2**s and rounded to FP8 (saturating). `--save-outputs DIR` writes `DIR/resultI.npy`
 in the same form: f32 and f16 results in their own dtype, FP8 results as float32 arrays of their
 values `q * 2**s` (exact), which `--input` reads back unchanged.
+
+Progress. Compiles and model runs longer than a second or two show progress bars on stderr
+(`tools/progress.py`), only when stderr is a terminal; `--quiet` turns them off.
 """
 
 from __future__ import annotations
