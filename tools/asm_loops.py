@@ -11,7 +11,6 @@ loop `loop iN, r`), so expanding the loops gives back the statements exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 MAX_PERIOD = 8  # statements per loop body looked for; bodies are a few statements long
 
@@ -19,34 +18,24 @@ MAX_PERIOD = 8  # statements per loop body looked for; bodies are a few statemen
 COMMENT_COLUMN = 43  # statements are padded to here before their `# comment`
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Leaf:
     """One statement: `text.format(*numbers)` after each number is formatted by `kinds`;
-    a tab in `text` starts its comment."""
+    a tab in `text` starts its comment. Build it with `leaf` (which sets `skeleton`)."""
 
     text: str  # with `{}` where each number goes (literal braces doubled)
     numbers: tuple[int, ...]
     kinds: tuple[str, ...]  # "hex" | "dec" | "row" per number
-
-    @cached_property
-    def skeleton(self) -> int:
-        return _intern((self.text, self.kinds))
+    skeleton: int  # the same for statements that differ only in their numbers
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Loop:
     count: int
     body: tuple[Leaf | Loop, ...]
     strides: tuple[int, ...]  # per number of the body, in body order
-
-    @cached_property
-    def numbers(self) -> tuple[int, ...]:
-        return tuple(n for node in self.body for n in node.numbers)
-
-    @cached_property
-    def skeleton(self) -> int:
-        return _intern(("loop", self.count, self.strides,
-                        tuple(node.skeleton for node in self.body)))
+    numbers: tuple[int, ...]  # the body's numbers in the first iteration
+    skeleton: int
 
 
 Node = Leaf | Loop
@@ -56,6 +45,20 @@ _SKELETONS: dict[tuple, int] = {}
 def _intern(skeleton: tuple) -> int:
     """A small integer per distinct skeleton, so that comparing statements is cheap."""
     return _SKELETONS.setdefault(skeleton, len(_SKELETONS))
+
+
+def leaf_skeleton(text: str, kinds: tuple[str, ...]) -> int:
+    return _intern((text, kinds))
+
+
+def leaf(text: str, numbers: tuple[int, ...], kinds: tuple[str, ...]) -> Leaf:
+    return Leaf(text, numbers, kinds, leaf_skeleton(text, kinds))
+
+
+def loop(count: int, body: tuple[Node, ...], strides: tuple[int, ...]) -> Loop:
+    numbers = tuple(n for node in body for n in node.numbers)
+    skeleton = _intern(("loop", count, strides, tuple(node.skeleton for node in body)))
+    return Loop(count, body, strides, numbers, skeleton)
 
 
 def _flat(numbers: list[tuple[int, ...]], start: int, stop: int) -> list[int]:
@@ -73,14 +76,14 @@ def _repeats(keys: list[int], numbers: list[tuple[int, ...]], start: int,
     strides = tuple(b - a for a, b in zip(base, _flat(numbers, start + period,
                                                        start + 2 * period)))
     count = 2
+    expected = [b + 2 * s for b, s in zip(base, strides)]
     while start + (count + 1) * period <= len(keys):
         block = start + count * period
-        if keys[block:block + period] != first:
-            break
-        if any(n != b + count * s for n, b, s in zip(_flat(numbers, block, block + period),
-                                                      base, strides)):
+        if keys[block:block + period] != first or _flat(numbers, block,
+                                                          block + period) != expected:
             break
         count += 1
+        expected = [e + s for e, s in zip(expected, strides)]
     return count, strides
 
 
@@ -92,8 +95,8 @@ def fold_once(nodes: list[Node]) -> list[Node]:
     while index < len(nodes):
         best = None  # (statements saved, count, period, strides)
         for period in range(1, min(MAX_PERIOD, (len(nodes) - index) // 2) + 1):
-            if keys[index + period] != keys[index]:
-                continue
+            if keys[index + period] != keys[index] or (best and period % best[2] == 0):
+                continue  # a multiple of a repeating body covers no more than the body
             count, strides = _repeats(keys, numbers, index, period)
             saved = (count - 1) * period - 2  # the loop and endloop lines cost two
             if count >= 2 and saved > 0 and (best is None or saved > best[0]):
@@ -103,7 +106,7 @@ def fold_once(nodes: list[Node]) -> list[Node]:
             index += 1
             continue
         _, count, period, strides = best
-        folded.append(Loop(count, tuple(nodes[index:index + period]), strides))
+        folded.append(loop(count, tuple(nodes[index:index + period]), strides))
         index += count * period
     return folded
 

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from device.package import ExchangeStep, KernelStep, Package
-from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, render
+from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, leaf, leaf_skeleton, render
 
 
 def format_tile_set(tiles: np.ndarray | list[int]) -> str:
@@ -99,8 +99,12 @@ class PreparedStep:
     sync: Leaf | None  # exchange steps
     text: str = ""  # kernel steps: the statement with `{}` for its numbers
     kinds: tuple[str, ...] = ()
+    skeleton: int = -1
     iteration: tuple[int, ...] = ()
     numbers: dict[int, tuple[int, ...]] | None = None  # per tile on which the kernel runs
+
+
+EXCHANGE_TEXT, EXCHANGE_KINDS = "exchange {}, {}", ("row", "hex")
 
 
 def _with_comment(statement: str, provenance: str) -> tuple[str, tuple[int, ...]]:
@@ -113,7 +117,7 @@ def prepare_step(step: ExchangeStep | KernelStep) -> PreparedStep:
 
     if isinstance(step, ExchangeStep):
         text, iteration = _with_comment("sync", step.provenance)
-        return PreparedStep(Leaf(text, iteration, ("dec",) * len(iteration)))
+        return PreparedStep(leaf(text, iteration, ("dec",) * len(iteration)))
     abi = get_kernel(step.symbol)
     args = [f"{_escaped(name)}={{}}" for name in (*abi.pointers, *abi.scalars)]
     text, iteration = _with_comment(f"call {step.symbol}, {', '.join(args)}", step.provenance)
@@ -122,19 +126,22 @@ def prepare_step(step: ExchangeStep | KernelStep) -> PreparedStep:
     numbers = {int(tile): tuple(pointers) + scalars
                for tile, pointers in zip(step.tiles.tolist(), step.pointers.tolist(),
                                          strict=True)}
-    return PreparedStep(None, text, kinds, iteration, numbers)
+    return PreparedStep(None, text, kinds, leaf_skeleton(text, kinds), iteration, numbers)
 
 
 def program_leaves(ctx: AsmContext, tile: int) -> list[Leaf]:
+    exchange = leaf_skeleton(EXCHANGE_TEXT, EXCHANGE_KINDS)
     leaves: list[Leaf] = []
     for step, prepared in zip(ctx.package.steps, ctx.prepared, strict=True):
         if prepared.sync is not None:
             leaves.append(prepared.sync)
             row = int(step.row_id[tile])
             if row >= 0:
-                leaves.append(Leaf("exchange {}, {}", (row, step.row_address), ("row", "hex")))
+                leaves.append(Leaf(EXCHANGE_TEXT, (row, step.row_address), EXCHANGE_KINDS,
+                                   exchange))
         elif tile in prepared.numbers:
-            leaves.append(Leaf(prepared.text, prepared.numbers[tile], prepared.kinds))
+            leaves.append(Leaf(prepared.text, prepared.numbers[tile], prepared.kinds,
+                               prepared.skeleton))
     return leaves
 
 

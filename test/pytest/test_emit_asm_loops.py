@@ -16,7 +16,7 @@ from xdsl.parser import Parser
 
 from device.package import ExchangeStep
 from tools import emit_asm, ipu_as
-from tools.asm_loops import Leaf, Loop, fold, render
+from tools.asm_loops import Loop, fold, leaf, render
 from tools.ipu_run import compile_module, make_context
 
 GEMM = """
@@ -93,8 +93,8 @@ def test_the_listing_has_loops_and_expands_to_the_flat_listing(package):
 
 
 def test_fold_and_render_round_trip_negative_strides_and_tails():
-    leaves = [Leaf("call f, p={}", (0x100 - 0x10 * n,), ("hex",)) for n in range(5)]
-    leaves.append(Leaf("sync", (), ()))
+    leaves = [leaf("call f, p={}", (0x100 - 0x10 * n,), ("hex",)) for n in range(5)]
+    leaves.append(leaf("sync", (), ()))
     folded = fold(leaves)
     assert isinstance(folded[0], Loop) and folded[0].count == 5 and folded[1] == leaves[5]
     lines = render(folded, [])
