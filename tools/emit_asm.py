@@ -1,13 +1,15 @@
 """`-t ipu-asm`: supervisor assembly for every tile, with provenance comments.
 
 The assembly is printed from the finalized package, so it shows exactly what the device
-model runs. Tiles whose programs are identical share one listing; the rows are printed once,
-as `.word` data in an `.exchange_rows` section, with their disassembly.
+model runs. Tiles whose programs are identical share one listing; repeated statements whose
+fields change by a constant step are printed as loops (`tools.asm_loops`); the rows are
+printed once, as `.word` data in an `.exchange_rows` section, with their disassembly.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import IO
 
 import numpy as np
@@ -16,6 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from device.package import ExchangeStep, KernelStep, Package
+from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, leaf, leaf_skeleton, render
 
 
 def format_tile_set(tiles: np.ndarray | list[int]) -> str:
@@ -64,40 +67,98 @@ class AsmContext:
     package: Package
     symbols: list[str]
     instructions: list[list]  # each row decoded once, from its words
+    prepared: list = field(default_factory=list)  # PreparedStep per step
 
 
-def kernel_line(step: KernelStep, tile: int) -> str:
+ITERATION = re.compile(r"\[([^\]]*)\]\s*$")  # `[j=0, k=1]` at the end of a provenance
+
+
+def _escaped(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def comment_parts(provenance: str) -> tuple[str, tuple[int, ...]]:
+    """A provenance as text with `{}` for its loop indices, and their values."""
+    match = ITERATION.search(provenance)
+    if match is None:
+        return _escaped(provenance), ()
+    names, values = [], []
+    for item in match.group(1).split(","):
+        name, _, value = item.strip().partition("=")
+        if not value.lstrip("-").isdigit():
+            return _escaped(provenance), ()
+        names.append(f"{_escaped(name)}={{}}")
+        values.append(int(value))
+    return f"{_escaped(provenance[:match.start()])}[{', '.join(names)}]", tuple(values)
+
+
+@dataclass
+class PreparedStep:
+    """What every tile's statement for one step shares, computed once per step."""
+
+    sync: Leaf | None  # exchange steps
+    text: str = ""  # kernel steps: the statement with `{}` for its numbers
+    kinds: tuple[str, ...] = ()
+    skeleton: int = -1
+    iteration: tuple[int, ...] = ()
+    numbers: dict[int, tuple[int, ...]] | None = None  # per tile on which the kernel runs
+
+
+EXCHANGE_TEXT, EXCHANGE_KINDS = "exchange {}, {}", ("row", "hex")
+
+
+def _with_comment(statement: str, provenance: str) -> tuple[str, tuple[int, ...]]:
+    comment, iteration = comment_parts(provenance)
+    return statement + (f"\t{comment}" if comment else ""), iteration
+
+
+def prepare_step(step: ExchangeStep | KernelStep) -> PreparedStep:
     from device.kernels import get_kernel
 
+    if isinstance(step, ExchangeStep):
+        text, iteration = _with_comment("sync", step.provenance)
+        return PreparedStep(leaf(text, iteration, ("dec",) * len(iteration)))
     abi = get_kernel(step.symbol)
-    index = int(np.flatnonzero(step.tiles == tile)[0])
-    args = [f"{name}={int(v):#x}" for name, v in zip(abi.pointers, step.pointers[index],
-                                                      strict=True)]
     named, words = abi.split_scalars(step.scalars)
-    args += [f"{name}={v}" for name, v in named.items()]
+    scalar_args = [f"{_escaped(name)}={{}}" for name in named]
     if abi.variadic:  # the operands' format descriptors, as the vertex state holds them
-        args.append(f"descriptor=[{', '.join(str(w) for w in words)}]")
-    return f"    call {step.symbol}, {', '.join(args)}"
+        scalar_args.append(f"descriptor=[{', '.join('{}' for _ in words)}]")
+    args = [f"{_escaped(name)}={{}}" for name in abi.pointers] + scalar_args
+    text, iteration = _with_comment(f"call {step.symbol}, {', '.join(args)}", step.provenance)
+    kinds = ("hex",) * len(abi.pointers) + ("dec",) * (len(step.scalars) + len(iteration))
+    scalars = tuple(int(v) for v in step.scalars) + iteration
+    numbers = {int(tile): tuple(pointers) + scalars
+               for tile, pointers in zip(step.tiles.tolist(), step.pointers.tolist(),
+                                         strict=True)}
+    return PreparedStep(None, text, kinds, leaf_skeleton(text, kinds), iteration, numbers)
 
 
-def program_lines(ctx: AsmContext, tile: int) -> list[str]:
-    lines: list[str] = []
-    for step in ctx.package.steps:
-        if isinstance(step, ExchangeStep):
-            lines.append(f"{'    sync':<43} # {step.provenance}")
+def program_leaves(ctx: AsmContext, tile: int) -> list[Leaf]:
+    exchange = leaf_skeleton(EXCHANGE_TEXT, EXCHANGE_KINDS)
+    leaves: list[Leaf] = []
+    for step, prepared in zip(ctx.package.steps, ctx.prepared, strict=True):
+        if prepared.sync is not None:
+            leaves.append(prepared.sync)
             row = int(step.row_id[tile])
             if row >= 0:
-                lines.append(f"    exchange .L{ctx.symbols[row]}, {step.row_address:#x}")
-        elif tile in step.tiles:
-            lines.append(f"{kernel_line(step, tile):<43} # {step.provenance}")
-    return lines
+                leaves.append(Leaf(EXCHANGE_TEXT, (row, step.row_address), EXCHANGE_KINDS,
+                                   exchange))
+        elif tile in prepared.numbers:
+            leaves.append(Leaf(prepared.text, prepared.numbers[tile], prepared.kinds,
+                               prepared.skeleton))
+    return leaves
+
+
+def program_lines(ctx: AsmContext, tile: int, loops: bool = True) -> list[str]:
+    leaves: list[Node] = list(program_leaves(ctx, tile))
+    return render(fold(leaves) if loops else leaves, ctx.symbols)
 
 
 def row_section(ctx: AsmContext) -> list[str]:
     lines = ["", "    .section .exchange_rows"]
-    for symbol, words, instrs in zip(ctx.symbols, ctx.package.rows, ctx.instructions,
-                                     strict=True):
-        lines.append(f".L{symbol}:")
+    for index, (symbol, words, instrs) in enumerate(zip(ctx.symbols, ctx.package.rows,
+                                                        ctx.instructions, strict=True)):
+        lines.append(f"{f'.L{symbol}:':<{COMMENT_COLUMN}} # row[{index}]")
         lines.extend(word_lines(words, instrs))
     return lines
 
@@ -115,19 +176,30 @@ def word_lines(words: np.ndarray, instrs: list) -> list[str]:
     return lines
 
 
-def format_assembly(package: Package) -> str:
+HEADER = """\
+# Supervisor code per group of tiles with identical programs, then the exchange rows.
+# `loop iN, R` .. `endloop` runs its body R times with iN = 0 .. R-1; a field written
+# `base+stride*iN` takes that value in iteration iN, and `row[k]` is the row labelled
+# `# row[k]` below. This listing is for reading: `ipu-as` assembles exchange instructions
+# only, so it stops at the first supervisor line (`sync`, `exchange`, `call`, `loop`); the
+# rows' instruction text (the comment on each data line) assembles back to their words,
+# as does `ipu-objdump --package DIR --tile T`."""
+
+
+def format_assembly(package: Package, loops: bool = True) -> str:
+    """The listing; `loops=False` prints every iteration (what the loops expand to)."""
     from device import isa
 
     symbols = package.metadata.get("row_symbols") or [f"row{i}" for i in range(len(package.rows))]
     instructions = [isa.decode([int(w) for w in row]) for row in package.rows]
-    ctx = AsmContext(package, symbols, instructions)
-    lines = [f"# ipu-asm: function @{package.function}, {package.tiles} tiles, "
-             f"target {package.target}", "    .text"]
+    ctx = AsmContext(package, symbols, instructions, [prepare_step(s) for s in package.steps])
+    lines = [*HEADER.splitlines(), f"# ipu-asm: function @{package.function}, "
+             f"{package.tiles} tiles, target {package.target}", "    .text"]
     for group in tile_groups(package):
         lines.append("")
         lines.append(f"# tiles {format_tile_set(group)}")
         lines.append(f"tile_{int(group[0])}:")
-        lines.extend(program_lines(ctx, int(group[0])))
+        lines.extend(program_lines(ctx, int(group[0]), loops))
         lines.append("    ret")
     lines.extend(row_section(ctx))
     return "\n".join(lines) + "\n"

@@ -50,4 +50,4 @@ class IpuRowsTarget(Target):
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from tools.package_writer import build_package
 
-        output.write(format_rows(build_package(module)))
+        output.write(format_rows(build_package(module, with_assembly=False)))

@@ -23,6 +23,9 @@ errors, modeled cycles by phase, kernel and graph op, tiles used, compile time p
 `"check": "DIAGNOSTIC"` and its text. `--report DIR` writes `DIR/report.html` with its
 pictures and `DIR/trace.json`, a Chrome trace for ui.perfetto.dev (`tools/report.py`,
 `tools/trace.py`).
+
+Progress. Compiles and model runs longer than a second or two show progress bars on stderr
+(`tools/progress.py`), only when stderr is a terminal; `--quiet` turns them off.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from tools.progress import Progress, no_progress, terminal_progress
 from tools.registry import make_context
 from tools.source_locations import located_message, parse_located_module, verify_with_locations
 
@@ -278,9 +282,10 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
 
 
 def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off",
-                   with_assembly: bool = True, timer=None):
+                   with_assembly: bool = True, timer=None, progress: Progress = no_progress):
     """Run the default pipeline and build the package; diagnostics propagate. A
-    `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build."""
+    `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build;
+    `progress` wraps the package's loops (`tools.progress`)."""
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
     from tools.pass_timing import PassTimer
@@ -288,7 +293,7 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
     timer = PassTimer() if timer is None else timer
     pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
     timer.pipeline([pipeline]).apply(make_context(), module)
-    return timer.time("build-package", lambda: build_package(module, with_assembly))
+    return timer.time("build-package", lambda: build_package(module, with_assembly, progress))
 
 
 def print_json(summary: dict) -> None:
@@ -326,15 +331,18 @@ def run(
         Path | None,
         typer.Option("--report", help="write DIR/report.html (with pictures) and DIR/trace.json"),
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option(help="no progress bars (they show on a terminal's stderr only)")
+    ] = False,
 ) -> None:
     """Compile FILE with the default pipeline, run it on the device model, check it."""
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir, profile, json_output, report_dir, inputs))
+                      indivisible, package_dir, profile, json_output, report_dir, inputs, quiet))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
              function=None, indivisible="pad", package_dir=None, profile=False,
-             json_output=False, report_dir=None, archive=None) -> int:
+             json_output=False, report_dir=None, archive=None, quiet=False) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
     from tools.pass_timing import PassTimer
 
@@ -377,21 +385,24 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     from device.model import ModelError, run_package
     from device.model.host import stored_of_values, values_of_stored
 
+    progress = terminal_progress(quiet)
     started = time.perf_counter()
     timer = PassTimer()
     compiled = ModuleOp([func.clone()])
     try:
         package = compile_module(compiled, tiles, indivisible,
                                  "cycles" if profile else "off",
-                                 with_assembly=package_dir is not None, timer=timer)
+                                 with_assembly=package_dir is not None, timer=timer,
+                                 progress=progress)
     except DiagnosticException as error:
         return diagnostic(shown(str(error), text, "ipu-run: compile error"))
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
         package.save(package_dir)
-    feeds = {tensor.name: values_of_stored(tensor, array) for tensor, array in zip(package.inputs, arrays, strict=True)}
+    feeds = {tensor.name: values_of_stored(tensor, array)
+             for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
-        outcome = run_package(package, feeds)
+        outcome = run_package(package, feeds, progress=progress)
     except ModelError as error:
         print(f"ipu-run: the device model stopped: {error}", file=sys.stderr)
         if json_output:

@@ -43,6 +43,7 @@ from ipu_dialects.tile import (
 from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import pipeline_config, target_and_tiles
 from passes.shard_geometry import ShardGeometry
+from tools.progress import Progress, no_progress
 from ipu_dialects.tile_iteration import linearized_iteration
 
 
@@ -127,11 +128,15 @@ class Expansion:
     rows: RowInterner
     steps: list[Step] = field(default_factory=list)
     tables: dict[ExchangeOp, ExchangeTable] = field(default_factory=dict)
+    progress: Progress = no_progress  # wraps the iterations of outermost loops
 
     def walk(self, block: Block, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         for op in block.ops:
             if isinstance(op, LoopOp):
-                for iv in range(op.lower_bound, op.upper_bound):
+                iterations = range(op.lower_bound, op.upper_bound)
+                if not ivs:
+                    iterations = self.progress(iterations, "package", len(iterations))
+                for iv in iterations:
                     self.walk(op.body.block, ivs + [iv],
                               bounds + [(op.lower_bound, op.upper_bound)])
             elif isinstance(op, ExchangeOp):
@@ -233,11 +238,11 @@ def unplaced(buffers: list[BufferOp]) -> list[str]:
     return [b.sym_name.data for b in buffers if b.address_value is None]
 
 
-def build_package(module: ModuleOp, with_assembly: bool = True) -> Package:
+def build_package(module: ModuleOp, with_assembly: bool = True,
+                  progress: Progress = no_progress) -> Package:
     """The package of a scheduled module; `with_assembly` also formats `package.assembly`
-    (the `-t ipu-asm` text, which `Package.save` writes as program.s): for thousands of
-    block iterations on every tile that is most of the work, so a run that keeps no package
-    skips it."""
+    (the `-t ipu-asm` text, which `Package.save` writes as program.s), which a run that
+    keeps no package and `-t ipu-rows` skip. `progress` wraps the outermost loops."""
     from tools.emit_asm import format_assembly
 
     target, tiles = target_and_tiles(module, "package")
@@ -250,7 +255,7 @@ def build_package(module: ModuleOp, with_assembly: bool = True) -> Package:
         )
     templates = {op.sym_name.data: op for op in module.ops if isinstance(op, RowOp)}
     rows = RowInterner(target.code_region[0])
-    expansion = Expansion(tiles, templates, rows)
+    expansion = Expansion(tiles, templates, rows, progress=progress)
     expansion.walk(func.body.block, [], [])
     inputs, outputs = host_tensors(buffers)
     tiles_used = max((max(b.tiles.tiles(), default=-1) for b in buffers), default=-1) + 1

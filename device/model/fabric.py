@@ -11,17 +11,20 @@ of every tile r > s (sctl bit 0) and/or r < s (bit 1) at event t + L(s, r). Rece
 XPIC (the selected source tile, -1 = none at phase start) and PIC (the incoming word address;
 undefined at phase start, +1 per stored word); a control takes effect at its event, so it
 already governs a word arriving at that event. A word from the source selected at its
-arrival is stored at byte address PIC * 4; words from other sources are ignored. The phase
+arrival is stored at word address PIC; words from other sources are ignored. The phase
 lasts the longest row; a selected word arriving at or after that is lost.
 
 Faults that hardware would survive are reported, not raised: lost words, words with no PIC,
 stores or sends outside tile memory, and memory-element contention between a tile's row
 fetch, send reads and incoming writes (`device.memory_conflicts`).
 
-Vectorized: per receiver, its XPIC timeline is cut into segments with one selected source;
-each segment is intersected with that source's send intervals (shifted by L) to produce only
-the accepted words, as NumPy arrays. PIC values come from a searchsorted over the receiver's
-PIC events.
+Vectorized across tiles: tiles whose fetched rows are identical form one `RowGroup` and
+share one decoded timeline. Each (XPIC selection, send interval) pair of a group becomes,
+for all its receivers at once, a `Runs` record of words arriving on consecutive events
+(latency L(s, r) per receiver); runs are then cut at the receivers' PIC controls into
+pieces with one contiguous source and one contiguous target range each
+(`device.model.fabric_words` moves them). No per-word arrays are built unless two pieces
+of a phase touch the same memory, where the exact event order is replayed word by word.
 """
 
 from __future__ import annotations
@@ -34,12 +37,16 @@ from device.exchange_timeline import PIC, XPIC, RowTimeline, SendInterval, row_t
 from device.isa import decode
 from device.memory_conflicts import find_conflicts
 from device.model.errors import ModelError
+from device.model.fabric_words import Pieces, apply_pieces
 from device.model.memory import TileMemory
 from device.package import ExchangeStep, Package
 from device.target import WORD_BYTES, Target
 
 NO_END = 1 << 62  # the last XPIC selection stays in force past the phase end
 DIRECTION_UP, DIRECTION_DOWN = 0b01, 0b10  # sctl bit 0: to higher ids; bit 1: to lower ids
+
+# Errors of one phase are sorted to the order a receiver-by-receiver reading gives.
+SEND_ERROR, LOST, NO_PIC, OUTSIDE, CONTENTION = range(5)
 
 
 @dataclass
@@ -50,15 +57,32 @@ class PhaseOutcome:
 
 
 @dataclass
-class Deliveries:
-    """Accepted words of one receiver, sorted by arrival event."""
+class RowGroup:
+    """Tiles (ascending) whose fetched row words are identical, with their one timeline."""
 
-    receiver: int
-    arrival: np.ndarray  # int64 event
-    source: np.ndarray  # int64 tile
-    source_index: np.ndarray  # int64 word index in the source's memory
-    send_event: np.ndarray  # int64
-    target_index: np.ndarray  # int64 word index in the receiver's memory
+    timeline: RowTimeline
+    tiles: np.ndarray  # int64
+    sends: list[SendInterval] = field(default_factory=list)  # those inside tile memory
+
+
+@dataclass
+class PhaseErrors:
+    """Messages keyed by (category, tile, source) so that their order does not depend on the
+    order in which the vectorized code finds them."""
+
+    keyed: list[tuple[tuple[int, int, int], str]] = field(default_factory=list)
+
+    def add(self, category: int, tile: int, source: int, message: str) -> None:
+        self.keyed.append(((category, tile, source), message))
+
+    def in_order(self) -> list[str]:
+        def order(item):
+            (category, tile, source), _ = item
+            # sends first, then per receiver its lost / no-PIC / outside words, then contention
+            band = 0 if category == SEND_ERROR else 2 if category == CONTENTION else 1
+            return (band, tile, category, source)
+
+        return [message for _, message in sorted(self.keyed, key=order)]
 
 
 # ---- rows --------------------------------------------------------------------------------
@@ -75,54 +99,92 @@ def check_row_ids(package: Package, step: ExchangeStep, where: str) -> np.ndarra
     return row_id
 
 
-def fetch_timelines(memory: TileMemory, package: Package, step: ExchangeStep,
-                    where: str) -> dict[int, RowTimeline]:
+@dataclass
+class RunCache:
+    """What the phases of one run share: decoded timelines by (row address, words) and the
+    package's row lengths."""
+
+    timelines: dict = field(default_factory=dict)
+    row_lengths: np.ndarray | None = None
+
+    def lengths(self, package: Package) -> np.ndarray:
+        if self.row_lengths is None:
+            self.row_lengths = np.array([len(r) for r in package.rows], dtype=np.int64)
+        return self.row_lengths
+
+
+def _check_fetch_ranges(memory: TileMemory, package: Package, step: ExchangeStep,
+                        row_id: np.ndarray, where: str, cache: RunCache) -> None:
+    active = np.flatnonzero(row_id >= 0)
+    lengths = cache.lengths(package)[row_id[active]]
+    bad = (step.row_address < memory.base) | (
+        step.row_address + lengths * WORD_BYTES > memory.end)
+    if np.any(bad):
+        tile = int(active[np.argmax(bad)])
+        memory.read_words(tile, step.row_address, int(lengths[np.argmax(bad)]),
+                          f"{where}: fetching tile {tile}'s exchange row")
+
+
+def fetch_groups(memory: TileMemory, package: Package, step: ExchangeStep, where: str,
+                 cache: RunCache | None = None) -> list[RowGroup]:
+    """The row groups of a phase, each tile's row fetched from its own memory."""
     row_id = check_row_ids(package, step, where)
-    cache: dict[bytes, RowTimeline] = {}
-    timelines: dict[int, RowTimeline] = {}
-    for tile in np.flatnonzero(row_id >= 0).tolist():
-        rid = int(row_id[tile])
-        length = len(package.rows[rid])
-        words = memory.read_words(tile, step.row_address, length,
-                                  f"{where}: fetching tile {tile}'s exchange row")
-        key = words.tobytes()
-        if key not in cache:
-            try:
-                cache[key] = row_timeline(decode(words.tolist(), base_address=step.row_address))
-            except ValueError as error:  # DecodeError, TimelineError
-                raise ModelError(
-                    f"{where}: tile {tile}: the exchange row fetched from {step.row_address:#x} "
-                    f"({length} words) cannot run: {error}"
-                ) from None
-        timelines[tile] = cache[key]
-    return timelines
+    cache = RunCache() if cache is None else cache
+    _check_fetch_ranges(memory, package, step, row_id, where, cache)
+    first = memory.word_index(step.row_address)
+    by_words: dict[bytes, list[np.ndarray]] = {}
+    for rid in np.unique(row_id[row_id >= 0]).tolist():
+        tiles = np.flatnonzero(row_id == rid)
+        row = np.asarray(package.rows[rid], dtype=np.uint32)
+        fetched = memory.all_words[tiles, first:first + row.size]
+        intact = (fetched == row).all(axis=1)
+        by_words.setdefault(row.tobytes(), []).append(tiles[intact])
+        for index in np.flatnonzero(~intact).tolist():  # a corrupted image: its own row
+            by_words.setdefault(fetched[index].tobytes(), []).append(tiles[index:index + 1])
+    groups, failures = [], []
+    for key, parts in by_words.items():
+        tiles = np.sort(np.concatenate(parts)).astype(np.int64)
+        if tiles.size == 0:
+            continue
+        try:
+            timeline = cached_timeline(cache.timelines, key, step.row_address)
+        except ValueError as error:  # DecodeError, TimelineError
+            failures.append((int(tiles[0]), len(key) // WORD_BYTES, error))
+            continue
+        groups.append(RowGroup(timeline, tiles))
+    if failures:
+        tile, length, error = min(failures, key=lambda f: f[0])
+        raise ModelError(
+            f"{where}: tile {tile}: the exchange row fetched from {step.row_address:#x} "
+            f"({length} words) cannot run: {error}"
+        )
+    return sorted(groups, key=lambda g: int(g.tiles[0]))
 
 
-def reaches(sctl: int, source: int, receiver: int) -> bool:
-    if receiver > source:
-        return bool(sctl & DIRECTION_UP)
-    return receiver < source and bool(sctl & DIRECTION_DOWN)
+def cached_timeline(cache: dict, words: bytes, row_address: int) -> RowTimeline:
+    key = (row_address, words)
+    if key not in cache:
+        decoded = decode(np.frombuffer(words, dtype=np.uint32).tolist(),
+                         base_address=row_address)
+        cache[key] = row_timeline(decoded)
+    return cache[key]
 
 
-def checked_sends(memory: TileMemory, timelines: dict[int, RowTimeline], where: str,
-                  errors: list[str]) -> dict[int, list[SendInterval]]:
-    """Each tile's send intervals; one reading outside tile memory is reported and dropped."""
+def check_sends(memory: TileMemory, groups: list[RowGroup], where: str,
+                errors: PhaseErrors) -> None:
+    """Keep each group's send intervals inside tile memory; one reading outside it is
+    reported (per tile) and dropped."""
     first_word, end_word = memory.base // WORD_BYTES, memory.end // WORD_BYTES
-    sends: dict[int, list[SendInterval]] = {}
-    for tile, timeline in timelines.items():
-        kept = []
-        for interval in timeline.sends:
+    for group in groups:
+        for interval in group.timeline.sends:
             if first_word <= interval.address and interval.address + interval.words <= end_word:
-                kept.append(interval)
+                group.sends.append(interval)
                 continue
-            errors.append(
-                f"{where}: tile {tile}: send of {interval.words} words from word address "
-                f"{interval.address:#x} (byte {interval.address * WORD_BYTES:#x}) at event "
-                f"{interval.start_event} reads outside tile memory; not sent"
-            )
-        if kept:
-            sends[tile] = kept
-    return sends
+            for tile in group.tiles.tolist():
+                errors.add(SEND_ERROR, tile, 0, (
+                    f"{where}: tile {tile}: send of {interval.words} words from word address "
+                    f"{interval.address:#x} (byte {interval.address * WORD_BYTES:#x}) at event "
+                    f"{interval.start_event} reads outside tile memory; not sent"))
 
 
 # ---- receivers ---------------------------------------------------------------------------
@@ -137,182 +199,207 @@ def xpic_segments(timeline: RowTimeline) -> list[tuple[int, int, int]]:
     return segments
 
 
-def selected_arrivals(receiver: int, timeline: RowTimeline, sends: dict[int, list[SendInterval]],
-                      latency: np.ndarray, tiles: int):
-    """(arrival event, source tile, source word address) of every word the receiver accepts,
-    sorted by arrival, including those arriving after the phase end."""
-    events, sources, addresses = [], [], []
-    for start, stop, source in xpic_segments(timeline):
-        if not 0 <= source < tiles or source == receiver:
+@dataclass
+class Runs:
+    """Words arriving at `receiver` on events first .. first + count - 1 from `source`, read
+    from its word addresses `address` .. (one entry per run, all int64 arrays)."""
+
+    group: np.ndarray  # index of the receiver's row group
+    receiver: np.ndarray
+    source: np.ndarray
+    first: np.ndarray
+    count: np.ndarray
+    address: np.ndarray  # source word address of the first word
+    delay: np.ndarray  # L(source, receiver)
+
+    FIELDS = ("group", "receiver", "source", "first", "count", "address", "delay")
+
+    @classmethod
+    def concatenate(cls, parts: list[Runs]) -> Runs:
+        if not parts:
+            return cls(*(np.zeros(0, np.int64) for _ in cls.FIELDS))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.FIELDS))
+
+    def select(self, mask: np.ndarray) -> Runs:
+        return Runs(*(getattr(self, f)[mask] for f in self.FIELDS))
+
+
+def group_runs(index: int, group: RowGroup, sender_of: dict[int, RowGroup],
+               latency: np.ndarray, tiles: int) -> list[Runs]:
+    """The runs every receiver of `group` accepts, for all its tiles at once."""
+    runs = []
+    for start, stop, source in xpic_segments(group.timeline):
+        if not 0 <= source < tiles or source not in sender_of:
             continue
-        delay = int(latency[source, receiver])
-        for interval in sends.get(source, ()):
-            if not reaches(interval.sctl, source, receiver):
+        receivers = group.tiles[group.tiles != source]
+        delay = latency[source, receivers]
+        for interval in sender_of[source].sends:
+            reaches = np.zeros(receivers.size, dtype=bool)
+            if interval.sctl & DIRECTION_UP:
+                reaches |= receivers > source
+            if interval.sctl & DIRECTION_DOWN:
+                reaches |= receivers < source
+            first = np.maximum(interval.start_event + delay, start)
+            last = np.minimum(interval.start_event + delay + interval.words, stop)
+            keep = reaches & (first < last)
+            if not keep.any():
                 continue
-            first = max(interval.start_event + delay, start)
-            last = min(interval.start_event + delay + interval.words, stop)
-            if first >= last:
-                continue
-            arrival = np.arange(first, last, dtype=np.int64)
-            events.append(arrival)
-            sources.append(np.full(arrival.size, source, dtype=np.int64))
-            addresses.append(arrival - delay - interval.start_event + interval.address)
-    if not events:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    arrival, source, address = (np.concatenate(a) for a in (events, sources, addresses))
-    order = np.argsort(arrival, kind="stable")
-    return arrival[order], source[order], address[order]
+            kept_first, kept_delay = first[keep], delay[keep]
+            runs.append(Runs(
+                np.full(kept_first.size, index, np.int64), receivers[keep],
+                np.full(kept_first.size, source, np.int64), kept_first,
+                last[keep] - kept_first,
+                kept_first - kept_delay - interval.start_event + interval.address, kept_delay))
+    return runs
 
 
-def _report_runs(errors: list[str], mask: np.ndarray, arrival: np.ndarray, source: np.ndarray,
-                 message) -> None:
-    """One message per source for the words selected by `mask`."""
-    for tile in np.unique(source[mask]).tolist():
-        events = arrival[mask & (source == tile)]
-        errors.append(message(tile, events.size, int(events[0]), int(events[-1])))
+def _report_words(errors: PhaseErrors, category: int, receiver: np.ndarray,
+                  source: np.ndarray, first: np.ndarray, last: np.ndarray, count: np.ndarray,
+                  message) -> None:
+    """One message per (receiver, source) over word ranges [first, last] of `count` words."""
+    if receiver.size == 0:
+        return
+    pairs, inverse = np.unique(np.stack([receiver, source], axis=1), axis=0,
+                               return_inverse=True)
+    inverse = inverse.reshape(-1)
+    totals = np.bincount(inverse, weights=count, minlength=len(pairs)).astype(np.int64)
+    lows = np.full(len(pairs), NO_END, np.int64)
+    highs = np.full(len(pairs), -1, np.int64)
+    np.minimum.at(lows, inverse, first)
+    np.maximum.at(highs, inverse, last)
+    for (r, s), n, a, b in zip(pairs.tolist(), totals.tolist(), lows.tolist(), highs.tolist(),
+                               strict=True):
+        errors.add(category, r, s, message(r, s, n, a, b))
 
 
-def receiver_deliveries(receiver: int, timeline: RowTimeline,
-                        sends: dict[int, list[SendInterval]], latency: np.ndarray,
-                        phase_end: int, memory: TileMemory, where: str,
-                        errors: list[str]) -> Deliveries | None:
-    arrival, source, address = selected_arrivals(receiver, timeline, sends, latency,
-                                                 memory.tiles)
-    if arrival.size == 0:
-        return None
-    lost = arrival >= phase_end
-    _report_runs(errors, lost, arrival, source, lambda s, n, a, b: (
-        f"{where}: tile {receiver}: {n} word(s) from tile {s} arriving at events {a}..{b}, "
-        f"at or after the phase end (event {phase_end}), were lost"))
-    pic_events = np.array([c.event for c in timeline.controls if c.kind == PIC], np.int64)
-    pic_values = np.array([c.value for c in timeline.controls if c.kind == PIC], np.int64)
-    # The PIC in force at each arrival: the last PIC control at or before it.
-    pic_index = np.searchsorted(pic_events, arrival, side="right") - 1
-    no_pic = ~lost & (pic_index < 0)
-    _report_runs(errors, no_pic, arrival, source, lambda s, n, a, b: (
-        f"{where}: tile {receiver}: {n} word(s) from tile {s} arriving at events {a}..{b} "
-        f"found no PIC set in this phase; dropped"))
-    keep = ~lost & ~no_pic
-    arrival, source, address, pic_index = (x[keep] for x in (arrival, source, address,
-                                                             pic_index))
-    # PIC auto-increments per stored word: rank of the word since its PIC control.
-    position = np.arange(arrival.size)
-    since_set = position - np.searchsorted(pic_index, pic_index, side="left")
-    target_word = pic_values[pic_index] + since_set
-    inside = (target_word * WORD_BYTES >= memory.base) & (
-        (target_word + 1) * WORD_BYTES <= memory.end)
-    if not inside.all():
-        bad = np.flatnonzero(~inside)
-        first = int(bad[0])
-        errors.append(
-            f"{where}: tile {receiver}: {bad.size} incoming word(s) stored outside tile memory, "
-            f"first from tile {int(source[first])} at event {int(arrival[first])} to PIC word "
-            f"address {int(target_word[first]):#x} (byte {int(target_word[first]) * WORD_BYTES:#x}); "
-            f"dropped"
-        )
-    arrival, source, address, target_word = (x[inside] for x in (arrival, source, address,
-                                                                 target_word))
-    first_word = memory.base // WORD_BYTES
-    return Deliveries(
-        receiver, arrival, source, address - first_word,
-        arrival - latency[source, receiver], target_word - first_word,
+def drop_lost(runs: Runs, phase_end: int, where: str, errors: PhaseErrors) -> Runs:
+    """Report and cut the words arriving at or after the phase end."""
+    lost = runs.first + runs.count > phase_end
+    if lost.any():
+        lost_from = np.maximum(runs.first[lost], phase_end)
+        last = runs.first[lost] + runs.count[lost] - 1
+        _report_words(errors, LOST, runs.receiver[lost], runs.source[lost], lost_from, last,
+                      last - lost_from + 1, lambda r, s, n, a, b: (
+                          f"{where}: tile {r}: {n} word(s) from tile {s} arriving at events "
+                          f"{a}..{b}, at or after the phase end (event {phase_end}), were lost"))
+        runs.count = np.minimum(runs.count, np.maximum(phase_end - runs.first, 0))
+    return runs.select(runs.count > 0)
+
+
+def pic_table(timeline: RowTimeline) -> tuple[np.ndarray, np.ndarray]:
+    pics = [c for c in timeline.controls if c.kind == PIC]
+    return (np.array([c.event for c in pics], np.int64),
+            np.array([c.value for c in pics], np.int64))
+
+
+def cut_at_pic(runs: Runs, groups: list[RowGroup], where: str,
+               errors: PhaseErrors) -> Pieces:
+    """Cut each run where the receiver's PIC is set, so that a piece stores to consecutive
+    words; words before any PIC of the phase are reported and dropped."""
+    parts = []
+    for index, group in enumerate(groups):
+        mine = runs.select(runs.group == index)
+        if mine.receiver.size:
+            parts.append(_cut_group(mine, *pic_table(group.timeline), where, errors))
+    pieces = Pieces.concatenate(parts)
+    return pieces.sorted_by_arrival().with_targets()
+
+
+def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where: str,
+               errors: PhaseErrors) -> Pieces:
+    # The PIC in force at an event: the last PIC control at or before it.
+    low = np.searchsorted(pic_events, runs.first, side="right") - 1
+    high = np.searchsorted(pic_events, runs.first + runs.count - 1, side="right") - 1
+    no_pic = low < 0
+    if no_pic.any():
+        # words before the first PIC: from the run's start to the first PIC event
+        first_pic = pic_events[0] if pic_events.size else NO_END
+        stop = np.minimum(runs.first[no_pic] + runs.count[no_pic], first_pic)
+        _report_words(errors, NO_PIC, runs.receiver[no_pic], runs.source[no_pic],
+                      runs.first[no_pic], stop - 1, stop - runs.first[no_pic],
+                      lambda r, s, n, a, b: (
+                          f"{where}: tile {r}: {n} word(s) from tile {s} arriving at events "
+                          f"{a}..{b} found no PIC set in this phase; dropped"))
+    low = np.maximum(low, 0)
+    keep = high >= 0
+    runs, low, high = runs.select(keep), low[keep], high[keep]
+    pieces_per_run = high - low + 1
+    run_of_piece = np.repeat(np.arange(runs.receiver.size), pieces_per_run)
+    starts = np.cumsum(pieces_per_run) - pieces_per_run
+    pic = low[run_of_piece] + np.arange(run_of_piece.size) - starts[run_of_piece]
+    run_start, run_stop = runs.first[run_of_piece], runs.first[run_of_piece] + runs.count[
+        run_of_piece]
+    begin = np.maximum(run_start, pic_events[pic])
+    following = np.append(pic_events, NO_END)[pic + 1]
+    end = np.minimum(run_stop, following)
+    keep = end > begin  # several PIC controls at one event: the last one holds
+    run_of_piece, pic, begin, end = (x[keep] for x in (run_of_piece, pic, begin, end))
+    return Pieces(
+        receiver=runs.receiver[run_of_piece], source=runs.source[run_of_piece],
+        arrival=begin, count=end - begin,
+        source_word=runs.address[run_of_piece] + begin - runs.first[run_of_piece],
+        delay=runs.delay[run_of_piece], pic_value=pic_values[pic],
+        pic=pic,
     )
 
 
-# ---- moving the words --------------------------------------------------------------------
-def _groups(tiles: np.ndarray):
-    """(tile, positions) for each distinct tile in `tiles`, via one stable sort."""
-    order = np.argsort(tiles, kind="stable")
-    sorted_tiles = tiles[order]
-    starts = np.flatnonzero(np.r_[True, sorted_tiles[1:] != sorted_tiles[:-1]])
-    ends = np.r_[starts[1:], sorted_tiles.size]
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-        yield int(sorted_tiles[start]), order[start:end]
-
-
-def _gather_by_source(memory: TileMemory, source: np.ndarray, index: np.ndarray) -> np.ndarray:
-    values = np.empty(source.size, dtype=np.uint32)
-    for tile, positions in _groups(source):
-        values[positions] = memory.gather_words(tile, index[positions])
-    return values
-
-
-def _scatter_by_receiver(memory: TileMemory, receiver: np.ndarray, index: np.ndarray,
-                         values: np.ndarray) -> None:
-    for tile, positions in _groups(receiver):
-        memory.scatter_words(tile, index[positions], values[positions])
-
-
-def apply_deliveries(memory: TileMemory, deliveries: list[Deliveries]) -> int:
-    if not deliveries:
-        return 0
-    receiver = np.concatenate([np.full(d.arrival.size, d.receiver, np.int64) for d in deliveries])
-    arrival, source, source_index, send_event, target_index = (
-        np.concatenate([getattr(d, name) for d in deliveries])
-        for name in ("arrival", "source", "source_index", "send_event", "target_index")
-    )
-    words = memory.words_per_tile
-    read_keys = source * words + source_index
-    write_keys = receiver * words + target_index
-    # Only a tile that both sends and receives can read what this phase writes.
-    both = np.intersect1d(np.unique(source), np.unique(receiver))
-    if both.size and np.isin(read_keys, write_keys).any():
-        _apply_in_event_order(memory, receiver, arrival, source, source_index, send_event,
-                              target_index)
-        return int(arrival.size)
-    # No word is read from a location this phase writes: every read sees the memory as it
-    # was at the phase start. Several stores to one location: the latest arrival wins.
-    values = _gather_by_source(memory, source, source_index)
-    order = np.lexsort((arrival, write_keys))  # by location, then arrival
-    last_of_location = np.r_[write_keys[order][1:] != write_keys[order][:-1], True]
-    final = order[last_of_location]
-    _scatter_by_receiver(memory, receiver[final], target_index[final], values[final])
-    return int(arrival.size)
-
-
-def _apply_in_event_order(memory, receiver, arrival, source, source_index, send_event,
-                          target_index) -> None:
-    """Exact order when a phase reads words it also writes: at each event, sends read memory
-    first, then arrivals store (L >= 1, so a word is always read before it is stored)."""
-    values = np.zeros(arrival.size, dtype=np.uint32)
-    by_send = np.argsort(send_event, kind="stable")
-    by_arrival = np.argsort(arrival, kind="stable")
-    sorted_send, sorted_arrival = send_event[by_send], arrival[by_arrival]
-    for event in np.unique(np.concatenate([send_event, arrival])).tolist():
-        lo, hi = np.searchsorted(sorted_send, [event, event + 1])
-        if hi > lo:
-            reads = by_send[lo:hi]
-            values[reads] = _gather_by_source(memory, source[reads], source_index[reads])
-        lo, hi = np.searchsorted(sorted_arrival, [event, event + 1])
-        if hi > lo:
-            writes = by_arrival[lo:hi]
-            _scatter_by_receiver(memory, receiver[writes], target_index[writes], values[writes])
+def drop_outside(pieces: Pieces, memory: TileMemory, where: str, errors: PhaseErrors) -> Pieces:
+    """Report (per receiver, at its first such word in arrival order) and drop the words
+    whose PIC address is outside tile memory."""
+    first_word, end_word = memory.base // WORD_BYTES, memory.end // WORD_BYTES
+    low = np.clip(first_word - pieces.target_word, 0, pieces.count)  # words below memory
+    inside_end = np.clip(end_word - pieces.target_word, low, pieces.count)
+    outside = low + pieces.count - inside_end
+    if outside.any():
+        bad = np.flatnonzero(outside > 0)
+        first_bad = np.where(low[bad] > 0, 0, inside_end[bad])  # offset of its first bad word
+        totals: dict[int, int] = {}
+        firsts: dict[int, tuple[int, int, int]] = {}
+        for k, offset in zip(bad.tolist(), first_bad.tolist(), strict=True):
+            receiver = int(pieces.receiver[k])
+            totals[receiver] = totals.get(receiver, 0) + int(outside[k])
+            if receiver not in firsts:  # pieces are in arrival order per receiver
+                firsts[receiver] = (int(pieces.source[k]), int(pieces.arrival[k]) + offset,
+                                    int(pieces.target_word[k]) + offset)
+        for receiver, (source, event, word) in firsts.items():
+            errors.add(OUTSIDE, receiver, 0, (
+                f"{where}: tile {receiver}: {totals[receiver]} incoming word(s) stored outside "
+                f"tile memory, first from tile {source} at event {event} to PIC word "
+                f"address {word:#x} (byte {word * WORD_BYTES:#x}); dropped"))
+    return pieces.trimmed(low, inside_end)
 
 
 # ---- the phase ---------------------------------------------------------------------------
 def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep, where: str,
-                       target: Target, latency: np.ndarray | None = None) -> PhaseOutcome:
-    """Run one phase; `latency` is `target.latency_matrix(package.tiles)`, passed in so that
-    a run computes it once."""
+                       target: Target, latency: np.ndarray | None = None,
+                       cache: RunCache | None = None) -> PhaseOutcome:
+    """Run one phase; `latency` is `target.latency_matrix(package.tiles)` and `cache` the
+    run's `RunCache`, both passed in so that a run computes them once."""
     if latency is None:
         latency = target.latency_matrix(package.tiles)
-    timelines = fetch_timelines(memory, package, step, where)
-    outcome = PhaseOutcome(max((t.total_events for t in timelines.values()), default=0))
-    sends = checked_sends(memory, timelines, where, outcome.errors)
-    deliveries = []
-    for receiver, timeline in timelines.items():
-        found = receiver_deliveries(receiver, timeline, sends, latency, outcome.events, memory,
-                                    where, outcome.errors)
-        if found is not None and found.arrival.size:
-            deliveries.append(found)
-    report_contention(step, timelines, sends, deliveries, memory, target, where,
-                      outcome.errors)
-    outcome.stored_words = apply_deliveries(memory, deliveries)
+    groups = fetch_groups(memory, package, step, where, cache)
+    outcome = PhaseOutcome(max((g.timeline.total_events for g in groups), default=0))
+    errors = PhaseErrors()
+    check_sends(memory, groups, where, errors)
+    sender_of = {int(t): g for g in groups if g.sends for t in g.tiles.tolist()}
+    runs = Runs.concatenate([part for index, group in enumerate(groups)
+                             for part in group_runs(index, group, sender_of, latency,
+                                                    memory.tiles)])
+    runs = drop_lost(runs, outcome.events, where, errors)
+    pieces = drop_outside(cut_at_pic(runs, groups, where, errors), memory, where, errors)
+    report_contention(step, groups, pieces, memory, target, where, errors)
+    outcome.errors = errors.in_order()
+    outcome.stored_words = apply_pieces(memory, pieces)
     return outcome
 
 
 # ---- memory-element contention -----------------------------------------------------------
+def element_index(target: Target, addresses: np.ndarray) -> np.ndarray:
+    """Index in `target.memory_elements` of the element holding each byte address."""
+    starts = np.array([e.start for e in target.memory_elements], dtype=np.int64)
+    return np.searchsorted(starts, addresses, side="right") - 1
+
+
 def touched_elements(target: Target, ranges: list[tuple[int, int]]) -> frozenset[int]:
     elements: frozenset[int] = frozenset()
     for address, nbytes in ranges:
@@ -320,32 +407,39 @@ def touched_elements(target: Target, ranges: list[tuple[int, int]]) -> frozenset
     return elements
 
 
-def report_contention(step: ExchangeStep, timelines: dict[int, RowTimeline],
-                      sends: dict[int, list[SendInterval]], deliveries: list[Deliveries],
+def report_contention(step: ExchangeStep, groups: list[RowGroup], pieces: Pieces,
                       memory: TileMemory, target: Target, where: str,
-                      errors: list[str]) -> None:
+                      errors: PhaseErrors) -> None:
     """Instruction fetch, send reads and incoming writes of one tile in one element in the
     same event contend (spec: exchange-isa.md); the placement should have kept them apart.
     Checked exactly (`device.memory_conflicts`) only on tiles where two of the three kinds
-    touch a common element at all, so a well-placed program costs a few set tests."""
-    stores = {d.receiver: d for d in deliveries}
-    for tile, timeline in timelines.items():
+    touch a common element at all, so a well-placed program costs a few array tests."""
+    written_low, written_high = pieces.written_words_per_tile(memory.tiles,
+                                                                   memory.base // WORD_BYTES)
+    count = len(target.memory_elements)
+    for group in groups:
+        timeline = group.timeline
         row_bytes = WORD_BYTES * sum(instr.words for instr in timeline.instructions)
         code = target.elements_of_range(step.row_address, row_bytes)
         read = touched_elements(
-            target, [(i.address * WORD_BYTES, i.words * WORD_BYTES) for i in sends.get(tile, ())])
-        written: frozenset[int] = frozenset()
-        if tile in stores:
-            words = stores[tile].target_index
-            written = touched_elements(target, [(memory.base + int(words.min()) * WORD_BYTES,
-                                                 int(words.max() - words.min() + 1) * WORD_BYTES)])
-        if not (code & (read | written) or read & written):
-            continue
-        incoming = {} if tile not in stores else {
-            int(a): memory.base + int(w) * WORD_BYTES
-            for a, w in zip(stores[tile].arrival, stores[tile].target_index, strict=True)}
-        conflicts = find_conflicts(step.row_address, timeline.instructions, incoming, target,
-                                   timeline)
-        if conflicts:
-            errors.append(f"{where}: tile {tile}: memory-element contention: {conflicts[0]}"
-                          + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1 else ""))
+            target, [(i.address * WORD_BYTES, i.words * WORD_BYTES) for i in group.sends])
+        low, high = written_low[group.tiles], written_high[group.tiles]
+        writes = low <= high
+        if code & read:
+            suspects = group.tiles
+        else:
+            marked = np.zeros(count + 1, dtype=np.int64)
+            marked[1:][sorted(code | read)] = 1
+            seen = np.cumsum(marked)  # seen[e + 1]: marked elements among 0..e
+            first = element_index(target, memory.base + np.where(writes, low, 0) * WORD_BYTES)
+            last = element_index(target, memory.base + np.where(writes, high, 0) * WORD_BYTES)
+            suspects = group.tiles[writes & (seen[last + 1] - seen[first] > 0)]
+        for tile in suspects.tolist():
+            incoming = pieces.incoming_writes(tile)
+            conflicts = find_conflicts(step.row_address, timeline.instructions, incoming,
+                                       target, timeline)
+            if conflicts:
+                errors.add(CONTENTION, tile, 0,
+                           f"{where}: tile {tile}: memory-element contention: {conflicts[0]}"
+                           + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1
+                              else ""))

@@ -4,6 +4,12 @@ Each implementation reads its operands' bytes from tile memory in their declared
 orders (`device.layouts.unpack`), computes, and writes the result bytes back (`pack`), so a
 wrong pointer, layout or packing shows up as wrong numbers. It returns the modeled cycles of
 the call on its tile.
+
+Batching is an optional capability of a kernel (`device.model.kernel_batches.BATCHED`): a
+batched form runs a whole step on all its tiles in a few NumPy calls, or returns None when
+some tile would fail a check, and the step then runs tile by tile through `IMPLEMENTATIONS`,
+which names the first failing tile exactly. A kernel without a batched form always runs
+tile by tile, so every kernel needs its per-tile `KernelImpl`.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
 from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
 from device.model import kernels_attention, kernels_gemm_f8, kernels_layout, kernels_pointwise
 from device.model.errors import ModelError
+from device.model.kernel_batches import BATCHED, KernelBatch
 from device.model.memory import TileMemory
 from device.package import KernelStep
 from device.target import WORD_BYTES, Precision, Target
@@ -165,6 +172,14 @@ def run_kernel_step(memory: TileMemory, step: KernelStep, where: str, target: Ta
     abi, impl = implementation_of(step.symbol, where)
     pointers = _check_step_shape(step, abi, where)
     scalars, variadic = abi.split_scalars(step.scalars)
+    tiles = np.asarray(step.tiles, dtype=np.int64).reshape(-1)
+    batched = BATCHED.get(step.symbol)
+    if batched is not None and tiles.size > 1 and np.all((tiles >= 0) & (tiles < memory.tiles)):
+        batch = KernelBatch(abi, tiles, dict(zip(abi.pointers, pointers.T, strict=True)),
+                            scalars, memory, target, where)
+        cycles = batched(batch)
+        if cycles is not None:
+            return cycles
     per_tile = []
     for tile, row in zip(np.asarray(step.tiles).reshape(-1).tolist(), pointers.tolist(),
                          strict=True):

@@ -1,7 +1,9 @@
-"""Per-tile SRAM: one uint8 array over [memory_base, memory_end) per tile, allocated lazily.
+"""Per-tile SRAM: one uint8 array [tiles, memory_end - memory_base], zero-filled lazily.
 
-A tile that nothing has written reads as zeros without being allocated, so a package for
-many tiles costs memory only for the tiles it touches.
+The array is one `np.zeros` allocation, which the operating system backs with pages only
+where something is written, so a package for many tiles costs memory only for the pages it
+touches. One array for all tiles lets the fabric and batched kernels read and write many
+tiles in one NumPy operation (`gather`, `scatter`, `tile_bytes`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ class TileMemory:
         self.tiles = tiles
         self.base = target.memory_base
         self.end = target.memory_end
-        self._bytes: dict[int, np.ndarray] = {}
+        self._bytes = np.zeros((tiles, self.end - self.base), dtype=np.uint8)
+        self._words = self._bytes.view("<u4")
+        self._written = np.zeros(tiles, dtype=bool)
 
     # ---- checks ---------------------------------------------------------------------
     def check_tile(self, tile: int, what: str = "access") -> None:
@@ -45,25 +49,27 @@ class TileMemory:
 
     # ---- storage --------------------------------------------------------------------
     def allocated(self, tile: int) -> bool:
-        return tile in self._bytes
+        """Whether anything was ever written to `tile`."""
+        return bool(self._written[tile])
 
     def _storage(self, tile: int) -> np.ndarray:
-        storage = self._bytes.get(tile)
-        if storage is None:
-            storage = np.zeros(self.end - self.base, dtype=np.uint8)
-            self._bytes[tile] = storage
-        return storage
+        self._written[tile] = True
+        return self._bytes[tile]
 
     def words(self, tile: int) -> np.ndarray:
         """The tile's memory as a writable little-endian uint32 view."""
         return self._storage(tile).view("<u4")
 
+    @property
+    def all_words(self) -> np.ndarray:
+        """Every tile's memory as a [tiles, words_per_tile] uint32 view, for array access
+        by callers that have range-checked their indices."""
+        return self._words
+
     # ---- byte access ----------------------------------------------------------------
     def read(self, tile: int, address: int, nbytes: int, what: str = "read") -> np.ndarray:
         """A copy of `nbytes` bytes at absolute byte `address` of `tile`."""
         self.check_range(tile, address, nbytes, what)
-        if tile not in self._bytes:
-            return np.zeros(nbytes, dtype=np.uint8)
         offset = address - self.base
         return self._bytes[tile][offset : offset + nbytes].copy()
 
@@ -79,13 +85,56 @@ class TileMemory:
     def write_words(self, tile: int, address: int, words, what: str = "write") -> None:
         self.write(tile, address, np.asarray(words, dtype="<u4"), what)
 
-    # ---- word gather/scatter for the fabric -----------------------------------------
-    def gather_words(self, tile: int, indices: np.ndarray) -> np.ndarray:
-        """Words at word `indices` (already range-checked) of `tile`."""
-        if tile not in self._bytes:
-            return np.zeros(len(indices), dtype=np.uint32)
-        return self.words(tile)[indices]
+    # ---- many tiles at once (the fabric, batched kernels) ---------------------------
+    def gather_words(self, tiles: np.ndarray, indices: np.ndarray) -> np.ndarray:
+        """Word `indices[i]` of tile `tiles[i]` for each i (already range-checked)."""
+        return self._words[tiles, indices]
 
-    def scatter_words(self, tile: int, indices: np.ndarray, values: np.ndarray) -> None:
-        """Store `values` at word `indices` (range-checked, unique) of `tile`."""
-        self.words(tile)[indices] = values
+    def scatter_words(self, tiles: np.ndarray, indices: np.ndarray, values: np.ndarray) -> None:
+        """Store `values[i]` at word `indices[i]` of tile `tiles[i]` (range-checked; each
+        (tile, index) pair at most once)."""
+        self._written[tiles] = True
+        self._words[tiles, indices] = values
+
+    def copy_words(self, source: int, source_index: int, receivers: np.ndarray,
+                   target_index: int, count: int) -> None:
+        """Copy `count` words at `source_index` of `source` to `target_index` of each of
+        `receivers` (range-checked; the source block is not among the targets)."""
+        self._written[receivers] = True
+        self._words[receivers, target_index:target_index + count] = (
+            self._words[source, source_index:source_index + count])
+
+    def check_ranges(self, tiles: np.ndarray, address: np.ndarray | int, nbytes: int,
+                     what: str) -> None:
+        """`check_range` for many tiles at once; the message names the first bad tile."""
+        tiles = np.asarray(tiles).reshape(-1)
+        addresses = np.broadcast_to(np.asarray(address, dtype=np.int64), tiles.shape)
+        bad = (tiles < 0) | (tiles >= self.tiles) | (addresses < self.base) | (
+            addresses + nbytes > self.end)
+        if nbytes < 0 or bad.any():
+            first = int(np.argmax(bad))
+            self.check_range(int(tiles[first]), int(addresses[first]), nbytes, what)
+
+    def tile_bytes(self, tiles: np.ndarray, address: np.ndarray | int, nbytes: int,
+                   what: str = "read") -> np.ndarray:
+        """A [len(tiles), nbytes] copy of `nbytes` bytes at `address` (one, or one per tile)
+        of each tile."""
+        self.check_ranges(tiles, address, nbytes, what)
+        offsets = np.asarray(address, dtype=np.int64) - self.base
+        if offsets.ndim == 0:
+            return self._bytes[tiles, int(offsets):int(offsets) + nbytes]
+        return self._bytes[np.asarray(tiles)[:, None], offsets[:, None] + np.arange(nbytes)]
+
+    def write_tile_bytes(self, tiles: np.ndarray, address: np.ndarray | int,
+                         data: np.ndarray, what: str = "write") -> None:
+        """Write row i of the [len(tiles), nbytes] uint8 `data` at `address` (one, or one
+        per tile) of tile `tiles[i]`; a tile listed twice gets its last row."""
+        nbytes = data.shape[1]
+        self.check_ranges(tiles, address, nbytes, what)
+        tiles = np.asarray(tiles)
+        self._written[tiles] = True
+        offsets = np.asarray(address, dtype=np.int64) - self.base
+        if offsets.ndim == 0:
+            self._bytes[tiles, int(offsets):int(offsets) + nbytes] = data
+        else:
+            self._bytes[tiles[:, None], offsets[:, None] + np.arange(nbytes)] = data

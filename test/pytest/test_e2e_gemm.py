@@ -281,7 +281,7 @@ def test_wrong_outputs_exit_1(tmp_path, capsys, monkeypatch):
 def test_model_error_exits_1(tmp_path, capsys, monkeypatch):
     path = gemm_file(tmp_path, [64, 64], [64, 64], f32)
 
-    def stopping_model(package, inputs):
+    def stopping_model(package, inputs, **options):  # options: progress
         raise ModelError("step 0: stopped on purpose")
 
     monkeypatch.setattr("device.model.run_package", stopping_model)

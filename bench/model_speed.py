@@ -1,0 +1,123 @@
+"""Device-model speed: the NumPy reference and the device model, side by side in one process.
+
+For each FP16 GEMM case it compiles the package (not timed against the model), runs the graph
+interpreter's NumPy reference and the device model on the same inputs, checks the model's
+result against the reference, and prints model time / reference time and modeled cycles per
+wall second. The peak resident memory of the process (`resource.getrusage`) is printed last;
+it must stay under 8 GiB.
+
+Cases: 2944x1024x1024 on 184 tiles always; 4096x4096x4096 on 1472 tiles with `--large`
+(compiling it takes a minute or more).
+Usage: python bench/model_speed.py [--large] [--only-large] [--case M K N TILES]
+                                   [--profile FILE.prof]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import resource
+import sys
+import time
+from dataclasses import dataclass
+
+from xdsl.parser import Parser
+
+from device.model import run_package
+from interpreters.graph import run_function
+from tools.ipu_run import compare, compile_module, find_function, make_context, random_inputs
+from tools.progress import terminal_progress
+
+SMALL = (2944, 1024, 1024, 184)
+LARGE = (4096, 4096, 4096, 1472)
+PEAK_LIMIT_GIB = 8.0
+
+
+@dataclass
+class Measurement:
+    case: str
+    compile_s: float
+    reference_s: float
+    model_s: float
+    reference_cpu_s: float
+    model_cpu_s: float
+    cycles: int
+    check: str
+
+    def row(self) -> str:
+        return (f"{self.case:<31} {self.compile_s:>9.2f} {self.reference_s:>7.2f} "
+                f"{self.model_s:>8.2f} {self.model_s / self.reference_s:>9.1f}x "
+                f"{self.model_cpu_s / self.reference_cpu_s:>9.1f}x "
+                f"{self.cycles:>10} {self.cycles / self.model_s:>10.0f}  {self.check}")
+
+
+# Wall times; "cpu ratio" divides the process CPU times instead, which other work on a
+# shared machine disturbs less.
+HEADER = (f"{'case':<31} {'compile s':>9} {'ref s':>7} {'model s':>8} {'model/ref':>10} "
+          f"{'cpu ratio':>10} {'cycles':>10} {'cycles/s':>10}  check")
+
+
+def gemm_text(m: int, k: int, n: int) -> str:
+    a, b, c = (f"tensor<{x}x{y}xf16>" for x, y in ((m, k), (k, n), (m, n)))
+    return (f"func.func @gemm(%a: {a}, %b: {b}) -> {c} {{\n"
+            f"  %c = graph.gemm %a, %b : ({a}, {b}) -> {c}\n"
+            f"  func.return %c : {c}\n}}\n")
+
+
+def measure(m: int, k: int, n: int, tiles: int, profile: str | None) -> Measurement:
+    module = Parser(make_context(), gemm_text(m, k, n)).parse_module()
+    func = find_function(module, None)
+    inputs = random_inputs(func, seed=0)
+    started = time.perf_counter()
+    package = compile_module(module.clone(), tiles, "pad", with_assembly=False,
+                             progress=terminal_progress())
+    compiled, compiled_cpu = time.perf_counter(), time.process_time()
+    expected = run_function(module, inputs)
+    referenced, referenced_cpu = time.perf_counter(), time.process_time()
+    feeds = {t.name: a for t, a in zip(package.inputs, inputs, strict=True)}
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    result = run_package(package, feeds, progress=terminal_progress())
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    modeled, modeled_cpu = time.perf_counter(), time.process_time()
+    check = compare([result.outputs[t.name] for t in package.outputs], expected,
+                    func.function_type.outputs.data)
+    passed = check.passed and not result.exchange_errors
+    return Measurement(f"{m}x{k}x{n} f16, {tiles} tiles", compiled - started,
+                       referenced - compiled, modeled - referenced,
+                       referenced_cpu - compiled_cpu, modeled_cpu - referenced_cpu, result.cycles,
+                       f"{'PASS' if passed else 'FAIL'} (rel {check.max_rel:.2g})")
+
+
+def peak_gib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # ru_maxrss is KiB
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--large", action="store_true",
+                        help="also run 4096x4096x4096 on 1472 tiles")
+    parser.add_argument("--only-large", action="store_true",
+                        help="run only 4096x4096x4096 on 1472 tiles")
+    parser.add_argument("--case", type=int, nargs=4, action="append", metavar=("M", "K", "N", "TILES"),
+                        help="run this GEMM instead (repeatable)")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="cProfile the device model of the last case into FILE")
+    args = parser.parse_args()
+    cases = [LARGE] if args.only_large else [SMALL] + ([LARGE] if args.large else [])
+    cases = [tuple(c) for c in args.case] if args.case else cases
+    print(HEADER, flush=True)
+    for index, case in enumerate(cases):
+        profile = args.profile if index == len(cases) - 1 else None
+        print(measure(*case, profile=profile).row(), flush=True)
+    peak = peak_gib()
+    print(f"peak resident memory: {peak:.2f} GiB (limit {PEAK_LIMIT_GIB:.0f} GiB)")
+    return 0 if peak < PEAK_LIMIT_GIB else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
