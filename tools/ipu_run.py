@@ -285,14 +285,20 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
                    with_assembly: bool = True, timer=None, progress: Progress = no_progress):
     """Run the default pipeline and build the package; diagnostics propagate. A
     `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build;
-    `progress` wraps the package's loops (`tools.progress`)."""
+    `progress` wraps the stages and the package's loops (`tools.progress`)."""
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
     from tools.pass_timing import PassTimer
 
     timer = PassTimer() if timer is None else timer
     pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
-    timer.pipeline([pipeline]).apply(make_context(), module)
+    stages = timer.pipeline([pipeline]).passes
+    ctx, previous = make_context(), None
+    for stage in progress(stages, "compile", len(stages)):  # the timed pipeline, stage by stage
+        timer.callback(previous, module, stage)
+        stage.apply(ctx, module)
+        previous = stage
+    timer.callback(previous, module, None)
     return timer.time("build-package", lambda: build_package(module, with_assembly, progress))
 
 
