@@ -158,6 +158,24 @@ def source_options(value: SSAValue, ctx: SelectionContext) -> list[mid.TensorFor
     return [*splits, whole]
 
 
+def output_splits(op: Operation, ctx: SelectionContext) -> list[tuple[int, int]]:
+    """(axis, partitions) of the result's candidate splits: each axis across all the tiles it
+    can use, and across as many tiles as an operand's format cuts one of its axes into (so
+    that a result can line up with an operand that uses fewer tiles: tile-local)."""
+    shape = shape_of(op.results[0])
+    counts = {ctx.tiles}
+    for value in op.operands:
+        fmt = current_format(value)
+        counts |= {p for p in (fmt.partitions if fmt else ()) if p > 1}
+    found = []
+    for axis, extent in enumerate(shape):
+        if extent == 1 and axis != len(shape) - 1:
+            continue
+        for parts in sorted({min(c, extent) for c in counts}, reverse=True):
+            found.append((axis, parts))
+    return found
+
+
 class LayoutOperator(Operator):
     """What the four layout operators share; each names its ops and its index views."""
 
@@ -174,10 +192,8 @@ class LayoutOperator(Operator):
         views = self.views(op)
         names = self.plan_operand_names(op)
         candidates = []
-        for axis in range(len(shape)):
-            if shape[axis] == 1 and axis != len(shape) - 1:
-                continue
-            out_fmt = split_format(shape, axis, ctx.tiles, first, ctx.indivisible).with_changes(
+        for axis, parts in output_splits(op, ctx):
+            out_fmt = split_format(shape, axis, parts, first, ctx.indivisible).with_changes(
                 precision=precision, scale=scale)
             out_type = with_format(out_value, out_fmt)
             formats, cycles, local = {}, 0, True
@@ -195,7 +211,8 @@ class LayoutOperator(Operator):
                 cycles += device_cycles.fill_zero_cycles(shard_words(out_type), ctx.target)
             formats["out"] = out_fmt
             how = "local" if local else "gather"
-            plan = pointwise_plan(f"{self.kind}_split{axis}_{how}",
+            cut = f"split{axis}" if parts >= min(ctx.tiles, shape[axis]) else f"split{axis}x{parts}"
+            plan = pointwise_plan(f"{self.kind}_{cut}_{how}",
                                   LOCAL_KERNEL if local else GATHER_KERNEL, formats,
                                   ctx.target.vector_alignment)
             candidates.append(Candidate(plan, None, cycles))
