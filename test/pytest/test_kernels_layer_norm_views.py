@@ -86,7 +86,8 @@ def test_layer_norm_errors():
     with pytest.raises(ModelError) as info:
         run(memory, "layer_norm", [0], pointers,
             [f32_bits(1e-5), *descriptors(rows, rows, fmt((4,), (1,), (1,)), vector)])
-    assert "'weight' has shape (4,), expected (8,): one entry per element" in str(info.value)
+    assert ("'weight' has shape (4,), expected (8,): one entry per element of the normalized "
+            "last axis") in str(info.value)
     with pytest.raises(ModelError) as info:
         run(memory, "layer_norm", [0], pointers, [0, *descriptors(rows, rows, vector, vector)])
     assert "eps_bits 0x0 is not the bit pattern of a finite positive f32" in str(info.value)
@@ -97,7 +98,8 @@ def test_layer_norm_errors():
     with pytest.raises(ModelError) as info:
         run(memory, "layer_norm", [0], pointers,
             [f32_bits(1e-5), *descriptors(fmt((4, 9), (1, 1), (2, 1)), rows, vector, vector)])
-    assert "'out' has shape (4, 9) but 'src' has (4, 8): layer_norm keeps" in str(info.value)
+    assert ("'out' has shape (4, 9) but 'src' has (4, 8): layer_norm keeps the shape (rank >= 1)"
+            in str(info.value))
 
 
 # ---- views -----------------------------------------------------------------------------------
@@ -182,12 +184,16 @@ def test_view_kernels_errors():
         run(memory, "view_shard", [0], [AREAS[1], AREAS[0]], descriptors(out, src))
     assert ("bad descriptors or index view: the index view of a rank-2 output takes 7 words, "
             "got 0") in str(info.value)
-    with pytest.raises(ValueError, match="index view window"):
+    with pytest.raises(ValueError) as error:
         get_kernel("view_shard").footprint_of(
             [*descriptors(out, src), *IndexView((0, 0), (7, 4), (1, 6), 0).encode()])
-    with pytest.raises(ValueError, match=r"reaches source elements 1\.\.24, outside the 24"):
+    assert str(error.value) == ("index view window (0, 0)..(7, 4) is not a non-empty box of the "
+                                "output (6, 4)")
+    with pytest.raises(ValueError) as error:
         get_kernel("gather_view").footprint_of(
             [0, *descriptors(out, src), *IndexView(*whole((6, 4)), (1, 6), 1).encode()])
+    assert str(error.value) == ("index view reaches source elements 1..24, outside the 24 of the "
+                                "source (4, 6)")
     footprint = get_kernel("gather_view").footprint_of(
         [1, *descriptors(out, src), *transpose.encode()])
     assert footprint == {"out": 3 * 4 * 4, "staged": 2 * 6 * 4}
