@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 KERNEL = "layer_norm"
 
 
-def candidate_outputs(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
+def candidate_outputs(op: Operation,
+                      ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
     """The pointwise candidates (follow, split<axis>) and the whole tensor on one tile."""
     out_type = tensor_type(op.results[0])
     whole = split_format(out_type.get_shape(), None, ctx.tiles, out_type, ctx.indivisible)

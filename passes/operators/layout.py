@@ -236,7 +236,8 @@ class LayoutOperator(Operator):
                 work.append(KernelOp(
                     LOCAL_KERNEL, [(out, zero), (lowering.operand_buffer(op, value), zero)],
                     words, tiles, [],
-                    provenance(lowering, op, f"{self.kind}: copy each shard's elements on its tile"),
+                    provenance(lowering, op,
+                               f"{self.kind}: copy each shard's elements on its tile"),
                 ))
             else:
                 work.extend(lower_gather(op, lowering, value, GATHER_KERNEL, view.encode(),
