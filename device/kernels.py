@@ -37,8 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+from device.index_views import IndexView
 from device.layouts import block_bytes, panel_bytes
-from device.shard_geometry import ShardGeometry, decode_descriptors
+from device.shard_geometry import ShardGeometry, decode_descriptor, decode_descriptors
 from device.target import WORD_BYTES, Precision
 
 IMPLEMENTED = "Implemented"
@@ -157,6 +158,23 @@ def _descriptor_footprint(pointers: tuple[str, ...], *checked: str) -> Footprint
     return footprint
 
 
+def split_view_words(words: tuple[int, ...]) -> tuple[ShardGeometry, ShardGeometry, IndexView]:
+    """(out, source, view) of a view kernel's variadic words: the two descriptors, then the
+    index view (`device.index_views`); DescriptorError for malformed words."""
+    out, position = decode_descriptor(words, 0)
+    src, position = decode_descriptor(words, position)
+    return out, src, IndexView.decode(tuple(words[position:]), out, src)
+
+
+def _view_footprint(pointers: tuple[str, ...], *checked: str) -> Footprint:
+    def footprint(scalars: Mapping[str, int], words: tuple[int, ...]) -> dict[str, int]:
+        _non_negative(scalars, *checked)
+        out, src, _ = split_view_words(words)
+        return {pointers[0]: out.shard_bytes(), pointers[1]: src.shard_bytes()}
+
+    return footprint
+
+
 def _gemm(precision: str, mode: str) -> KernelAbi:
     partials = {Precision.F16: "FP32 partials, stored FP16", Precision.F32: "FP32 throughout",
                 Precision.F8F143: "FP16 partials"}[precision]
@@ -189,6 +207,16 @@ def _described(symbol: str, pointers: tuple[str, ...], named: tuple[str, ...], d
                checked: tuple[str, ...] = ()) -> KernelAbi:
     return KernelAbi(symbol, pointers, (*named, DESCRIPTORS), "void", _BY_DESCRIPTOR,
                      IMPLEMENTED, doc, _descriptor_footprint(pointers, *checked))
+
+
+# View kernels: the variadic words are out's and the source's descriptors, then the index view.
+_BY_VIEW = "none: one entry for all formats and views (two descriptors, then the index view)"
+
+
+def _viewed(symbol: str, pointers: tuple[str, ...], named: tuple[str, ...], doc: str,
+            checked: tuple[str, ...] = ()) -> KernelAbi:
+    return KernelAbi(symbol, pointers, (*named, DESCRIPTORS), "void", _BY_VIEW, IMPLEMENTED,
+                     doc, _view_footprint(pointers, *checked))
 
 
 _ENTRIES: tuple[KernelAbi, ...] = (
@@ -252,6 +280,30 @@ _ENTRIES: tuple[KernelAbi, ...] = (
         "causal: 0 or 1; scale_bits: the f32 bit pattern of the scale. FP32 scores and "
         "stable softmax, FP32 accumulation, one rounding to out's precision.",
         checked=("causal", "scale_bits"),
+    ),
+    _described(
+        "layer_norm", ("out", "src", "weight", "bias"), ("eps_bits",),
+        "out = (src - mean) / sqrt(var + eps) * weight + bias over the last axis (descriptors: "
+        "out, src, weight, bias; out and src share a shard box holding whole rows of the last "
+        "axis, weight and bias [C] shards hold all C entries on this tile). eps_bits: the f32 "
+        "bit pattern of eps. FP32 mean and biased variance, FP32 normalization, one rounding "
+        "to out's precision; padding of out is written as zeros.",
+        checked=("eps_bits",),
+    ),
+    _viewed(
+        "view_shard", ("out", "src"), (),
+        "For every element r of out's box on this tile within the view's window and out's "
+        "logical extent: out[r] = src[unravel(offset + sum((r - starts) * strides))], which "
+        "must be in src's shard on this tile (variadic: out's and src's descriptors, then "
+        "the view, device/index_views.py). Moves storage codes bit-exactly (same precision "
+        "and scale); other elements of out are left as they are. Layout ops, tile-local.",
+    ),
+    _viewed(
+        "gather_view", ("out", "staged"), ("source_tile",),
+        "staged holds the whole shard that tile `source_tile` stores in the staged format; "
+        "as view_shard, but only the elements whose source is in that shard are written "
+        "(others of out are left as they are). Layout ops, one call per source shard.",
+        checked=("source_tile",),
     ),
 )
 

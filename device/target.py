@@ -81,6 +81,8 @@ class Target:
     erf_cycles_per_element: int = 8
     # [M] cycles per element of exp in attention's softmax; not public.
     exp_cycles_per_element: int = 4
+    # [M] cycles of one FP32 reciprocal square root (layer_norm, once per row); not public.
+    rsqrt_cycles: int = 12
     # [C] one 32-bit word per tile per exchange event; one event per cycle (4 bytes/cycle).
     exchange_word_bytes: int = WORD_BYTES
     # [C] bulk-synchronous sync cost, cycles (one poplibs plan).

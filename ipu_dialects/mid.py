@@ -42,16 +42,20 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from xdsl.dialects.builtin import (
+    I64,
     ArrayAttr,
+    DenseArrayBase,
     FloatAttr,
     Float64Type,
     IntAttr,
+    IntegerAttr,
     NoneAttr,
     StringAttr,
     SymbolRefAttr,
     TensorType,
     UnitAttr,
     f64,
+    i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
@@ -63,6 +67,7 @@ from xdsl.irdl import (
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
@@ -73,6 +78,7 @@ from xdsl.utils.str_enum import StrEnum
 from device.layouts import FP8_SCALE_RANGE
 from device.target import Precision as StoragePrecision
 from device.target import get_target
+from ipu_dialects.graph import concat_result_shape, slice_result_shape
 from ipu_dialects.shapes import broadcast_shapes, fmt_shape
 
 
@@ -973,6 +979,219 @@ class AttentionOp(IRDLOperation):
         check_plan_formats(self, self.plan, formats)
 
 
+@irdl_op_definition
+class LayerNormOp(IRDLOperation):
+    """Layer normalization over the last axis, `(x - mean) / sqrt(var + eps) * weight +
+    bias`, carried out by the selected operator plan."""
+
+    name = "mid.layer_norm"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    result = result_def(TensorType)
+    plan = prop_def(OperatorPlanAttr)
+    eps = prop_def(FloatAttr[Float64Type])
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `,` $weight `,` $bias `eps` $eps `plan` qualified($plan) attr-dict "
+        "`:` `(` type($input) `,` type($weight) `,` type($bias) `)` `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, weight: SSAValue | Operation,
+                 bias: SSAValue | Operation, result_type: TensorType, plan: OperatorPlanAttr,
+                 eps: float):
+        super().__init__(operands=[input, weight, bias], result_types=[result_type],
+                         properties={"plan": plan, "eps": FloatAttr(eps, f64)})
+
+    def verify_(self) -> None:
+        formats, shapes = {}, {}
+        for what, value in (("src", self.input), ("weight", self.weight), ("bias", self.bias),
+                            ("out", self.result)):
+            value_type, formats[what] = format_of(self.name, what, value.type)
+            shapes[what] = tuple(value_type.get_shape())
+        if shapes["out"] != shapes["src"] or not shapes["src"]:
+            raise VerifyException(
+                f"{self.name}: result shape {fmt_shape(shapes['out'])} differs from the input "
+                f"shape {fmt_shape(shapes['src'])} (or the input has no axis to normalize)"
+            )
+        for what in ("weight", "bias"):
+            if shapes[what] != shapes["src"][-1:]:
+                raise VerifyException(
+                    f"{self.name}: {what} has shape {fmt_shape(shapes[what])}, expected "
+                    f"[{shapes['src'][-1]}] (the normalized last axis)"
+                )
+        eps = self.eps.value.data
+        if not (math.isfinite(eps) and eps > 0):
+            raise VerifyException(f"{self.name}: eps must be a finite positive number, got {eps}")
+        check_plan_formats(self, self.plan, formats)
+
+
+# Layout ops: the graph's reshape, transpose, slice and concat with a plan. They move elements
+# without computing; the result keeps the source's storage precision and scale (a differing
+# declared FP8 scale is a `mid.cast_precision` after them).
+
+
+def layout_shapes(op: Operation, names: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """Shape of each operand and the result (`out`); checks the plan's formats and that the
+    precision and scale are kept."""
+    formats, shapes = {}, {}
+    for what, value in zip((*names, "out"), (*op.operands, *op.results), strict=True):
+        value_type, formats[what] = format_of(op.name, what, value.type)
+        shapes[what] = tuple(value_type.get_shape())
+        storage = (formats[what].precision, formats[what].scale)
+        first = formats[names[0]]
+        if storage != (first.precision, first.scale):
+            raise VerifyException(
+                f"{op.name}: {what} is stored as {formats[what].precision_text()}, "
+                f"{names[0]} as {first.precision_text()}: layout ops keep the storage precision"
+            )
+    check_plan_formats(op, getattr(op, "plan"), formats)
+    return shapes
+
+
+def check_layout_result(op: Operation, result: tuple[int, ...], expected: Sequence[int],
+                        how: str) -> None:
+    if result != tuple(expected):
+        raise VerifyException(
+            f"{op.name}: result shape {fmt_shape(result)} does not match {fmt_shape(expected)} "
+            f"({how})"
+        )
+
+
+def in_mid_terms(op: Operation, check: Callable[[], Sequence[int]]) -> Sequence[int]:
+    """Run a shape rule shared with the graph op, naming the mid op in its error."""
+    try:
+        return check()
+    except VerifyException as error:
+        text = str(error)
+        graph_name = "graph." + op.name.split(".", 1)[1]
+        raise VerifyException(text.replace(graph_name, op.name, 1)) from None
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """The same elements in row-major order under the result's shape."""
+
+    name = "mid.reshape"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input `plan` qualified($plan) attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType,
+                 plan: OperatorPlanAttr):
+        super().__init__(operands=[input], result_types=[result_type], properties={"plan": plan})
+
+    def verify_(self) -> None:
+        shapes = layout_shapes(self, ("src",))
+        if math.prod(shapes["src"]) != math.prod(shapes["out"]):
+            raise VerifyException(
+                f"{self.name}: result shape {fmt_shape(shapes['out'])} holds "
+                f"{math.prod(shapes['out'])} elements, the input {fmt_shape(shapes['src'])} "
+                f"holds {math.prod(shapes['src'])}"
+            )
+
+
+@irdl_op_definition
+class TransposeOp(IRDLOperation):
+    """Result axis `i` is input axis `permutation[i]`."""
+
+    name = "mid.transpose"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    permutation = prop_def(DenseArrayBase.constr(i64))
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `permutation` $permutation `plan` qualified($plan) attr-dict `:` type($input) "
+        "`->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType,
+                 plan: OperatorPlanAttr, permutation: Sequence[int]):
+        super().__init__(operands=[input], result_types=[result_type], properties={
+            "plan": plan, "permutation": DenseArrayBase.from_list(i64, list(permutation))})
+
+    def verify_(self) -> None:
+        shapes = layout_shapes(self, ("src",))
+        permutation = tuple(self.permutation.get_values())
+        source = shapes["src"]
+        if sorted(permutation) != list(range(len(source))):
+            raise VerifyException(
+                f"{self.name}: permutation {fmt_shape(permutation)} is not a permutation of the "
+                f"{len(source)} axes of the input {fmt_shape(source)}"
+            )
+        check_layout_result(self, shapes["out"], [source[p] for p in permutation],
+                            f"the input {fmt_shape(source)} permuted")
+
+
+@irdl_op_definition
+class SliceOp(IRDLOperation):
+    """`x[starts[0]:ends[0]:steps[0], ...]`."""
+
+    name = "mid.slice"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    starts = prop_def(DenseArrayBase.constr(i64))
+    ends = prop_def(DenseArrayBase.constr(i64))
+    steps = prop_def(DenseArrayBase.constr(i64))
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$input `starts` $starts `ends` $ends `steps` $steps `plan` qualified($plan) attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType,
+                 plan: OperatorPlanAttr, starts: Sequence[int], ends: Sequence[int],
+                 steps: Sequence[int]):
+        properties: dict[str, Attribute] = {"plan": plan}
+        for name, values in (("starts", starts), ("ends", ends), ("steps", steps)):
+            properties[name] = DenseArrayBase.from_list(i64, list(values))
+        super().__init__(operands=[input], result_types=[result_type], properties=properties)
+
+    def verify_(self) -> None:
+        shapes = layout_shapes(self, ("src",))
+        bounds = [tuple(a.get_values()) for a in (self.starts, self.ends, self.steps)]
+        expected = in_mid_terms(self, lambda: slice_result_shape(shapes["src"], *bounds))
+        check_layout_result(self, shapes["out"], expected, "the slice's extents")
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Joins the inputs along `axis` in operand order."""
+
+    name = "mid.concat"
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$inputs `axis` $axis `plan` qualified($plan) attr-dict `:` `(` type($inputs) `)` `->` "
+        "type($result)"
+    )
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], result_type: TensorType,
+                 plan: OperatorPlanAttr, axis: int):
+        super().__init__(operands=[inputs], result_types=[result_type],
+                         properties={"plan": plan, "axis": IntegerAttr(axis, i64)})
+
+    def verify_(self) -> None:
+        names = concat_operand_names(len(self.inputs))
+        shapes = layout_shapes(self, names)
+        axis = self.axis.value.data
+        expected = in_mid_terms(
+            self, lambda: concat_result_shape([shapes[n] for n in names], axis))
+        check_layout_result(self, shapes["out"], expected, f"the inputs joined along axis {axis}")
+
+
+def concat_operand_names(count: int) -> tuple[str, ...]:
+    """Plan operand names of a concat's inputs: input0, input1, ..."""
+    return tuple(f"input{i}" for i in range(count))
+
+
 def _same_except(
     op_name: str,
     src: TensorFormatAttr,
@@ -1059,7 +1278,8 @@ class RearrangeOp(IRDLOperation):
 
 Mid = Dialect(
     "mid",
-    [GemmOp, AddOp, GeluOp, AttentionOp, CastPrecisionOp, RearrangeOp],
+    [GemmOp, AddOp, GeluOp, AttentionOp, LayerNormOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp,
+     CastPrecisionOp, RearrangeOp],
     [
         AxisTilingAttr,
         TensorFormatAttr,

@@ -142,7 +142,7 @@ class FunctionLowering:
         # one at a time: retyping a graph input replaces the value, so re-read the operand
         operands = [
             self.operand_in_format(op.operands[index], plan.operand_plan(name).format, op)
-            for index, name in enumerate(operator.operand_names)
+            for index, name in enumerate(operator.plan_operand_names(op))
         ]
         out_type = op.results[0].type
         assert isinstance(out_type, TensorType)

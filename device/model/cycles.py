@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from device.kernels import get_kernel
+from device.index_views import view_moves
+from device.kernels import get_kernel, split_view_words
 from device.layouts import AMP_BLOCK, element_bytes
 from device.shard_geometry import ShardGeometry, decode_descriptors
 from device.target import WORD_BYTES, Precision, Target
@@ -109,6 +110,29 @@ def attention_cycles(out: ShardGeometry, query: ShardGeometry, key: ShardGeometr
     return amp + softmax + target.vector_cycles(_moved_bytes(out.shard_elements, out, query))
 
 
+def layer_norm_cycles(out: ShardGeometry, src: ShardGeometry, weight: ShardGeometry,
+                      bias: ShardGeometry, tile: int, target: Target) -> int:
+    """Per row of this tile's shard: two FP32 passes for the statistics, one reciprocal
+    square root, one pass to normalize, scale and shift (weight and bias read per row)."""
+    out.shard_box(tile)
+    elements = out.shard_elements
+    rows = elements // max(out.chunk[-1], 1) if out.rank else 1
+    return (target.vector_cycles(_moved_bytes(elements, out, src, weight, bias))
+            + _f32_vector_cycles(5 * elements, target) + rows * target.rsqrt_cycles)
+
+
+def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
+                target: Target) -> int:
+    """Copy the elements of this tile's out box whose source is in the source shard (on
+    `source_tile`, or for a tile-local view on this tile), one element at a time through the
+    index map: loads and stores at the wider width."""
+    out, src, view = split_view_words(view_words)
+    moved, _, _ = view_moves(view, out, out.shard_box(tile), src,
+                             src.shard_box(tile if source_tile is None else source_tile))
+    count = moved[0].size if moved else 1
+    return target.vector_cycles(_moved_bytes(count, out, src))
+
+
 # ---- by symbol ---------------------------------------------------------------------------------
 def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target) -> int:
     """Cycles of one call of `symbol` with these scalars (descriptors included) on `tile`.
@@ -121,6 +145,10 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target
         return copy_cycles(named["words"] * WORD_BYTES, target)
     if symbol == "fill_zero":
         return fill_zero_cycles(named["words"], target)
+    if symbol == "view_shard":
+        return view_cycles(words, None, tile, target)
+    if symbol == "gather_view":
+        return view_cycles(words, named["source_tile"], tile, target)
     formats = decode_descriptors(words, len(abi.pointers))
     if symbol == "gather_shard":
         return gather_shard_cycles(*formats, named["source_tile"], tile, target)
@@ -138,4 +166,5 @@ _DESCRIBED = {
     "gelu": gelu_cycles,
     "add": add_cycles,
     "attention": attention_cycles,
+    "layer_norm": layer_norm_cycles,
 }

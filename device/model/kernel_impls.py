@@ -22,7 +22,14 @@ import numpy as np
 from device.kernels import KernelAbi, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
 from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
-from device.model import kernels_attention, kernels_gemm_f8, kernels_layout, kernels_pointwise
+from device.model import (
+    kernels_attention,
+    kernels_gemm_f8,
+    kernels_layer_norm,
+    kernels_layout,
+    kernels_pointwise,
+    kernels_views,
+)
 from device.model.errors import ModelError
 from device.model.kernel_batches import BATCHED, KernelBatch
 from device.model.memory import TileMemory
@@ -132,6 +139,9 @@ IMPLEMENTATIONS: dict[str, KernelImpl] = {
     "gelu": kernels_pointwise.gelu,
     "add": kernels_pointwise.add,
     "attention": kernels_attention.attention,
+    "layer_norm": kernels_layer_norm.layer_norm,
+    "view_shard": kernels_views.view_shard,
+    "gather_view": kernels_views.gather_view,
 }
 
 

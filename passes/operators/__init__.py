@@ -20,9 +20,17 @@ def get_all_operators() -> tuple[Operator, ...]:
     from passes.operators.conversions import CastOperator, RearrangeOperator
     from passes.operators.gemm import GemmOperator
     from passes.operators.gelu import GeluOperator
+    from passes.operators.layer_norm import LayerNormOperator
+    from passes.operators.layout import (
+        ConcatOperator,
+        ReshapeOperator,
+        SliceOperator,
+        TransposeOperator,
+    )
 
     return (GemmOperator(), AddOperator(), GeluOperator(), AttentionOperator(), CastOperator(),
-            RearrangeOperator())
+            RearrangeOperator(), LayerNormOperator(), ReshapeOperator(), TransposeOperator(),
+            SliceOperator(), ConcatOperator())
 
 
 def operator_for_graph(op: Operation) -> Operator | None:

@@ -95,6 +95,11 @@ class Operator(ABC):
     # plan operand names of the graph/mid op's operands, in order; the result is "out"
     operand_names: ClassVar[tuple[str, ...]]
 
+    def plan_operand_names(self, op: Operation) -> tuple[str, ...]:
+        """The plan operand names of `op`'s operands, in order (a variadic op's depend on its
+        operand count)."""
+        return self.operand_names
+
     # ---- graph-to-mid ---------------------------------------------------------------------
     def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
         """Every candidate plan for `op`, validated and (when valid) costed."""

@@ -14,10 +14,11 @@ The op count is constant: the gather is one loop whatever the tile count.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from ipu_dialects import mid
@@ -64,8 +65,13 @@ def lower_local(op: Operation, lowering: FunctionLowering, reason: str) -> list[
                      provenance(lowering, op, reason))]
 
 
-def lower_gather(op: Operation, lowering: FunctionLowering) -> list[Operation]:
-    src, dst = op.operands[0], op.results[0]
+def lower_gather(op: Operation, lowering: FunctionLowering, source: SSAValue | None = None,
+                 kernel: str = GATHER_KERNEL, view_words: Sequence[int] = (),
+                 zero_padding: bool = True) -> list[Operation]:
+    """Gather `source` (default: the op's only operand) into the op's result; a layout op
+    passes its view kernel and view words, and zeroes the padding itself."""
+    src = op.operands[0] if source is None else source
+    dst = op.results[0]
     src_type, dst_type = tensor_type(src), tensor_type(dst)
     a, b = geometry_of(src_type), geometry_of(dst_type)
     out = lowering.result_buffer(dst)
@@ -77,7 +83,7 @@ def lower_gather(op: Operation, lowering: FunctionLowering) -> list[Operation]:
                             lowering.target.vector_alignment)
     zero0 = scalar_map(0, 0)
     ops: list[Operation] = []
-    if b.padded_shape != b.shape:  # the gather writes real elements only: zero the padding
+    if zero_padding and b.padded_shape != b.shape:  # the gather writes real elements only
         ops.append(KernelOp(ZERO_KERNEL, [(out, zero0)], [shard_words(dst_type)], receivers, [],
                             provenance(lowering, op, "zero the result's padding")))
     loop = LoopOp(0, a.partition_count, provenance(lowering, op, "one input shard at a time"))
@@ -97,8 +103,8 @@ def lower_gather(op: Operation, lowering: FunctionLowering) -> list[Operation]:
         on_tile=source,
     ))
     loop.body.block.add_op(KernelOp(
-        GATHER_KERNEL, [(out, zero), (slot, zero)],
-        [*descriptor(dst_type), *descriptor(src_type)], receivers, ivs,
+        kernel, [(out, zero), (slot, zero)],
+        [*descriptor(dst_type), *descriptor(src_type), *view_words], receivers, ivs,
         provenance(lowering, op, "take the elements of shard s this tile holds"),
         iv_scalars=[source],
     ))

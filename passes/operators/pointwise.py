@@ -60,9 +60,12 @@ def output_formats(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.
 
 def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
              operand_names: Sequence[str], operand_formats: OperandFormats,
-             alias: str = "none") -> list[Candidate]:
+             alias: str = "none", named: Sequence[int] = (),
+             outputs: list[tuple[str, mid.TensorFormatAttr]] | None = None) -> list[Candidate]:
+    """Candidates for each output format (default `output_formats`); `named`: the kernel's
+    named scalars, for its cost."""
     candidates = []
-    for name, out_fmt in output_formats(op, ctx):
+    for name, out_fmt in output_formats(op, ctx) if outputs is None else outputs:
         formats = operand_formats(out_fmt)
         plan_name = f"{kind}_{name}"
         if isinstance(formats, str):
@@ -75,7 +78,8 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         reason = tiles_reason(op, formats, ctx.tiles)
         cycles = None
         if reason is None:
-            cycles = plan_kernel_cycles(symbol, plan_types(op, operand_names, formats), ctx.target)
+            cycles = plan_kernel_cycles(symbol, plan_types(op, operand_names, formats), ctx.target,
+                                        extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx)
         candidates.append(Candidate(plan, reason, cycles))

@@ -53,7 +53,7 @@ class FunctionLowering:
         plan = getattr(op, "plan", None)
         if not isinstance(plan, mid.OperatorPlanAttr):
             return
-        names = (*operator_for_mid(op).operand_names, "out")
+        names = (*operator_for_mid(op).plan_operand_names(op), "out")
         for value, name in zip((*op.operands, *op.results), names, strict=True):
             entry = plan.operand_plan(name)
             align, tail = self.requirements.get(value, (self.target.vector_alignment, 0))

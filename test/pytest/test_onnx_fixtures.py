@@ -1,8 +1,6 @@
 """Imported GPT-2-style models (examples/onnx, made by make_fixtures.py from torch) match torch
-under `ipu-run --reference`; the `ipu-import` and `ipu-run --inputs` command lines.
-
-Device-model runs of imported models wait for the lowering of layer_norm and the layout ops
-(graph-to-mid has no operator plan for them yet)."""
+under `ipu-run --reference`; the `ipu-import` and `ipu-run --inputs` command lines. Device-model
+runs of the imported block: test_e2e_layout.py."""
 
 from __future__ import annotations
 

@@ -1,0 +1,81 @@
+"""The layer_norm kernel: out = (src - mean) / sqrt(var + eps) * weight + bias, row by row
+over the last axis (the semantics of `interpreters/graph.py`).
+
+out and src share this tile's shard box, which must hold whole rows: all of the last axis.
+weight and bias are [C] vectors whose shard on this tile holds all C entries (replicated).
+Numerics: values widened to FP32, FP32 mean and biased variance (FP32 accumulation), eps and
+the reciprocal square root in FP32, normalization, scale and shift in FP32, then one rounding
+to out's precision. Out's padding (rows or columns outside the logical extent) is zeros.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from device.model.cycles import layer_norm_cycles
+from device.model.kernel_shards import (
+    box_on,
+    is_empty,
+    local_slices,
+    logical_box,
+    operand_formats,
+    read_values,
+    write_values,
+)
+from device.shard_geometry import ShardGeometry
+
+if TYPE_CHECKING:
+    from device.model.kernel_impls import KernelCall
+
+
+def _eps(call: KernelCall) -> np.float32:
+    bits = call.scalars["eps_bits"]
+    eps = np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
+    if not (0 <= bits < 1 << 32 and math.isfinite(eps) and eps > 0):
+        raise call.fail(f"eps_bits {bits:#x} is not the bit pattern of a finite positive f32")
+    return eps
+
+
+def _whole_vector(call: KernelCall, name: str, fmt: ShardGeometry, width: int) -> np.ndarray:
+    if fmt.shape != (width,):
+        raise call.fail(f"'{name}' has shape {fmt.shape}, expected ({width},): one entry per "
+                        f"element of the normalized last axis")
+    start, stop = box_on(call, name, fmt)
+    if start[0] != 0 or stop[0] < width:
+        raise call.fail(f"'{name}': its shard [{start[0]}:{stop[0]}] on this tile does not hold "
+                        f"all {width} entries")
+    return read_values(call, name, fmt)[:width].astype(np.float32)
+
+
+def layer_norm(call: KernelCall) -> int:
+    formats = operand_formats(call)
+    out, src = formats["out"], formats["src"]
+    if out.shape != src.shape or out.rank < 1:
+        raise call.fail(f"'out' has shape {out.shape} but 'src' has {src.shape}: layer_norm "
+                        f"keeps the shape (rank >= 1)")
+    box, src_box = box_on(call, "out", out), box_on(call, "src", src)
+    if box != src_box:
+        raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile")
+    width = out.shape[-1]
+    eps = _eps(call)
+    weight = _whole_vector(call, "weight", formats["weight"], width)
+    bias = _whole_vector(call, "bias", formats["bias"], width)
+    region = logical_box(box, out)
+    result = np.zeros(out.chunk)
+    if not is_empty(region):
+        if region[0][-1] != 0 or region[1][-1] != width:
+            raise call.fail(f"this tile's box {box} splits the normalized last axis ({width}); "
+                            f"layer_norm needs whole rows")
+        local = local_slices(region, box[0])
+        x = read_values(call, "src", src)[local].astype(np.float32)
+        mean = x.mean(axis=-1, keepdims=True, dtype=np.float32)
+        centered = x - mean
+        variance = np.square(centered).mean(axis=-1, keepdims=True, dtype=np.float32)
+        scale = np.float32(1) / np.sqrt(variance + eps)
+        result[local] = centered * scale * weight + bias
+    write_values(call, "out", out, result)
+    return layer_norm_cycles(out, src, formats["weight"], formats["bias"], call.tile,
+                             call.target)

@@ -1,0 +1,40 @@
+// views.S -- element copies through an index view, for the layout ops (a sketch; not
+// assembled here). Semantics are executed by device/model/kernels_views.py; the ABI is
+// device/kernels.py. Variadic words: out's descriptor, the source's descriptor, then the
+// index view (device/index_views.py): window starts, stops, strides (one per out axis) and
+// an offset. For each element r of this tile's out box inside the window and the logical
+// extent, the source's row-major linear index offset + sum((r - starts) * strides) is
+// unravelled in the source shape; an element whose source is in the source shard is copied
+// code for code (same precision and scale), in the two operands' element orders.
+
+    .section .text.views, "ax"
+
+// ABI: view_shard(out, src; descriptor...) -> void
+// status: Implemented
+// row_specialization: none: one entry for all formats and views (two descriptors, then the index view)
+    .globl view_shard
+    .type view_shard, @function
+    .align 8
+view_shard:
+    ld32    $m1, $m0, $m15, 0         // out (this tile's shard, out format)
+    ld32    $m2, $m0, $m15, 1         // src (this tile's shard, src format)
+    get     $m3, $TILE_ID             // both shard boxes, from the descriptors
+    // ... per element of the window's part of the out box: linear source index, divide
+    // by the source's row-major strides, load from src's order, store in out's order ...
+    exitz   $m15
+    .size view_shard, .-view_shard
+
+// ABI: gather_view(out, staged; source_tile, descriptor...) -> void
+// status: Implemented
+// row_specialization: none: one entry for all formats and views (two descriptors, then the index view)
+    .globl gather_view
+    .type gather_view, @function
+    .align 8
+gather_view:
+    ld32    $m1, $m0, $m15, 0         // out    (this tile's shard, out format)
+    ld32    $m2, $m0, $m15, 1         // staged (source_tile's shard, staged format)
+    ld32    $m3, $m0, $m15, 2         // source_tile
+    get     $m4, $TILE_ID
+    // ... as view_shard, skipping elements whose source is outside source_tile's box ...
+    exitz   $m15
+    .size gather_view, .-gather_view

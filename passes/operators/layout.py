@@ -1,0 +1,304 @@
+"""The layout operators: `graph.reshape`, `graph.transpose`, `graph.slice`, `graph.concat` ->
+`mid.reshape` / `mid.transpose` / `mid.slice` / `mid.concat` -> element copies through an
+index view (`device/index_views.py`), no arithmetic.
+
+Each operand maps to the result by one index view (a concat input: a window of the result
+along the joined axis). An operand keeps the format it has (a fresh graph input: the split,
+or the whole tensor, that the result can take tile-locally), and each candidate cuts one axis
+of the result across the tiles (`split<axis>`). Per operand the copy is
+- tile-local when every result element's source sits in the operand's shard on the result
+  element's tile: one `view_shard` call per result shard, no exchange; e.g. a slice of the
+  columns of a row-split matrix, or a transpose that keeps the split axis;
+- otherwise a gather, as a `mid.rearrange` between formats (`conversions.lower_gather`): a
+  loop over the operand's shards, each broadcast to the result's tiles, where `gather_view`
+  takes the elements it holds.
+The cheapest candidate wins (kernel, exchange and copy cycles, from the device model's
+functions). The result's padding is zeroed once, before the copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
+
+from device.index_views import IndexView, row_major_strides, view_moves
+from device.model import cycles as device_cycles
+from device.target import WORD_BYTES
+from ipu_dialects import graph, mid
+from ipu_dialects.tile import KernelOp, TileSetAttr
+from passes.operators.base import (
+    Candidate,
+    Operator,
+    SelectionContext,
+    current_format,
+    tensor_type,
+)
+from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
+from passes.operators.formats import descriptor, shard_words, split_format, storage_of
+from passes.operators.pointwise import pointwise_plan
+from passes.operators.tile_maps import scalar_map
+
+if TYPE_CHECKING:
+    from passes.operators.tile_lowering import FunctionLowering
+
+LOCAL_KERNEL = "view_shard"
+GATHER_KERNEL = "gather_view"
+
+
+# ---- index views of the four ops (graph and mid ops share the attribute names) --------------
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    return tuple(tensor_type(value).get_shape())
+
+
+def whole_window(shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return (0,) * len(shape), shape
+
+
+def reshape_views(op: Operation) -> list[IndexView]:
+    out = shape_of(op.results[0])
+    return [IndexView(*whole_window(out), row_major_strides(out), 0)]
+
+
+def transpose_views(op: Operation) -> list[IndexView]:
+    strides = row_major_strides(shape_of(op.operands[0]))
+    permutation = getattr(op, "permutation").get_values()
+    return [IndexView(*whole_window(shape_of(op.results[0])),
+                      tuple(strides[p] for p in permutation), 0)]
+
+
+def slice_views(op: Operation) -> list[IndexView]:
+    strides = row_major_strides(shape_of(op.operands[0]))
+    starts, steps = (getattr(op, n).get_values() for n in ("starts", "steps"))
+    return [IndexView(*whole_window(shape_of(op.results[0])),
+                      tuple(s * k for s, k in zip(strides, steps)),
+                      sum(s * a for s, a in zip(strides, starts)))]
+
+
+def concat_views(op: Operation) -> list[IndexView]:
+    axis = getattr(op, "axis").value.data
+    out = shape_of(op.results[0])
+    views, offset = [], 0
+    for value in op.operands:
+        shape = shape_of(value)
+        starts = tuple(offset if a == axis else 0 for a in range(len(out)))
+        stops = tuple(offset + shape[a] if a == axis else out[a] for a in range(len(out)))
+        views.append(IndexView(starts, stops, row_major_strides(shape), 0))
+        offset += shape[axis]
+    return views
+
+
+# ---- locality and cost ------------------------------------------------------------------------
+def is_local_view(view: IndexView, src_type: TensorType, out_type: TensorType) -> bool:
+    """Every result element of the view's window has its source in the operand's shard on the
+    result element's tile."""
+    out, src = geometry_of(out_type), geometry_of(src_type)
+    if out.tiles_used > src.tiles_used:
+        return False
+    return all(
+        view_moves(view, out, out.shard_box(tile), src, src.shard_box(tile))[2] == 0
+        for tile in range(out.tiles_used)
+    )
+
+
+def view_words(view: IndexView, src_type: TensorType, out_type: TensorType) -> list[int]:
+    return [*descriptor(out_type), *descriptor(src_type), *view.encode()]
+
+
+def kernel_cycles(symbol: str, scalars: Sequence[int], out_type: TensorType,
+                  ctx: SelectionContext) -> int:
+    """On the tiles where it costs most (the first and the last result shard)."""
+    used = geometry_of(out_type).tiles_used
+    return max(device_cycles.kernel_cycles(symbol, scalars, tile, ctx.target)
+               for tile in {0, used - 1})
+
+
+def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
+                ctx: SelectionContext) -> tuple[int, bool]:
+    """Cycles of one operand's copy into the result, and whether it is tile-local (else a
+    gather: one exchange phase per source shard)."""
+    words = view_words(view, src_type, out_type)
+    if is_local_view(view, src_type, out_type):
+        return kernel_cycles(LOCAL_KERNEL, words, out_type, ctx), True
+    sources = geometry_of(src_type).partition_count
+    receivers = geometry_of(out_type).tiles_used
+    shard = shard_words(src_type)
+    latency = int(ctx.target.latency_matrix(max(sources, receivers)).max()) if receivers > 1 else 0
+    per_shard = (device_cycles.exchange_step_cycles(shard + latency, ctx.target)
+                 + device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target)
+                 + kernel_cycles(GATHER_KERNEL, [0, *words], out_type, ctx))
+    return sources * per_shard, False
+
+
+def with_format(value: SSAValue, fmt: mid.TensorFormatAttr) -> TensorType:
+    value_type = tensor_type(value)
+    return TensorType(value_type.get_element_type(), value_type.get_shape(), fmt)
+
+
+def storage(value: SSAValue) -> tuple[str, int]:
+    """(precision, FP8 scale) a value is stored with: its format's, or its graph type's."""
+    fmt = current_format(value)
+    return (fmt.precision.data, fmt.scale.data) if fmt else storage_of(tensor_type(value))
+
+
+def source_options(value: SSAValue, ctx: SelectionContext) -> list[mid.TensorFormatAttr]:
+    """The formats an operand may have: its own, or for a fresh graph input what the host may
+    write (input policy `consumer`: any split or the whole; `row_major`: the whole)."""
+    fmt = current_format(value)
+    if fmt is not None:
+        return [fmt]
+    value_type, shape = tensor_type(value), shape_of(value)
+    whole = split_format(shape, None, ctx.tiles, value_type, ctx.indivisible)
+    if ctx.inputs != mid.InputPolicy.CONSUMER:
+        return [whole]
+    splits = [split_format(shape, a, ctx.tiles, value_type, ctx.indivisible)
+              for a in range(len(shape)) if shape[a] > 1]
+    return [*splits, whole]
+
+
+def output_splits(op: Operation, ctx: SelectionContext) -> list[tuple[int, int]]:
+    """(axis, partitions) of the result's candidate splits: each axis across all the tiles it
+    can use, and across as many tiles as an operand's format cuts one of its axes into (so
+    that a result can line up with an operand that uses fewer tiles: tile-local)."""
+    shape = shape_of(op.results[0])
+    counts = {ctx.tiles}
+    for value in op.operands:
+        fmt = current_format(value)
+        counts |= {p for p in (fmt.partitions if fmt else ()) if p > 1}
+    found = []
+    for axis, extent in enumerate(shape):
+        if extent == 1 and axis != len(shape) - 1:
+            continue
+        for parts in sorted({min(c, extent) for c in counts}, reverse=True):
+            found.append((axis, parts))
+    return found
+
+
+class LayoutOperator(Operator):
+    """What the four layout operators share; each names its ops and its index views."""
+
+    operand_names = ("src",)
+
+    def views(self, op: Operation) -> list[IndexView]:
+        raise NotImplementedError
+
+    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+        out_value = op.results[0]
+        shape = shape_of(out_value)
+        first = tensor_type(op.operands[0])
+        precision, scale = storage(op.operands[0])  # kept; the declared one is a cast after
+        views = self.views(op)
+        names = self.plan_operand_names(op)
+        candidates = []
+        for axis, parts in output_splits(op, ctx):
+            out_fmt = split_format(shape, axis, parts, first, ctx.indivisible).with_changes(
+                precision=precision, scale=scale)
+            out_type = with_format(out_value, out_fmt)
+            formats, cycles, local = {}, 0, True
+            for name, value, view in zip(names, op.operands, views, strict=True):
+                options = [f.with_changes(precision=precision, scale=scale)
+                           for f in source_options(value, ctx)]
+                costed = [(*copy_cycles(view, with_format(value, f), out_type, ctx), f)
+                          for f in options]
+                cost, is_local, fmt = min(costed, key=lambda c: c[0])
+                formats[name] = fmt
+                cycles += cost
+                local = local and is_local
+            geom = geometry_of(out_type)
+            if geom.padded_shape != geom.shape:
+                cycles += device_cycles.fill_zero_cycles(shard_words(out_type), ctx.target)
+            formats["out"] = out_fmt
+            how = "local" if local else "gather"
+            cut = f"split{axis}" if parts >= min(ctx.tiles, shape[axis]) else f"split{axis}x{parts}"
+            plan = pointwise_plan(f"{self.kind}_{cut}_{how}",
+                                  LOCAL_KERNEL if local else GATHER_KERNEL, formats,
+                                  ctx.target.vector_alignment)
+            candidates.append(Candidate(plan, None, cycles))
+        return candidates
+
+    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+        out_value = op.results[0]
+        out_type = tensor_type(out_value)
+        out = lowering.result_buffer(out_value)
+        geom = geometry_of(out_type)
+        tiles = TileSetAttr.range(0, geom.tiles_used)
+        zero = scalar_map(0, 0)
+        work: list[Operation] = []
+        if geom.padded_shape != geom.shape:  # the copies write real elements only
+            work.append(KernelOp(ZERO_KERNEL, [(out, zero)], [shard_words(out_type)], tiles, [],
+                                 provenance(lowering, op, "zero the result's padding")))
+        for value, view in zip(op.operands, self.views(op), strict=True):
+            src_type = tensor_type(value)
+            words = view_words(view, src_type, out_type)
+            if is_local_view(view, src_type, out_type):
+                work.append(KernelOp(
+                    LOCAL_KERNEL, [(out, zero), (lowering.operand_buffer(op, value), zero)],
+                    words, tiles, [],
+                    provenance(lowering, op,
+                               f"{self.kind}: copy each shard's elements on its tile"),
+                ))
+            else:
+                work.extend(lower_gather(op, lowering, value, GATHER_KERNEL, view.encode(),
+                                         zero_padding=False))
+        return work
+
+
+class ReshapeOperator(LayoutOperator):
+    kind = "reshape"
+    graph_op = graph.ReshapeOp
+    mid_op = mid.ReshapeOp
+
+    def views(self, op: Operation) -> list[IndexView]:
+        return reshape_views(op)
+
+    def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
+                  plan: mid.OperatorPlanAttr) -> Operation:
+        return mid.ReshapeOp(operands[0], result_type, plan)
+
+
+class TransposeOperator(LayoutOperator):
+    kind = "transpose"
+    graph_op = graph.TransposeOp
+    mid_op = mid.TransposeOp
+
+    def views(self, op: Operation) -> list[IndexView]:
+        return transpose_views(op)
+
+    def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
+                  plan: mid.OperatorPlanAttr) -> Operation:
+        assert isinstance(op, graph.TransposeOp)
+        return mid.TransposeOp(operands[0], result_type, plan, op.permutation.get_values())
+
+
+class SliceOperator(LayoutOperator):
+    kind = "slice"
+    graph_op = graph.SliceOp
+    mid_op = mid.SliceOp
+
+    def views(self, op: Operation) -> list[IndexView]:
+        return slice_views(op)
+
+    def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
+                  plan: mid.OperatorPlanAttr) -> Operation:
+        assert isinstance(op, graph.SliceOp)
+        return mid.SliceOp(operands[0], result_type, plan, op.starts.get_values(),
+                           op.ends.get_values(), op.steps.get_values())
+
+
+class ConcatOperator(LayoutOperator):
+    kind = "concat"
+    graph_op = graph.ConcatOp
+    mid_op = mid.ConcatOp
+
+    def plan_operand_names(self, op: Operation) -> tuple[str, ...]:
+        return mid.concat_operand_names(len(op.operands))
+
+    def views(self, op: Operation) -> list[IndexView]:
+        return concat_views(op)
+
+    def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
+                  plan: mid.OperatorPlanAttr) -> Operation:
+        assert isinstance(op, graph.ConcatOp)
+        return mid.ConcatOp(operands, result_type, plan, op.axis.value.data)
