@@ -20,9 +20,10 @@ def get_all_operators() -> tuple[Operator, ...]:
     from passes.operators.conversions import CastOperator, RearrangeOperator
     from passes.operators.gemm import GemmOperator
     from passes.operators.gelu import GeluOperator
+    from passes.operators.repeat import RepeatOperator
 
     return (GemmOperator(), AddOperator(), GeluOperator(), AttentionOperator(), CastOperator(),
-            RearrangeOperator())
+            RearrangeOperator(), RepeatOperator())
 
 
 def operator_for_graph(op: Operation) -> Operator | None:
