@@ -100,10 +100,6 @@ def typed_sequence(lowering: GraphLowering, op: graph.RepeatOp, index: int) -> S
     from passes.graph_to_mid import is_graph_tensor, row_major_format, with_format
 
     value = op.sequences[index]
-    if is_graph_tensor(value) and is_body_argument(value):
-        raise PassFailedException(located(
-            op, f"{repeat_label(op)}: sequence operand #{index} is an unused body argument of "
-            "an enclosing repeat"))
     if is_graph_tensor(value):
         assert isinstance(value.type, TensorType)
         fmt = row_major_format(value.type, lowering.config.indivisible.data)
@@ -257,11 +253,15 @@ class RepeatOperator(Operator):
     def carried_buffer(op: mid.RepeatOp, index: int, lowering: FunctionLowering, label: str,
                        before: list[Operation]) -> BufferOp:
         """The buffer of carried value `index`: the initial value's own when the repeat may
-        take it over, else the result's, filled from the initial value before the loop."""
+        take it over (its only use, not a returned result; a scratch value or an enclosing
+        repeat's carried value), else the result's, filled from the initial value before the
+        loop."""
         init, arg, res = op.carried[index], op.carried_args[index], op.res[index]
         init_buffer = lowering.operand_buffer(op, init)
-        owned = (isinstance(init.owner, Operation) and len(list(init.uses)) == 1
-                 and res not in lowering.outputs and init_buffer.kind.data == "scratch")
+        sole_use = len(list(init.uses)) == 1 and res not in lowering.outputs
+        owned = sole_use and (
+            (isinstance(init.owner, Operation) and init_buffer.kind.data == "scratch")
+            or (is_body_argument(init) and init in init.owner.parent_op().carried_args))
         if owned:
             buffer = init_buffer
             lowering.buffers[res] = buffer
