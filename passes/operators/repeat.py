@@ -141,14 +141,16 @@ def writes_in_place(op: mid.RepeatOp, index: int) -> bool:
     if list(terminator.values).count(value) > 1 or value in op.res:
         return False
     plan = getattr(producer, "plan", None)
-    if not isinstance(plan, mid.OperatorPlanAttr):
-        return False
+    conversion = isinstance(producer, (mid.CastPrecisionOp, mid.RearrangeOp))
+    if not isinstance(plan, mid.OperatorPlanAttr) and not conversion:
+        return False  # a nested repeat: its result lives in its own carried buffer
     body_ops = list(op.block.ops)
     later = body_ops[body_ops.index(producer) + 1:]
     if any(arg in later_op.operands for later_op in later if later_op is not terminator):
         return False
     if arg in producer.operands:  # reads what it overwrites: only elementwise, same format
-        return (plan.dispatch.kind.data == mid.DispatchKind.POINTWISE
+        return (isinstance(plan, mid.OperatorPlanAttr)
+                and plan.dispatch.kind.data == mid.DispatchKind.POINTWISE
                 and all(o.type == value.type for o in producer.operands if o == arg))
     return True
 
@@ -240,7 +242,7 @@ class RepeatOperator(Operator):
             if source is not carried[index]:
                 lowering.yield_copies += 1
                 body.append(copy_kernel(lowering, carried[index], source, value,
-                                        f"mid.yield in {label}", YIELD_COPY_REASON))
+                                        "graph.yield", YIELD_COPY_REASON))
         loop = LoopOp(0, op.iterations, WorkProvenanceAttr(
             label, value_label(op.results[0]) if op.results else "",
             f"{op.iterations} iterations of one tile-local body"))
