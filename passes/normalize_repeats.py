@@ -36,7 +36,7 @@ from xdsl.utils.exceptions import PassFailedException
 from ipu_dialects import mid
 from ipu_dialects.locations import located, value_label
 from passes.insert_conversions import conversion_ops
-from passes.pipeline_config import pipeline_config
+from passes.pipeline_config import configured_target, pipeline_config
 from passes.shard_geometry import geometry
 
 
@@ -45,11 +45,12 @@ def normalized_format(element: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
     return element.with_changes(tiling=[mid.AxisTilingAttr(1, 1), *element.tiling.data])
 
 
-def consumer_alignment(arg: SSAValue) -> int:
-    """The largest alignment a body consumer's plan asks of the element."""
+def consumer_alignment(arg: SSAValue, least: int) -> int:
+    """The largest alignment a body consumer's plan asks of the element (at least `least`,
+    the target's vector alignment, which every buffer has)."""
     from passes.operators import operator_for_mid
 
-    alignment = 1
+    alignment = least
     for use in arg.uses:
         plan = getattr(use.operation, "plan", None)
         operator = operator_for_mid(use.operation)
@@ -76,7 +77,7 @@ class RepeatNormalizer:
         assert isinstance(seq.type, TensorType) and isinstance(arg.type, TensorType)
         element = arg.type.encoding
         assert isinstance(element, mid.TensorFormatAttr)
-        self.check_stride(repeat, index, arg.type, element)
+        self.check_stride(repeat, index, arg.type, element, self.alignment)
         wanted = TensorType(seq.type.get_element_type(), seq.type.get_shape(),
                             normalized_format(element))
         if seq.type == wanted:
@@ -102,11 +103,15 @@ class RepeatNormalizer:
             return self.config.inputs.data == mid.InputPolicy.CONSUMER
         return isinstance(owner, mid.RepeatOp) and seq in owner.sequence_args
 
+    @property
+    def alignment(self) -> int:
+        return configured_target(self.config, NormalizeRepeatsPass.name).vector_alignment
+
     @staticmethod
     def check_stride(repeat: Operation, index: int, element_type: TensorType,
-                     element: mid.TensorFormatAttr) -> None:
+                     element: mid.TensorFormatAttr, least: int) -> None:
         stride = geometry(element_type.get_shape(), element).shard_bytes()
-        alignment = consumer_alignment(repeat.sequence_args[index])  # type: ignore[attr-defined]
+        alignment = consumer_alignment(repeat.sequence_args[index], least)  # type: ignore[attr-defined]
         if stride % alignment:
             raise PassFailedException(located(
                 repeat, f"normalize-repeats: sequence operand #{index} of the repeat has "

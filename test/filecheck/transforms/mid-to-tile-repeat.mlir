@@ -1,4 +1,4 @@
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=2},insert-conversions,normalize-repeats,mid-to-tile' | filecheck %s
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=2},insert-conversions,normalize-repeats,mid-to-tile' | filecheck %s
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=2},insert-conversions,mid-to-tile' | filecheck %s --check-prefix=UNNORMALIZED
 
 // One tile.loop over the count, whatever the count: the carried value lives in the result's
@@ -83,3 +83,17 @@ func.func @nested(%x0: tensor<64x64xf16>, %ws: tensor<3x2x64x64xf16>) -> tensor<
 // CHECK-NEXT: }
 // CHECK-NEXT: func.return
 // UNNORMALIZED: error: mid-to-tile: sequence operand #0 (%wl) of the repeat is not normalized
+
+// -----
+
+// Without normalize-repeats' check (run on its own here, the sequence is stored normalized
+// already on one tile): mid-to-tile still refuses 12-byte blocks that must be 8-byte aligned.
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=1},insert-conversions,mid-to-tile' | filecheck %s --check-prefix=STRIDE
+func.func @odd(%x0: tensor<4x3xf32>, %bs: tensor<2x3xf32>) -> tensor<4x3xf32> {
+  %r = graph.repeat 2 carried(%x = %x0 : tensor<4x3xf32>) sequence(%b = %bs : tensor<2x3xf32>) {
+    %y = graph.add %x, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+    graph.yield %y : tensor<4x3xf32>
+  } -> tensor<4x3xf32>
+  func.return %r : tensor<4x3xf32>
+}
+// STRIDE: error: mid-to-tile: sequence operand #0 (%bs) advances by 12 bytes per iteration, not a multiple of its 8-byte alignment
