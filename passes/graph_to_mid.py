@@ -11,6 +11,9 @@
   `builtin.unrealized_conversion_cast`; `insert-conversions` turns each such bridge into
   explicit `mid.cast_precision` / `mid.rearrange` ops.
 
+- A `graph.repeat` becomes a `mid.repeat` whose body is lowered with the same operators
+  (`passes/operators/repeat.py`, `lower_repeat`); its sequences are `normalize-repeats`'.
+
 Graph ops without an operator plan yet are a diagnostic, never silently kept.
 """
 
