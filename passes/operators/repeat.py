@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import StringAttr, TensorType
-from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.ir import BlockArgument, OpResult, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -146,13 +146,26 @@ def writes_in_place(op: mid.RepeatOp, index: int) -> bool:
         return False  # a nested repeat: its result lives in its own carried buffer
     body_ops = list(op.block.ops)
     later = body_ops[body_ops.index(producer) + 1:]
-    if any(arg in later_op.operands for later_op in later if later_op is not terminator):
+    if any(in_carried_buffer(o, arg) for later_op in later if later_op is not terminator
+           for o in later_op.operands):
         return False
-    if arg in producer.operands:  # reads what it overwrites: only elementwise, same format
+    read = [o for o in producer.operands if in_carried_buffer(o, arg)]
+    if read:  # reads what it overwrites: only elementwise, same format
         return (isinstance(plan, mid.OperatorPlanAttr)
                 and plan.dispatch.kind.data == mid.DispatchKind.POINTWISE
-                and all(o.type == value.type for o in producer.operands if o == arg))
+                and all(o.type == value.type for o in read))
     return True
+
+
+def in_carried_buffer(value: SSAValue, arg: SSAValue) -> bool:
+    """Is `value` the carried argument, or a nested repeat's result that may live in its
+    buffer (a nested repeat takes over a carried value it is the only user of)?"""
+    if value is arg:
+        return True
+    owner = value.owner
+    if isinstance(owner, mid.RepeatOp) and isinstance(value, OpResult):
+        return in_carried_buffer(owner.carried[value.index], arg)
+    return False
 
 
 def copy_kernel(lowering: FunctionLowering, dst: BufferOp, src: BufferOp, value: SSAValue,

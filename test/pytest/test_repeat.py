@@ -74,6 +74,30 @@ def test_a_deeper_repeat_runs_too(tmp_path, capsys):
     assert run_passes(path, 2, 4, capsys)
 
 
+HAZARD = """func.func @hazard(%x0: tensor<64x64xf32>, %h0: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %out:2 = graph.repeat 2 carried(%x = %x0 : tensor<64x64xf32>, %h = %h0 : tensor<64x64xf32>) {
+    %in = graph.repeat 2 carried(%a = %x : tensor<64x64xf32>) {
+      %g1 = graph.gelu %a : tensor<64x64xf32> -> tensor<64x64xf32>
+      graph.yield %g1 : tensor<64x64xf32>
+    } -> tensor<64x64xf32>
+    %g = graph.gelu %in : tensor<64x64xf32> -> tensor<64x64xf32>
+    %k = graph.add %in, %g : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+    graph.yield %g, %k : tensor<64x64xf32>, tensor<64x64xf32>
+  } -> tensor<64x64xf32>, tensor<64x64xf32>
+  func.return %out#0, %out#1 : tensor<64x64xf32>, tensor<64x64xf32>
+}
+"""
+
+
+def test_values_in_a_taken_over_carried_buffer_are_not_overwritten_early(tmp_path, capsys):
+    """The inner repeat takes over %x's buffer, so %in lives there: the gelu that makes the
+    yielded %g must not overwrite it in place, since the add after it still reads %in
+    (`in_carried_buffer`; without it the run FAILs its check)."""
+    path = tmp_path / "hazard.mlir"
+    path.write_text(HAZARD)
+    assert run_passes(path, 2, 2, capsys)
+
+
 def test_nested_example_needs_no_yield_copy():
     """Every yield of the nested example is written in place (the inner repeat takes over
     the outer carried buffer; the conversion before a yield writes the carried buffer)."""
