@@ -111,7 +111,8 @@ class RepeatNormalizer:
     def check_stride(repeat: Operation, index: int, element_type: TensorType,
                      element: mid.TensorFormatAttr, least: int) -> None:
         stride = geometry(element_type.get_shape(), element).shard_bytes()
-        alignment = consumer_alignment(repeat.sequence_args[index], least)  # type: ignore[attr-defined]
+        arg = repeat.sequence_args[index]  # type: ignore[attr-defined]
+        alignment = consumer_alignment(arg, least)
         if stride % alignment:
             raise PassFailedException(located(
                 repeat, f"normalize-repeats: sequence operand #{index} of the repeat has "

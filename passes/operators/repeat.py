@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import StringAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, OpResult, Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from passes.graph_to_mid import FunctionLowering as GraphLowering
     from passes.operators.tile_lowering import FunctionLowering
 
-YIELD_COPY_REASON = "the yielded value's plan writes a fresh buffer: copy it into the carried buffer"
+YIELD_COPY_REASON = (
+    "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
 CARRY_IN_REASON = "copy the initial carried value into the repeat's carried buffer"
 
 
