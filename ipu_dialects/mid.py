@@ -46,6 +46,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     FloatAttr,
+    IntegerAttr,
     Float64Type,
     IntAttr,
     IntegerAttr,
@@ -57,21 +58,25 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    lazy_traits_def,
     operand_def,
     opt_prop_def,
     prop_def,
+    region_def,
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -1276,10 +1281,102 @@ class RearrangeOp(IRDLOperation):
             raise VerifyException(f"{self.name}: input and result formats are identical")
 
 
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `mid.repeat` body: the next iteration's carried values, in the carried formats."""
+
+    name = "mid.yield"
+    values = var_operand_def(TensorType)
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(RepeatOp), Pure()))
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class RepeatOp(IRDLOperation):
+    """`graph.repeat` at the mid level: the body is lowered with the same operators and runs
+    `count` times over carried values (one format for the operand, the body argument, the
+    yield and the result), invariants and per-iteration sequence elements (the body argument
+    has the element's format; `normalize-repeats` stores the sequence so that element i is
+    block i of equal, consecutive per-tile blocks)."""
+
+    name = "mid.repeat"
+    count = prop_def(IntegerAttr[I64])
+    carried = var_operand_def(TensorType)
+    invariants = var_operand_def(TensorType)
+    sequences = var_operand_def(TensorType)
+    res = var_result_def(TensorType)
+    body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(self, count: int, carried: Sequence[SSAValue], invariants: Sequence[SSAValue],
+                 sequences: Sequence[SSAValue], body: Region):
+        super().__init__(
+            operands=[carried, invariants, sequences],
+            result_types=[[v.type for v in carried]],
+            properties={"count": IntegerAttr(count, i64)},
+            regions=[body],
+        )
+
+    @property
+    def iterations(self) -> int:
+        return self.count.value.data
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    @property
+    def carried_args(self):
+        return self.block.args[: len(self.carried)]
+
+    @property
+    def invariant_args(self):
+        return self.block.args[len(self.carried): len(self.carried) + len(self.invariants)]
+
+    @property
+    def sequence_args(self):
+        return self.block.args[len(self.carried) + len(self.invariants):]
+
+    def verify_(self) -> None:
+        args = self.block.args
+        operands = [*self.carried, *self.invariants, *self.sequences]
+        if len(args) != len(operands):
+            raise VerifyException(
+                f"{self.name}: body has {len(args)} block arguments for {len(operands)} operands"
+            )
+        terminator = self.block.last_op
+        if not isinstance(terminator, YieldOp) or len(terminator.values) != len(self.carried):
+            raise VerifyException(
+                f"{self.name}: body must end with mid.yield of its {len(self.carried)} carried values"
+            )
+        for i, (init, arg, out, res) in enumerate(
+            zip(self.carried, self.carried_args, terminator.values, self.res, strict=True)
+        ):
+            if not init.type == arg.type == out.type == res.type:
+                raise VerifyException(
+                    f"{self.name}: carried value #{i} has type {init.type}, its body argument "
+                    f"{arg.type}, its yield {out.type} and its result {res.type}; the four "
+                    "must be the same (one buffer carries the value through the iterations)"
+                )
+        for i, (seq, arg) in enumerate(zip(self.sequences, self.sequence_args, strict=True)):
+            shape = tuple(seq.type.get_shape()) if isinstance(seq.type, TensorType) else ()
+            element = tuple(arg.type.get_shape()) if isinstance(arg.type, TensorType) else None
+            if shape[:1] != (self.iterations,) or shape[1:] != element:
+                raise VerifyException(
+                    f"{self.name}: sequence operand #{i} has shape {fmt_shape(shape)}; it must be "
+                    f"[{self.iterations}] followed by its body element's shape "
+                    f"{fmt_shape(element or ())}"
+                )
+
+
 Mid = Dialect(
     "mid",
     [GemmOp, AddOp, GeluOp, AttentionOp, LayerNormOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp,
-     CastPrecisionOp, RearrangeOp],
+     CastPrecisionOp, RearrangeOp, RepeatOp, YieldOp],
     [
         AxisTilingAttr,
         TensorFormatAttr,

@@ -21,6 +21,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return InsertConversionsPass
 
+    def get_normalize_repeats():
+        from passes.normalize_repeats import NormalizeRepeatsPass
+
+        return NormalizeRepeatsPass
+
     def get_mid_to_tile():
         from passes.mid_to_tile import MidToTilePass
 
@@ -44,6 +49,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "graph-to-mid": get_graph_to_mid,
         "insert-conversions": get_insert_conversions,
+        "normalize-repeats": get_normalize_repeats,
         "mid-to-tile": get_mid_to_tile,
         "place-memory": get_place_memory,
         "schedule-exchange": get_schedule_exchange,

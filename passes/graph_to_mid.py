@@ -11,6 +11,9 @@
   `builtin.unrealized_conversion_cast`; `insert-conversions` turns each such bridge into
   explicit `mid.cast_precision` / `mid.rearrange` ops.
 
+- A `graph.repeat` becomes a `mid.repeat` whose body is lowered with the same operators
+  (`passes/operators/repeat.py`, `lower_repeat`); its sequences are `normalize-repeats`'.
+
 Graph ops without an operator plan yet are a diagnostic, never silently kept.
 """
 
@@ -22,7 +25,7 @@ from typing import Literal
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import StringAttr, TensorType, UnrealizedConversionCastOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException, VerifyException
@@ -35,6 +38,7 @@ from passes.gemm_selection import NoValidPlan as NoValidGemmPlan
 from passes.operators import operator_for_graph
 from passes.operators.base import NoValidPlan, Operator, SelectionContext
 from passes.operators.formats import with_storage
+from passes.operators.repeat import is_body_argument, lower_repeat
 
 
 def op_label(op: Operation) -> str:
@@ -93,23 +97,28 @@ class FunctionLowering:
                 graph.check_graph_signature(self.function)
             except VerifyException as error:
                 raise PassFailedException(str(error)) from None
-        for op in ops:
-            operator = operator_for_graph(op)
-            if operator is not None:
-                self.lower_op(op, operator)
-            elif op.dialect_name() == "graph":
-                raise PassFailedException(located(
-                    op,
-                    f"{op.name} has no operator plan yet (result {value_label(op.results[0])})"
-                    if op.results
-                    else f"{op.name} has no operator plan yet",
-                ))
+        self.lower_block(self.function.body.block)
         for arg in self.function.args:
             if is_graph_tensor(arg):  # unused or only returned: a plain row-major input
                 assert isinstance(arg.type, TensorType)
                 fmt = row_major_format(arg.type, self.config.indivisible.data)
                 Rewriter.replace_value_with_new_type(arg, with_format(arg.type, fmt))
         self.function.update_function_type()
+
+    def lower_block(self, block: Block) -> None:
+        for op in list(block.ops):
+            operator = operator_for_graph(op)
+            if operator is not None:
+                self.lower_op(op, operator)
+            elif isinstance(op, graph.RepeatOp):
+                lower_repeat(self, op)
+            elif op.dialect_name() == "graph" and not isinstance(op, graph.YieldOp):
+                raise PassFailedException(located(
+                    op,
+                    f"{op.name} has no operator plan yet (result {value_label(op.results[0])})"
+                    if op.results
+                    else f"{op.name} has no operator plan yet",
+                ))
 
     def operand_in_format(
         self, value: SSAValue, fmt: mid.TensorFormatAttr, before: Operation
@@ -118,7 +127,8 @@ class FunctionLowering:
         assert isinstance(value.type, TensorType)
         wanted = with_format(value.type, fmt)
         if is_graph_tensor(value):
-            if self.config.inputs.data == mid.InputPolicy.CONSUMER:
+            # a repeat body's argument is the repeat's to format, whatever the input policy
+            if self.config.inputs.data == mid.InputPolicy.CONSUMER or is_body_argument(value):
                 return Rewriter.replace_value_with_new_type(value, wanted)
             row_major = row_major_format(value.type, self.config.indivisible.data)
             value = Rewriter.replace_value_with_new_type(

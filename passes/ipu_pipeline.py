@@ -2,7 +2,7 @@
 graph to exchange.
 
 Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=...}`, `insert-conversions`,
-`mid-to-tile`, `place-memory`, `schedule-exchange`. The passes are looked up in `passes.get_all_passes()`
+`normalize-repeats`, `mid-to-tile`, `place-memory`, `schedule-exchange`. The passes are looked up in `passes.get_all_passes()`
 when the pipeline runs, so this module imports without them; a stage that cannot be loaded is
 a diagnostic naming it. Only `graph-to-mid` takes options: every later pass reads the tile
 count and target from the module's `ipu.config`.
@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 STAGES = (
     "graph-to-mid",
     "insert-conversions",
+    "normalize-repeats",
     "mid-to-tile",
     "place-memory",
     "schedule-exchange",

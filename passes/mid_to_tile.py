@@ -3,8 +3,9 @@
 Every function becomes a function without arguments whose body declares one `tile.buffer` per
 value followed by the work, in program order (`passes/operators/tile_lowering.py`). Each mid op
 is lowered by its operator (`passes/operators/`): for example `mid.gemm` by the retained AMP
-plan's block loops (`passes/operators/gemm_lowering.py`). The op count is a constant per op:
-it grows neither with the tile count nor with the number of blocks.
+plan's block loops (`passes/operators/gemm_lowering.py`), `mid.repeat` by one `tile.loop`
+around its lowered body (`passes/operators/repeat.py`). The op count is a constant per op:
+it grows neither with the tile count, nor with the number of blocks, nor with a repeat's count.
 
 The tile count comes from the module's `ipu.config` (`#mid.config`), never from an option.
 An op no operator lowers gives a `PassFailedException` naming the op.

@@ -27,10 +27,11 @@ def get_all_operators() -> tuple[Operator, ...]:
         SliceOperator,
         TransposeOperator,
     )
+    from passes.operators.repeat import RepeatOperator
 
     return (GemmOperator(), AddOperator(), GeluOperator(), AttentionOperator(), CastOperator(),
             RearrangeOperator(), LayerNormOperator(), ReshapeOperator(), TransposeOperator(),
-            SliceOperator(), ConcatOperator())
+            SliceOperator(), ConcatOperator(), RepeatOperator())
 
 
 def operator_for_graph(op: Operation) -> Operator | None:

@@ -21,7 +21,8 @@ from xdsl.utils.exceptions import PassFailedException
 from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
-from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
+from ipu_dialects.tile import BufferOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
+from passes.operators.repeat import unify_carried_requirements
 from passes.shard_geometry import geometry
 
 
@@ -37,6 +38,8 @@ class FunctionLowering:
     # largest (alignment, access tail) any plan asks of each value (at least what the
     # descriptor kernels of conversions need: the target's vector alignment)
     requirements: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
+    # explicit copies that end a repeat body (a yielded value that cannot be written in place)
+    yield_copies: int = 0
 
     def unique_name(self, wanted: str) -> str:
         name, suffix = wanted, 0
@@ -110,7 +113,9 @@ class FunctionLowering:
         work: list[Operation] = []
         ops = [op for op in body.ops if op is not terminator]
         for op in ops:
-            self.require(op)
+            for nested in op.walk():
+                self.require(nested)
+        unify_carried_requirements(self, ops)
         for arg in self.function.args:  # the host writes every argument, used or not
             self.buffer_for(arg, "input", arg.index)
         for op in ops:
@@ -152,6 +157,9 @@ class FunctionLowering:
             return consumer.data
         return f"graph.{op.name.split('.', 1)[1]} {value_label(op.results[0])}"
 
+    def source_of_repeat(self, op: Operation) -> str:
+        return f"graph.repeat {value_label(op.results[0])}" if op.results else "graph.repeat"
+
     def lower_op(self, op: Operation) -> list[Operation]:
         from passes.operators import operator_for_mid
 
@@ -169,13 +177,16 @@ class FunctionLowering:
             )
         work = operator.lower(op, self)
         for top in work:  # every tile op points at the user's source line of its graph op
+            if isinstance(top, LoopOp) and isinstance(op, mid.RepeatOp):
+                top.location = op.location  # its body keeps its own ops' lines
+                continue
             for nested in top.walk():
                 nested.location = op.location
         return work
 
     def ordered_buffers(self) -> list[BufferOp]:
         """Inputs first (by index), then outputs (by index), then scratch in creation order."""
-        buffers = list(self.buffers.values())
+        buffers = list(dict.fromkeys(self.buffers.values()))  # a repeat's values share some
         rank = {"input": 0, "output": 1, "scratch": 2}
         return sorted(
             buffers,

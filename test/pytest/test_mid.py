@@ -98,8 +98,8 @@ def test_bad_tile_counts_are_diagnostics(tiles):
 
 
 def test_pipeline_stage_order_and_graph_to_mid_options():
-    assert STAGES == ("graph-to-mid", "insert-conversions", "mid-to-tile", "place-memory",
-                      "schedule-exchange")
+    assert STAGES == ("graph-to-mid", "insert-conversions", "normalize-repeats", "mid-to-tile",
+                      "place-memory", "schedule-exchange")
     stages = IpuPipelinePass(tiles=4, indivisible="reject").stage_passes()
     assert [s.name for s in stages] == list(STAGES)
     assert (stages[0].tiles, stages[0].indivisible) == (4, "reject")

@@ -15,7 +15,7 @@ from tools.run_summary import code_bytes_per_tile, exchange_bytes_per_tile, memo
 
 ROOT = Path(__file__).resolve().parents[2]
 GEMM = ROOT / "examples" / "gemm_f16.mlir"  # 256x320 @ 320x192 in f16
-STAGES = ["graph-to-mid", "insert-conversions", "mid-to-tile", "place-memory",
+STAGES = ["graph-to-mid", "insert-conversions", "normalize-repeats", "mid-to-tile", "place-memory",
           "schedule-exchange"]
 
 
@@ -52,8 +52,16 @@ def test_json_summary_holds_the_runs_numbers(capsys):
 def test_json_reports_a_diagnostic_as_an_object_too(capsys, tmp_path):
     bad = tmp_path / "bad.mlir"  # a parse error
     bad.write_text("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %a\n}\n")
-    repeat = ROOT / "examples" / "repeat_layers.mlir"  # a compile diagnostic (no repeat plan)
-    for source, line in ((bad, 3), (repeat, 7)):
+    odd = tmp_path / "odd.mlir"  # a compile diagnostic: 12-byte sequence blocks, 8-byte aligned
+    odd.write_text(
+        "func.func @f(%x0: tensor<4x3xf32>, %bs: tensor<2x3xf32>) -> tensor<4x3xf32> {\n"
+        "  %r = graph.repeat 2 carried(%x = %x0 : tensor<4x3xf32>) sequence(%b = %bs : "
+        "tensor<2x3xf32>) {\n"
+        "    %y = graph.add %x, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>\n"
+        "    graph.yield %y : tensor<4x3xf32>\n"
+        "  } -> tensor<4x3xf32>\n"
+        "  func.return %r : tensor<4x3xf32>\n}\n")
+    for source, line in ((bad, 3), (odd, 2)):
         status = run_main(source, json_output=True)
         captured = capsys.readouterr()
         summary = json.loads(captured.out)

@@ -2,14 +2,11 @@
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(graph-to-mid{tiles=4})' | filecheck %s
 
 // Ops without an operator plan yet are a diagnostic, never kept silently.
-func.func @repeat(%x0: tensor<64x64xf32>) -> tensor<64x64xf32> {
-  %r = graph.repeat 2 carried(%x = %x0 : tensor<64x64xf32>) {
-    %g = graph.gelu %x : tensor<64x64xf32> -> tensor<64x64xf32>
-    graph.yield %g : tensor<64x64xf32>
-  } -> tensor<64x64xf32>
-  func.return %r : tensor<64x64xf32>
+func.func @norm(%x: tensor<64x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<64x64xf32> {
+  %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64x64xf32>
+  func.return %n : tensor<64x64xf32>
 }
-// CHECK: graph.repeat has no operator plan yet (result %r)
+// CHECK: graph.layer_norm has no operator plan yet (result %n)
 
 // -----
 

@@ -1,0 +1,310 @@
+"""The repeat operator: `graph.repeat` -> `mid.repeat` (a region lowered with the same
+operators) -> one `tile.loop` over the count whose body is the lowered body.
+
+graph-to-mid (`lower_repeat`): the body's ops are lowered first, with the same operators as
+the function's; each body argument then has the format of its first consumer's plan (an
+unused one: row-major on one tile). Carried values keep that one format for the repeat's
+operand, the body argument, the yield and the result (bridges before `mid.yield` and before
+the repeat, which `insert-conversions` makes explicit); invariants are bridged into their
+argument's format outside the body. Sequence operands are left as they are:
+`normalize-repeats` stores them once, outside the body, as consecutive per-tile blocks.
+
+mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
+- Carried: the body argument, the yield and the result share one buffer (the result's). The
+  initial value is copied into it before the loop unless its buffer can be taken over (a
+  scratch value used by the repeat alone). The yielded value's producer writes that buffer
+  in place when that is safe (no later body op reads the carried argument, and the producer
+  reads it only as a pointwise operand of the output's format); otherwise an explicit
+  `convert_shard` copy (equal descriptors) ends the body, with its provenance reason.
+- Invariants: the body reads the invariant's own buffer, placed once.
+- Sequences: the body's element is a view of the sequence's buffer at byte offset
+  `i * stride` (the element's shard bytes), an affine base-pointer increment in every view
+  map of the body; never a pointer table.
+- The body's work is nested under the loop: every map gains the loop index as its first
+  dimension, every op's `iv(...)` the loop's index, every provenance the repeat's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import BlockArgument, OpResult, Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
+from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import PassFailedException
+
+from ipu_dialects import graph, mid
+from ipu_dialects.locations import located, value_label
+from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
+from passes.operators.base import Operator, tensor_type
+from passes.operators.tile_maps import scalar_map
+from passes.shard_geometry import geometry
+
+if TYPE_CHECKING:
+    from passes.graph_to_mid import FunctionLowering as GraphLowering
+    from passes.operators.tile_lowering import FunctionLowering
+
+YIELD_COPY_REASON = (
+    "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
+CARRY_IN_REASON = "copy the initial carried value into the repeat's carried buffer"
+
+
+# ---- graph-to-mid ---------------------------------------------------------------------------
+
+
+def is_body_argument(value: SSAValue) -> bool:
+    return isinstance(value, BlockArgument) and isinstance(
+        value.block.parent_op(), (graph.RepeatOp, mid.RepeatOp))
+
+
+def repeat_label(op: Operation) -> str:
+    return f"graph.repeat {value_label(op.results[0])}" if op.results else "graph.repeat"
+
+
+def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
+    """`op`'s body lowered, then the `mid.repeat` that replaces it (see the module doc)."""
+    from passes.graph_to_mid import is_graph_tensor, row_major_format, with_format
+
+    block = op.body.block
+    lowering.lower_block(block)
+    for arg in block.args:  # unused or only yielded: row-major on one tile
+        if is_graph_tensor(arg):
+            assert isinstance(arg.type, TensorType)
+            fmt = row_major_format(arg.type, lowering.config.indivisible.data)
+            Rewriter.replace_value_with_new_type(arg, with_format(arg.type, fmt))
+    terminator = block.last_op
+    assert isinstance(terminator, graph.YieldOp)
+    carried_types = [tensor_type(a) for a in op.carried_args]
+    yielded = [lowering.operand_in_format(terminator.values[i], t.encoding, terminator)
+               for i, t in enumerate(carried_types)]
+    yield_op = mid.YieldOp(*yielded)
+    yield_op.location = terminator.location
+    Rewriter.replace_op(terminator, yield_op)
+    carried = [lowering.operand_in_format(op.carried[i], t.encoding, op)
+               for i, t in enumerate(carried_types)]
+    invariants = [lowering.operand_in_format(op.invariants[i], tensor_type(a).encoding, op)
+                  for i, a in enumerate(op.invariant_args)]
+    sequences = [typed_sequence(lowering, op, i) for i in range(len(op.sequences))]
+    body = op.detach_region(op.body)
+    new_op = mid.RepeatOp(op.count.value.data, carried, invariants, sequences, body)
+    for old, new in zip(op.results, new_op.results, strict=True):
+        new.name_hint = old.name_hint
+    new_op.location = op.location
+    Rewriter.replace_op(op, new_op)
+
+
+def typed_sequence(lowering: GraphLowering, op: graph.RepeatOp, index: int) -> SSAValue:
+    """A sequence keeps its producer's format; a fresh graph value gets a row-major one (its
+    normalized format is `normalize-repeats`' choice)."""
+    from passes.graph_to_mid import is_graph_tensor, row_major_format, with_format
+
+    value = op.sequences[index]
+    if is_graph_tensor(value):
+        assert isinstance(value.type, TensorType)
+        fmt = row_major_format(value.type, lowering.config.indivisible.data)
+        return Rewriter.replace_value_with_new_type(value, with_format(value.type, fmt))
+    return value
+
+
+# ---- mid-to-tile ----------------------------------------------------------------------------
+
+
+def unify_carried_requirements(lowering: FunctionLowering, ops: Sequence[Operation]) -> None:
+    """A buffer shared by several values must satisfy each one's largest alignment and tail:
+    carried (init, body argument, yield, result), invariant and sequence (operand, body
+    argument). Innermost repeats first, so that their needs reach the outer ones."""
+    repeats = [o for top in ops for o in top.walk() if isinstance(o, mid.RepeatOp)]
+    for op in reversed(repeats):
+        terminator = op.block.last_op
+        assert isinstance(terminator, mid.YieldOp)
+        groups = [(init, arg, out, res) for init, arg, out, res in zip(
+            op.carried, op.carried_args, terminator.values, op.res, strict=True)]
+        groups += list(zip(op.invariants, op.invariant_args, strict=True))
+        groups += list(zip(op.sequences, op.sequence_args, strict=True))
+        for group in groups:
+            needs = [lowering.requirements[v] for v in group if v in lowering.requirements]
+            if needs:
+                merged = (max(a for a, _ in needs), max(t for _, t in needs))
+                for value in group:
+                    lowering.requirements[value] = merged
+
+
+def writes_in_place(op: mid.RepeatOp, index: int) -> bool:
+    """May the producer of yielded value `index` write the carried buffer directly?"""
+    terminator = op.block.last_op
+    assert isinstance(terminator, mid.YieldOp)
+    value, arg = terminator.values[index], op.carried_args[index]
+    producer = value.owner
+    if not isinstance(producer, Operation) or producer.parent_block() is not op.block:
+        return False
+    if list(terminator.values).count(value) > 1 or value in op.res:
+        return False
+    plan = getattr(producer, "plan", None)
+    conversion = isinstance(producer, (mid.CastPrecisionOp, mid.RearrangeOp))
+    if not isinstance(plan, mid.OperatorPlanAttr) and not conversion:
+        return False  # a nested repeat: its result lives in its own carried buffer
+    body_ops = list(op.block.ops)
+    later = body_ops[body_ops.index(producer) + 1:]
+    if any(in_carried_buffer(o, arg) for later_op in later if later_op is not terminator
+           for o in later_op.operands):
+        return False
+    read = [o for o in producer.operands if in_carried_buffer(o, arg)]
+    if read:  # reads what it overwrites: only elementwise, same format
+        return (isinstance(plan, mid.OperatorPlanAttr)
+                and plan.dispatch.kind.data == mid.DispatchKind.POINTWISE
+                and all(o.type == value.type for o in read))
+    return True
+
+
+def in_carried_buffer(value: SSAValue, arg: SSAValue) -> bool:
+    """Is `value` the carried argument, or a nested repeat's result that may live in its
+    buffer (a nested repeat takes over a carried value it is the only user of)?"""
+    if value is arg:
+        return True
+    owner = value.owner
+    if isinstance(owner, mid.RepeatOp) and isinstance(value, OpResult):
+        return in_carried_buffer(owner.carried[value.index], arg)
+    return False
+
+
+def copy_kernel(lowering: FunctionLowering, dst: BufferOp, src: BufferOp, value: SSAValue,
+                source: str, reason: str) -> KernelOp:
+    from passes.operators.conversions import CONVERT_KERNEL
+    from passes.operators.formats import descriptor
+
+    words = descriptor(tensor_type(value))
+    zero = scalar_map(0, 0)
+    return KernelOp(CONVERT_KERNEL, [(dst, zero), (src, zero)], [*words, *words], dst.tiles, [],
+                    WorkProvenanceAttr(source, value_label(value), reason))
+
+
+def shifted(affine_map: AffineMap, stride: int = 0) -> AffineMap:
+    """`affine_map` under one more, outermost loop (new d0), advanced by `d0 * stride`."""
+    dims = [AffineExpr.dimension(j + 1) for j in range(affine_map.num_dims)]
+    results = [e.replace_dims_and_symbols(dims, []) for e in affine_map.results]
+    if stride:
+        results = [results[0] + AffineExpr.dimension(0) * stride, *results[1:]]
+    return AffineMap(affine_map.num_dims + 1, 0, tuple(results))
+
+
+def nested_provenance(provenance: WorkProvenanceAttr, repeat: str) -> WorkProvenanceAttr:
+    return WorkProvenanceAttr(f"{provenance.op.data} in {repeat}", provenance.value.data,
+                              provenance.reason.data)
+
+
+def nest(op: Operation, iv: SSAValue, strides: dict[BufferOp, int], repeat: str) -> Operation:
+    """`op` as work inside the repeat's loop (see the module doc); returns the op to keep."""
+    if isinstance(op, LoopOp):
+        op.properties["provenance"] = nested_provenance(op.provenance, repeat)
+        for inner in list(op.body.block.ops):
+            replacement = nest(inner, iv, strides, repeat)
+            if replacement is not inner:
+                op.body.block.insert_op_before(replacement, inner)
+                op.body.block.erase_op(inner)
+        return op
+    if isinstance(op, KernelOp):
+        views = [(v, shifted(m.data, strides.get(v.owner, 0)))  # type: ignore[arg-type]
+                 for v, m in zip(op.views, op.offsets.data, strict=True)]
+        new = KernelOp(op.symbol, views, op.scalar_values, op.tiles, [iv, *op.ivs],
+                       nested_provenance(op.provenance, repeat),
+                       shifted(op.on_tile.data) if op.on_tile is not None else None,
+                       [shifted(m) for m in op.iv_scalar_maps])
+    elif isinstance(op, ExchangeOp):
+        new = ExchangeOp(op.word_count, op.src, shifted(op.src_offset.data,
+                                                        strides.get(op.src.owner, 0)),
+                         shifted(op.src_tile.data), op.dst,
+                         shifted(op.dst_offset.data, strides.get(op.dst.owner, 0)),
+                         op.dst_tiles, [iv, *op.ivs], nested_provenance(op.provenance, repeat))
+    else:
+        raise PassFailedException(f"mid-to-tile: cannot nest {op.name} in a repeat's loop")
+    new.attributes.update(op.attributes)
+    new.location = op.location
+    return new
+
+
+class RepeatOperator(Operator):
+    kind = "repeat"
+    mid_op = mid.RepeatOp
+    operand_names = ()
+
+    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+        assert isinstance(op, mid.RepeatOp)
+        label = lowering.source_of_repeat(op)
+        before: list[Operation] = []
+        carried = [self.carried_buffer(op, i, lowering, label, before)
+                   for i in range(len(op.carried))]
+        for value, arg in zip(op.invariants, op.invariant_args, strict=True):
+            lowering.buffers[arg] = lowering.operand_buffer(op, value)
+        strides: dict[BufferOp, int] = {}
+        for index, (value, arg) in enumerate(zip(op.sequences, op.sequence_args, strict=True)):
+            buffer = lowering.operand_buffer(op, value)
+            lowering.buffers[arg] = buffer
+            strides[buffer] = sequence_stride(op, index, buffer)
+        terminator = op.block.last_op
+        assert isinstance(terminator, mid.YieldOp)
+        for index, value in enumerate(terminator.values):
+            if value is not op.carried_args[index] and writes_in_place(op, index):
+                lowering.buffers[value] = carried[index]
+        body: list[Operation] = []
+        for inner in op.block.ops:
+            if inner is not terminator:
+                body.extend(lowering.lower_op(inner))
+        for index, value in enumerate(terminator.values):
+            source = lowering.operand_buffer(terminator, value)
+            if source is not carried[index]:
+                lowering.yield_copies += 1
+                body.append(copy_kernel(lowering, carried[index], source, value,
+                                        "graph.yield", YIELD_COPY_REASON))
+        loop = LoopOp(0, op.iterations, WorkProvenanceAttr(
+            label, value_label(op.results[0]) if op.results else "",
+            f"{op.iterations} iterations of one tile-local body"))
+        loop.induction_var.name_hint = "r"
+        for work in body:
+            loop.body.block.add_op(nest(work, loop.induction_var, strides, label))
+        return [*before, loop]
+
+    @staticmethod
+    def carried_buffer(op: mid.RepeatOp, index: int, lowering: FunctionLowering, label: str,
+                       before: list[Operation]) -> BufferOp:
+        """The buffer of carried value `index`: the initial value's own when the repeat may
+        take it over (its only use, not a returned result; a scratch value or an enclosing
+        repeat's carried value), else the result's, filled from the initial value before the
+        loop."""
+        init, arg, res = op.carried[index], op.carried_args[index], op.res[index]
+        init_buffer = lowering.operand_buffer(op, init)
+        sole_use = len(list(init.uses)) == 1 and res not in lowering.outputs
+        owned = sole_use and (
+            (isinstance(init.owner, Operation) and init_buffer.kind.data == "scratch")
+            or (is_body_argument(init) and init in init.owner.parent_op().carried_args))
+        if owned:
+            buffer = init_buffer
+            lowering.buffers[res] = buffer
+        else:
+            buffer = lowering.result_buffer(res)
+            before.append(copy_kernel(lowering, buffer, init_buffer, init, label,
+                                      CARRY_IN_REASON))
+        lowering.buffers[arg] = buffer
+        return buffer
+
+
+def sequence_stride(op: mid.RepeatOp, index: int, buffer: BufferOp) -> int:
+    """Bytes between element i and i + 1 of sequence `index` on every tile: one element's
+    shard, when the sequence is normalized (`normalize-repeats`); else a diagnostic."""
+    from passes.normalize_repeats import normalized_format
+
+    seq, arg = op.sequences[index], op.sequence_args[index]
+    seq_type, arg_type = tensor_type(seq), tensor_type(arg)
+    if seq_type.encoding != normalized_format(arg_type.encoding):
+        raise PassFailedException(located(
+            op, f"mid-to-tile: sequence operand #{index} ({value_label(seq)}) of the repeat is "
+            "not normalized (its format is not consecutive per-tile blocks of its body "
+            "element's format); run normalize-repeats before mid-to-tile"))
+    stride = geometry(arg_type.get_shape(), arg_type.encoding).shard_bytes()
+    if stride % buffer.alignment_bytes:
+        raise PassFailedException(located(
+            op, f"mid-to-tile: sequence operand #{index} ({value_label(seq)}) advances by "
+            f"{stride} bytes per iteration, not a multiple of its {buffer.alignment_bytes}-byte "
+            "alignment"))
+    return stride
