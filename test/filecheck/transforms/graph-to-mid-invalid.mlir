@@ -1,15 +1,6 @@
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=4}' | filecheck %s
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(graph-to-mid{tiles=4})' | filecheck %s
 
-// Ops without an operator plan yet are a diagnostic, never kept silently.
-func.func @norm(%x: tensor<64x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<64x64xf32> {
-  %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64x64xf32>
-  func.return %n : tensor<64x64xf32>
-}
-// CHECK: graph.layer_norm has no operator plan yet (result %n)
-
-// -----
-
 // A module is lowered once: a second graph-to-mid (or ipu-pipeline) is refused.
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @lowered() {
