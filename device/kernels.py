@@ -65,6 +65,11 @@ class KernelAbi:
     def implemented(self) -> bool:
         return self.status == IMPLEMENTED
 
+    def accepts_scalar_count(self, count: int) -> bool:
+        """Whether a call may pass `count` scalars: today exactly the named ones. Callers ask
+        this rather than compare lengths, so a variadic kernel changes only this method."""
+        return count == len(self.scalars)
+
     def signature(self) -> str:
         """The ABI comment line body: ``symbol(p0, p1; s0) -> returns``."""
         pointers, scalars = ", ".join(self.pointers), ", ".join(self.scalars)

@@ -98,7 +98,7 @@ def decode_elements(raw: np.ndarray, precision: str, scale: int = 0) -> np.ndarr
     return values * 2.0**scale if precision == Precision.F8F143 else values
 
 
-def _check_order(order: str, shape: tuple[int, ...], precision: str) -> None:
+def check_order(order: str, shape: tuple[int, ...], precision: str) -> None:
     if order not in ORDERS:
         raise ValueError(f"unknown element order '{order}'; expected one of {ORDERS}")
     if order == "row_major":
@@ -112,7 +112,7 @@ def _check_order(order: str, shape: tuple[int, ...], precision: str) -> None:
 
 def to_order(shard: np.ndarray, order: str, precision: str) -> np.ndarray:
     """Permute a logical (padded) shard into `order`; returns a flat array of values."""
-    _check_order(order, shard.shape, precision)
+    check_order(order, shard.shape, precision)
     if order == "row_major":
         return shard.reshape(-1)
     *batch, rows, cols = shard.shape
@@ -132,7 +132,7 @@ def to_order(shard: np.ndarray, order: str, precision: str) -> np.ndarray:
 
 def from_order(flat: np.ndarray, shape: tuple[int, ...], order: str, precision: str) -> np.ndarray:
     """Inverse of `to_order`: a flat array in `order` back to the logical shard shape."""
-    _check_order(order, shape, precision)
+    check_order(order, shape, precision)
     if order == "row_major":
         return flat.reshape(shape)
     *batch, rows, cols = shape

@@ -18,6 +18,8 @@ values `q * 2**s` (exact), which `--input` reads back unchanged.
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import re
 import sys
@@ -31,6 +33,7 @@ import typer
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from ipu_dialects import get_all_dialects
@@ -163,10 +166,7 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> 
             raise UsageError(f"--input {name}: given more than once")
         seen.add(name)
         index = names.index(name)
-        try:
-            value = np.load(path)
-        except (OSError, ValueError) as error:  # missing, a directory, not an .npy, pickled
-            raise UsageError(f"--input {name}: cannot read '{path}': {error}") from None
+        value = read_input_array(name, path)
         if value.dtype.kind != "f" and value.dtype != arrays[index].dtype:
             # integers, booleans and complex numbers would be cast silently (and lossily)
             raise UsageError(f"--input {name}: dtype {value.dtype} is not a floating-point type "
@@ -176,6 +176,21 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int) -> 
                              f"argument's {arrays[index].shape}")
         arrays[index] = stored_input(value, argument_types(func)[index])
     return arrays
+
+
+def read_input_array(name: str, path: str) -> np.ndarray:
+    """One .npy array; never unpickles, and an .npz archive or an empty file is a usage error."""
+    try:
+        value = np.load(path, allow_pickle=False)
+    except EOFError:  # np.load of an empty file (click would print only "Aborted.")
+        raise UsageError(f"--input {name}: '{path}' is empty, not an .npy array") from None
+    except (OSError, ValueError) as error:  # missing, a directory, not an .npy, pickled
+        raise UsageError(f"--input {name}: cannot read '{path}': {error}") from None
+    if not isinstance(value, np.ndarray):  # an NpzFile: several arrays, which one is meant?
+        value.close()
+        raise UsageError(f"--input {name}: '{path}' is an .npz archive; give one array as .npy "
+                         "(np.save)")
+    return value
 
 
 def stored_input(values: np.ndarray, arg_type: TensorType) -> np.ndarray:
@@ -257,10 +272,33 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
 
-    IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling).apply(
-        make_context(), module)
+    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
+    pipeline.apply(make_context(), module)
     module.verify()
-    return build_package(module, with_assembly)
+    package = build_package(module, with_assembly)
+    package.pipeline = str(pipeline.pipeline_pass_spec())
+    return package
+
+
+def module_text(module: ModuleOp) -> str:
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue() + "\n"
+
+
+def run_report(check_passed: bool, check: Comparison, cycles: int, package) -> dict:
+    """The outcome of a run, as `--json` prints it (keys shared by .mlir and package runs)."""
+    return {"check": "PASS" if check_passed else "FAIL", "max_abs_error": check.max_abs,
+            "max_rel_error": check.max_rel, "modeled_cycles": int(cycles),
+            "tiles_used": int(package.metadata.get("tiles_used", package.tiles))}
+
+
+def print_report(report: dict, tiles: int) -> None:
+    print(f"check: {report['check']}")
+    print(f"max abs error: {report['max_abs_error']:.3g}  "
+          f"max rel error: {report['max_rel_error']:.3g}")
+    print(f"modeled cycles: {report['modeled_cycles']}")
+    print(f"tiles used: {report['tiles_used']} of {tiles}")
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -268,7 +306,8 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command()
 def run(
-    file: Annotated[Path, typer.Argument(help="textual IR holding a graph func.func")],
+    file: Annotated[Path, typer.Argument(
+        help="textual IR holding a graph func.func, or a package directory (--package)")],
     tiles: Annotated[int, typer.Option(help="tiles to compile for")] = 16,
     seed: Annotated[int, typer.Option(help="seed for the random inputs")] = 0,
     input: Annotated[list[str], typer.Option(help="NAME=PATH.npy, repeatable")] = [],  # noqa: B006
@@ -284,14 +323,27 @@ def run(
     profile: Annotated[
         bool, typer.Option(help="compile with profiling=cycles and print the cycle profile")
     ] = False,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="print the outcome as one JSON object")
+    ] = False,
 ) -> None:
-    """Compile FILE with the default pipeline, run it on the device model, check it."""
+    """Compile FILE with the default pipeline (or load a saved package), run it on the device
+    model, check it against the NumPy reference."""
+    if file.is_dir():
+        from tools.run_package import run_package_main
+
+        compile_only = {"--tiles": tiles != 16, "--reference": reference,
+                        "--function": function is not None, "--indivisible": indivisible != "pad",
+                        "--package": package_dir is not None, "--profile": profile}
+        sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
+                                  [name for name, given in compile_only.items() if given]))
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir, profile))
+                      indivisible, package_dir, profile, json_output))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
-             function=None, indivisible="pad", package_dir=None, profile=False) -> int:
+             function=None, indivisible="pad", package_dir=None, profile=False,
+             json_output=False) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
 
     text = ""
@@ -322,8 +374,9 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     from device.model import ModelError, run_package
 
     started = time.perf_counter()
+    source = ModuleOp([func.clone()])
     try:
-        package = compile_module(ModuleOp([func.clone()]), tiles, indivisible,
+        package = compile_module(source.clone(), tiles, indivisible,
                                  "cycles" if profile else "off",
                                  with_assembly=package_dir is not None)
     except DiagnosticException as error:
@@ -331,6 +384,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         return EXIT_DIAGNOSTIC
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
+        package.source = module_text(source)  # so that `ipu-run DIR` can check a run of it
         package.save(package_dir)
     feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
@@ -348,10 +402,11 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         print(f"exchange error: {message}", file=sys.stderr)
     if check.note:
         print(f"note: {check.note}", file=sys.stderr)
-    print(f"check: {'PASS' if check_passed else 'FAIL'}")
-    print(f"max abs error: {check.max_abs:.3g}  max rel error: {check.max_rel:.3g}")
-    print(f"modeled cycles: {outcome.cycles}")
-    print(f"tiles used: {package.metadata.get('tiles_used', package.tiles)} of {package.tiles}")
+    report = run_report(check_passed, check, outcome.cycles, package)
+    if json_output:
+        print(json.dumps(report))
+        return EXIT_PASS if check_passed else EXIT_FAIL
+    print_report(report, package.tiles)
     print(f"compile time: {compile_seconds:.2f} s")
     if package.metadata.get("profiling") == "cycles":
         from device.model.profile import cycle_profile, format_profile
