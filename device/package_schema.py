@@ -95,10 +95,10 @@ def read_file(directory: Path, name: str, required: bool = True) -> bytes | None
             raise PackageError(f"{path}: is a symbolic link; package files are read only "
                                "as regular files") from None
         raise PackageError(f"{path}: cannot be read: {error.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a directory, FIFO or device
+        os.close(fd)
+        raise PackageError(f"{path}: is not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(handle.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            raise PackageError(f"{path}: is not a regular file")
         limit = FILE_LIMITS[name]
         data = handle.read(limit + 1)
     if len(data) > limit:
@@ -189,12 +189,12 @@ class Fields:
 
 
 def kind_of(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    names = {int: "an integer", float: "a number", str: "a string", list: "a list",
-             dict: "an object"}
+    """`the number 1.5`, `a string`, `a list`: what a JSON value is, for messages."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int | float):
+        return f"the number {json.dumps(value)[:40]}"
+    names = {str: "a string", list: "a list", dict: "an object"}
     return names.get(type(value), type(value).__name__)
 
 
@@ -300,6 +300,9 @@ def check_tensor(fields: Fields, record: object, role: str, index: int,
     if shard_bytes(padded, precision) > target.sram_bytes:
         raise fields.error(f"{where}.padded", f"a {list(padded)} {precision} shard is larger "
                            f"than tile memory ({target.sram_bytes} bytes)")
+    if scale and precision != Precision.F8F143:
+        raise fields.error(f"{where}.scale", f"{scale} on a {precision} tensor; only "
+                           f"{Precision.F8F143} tensors are scaled")
     try:
         check_order(order, padded, precision)
     except ValueError as error:
@@ -521,6 +524,23 @@ def check_pointers(archive: Archive, name: str, pointers: np.ndarray, abi: Kerne
                     target.memory_end - nbytes, f"pointer '{operand}' (+{nbytes} bytes)", hexadecimal=True)
 
 
+def check_shard_grid(archive: Archive, name: str, origins: np.ndarray, spec: TensorSpec) -> None:
+    """Shards are the cells of a grid of padded rectangles, and every cell has one: an origin
+    off the grid or a cell without a shard would leave elements unwritten or unread."""
+    padded = np.asarray(spec.padded, dtype=np.int64)
+    off_grid = np.flatnonzero((origins % padded).any(axis=1))
+    if off_grid.size:
+        raise archive.error(name, f"shard {int(off_grid[0])} starts at "
+                                  f"{origins[off_grid[0]].tolist()}, not a multiple of the "
+                                  f"padded shard {list(spec.padded)}")
+    cells = -(-np.asarray(spec.shape, dtype=np.int64) // padded)
+    covered = np.unique(origins // padded, axis=0).shape[0]
+    if covered != math.prod(cells.tolist()):
+        raise archive.error(name, f"the shards cover {covered} of the {math.prod(cells.tolist())} "
+                                  f"cells of a {list(spec.shape)} tensor in {list(spec.padded)} "
+                                  "shards")
+
+
 def build_tensor(archive: Archive, meta: Metadata, members: dict, spec: TensorSpec) -> HostTensor:
     target = meta.target
     prefix = f"{spec.role}{spec.index}"
@@ -543,6 +563,7 @@ def build_tensor(archive: Archive, meta: Metadata, members: dict, spec: TensorSp
     for axis, extent in enumerate(spec.shape):
         check_range(archive, f"{prefix}_origins", origins[:, axis], 0, extent - 1,
                     f"axis {axis} origin")
+    check_shard_grid(archive, f"{prefix}_origins", origins, spec)
     return HostTensor(spec.name, spec.shape, spec.precision, spec.order, spec.padded, tiles,
                       addresses, origins, spec.scale)
 

@@ -17,7 +17,8 @@ listing back (it ignores the address/word columns and comments and places each r
 
 Exit status: 0; 1 with a diagnostic when a word cannot be read or decoded, or a row has no
 valid event timeline (the decoded instructions are still listed), or no input / several
-inputs are given; 2 for a tile outside the package, `--tile` without `--package`, or a
+inputs are given; 2 for a package that does not pass the package schema (`PackageError`,
+naming the file and field), a tile outside the package, `--tile` without `--package`, or a
 misaligned or non-integer `--address`.
 """
 
@@ -194,9 +195,11 @@ def objdump(
     address: Annotated[str, typer.Option("--address", help="byte address of the row")] = "0",
 ) -> None:
     """Disassemble exchange rows with their event intervals and effects."""
+    from device.package import PackageError
+
     try:
         segments = load_segments(words, file, package, tile, parse_address(address))
-    except UsageError as error:
+    except (UsageError, PackageError) as error:
         typer.echo(f"ipu-objdump: {error}", err=True)
         raise typer.Exit(2) from None
     except (InputError, OSError, ValueError) as error:  # ValueError: non-UTF-8, bad package
