@@ -37,7 +37,6 @@ import signal
 import tempfile
 import time
 import traceback
-import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -83,7 +82,7 @@ def guarded(call: Callable[[], int], timeout: float) -> tuple[int | None, str, B
             status = call()
     except SystemExit as done:
         status = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-    except (Hang, Exception) as error:  # noqa: BLE001 - classifying, not handling
+    except (Hang, Exception) as error:  # classifying what escaped, not handling it
         escaped = error
     return status, out.getvalue(), escaped
 

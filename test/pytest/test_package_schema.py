@@ -348,8 +348,8 @@ def corrupt_tiles(package: Path) -> None:
 def test_ipu_run_exits_2_on_a_package_error(package):
     corrupt_tiles(package)
     result = CliRunner().invoke(ipu_run.app, [str(package)])
-    assert result.exit_code == 2 and result.exception is None or isinstance(
-        result.exception, SystemExit)
+    assert result.exit_code == 2
+    assert result.exception is None or isinstance(result.exception, SystemExit)
     assert f"ipu-run: error: {package / 'metadata.json'}: tiles: expected an integer" in (
         result.output)
 
