@@ -407,9 +407,10 @@ def reference_of(package_dir: Path) -> Reference:
     from interpreters.graph import input_names, run_function
     from tools.ipu_run import find_function, parse_module, random_inputs
 
-    func = find_function(parse_module(package_dir / "source.mlir"), None)
+    module = parse_module(package_dir / "source.mlir")
+    func = find_function(module, None)
     arrays = random_inputs(func, 0)
-    expected = run_function(func.parent_op(), arrays, func.sym_name.data)
+    expected = run_function(module, arrays, func.sym_name.data)
     return Reference(input_names(func), arrays, expected, list(func.function_type.outputs.data))
 
 

@@ -129,7 +129,7 @@ class Package:
                     {"kind": "kernel", "symbol": step.symbol, "scalars": list(step.scalars),
                      "provenance": step.provenance}
                 )
-        tensors_meta = {}
+        tensors_meta: dict[str, list[dict]] = {}
         for role, tensors in (("inputs", self.inputs), ("outputs", self.outputs)):
             tensors_meta[role] = []
             for j, t in enumerate(tensors):
@@ -146,7 +146,7 @@ class Package:
             "metadata": self.metadata,
         }
         (directory / "metadata.json").write_text(json.dumps(meta, indent=1))
-        np.savez_compressed(directory / "program.npz", **arrays)
+        np.savez_compressed(directory / "program.npz", **arrays)  # type: ignore[arg-type]
         (directory / "program.s").write_text(self.assembly)
         source = directory / "source.mlir"
         if self.source:

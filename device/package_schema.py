@@ -194,7 +194,7 @@ def kind_of(value: object) -> str:
         return json.dumps(value)
     if isinstance(value, int | float):
         return f"the number {json.dumps(value)[:40]}"
-    names = {str: "a string", list: "a list", dict: "an object"}
+    names: dict[type, str] = {str: "a string", list: "a list", dict: "an object"}
     return names.get(type(value), type(value).__name__)
 
 

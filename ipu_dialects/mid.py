@@ -68,7 +68,6 @@ from device.target import get_target
 from ipu_dialects.shapes import broadcast_shapes, fmt_shape
 
 
-
 class ElementOrder(StrEnum):
     ROW_MAJOR = "row_major"
     AMP_LEFT = "amp_left"
@@ -871,7 +870,7 @@ class CastPrecisionOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
-        src, src_fmt, dst, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
+        _, src_fmt, _, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
         if (src_fmt.precision, src_fmt.scale) == (dst_fmt.precision, dst_fmt.scale):
             raise VerifyException(
                 f"{self.name}: storage precision {src_fmt.precision_text()} does not change"

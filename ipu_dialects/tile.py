@@ -115,7 +115,6 @@ from typing import ClassVar, final
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    I32,
     I64,
     AffineMapAttr,
     ArrayAttr,
@@ -123,7 +122,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
-    IntegerType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,

@@ -25,14 +25,13 @@ Ops that cannot be lowered yet (`mid.cast_precision`, `mid.rearrange`, anything 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FunctionType, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.passes import ModulePass
@@ -50,9 +49,9 @@ from ipu_dialects.tile import (
     TileSetAttr,
     WorkProvenanceAttr,
 )
+from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.pipeline_config import configured_target, pipeline_config
 from passes.shard_geometry import ShardGeometry, geometry
-from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
 
 COPY_KERNEL = "copy_words"
 

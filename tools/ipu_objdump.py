@@ -20,7 +20,7 @@ valid event timeline (the decoded instructions are still listed), or no input / 
 inputs are given; 2 for a package that does not pass the package schema (`PackageError`,
 naming the file and field), a tile outside the package, `--tile` without `--package`, or a
 misaligned or non-integer `--address`.
-"""
+"""  # noqa: E501 (the listing line above is shown as the tool prints it)
 
 from __future__ import annotations
 
@@ -209,10 +209,10 @@ def objdump(
         typer.echo(f"# tile {tile} of {package} holds no exchange rows")
     failed = False
     for segment_address, row in segments:
-        listing, error = disassemble(row, segment_address)
+        listing, problem = disassemble(row, segment_address)
         typer.echo(listing, nl=False)
-        if error is not None:
-            typer.echo(f"ipu-objdump: {error}", err=True)
+        if problem is not None:
+            typer.echo(f"ipu-objdump: {problem}", err=True)
             failed = True
     if failed:
         raise typer.Exit(1)
@@ -223,4 +223,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

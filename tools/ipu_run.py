@@ -272,7 +272,9 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
     from passes.ipu_pipeline import IpuPipelinePass
     from tools.package_writer import build_package
 
-    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
+    # the options are Literal-typed; graph-to-mid rejects any other value with a diagnostic
+    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible,  # type: ignore[arg-type]
+                               profiling=profiling)  # type: ignore[arg-type]
     pipeline.apply(make_context(), module)
     module.verify()
     package = build_package(module, with_assembly)

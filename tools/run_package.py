@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
@@ -40,8 +41,11 @@ from tools.ipu_run import (
 
 def check_signature(package: Package, func: FuncOp, names: list[str], where: str) -> None:
     """The package's host tensors are the source function's arguments and results."""
-    arguments = [tuple(t.get_shape()) for t in func.function_type.inputs.data]
-    results = [tuple(t.get_shape()) for t in func.function_type.outputs.data]
+    # check_runnable has made every argument and result a ranked tensor
+    arguments = [tuple(t.get_shape()) for t in func.function_type.inputs.data
+                 if isinstance(t, TensorType)]
+    results = [tuple(t.get_shape()) for t in func.function_type.outputs.data
+               if isinstance(t, TensorType)]
     for role, tensors, expected_names, shapes in (
         ("inputs", package.inputs, names, arguments),
         ("outputs", package.outputs, output_names(func), results),
@@ -55,8 +59,8 @@ def check_signature(package: Package, func: FuncOp, names: list[str], where: str
                                    f"not the source function's {list(shape)}")
 
 
-def load_checked(directory: Path) -> tuple[Package, FuncOp, str]:
-    """The package, its source function (verified, runnable) and the source text."""
+def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
+    """The package, its source module and function (verified, runnable)."""
     from interpreters.graph import check_runnable, input_names
 
     package = Package.load(directory)
@@ -64,11 +68,11 @@ def load_checked(directory: Path) -> tuple[Package, FuncOp, str]:
         raise PackageError(f"{directory / 'source.mlir'}: missing; the package records no "
                            "source graph to check a run against (save it with ipu-run "
                            "FILE.mlir --package DIR)")
-    func = find_function(parse_module(directory / "source.mlir", package.source),
-                         package.function)
+    module = parse_module(directory / "source.mlir", package.source)
+    func = find_function(module, package.function)
     check_runnable(func)
     check_signature(package, func, input_names(func), str(directory / "metadata.json"))
-    return package, func, package.source
+    return package, module, func
 
 
 def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
@@ -81,10 +85,11 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
         if compile_options:
             raise UsageError(f"{', '.join(compile_options)}: only for a .mlir file; a package "
                              f"is already compiled ({directory} is a package directory)")
-        package, func, text = load_checked(Path(directory))
+        package, module, func = load_checked(Path(directory))
+        text = package.source
         save_dir = output_directory("--save-outputs", save_dir)
         arrays = load_inputs(func, input_names(func), list(inputs), seed)
-        expected = run_function(func.parent_op(), arrays, func.sym_name.data)
+        expected = run_function(module, arrays, func.sym_name.data)
     except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
             ValueError) as error:
         print(diagnostic_text(error, text), file=sys.stderr)

@@ -28,7 +28,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from ipu_dialects.locations import located
 
-
 # xDSL's string-literal pattern without the nested `+`: one way to match each character.
 STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
 
@@ -38,7 +37,7 @@ class LocatingParser(Parser):
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
         super().__init__(ctx, text, name)
-        self.lexer._unescaped_characters_regex = STRING_LITERAL  # linear time, same tokens
+        self.lexer._unescaped_characters_regex = STRING_LITERAL  # type: ignore[attr-defined]  # linear time, same tokens
         self.file_name = StringAttr(name)
         # lines before this chunk of a --split-input-file input
         self.line_offset = line_offset
@@ -91,7 +90,7 @@ def verify_with_locations(module: Operation) -> None:
     """`module.verify()`, but a failure names the source position of the failing op."""
     try:
         module.verify()
-    except VerifyException as error:
+    except VerifyException:
         found = first_failing_op(module)
         if found is None:  # a block-level check (e.g. an empty block): no op to point at
             raise

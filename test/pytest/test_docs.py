@@ -164,7 +164,7 @@ def test_readme_first_commands_are_what_users_and_ci_run():
 def test_readme_python_example_runs():
     (example,) = fenced_blocks(README.read_text(), "python")
     namespace: dict = {}
-    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(example, "README.md", "exec"), namespace)
     result = namespace["result"]
     assert result.shape == (128, 768) and result.dtype == np.float16
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_isa import INSTRUCTIONS, SDK_RECEIVER_INSTRS, SDK_RECEIVER_ROW, aligned_row
 from typer.testing import CliRunner
 from xdsl.backend.assembly_printer import AssemblyPrinter
 from xdsl.context import Context
@@ -17,7 +18,6 @@ from device.isa import AsmSyntaxError, Delay, DelayXpic, EncodeError, Send, Send
 from device.package import ExchangeStep, Package
 from ipu_dialects import get_all_dialects
 from ipu_dialects.exchange import RowOp, SendPicPOp, op_from_isa
-from test_isa import INSTRUCTIONS, SDK_RECEIVER_INSTRS, SDK_RECEIVER_ROW, aligned_row
 from tools import ipu_as, ipu_objdump
 
 runner = CliRunner()
