@@ -85,6 +85,12 @@ def run_child(entry, request: dict, fds: list[int]) -> int:
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
+    # fresh text streams over the new descriptors, as an interpreter would make at start-up
+    # (the server's own wrap other files: /dev/null is seekable, a pipe is not)
+    sys.stdin = sys.__stdin__ = open(0, closefd=False)
+    sys.stdout = sys.__stdout__ = open(1, "w", closefd=False, line_buffering=os.isatty(1))
+    sys.stderr = sys.__stderr__ = open(2, "w", closefd=False, line_buffering=True,
+                                       errors="backslashreplace")
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

@@ -1,5 +1,9 @@
 """`ipu-run`: compile a graph function, run it on the device model, check it against NumPy.
 
+`ipu-run DIR` runs a package saved with `--package DIR` instead (`tools/run_package.py`): it
+is loaded through the package schema and checked against the graph it records. `--json`
+prints the outcome as one JSON object (`run_report`).
+
 Exit status: 0 when the check passes, 1 when it fails, 2 when the input does not compile
 (a diagnostic) or cannot be read.
 
@@ -7,9 +11,10 @@ Diagnostics. An error in the IR (a parse error, a verifier error, a function the
 cannot run, such as a tensor larger than the device) is reported MLIR-style with the position of
 the text or op at fault, `file.mlir:12:5: error: graph.gemm: ...`, followed by that source line
 and carets under it; other input errors
-(command line, .npy files) start with `ipu-run: error:`.
+(command line, .npy files, a package that fails its schema) start with `ipu-run: error:`.
 
-Files. `--input NAME=PATH.npy` takes a floating-point array of the argument's shape; it holds
+Files. `--input NAME=PATH.npy` takes a floating-point array of the argument's shape (never
+unpickled; an .npz archive or an empty file is a usage error); it holds
 the tensor's values, so for an FP8 argument `tensor<..xf8E4M3FNUZ, #graph.fp8_scale<s>>` it is
 divided by 2**s and rounded to FP8 (saturating). `--save-outputs DIR` writes `DIR/resultI.npy`
 in the same form: f32 and f16 results in their own dtype, FP8 results as float32 arrays of their
