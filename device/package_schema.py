@@ -389,11 +389,13 @@ class Archive:
         names = list(self.npz.zip.namelist())
         if len(set(names)) != len(names):
             raise PackageError(f"{self.path}: a member name appears twice in the archive")
-        for name in names:
-            key = name.removesuffix(".npy")
-            if key not in expected or not name.endswith(".npy"):
-                raise self.error(name, "not a member of a package with this metadata "
-                                       "(not loaded)")
+        for info in self.npz.zip.infolist():
+            key = info.filename.removesuffix(".npy")
+            if key not in expected or not info.filename.endswith(".npy"):
+                raise self.error(info.filename, "not a member of a package with this metadata "
+                                                "(not loaded)")
+            if info.flag_bits & 0x1:  # zipfile would ask for a password (a RuntimeError)
+                raise self.error(info.filename, "is marked encrypted; package members are not")
         present = {n.removesuffix(".npy") for n in names}
         if missing := sorted(expected - present, key=natural_order):
             raise self.error(missing[0], "missing")

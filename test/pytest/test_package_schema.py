@@ -419,3 +419,26 @@ def test_the_pipeline_and_source_survive_a_round_trip(base, tmp_path):
     loaded.source = ""
     loaded.save(tmp_path / "again")
     assert not (tmp_path / "again" / "source.mlir").exists()
+
+
+def test_a_member_marked_encrypted(package):
+    """One flipped bit sets a member's encryption flag; zipfile then asks for a password."""
+    import struct
+    import zipfile
+
+    path = package / "program.npz"
+    with zipfile.ZipFile(path) as archive:
+        local = archive.getinfo("row_words.npy").header_offset
+    data = bytearray(path.read_bytes())
+    data[local + 6] |= 0x1  # general purpose flags of the local header
+    central = data.index(b"PK\x01\x02")  # the central directory entries, in turn
+    while True:
+        name_length = struct.unpack_from("<H", data, central + 28)[0]
+        if data[central + 46:central + 46 + name_length] == b"row_words.npy":
+            break
+        central = data.index(b"PK\x01\x02", central + 4)
+    data[central + 8] |= 0x1  # and of its central directory entry
+    path.write_bytes(bytes(data))
+    with pytest.raises(PackageError, match="member 'row_words.npy': is marked encrypted; "
+                                           "package members are not"):
+        Package.load(package)
