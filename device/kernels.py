@@ -108,6 +108,10 @@ class KernelAbi:
             return None
         return self.footprint(*self.split_scalars(values))
 
+    def accepts_scalar_count(self, count: int) -> bool:
+        """Whether a call may pass `count` scalars (the package schema asks this)."""
+        return self.accepts_scalars(count)
+
     def signature(self) -> str:
         """The ABI comment line body: ``symbol(p0, p1; s0) -> returns``."""
         pointers, scalars = ", ".join(self.pointers), ", ".join(self.scalars)

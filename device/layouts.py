@@ -102,7 +102,7 @@ def decode_elements(raw: np.ndarray, precision: str, scale: int = 0) -> np.ndarr
     return values * 2.0**scale if precision == Precision.F8F143 else values
 
 
-def _check_order(order: str, shape: tuple[int, ...], precision: str) -> None:
+def check_order(order: str, shape: tuple[int, ...], precision: str) -> None:
     if order not in ORDERS:
         raise ValueError(f"unknown element order '{order}'; expected one of {ORDERS}")
     if order == "row_major":
@@ -125,7 +125,7 @@ def to_order(shard: np.ndarray, order: str, precision: str) -> np.ndarray:
             raise ValueError(f"{order} needs at least two axes, got shape {shard.shape}")
         return to_order(np.swapaxes(shard, -1, -2), order.removesuffix(TRANSPOSED_SUFFIX),
                         precision)
-    _check_order(order, shard.shape, precision)
+    check_order(order, shard.shape, precision)
     if order == "row_major":
         return shard.reshape(-1)
     *batch, rows, cols = shard.shape
@@ -151,7 +151,7 @@ def from_order(flat: np.ndarray, shape: tuple[int, ...], order: str, precision: 
         base = from_order(flat, swap_last_axes(tuple(shape)),
                           order.removesuffix(TRANSPOSED_SUFFIX), precision)
         return np.swapaxes(base, -1, -2)
-    _check_order(order, shape, precision)
+    check_order(order, shape, precision)
     if order == "row_major":
         return flat.reshape(shape)
     *batch, rows, cols = shape

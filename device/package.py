@@ -20,8 +20,12 @@ the host from `HostTensor` metadata: each shard is the padded rectangle ``origin
 ``precision`` at ``address`` on ``tile``.
 
 On disk (`Package.save(dir)` / `Package.load(dir)`, `FORMAT_VERSION`): ``metadata.json``
-(target, tiles, function, steps, host tensors, metadata), ``program.npz`` (the row words and
-the per-step and per-tensor arrays) and ``program.s`` (the supervisor assembly).
+(target, tiles, function, row count, pipeline, steps, host tensors, metadata),
+``program.npz`` (the row words and the per-step and per-tensor arrays), ``program.s`` (the
+supervisor assembly) and ``source.mlir`` (the graph function the package was built from,
+with ``pipeline`` the pass pipeline that built it, so that `ipu-run DIR` can check a run
+against the NumPy reference). A package is untrusted input: `Package.load` checks all of it
+against the schema of `device/package_schema.py` and raises `PackageError` for any violation.
 """
 
 from __future__ import annotations
@@ -31,8 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from xdsl.utils.exceptions import DiagnosticException
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+
+class PackageError(DiagnosticException, ValueError):
+    """A package directory that does not match the schema; the message starts with the file
+    and the field at fault (`pkg/metadata.json: steps[3].row_address: ...`)."""
 
 
 @dataclass
@@ -83,6 +93,8 @@ class Package:
     function: str = "main"
     assembly: str = ""  # supervisor assembly as emitted, for people
     metadata: dict = field(default_factory=dict)
+    source: str = ""  # the graph function's .mlir text
+    pipeline: str = ""  # the pass pipeline that built the package from `source`
 
     def tile_image(self, tile: int) -> list[tuple[int, np.ndarray]]:
         """The (address, words) segments the loader writes into `tile`'s memory."""
@@ -105,71 +117,51 @@ class Package:
         steps_meta = []
         for i, step in enumerate(self.steps):
             if isinstance(step, ExchangeStep):
-                arrays[f"step{i}_row_id"] = step.row_id
+                arrays[f"step{i}_row_id"] = np.asarray(step.row_id, "<i4")
                 steps_meta.append(
                     {"kind": "exchange", "row_address": step.row_address,
                      "provenance": step.provenance}
                 )
             else:
-                arrays[f"step{i}_tiles"] = step.tiles
-                arrays[f"step{i}_pointers"] = step.pointers
+                arrays[f"step{i}_tiles"] = np.asarray(step.tiles, "<i4")
+                arrays[f"step{i}_pointers"] = np.asarray(step.pointers, "<i8")
                 steps_meta.append(
                     {"kind": "kernel", "symbol": step.symbol, "scalars": list(step.scalars),
                      "provenance": step.provenance}
                 )
-        tensors_meta = {}
+        tensors_meta: dict[str, list[dict]] = {}
         for role, tensors in (("inputs", self.inputs), ("outputs", self.outputs)):
             tensors_meta[role] = []
             for j, t in enumerate(tensors):
-                for key in ("tiles", "addresses", "origins"):
-                    arrays[f"{role}{j}_{key}"] = getattr(t, key)
+                for key, dtype in (("tiles", "<i4"), ("addresses", "<i8"), ("origins", "<i8")):
+                    arrays[f"{role}{j}_{key}"] = np.asarray(getattr(t, key), dtype)
                 tensors_meta[role].append(
                     {"name": t.name, "shape": list(t.shape), "precision": t.precision,
                      "order": t.order, "padded": list(t.padded), "scale": t.scale}
                 )
         meta = {
             "format_version": FORMAT_VERSION, "target": self.target, "tiles": self.tiles,
-            "function": self.function, "steps": steps_meta, **tensors_meta,
+            "function": self.function, "row_count": len(self.rows), "pipeline": self.pipeline,
+            "steps": steps_meta, **tensors_meta,
             "metadata": self.metadata,
         }
         (directory / "metadata.json").write_text(json.dumps(meta, indent=1))
-        np.savez_compressed(directory / "program.npz", **arrays)
+        np.savez_compressed(directory / "program.npz", **arrays)  # type: ignore[arg-type]
         (directory / "program.s").write_text(self.assembly)
+        source = directory / "source.mlir"
+        if self.source:
+            source.write_text(self.source)
+        else:
+            source.unlink(missing_ok=True)  # not a stale one from an earlier package
         return directory
 
     @classmethod
     def load(cls, directory: str | Path) -> Package:
-        directory = Path(directory)
-        meta = json.loads((directory / "metadata.json").read_text())
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{directory}: unsupported package format {meta.get('format_version')}")
-        with np.load(directory / "program.npz") as npz:
-            arrays = {k: npz[k] for k in npz.files}
-        ends = np.cumsum(arrays["row_lengths"])
-        rows = np.split(arrays["row_words"], ends[:-1]) if len(ends) else []
-        steps: list[Step] = []
-        for i, s in enumerate(meta["steps"]):
-            if s["kind"] == "exchange":
-                steps.append(ExchangeStep(s["row_address"], arrays[f"step{i}_row_id"],
-                                          s["provenance"]))
-            else:
-                steps.append(KernelStep(s["symbol"], arrays[f"step{i}_tiles"],
-                                        arrays[f"step{i}_pointers"], tuple(s["scalars"]),
-                                        s["provenance"]))
-        tensors: dict[str, list[HostTensor]] = {}
-        for role in ("inputs", "outputs"):
-            tensors[role] = [
-                HostTensor(t["name"], tuple(t["shape"]), t["precision"], t["order"],
-                           tuple(t["padded"]), arrays[f"{role}{j}_tiles"],
-                           arrays[f"{role}{j}_addresses"], arrays[f"{role}{j}_origins"],
-                           t["scale"])
-                for j, t in enumerate(meta[role])
-            ]
-        assembly_path = directory / "program.s"
-        return cls(meta["target"], meta["tiles"], list(rows), steps, tensors["inputs"],
-                   tensors["outputs"], meta["function"],
-                   assembly_path.read_text() if assembly_path.exists() else "",
-                   meta.get("metadata", {}))
+        """The package saved in `directory`, checked against the schema before anything is
+        allocated for it (`device/package_schema.py`); raises `PackageError`."""
+        from device.package_schema import load_package
+
+        return load_package(directory)
 
 
 def describe(package: Package) -> dict:

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Sequence
-from functools import lru_cache
 from dataclasses import astuple, fields
+from functools import lru_cache
 from typing import ClassVar
 
 from xdsl.backend.assembly_printer import AssemblyPrintable, AssemblyPrinter, OneLineAssemblyPrintable

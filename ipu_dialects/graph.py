@@ -121,8 +121,6 @@ from xdsl.utils.exceptions import VerifyException
 from device.layouts import FP8_SCALE_RANGE
 from ipu_dialects.shapes import broadcast_shapes, fmt_shape
 
-
-
 # ----------------------------------------------------------------------------------------------
 # Attributes
 # ----------------------------------------------------------------------------------------------

@@ -87,7 +87,6 @@ from ipu_dialects.graph import concat_result_shape, slice_result_shape
 from ipu_dialects.shapes import broadcast_shapes, fmt_shape
 
 
-
 class ElementOrder(StrEnum):
     ROW_MAJOR = "row_major"
     AMP_LEFT = "amp_left"
@@ -1238,7 +1237,7 @@ class CastPrecisionOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
-        src, src_fmt, dst, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
+        _, src_fmt, _, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
         if (src_fmt.precision, src_fmt.scale) == (dst_fmt.precision, dst_fmt.scale):
             raise VerifyException(
                 f"{self.name}: storage precision {src_fmt.precision_text()} does not change"

@@ -115,7 +115,6 @@ from typing import ClassVar, final
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    I32,
     I64,
     AffineMapAttr,
     ArrayAttr,
@@ -123,7 +122,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
-    IntegerType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
@@ -145,6 +143,7 @@ from xdsl.ir.affine import (
     AffineBinaryOpExpr,
     AffineBinaryOpKind,
     AffineConstantExpr,
+    AffineDimExpr,
     AffineExpr,
     AffineMap,
 )
@@ -178,6 +177,7 @@ PRECISIONS = tuple(BYTES_PER_ELEMENT)
 MEMORY_CLASSES = ("standard", "interleaved")
 # Verifiers evaluate maps over the whole iteration space only up to this many iterations.
 MAX_VERIFIED_ITERATIONS = 1 << 16
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 DIVISIONS = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
 
 
@@ -451,7 +451,9 @@ def check_induction_operands(op: Operation, ivs: Sequence[SSAValue]) -> list[tup
     return loop_bounds(loops)
 
 
-def check_map(op: Operation, what: str, affine_map: AffineMap, depth: int) -> None:
+def check_map(op: Operation, what: str, affine_map: AffineMap,
+              bounds: Sequence[tuple[int, int]]) -> None:
+    depth = len(bounds)
     if affine_map.num_dims != depth:
         raise VerifyException(
             f"{describe(op)}: {what} map {affine_map} takes {affine_map.num_dims} indices, "
@@ -467,6 +469,27 @@ def check_map(op: Operation, what: str, affine_map: AffineMap, depth: int) -> No
                 f"{describe(op)}: {what} map {affine_map} divides by {divisor}; floordiv, "
                 "ceildiv and mod need a positive constant"
             )
+    if magnitude_bound(affine_map.results[0], bounds) > I64_MAX:
+        raise VerifyException(
+            f"{describe(op)}: {what} map {affine_map} can exceed 64-bit integers over the "
+            "loop bounds"
+        )
+
+
+def magnitude_bound(expr: AffineExpr, bounds: Sequence[tuple[int, int]]) -> int:
+    """An upper bound of |expr| over the nest, in Python integers: the maps are evaluated in
+    int64 arrays, which would wrap silently past 2**63."""
+    if isinstance(expr, AffineConstantExpr):
+        return abs(expr.value)
+    if isinstance(expr, AffineDimExpr):
+        return max(abs(bounds[expr.position][0]), abs(bounds[expr.position][1]))
+    assert isinstance(expr, AffineBinaryOpExpr)
+    lhs, rhs = magnitude_bound(expr.lhs, bounds), magnitude_bound(expr.rhs, bounds)
+    if expr.kind == AffineBinaryOpKind.Mul:
+        return lhs * rhs
+    if expr.kind == AffineBinaryOpKind.Mod:
+        return rhs
+    return lhs + rhs  # add, and floordiv/ceildiv by a positive constant (|q| <= |lhs| + 1)
 
 
 def divisors(expr: AffineExpr) -> list[AffineExpr]:
@@ -533,6 +556,16 @@ def check_resident(op: Operation, what: str, buffer: BufferOp, tiles: TileSetAtt
 
 def print_map(printer: Printer, affine_map: AffineMap) -> None:
     printer.print_string(str(affine_map))
+
+
+def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
+    """An integer of the op's text that must fit in the i64 its property stores: a larger
+    one is a parse error at the number, not an OverflowError when the property is built."""
+    start = parser.pos
+    value = parser.parse_integer(allow_boolean=False, allow_negative=allow_negative)
+    if not I64_MIN <= value <= I64_MAX:
+        parser.raise_error(f"integer {value} does not fit in 64 bits (i64)", start, parser.pos)
+    return value
 
 
 def parse_view(parser: Parser) -> tuple[UnresolvedOperand, AffineMap]:
@@ -690,22 +723,22 @@ class BufferOp(IRDLOperation):
         kind = parser.parse_identifier(" (buffer kind: input, output or scratch)")
         index = None
         if kind in ("input", "output"):
-            index = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            index = parse_i64(parser, allow_negative=False)
         parser.parse_keyword("on")
         tiles = parser.parse_attribute()
         if not isinstance(tiles, TileSetAttr):
             parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
         parser.parse_keyword("shard")
         shape = parser.parse_comma_separated_list(
-            Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+            Parser.Delimiter.SQUARE, lambda: parse_i64(parser)
         )
         precision = parser.parse_identifier(" (precision)")
         order = parser.parse_identifier(" (element order)")
         memory = parser.parse_identifier(" (memory class)")
         parser.parse_keyword("align")
-        alignment = parser.parse_integer(allow_boolean=False)
+        alignment = parse_i64(parser)
         parser.parse_keyword("tail")
-        tail = parser.parse_integer(allow_boolean=False)
+        tail = parse_i64(parser)
         origin = None
         if parser.parse_optional_keyword("from"):
             origin = parser.parse_type()
@@ -713,7 +746,7 @@ class BufferOp(IRDLOperation):
                 parser.raise_error(f"expected the mid tensor type after 'from', got {origin}")
         address = None
         if parser.parse_optional_keyword("address"):
-            address = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            address = parse_i64(parser, allow_negative=False)
         op = cls(
             name, kind, tiles, shape, precision, order, memory, alignment, tail,
             index=index, origin=origin, address=address,
@@ -806,9 +839,9 @@ class LoopOp(IRDLOperation):
     def parse(cls, parser: Parser) -> LoopOp:
         index = parser.parse_argument(expect_type=False).resolve(IndexType())
         parser.parse_punctuation("=")
-        lower = parser.parse_integer(allow_boolean=False)
+        lower = parse_i64(parser)
         parser.parse_keyword("to")
-        upper = parser.parse_integer(allow_boolean=False)
+        upper = parse_i64(parser)
         parser.parse_keyword("provenance")
         provenance = parser.parse_attribute()
         if not isinstance(provenance, WorkProvenanceAttr):
@@ -929,7 +962,7 @@ class ExchangeOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ExchangeOp:
-        words = parser.parse_integer(allow_boolean=False)
+        words = parse_i64(parser)
         parser.parse_keyword("words")
         parser.parse_keyword("from")
         src, src_offset = parse_view(parser)
@@ -967,12 +1000,12 @@ class ExchangeOp(IRDLOperation):
         if parser.parse_optional_keyword("patches"):
             op.properties["patches"] = parser.parse_attribute()
         if parser.parse_optional_keyword("row_address"):
-            op.properties["row_address"] = int_prop(parser.parse_integer(allow_boolean=False))
+            op.properties["row_address"] = int_prop(parse_i64(parser))
         if parser.parse_optional_keyword("placed"):
             parser.parse_keyword("src")
-            src_address = parser.parse_integer(allow_boolean=False)
+            src_address = parse_i64(parser)
             parser.parse_keyword("dst")
-            op.set_placed(src_address, parser.parse_integer(allow_boolean=False))
+            op.set_placed(src_address, parse_i64(parser))
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -982,13 +1015,12 @@ class ExchangeOp(IRDLOperation):
         src = defining_buffer(self, "source", self.source)
         dst = defining_buffer(self, "destination", self.destination)
         bounds = check_induction_operands(self, self.ivs)
-        depth = len(bounds)
         for what, attr in (
             ("source offset", self.src_offset),
             ("source tile", self.src_tile),
             ("destination offset", self.dst_offset),
         ):
-            check_map(self, what, attr.data, depth)
+            check_map(self, what, attr.data, bounds)
         check_tile_set_fits(self, "destination tile set", self.dst_tiles)
         check_resident(self, "destination buffer", dst, self.dst_tiles)
         nbytes = self.word_count * WORD_BYTES
@@ -1184,7 +1216,7 @@ class KernelOp(IRDLOperation):
             )
         parser.parse_keyword("scalars")
         scalars = parser.parse_comma_separated_list(
-            Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
+            Parser.Delimiter.SQUARE, lambda: parse_i64(parser)
         )
         parser.parse_keyword("on")
         tiles = parser.parse_attribute()
@@ -1215,11 +1247,11 @@ class KernelOp(IRDLOperation):
         view_bytes = self.view_footprints(label)
         for position, (view, offset) in enumerate(zip(self.views, self.offsets.data)):
             buffer = defining_buffer(self, f"view {position}", view)
-            check_map(self, f"view {position} offset", offset.data, len(bounds))
+            check_map(self, f"view {position} offset", offset.data, bounds)
             check_resident(self, f"view {position} buffer", buffer, self.tiles)
             check_view_inside(self, f"operand {position}", buffer, offset.data, view_bytes[position], bounds)
         if self.on_tile is not None:
-            check_map(self, "on_tile", self.on_tile.data, len(bounds))
+            check_map(self, "on_tile", self.on_tile.data, bounds)
             self.verify_on_tile(label, bounds)
         for position, iv_scalar in enumerate(self.iv_scalar_maps):
             check_map(self, f"iv scalar {position}", iv_scalar, len(bounds))

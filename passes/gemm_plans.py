@@ -18,9 +18,10 @@ For `[..., M, K] x [..., K, N]` on `T` tiles a candidate with row block `rb` bui
 all with 32-byte (`IPU21.pace_alignment`) alignment, the left stream's access tail, the pair
 (out, lhs) in distinct memory elements and no output aliasing. Every candidate is built in
 full, then validated against the operand types and against the per-tile memory limits
-`place-memory` enforces (a first-fit placement of an output-row tile's buffers by its rules). A candidate that does not fit says which limit it exceeds, with
-byte counts (`passes/gemm_selection.py` adds whether more tiles would help and picks the
-cheapest valid candidate by the toy cost model).
+`place-memory` enforces (a first-fit placement of an output-row tile's buffers by its rules).
+A candidate that does not fit says which limit it exceeds, with byte counts
+(`passes/gemm_selection.py` adds whether more tiles would help and picks the cheapest valid
+candidate by the toy cost model).
 """
 
 from __future__ import annotations

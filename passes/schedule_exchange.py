@@ -43,6 +43,7 @@ from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
+from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors
 from passes.exchange_rows import (
     BroadcastPhase,
     checked_row,
@@ -54,7 +55,6 @@ from passes.exchange_rows import (
     varying_fields,
 )
 from passes.pipeline_config import target_and_tiles
-from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors
 
 
 def placed_address(buffer: BufferOp, pass_name: str) -> int:

@@ -17,9 +17,10 @@ listing back (it ignores the address/word columns and comments and places each r
 
 Exit status: 0; 1 with a diagnostic when a word cannot be read or decoded, or a row has no
 valid event timeline (the decoded instructions are still listed), or no input / several
-inputs are given; 2 for a tile outside the package, `--tile` without `--package`, or a
+inputs are given; 2 for a package that does not pass the package schema (`PackageError`,
+naming the file and field), a tile outside the package, `--tile` without `--package`, or a
 misaligned or non-integer `--address`.
-"""
+"""  # noqa: E501 (the listing line above is shown as the tool prints it)
 
 from __future__ import annotations
 
@@ -194,9 +195,11 @@ def objdump(
     address: Annotated[str, typer.Option("--address", help="byte address of the row")] = "0",
 ) -> None:
     """Disassemble exchange rows with their event intervals and effects."""
+    from device.package import PackageError
+
     try:
         segments = load_segments(words, file, package, tile, parse_address(address))
-    except UsageError as error:
+    except (UsageError, PackageError) as error:
         typer.echo(f"ipu-objdump: {error}", err=True)
         raise typer.Exit(2) from None
     except (InputError, OSError, ValueError) as error:  # ValueError: non-UTF-8, bad package
@@ -206,10 +209,10 @@ def objdump(
         typer.echo(f"# tile {tile} of {package} holds no exchange rows")
     failed = False
     for segment_address, row in segments:
-        listing, error = disassemble(row, segment_address)
+        listing, problem = disassemble(row, segment_address)
         typer.echo(listing, nl=False)
-        if error is not None:
-            typer.echo(f"ipu-objdump: {error}", err=True)
+        if problem is not None:
+            typer.echo(f"ipu-objdump: {problem}", err=True)
             failed = True
     if failed:
         raise typer.Exit(1)
@@ -220,4 +223,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

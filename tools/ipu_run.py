@@ -1,5 +1,9 @@
 """`ipu-run`: compile a graph function, run it on the device model, check it against NumPy.
 
+`ipu-run DIR` runs a package saved with `--package DIR` instead (`tools/run_package.py`): it
+is loaded through the package schema and checked against the graph it records. `--json`
+prints the outcome as one JSON object (`run_report`).
+
 Exit status: 0 when the check passes, 1 when it fails, 2 when the input does not compile
 (a diagnostic) or cannot be read.
 
@@ -7,11 +11,12 @@ Diagnostics. An error in the IR (a parse error, a verifier error, a function the
 cannot run, such as a tensor larger than the device) is reported MLIR-style with the position of
 the text or op at fault, `file.mlir:12:5: error: graph.gemm: ...`, followed by that source line
 and carets under it; other input errors
-(command line, .npy files) start with `ipu-run: error:`.
+(command line, .npy files, a package that fails its schema) start with `ipu-run: error:`.
 
 Files. `--inputs FILE.npz` gives named arrays (`numpy.savez`) for any subset of the arguments
 (the rest are seeded random), read like `--input`; `ipu-import` writes such a file of weights.
-`--input NAME=PATH.npy` takes a floating-point array of the argument's shape; it holds
+`--input NAME=PATH.npy` takes a floating-point array of the argument's shape (never
+unpickled; an .npz archive or an empty file is a usage error); it holds
 the tensor's values, so for an FP8 argument `tensor<..xf8E4M3FNUZ, #graph.fp8_scale<s>>` it is
 divided by 2**s and rounded to FP8 (saturating). `--save-outputs DIR` writes `DIR/resultI.npy`
 in the same form: f32 and f16 results in their own dtype, FP8 results as float32 arrays of their
@@ -30,6 +35,7 @@ Progress. Compiles and model runs longer than a second or two show progress bars
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -43,6 +49,7 @@ import numpy as np
 import typer
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from tools.progress import Progress, no_progress, terminal_progress
@@ -193,10 +200,7 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int,
             raise UsageError(f"{label}: given more than once")
         seen.add(name)
         index = names.index(name)
-        try:
-            value = np.load(path) if value is None else value
-        except (OSError, ValueError) as error:  # missing, a directory, not an .npy, pickled
-            raise UsageError(f"{label}: cannot read '{path}': {error}") from None
+        value = read_input_array(name, path) if value is None else value
         if value.dtype.kind != "f" and value.dtype != arrays[index].dtype:
             # integers, booleans and complex numbers would be cast silently (and lossily)
             raise UsageError(f"{label}: dtype {value.dtype} is not a floating-point type "
@@ -206,6 +210,21 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int,
                              f"argument's {arrays[index].shape}")
         arrays[index] = stored_input(value, argument_types(func)[index])
     return arrays
+
+
+def read_input_array(name: str, path: str) -> np.ndarray:
+    """One .npy array; never unpickles, and an .npz archive or an empty file is a usage error."""
+    try:
+        value = np.load(path, allow_pickle=False)
+    except EOFError:  # np.load of an empty file (click would print only "Aborted.")
+        raise UsageError(f"--input {name}: '{path}' is empty, not an .npy array") from None
+    except (OSError, ValueError) as error:  # missing, a directory, not an .npy, pickled
+        raise UsageError(f"--input {name}: cannot read '{path}': {error}") from None
+    if not isinstance(value, np.ndarray):  # an NpzFile: several arrays, which one is meant?
+        value.close()
+        raise UsageError(f"--input {name}: '{path}' is an .npz archive; give one array as .npy "
+                         "(np.save)")
+    return value
 
 
 def stored_input(values: np.ndarray, arg_type: TensorType) -> np.ndarray:
@@ -299,11 +318,34 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
         stage.apply(ctx, module)
         previous = stage
     timer.callback(previous, module, None)
-    return timer.time("build-package", lambda: build_package(module, with_assembly, progress))
+    package = timer.time("build-package", lambda: build_package(module, with_assembly, progress))
+    package.pipeline = str(pipeline.pipeline_pass_spec())
+    return package
 
 
 def print_json(summary: dict) -> None:
     print(json.dumps(summary, indent=1))
+
+
+def module_text(module: ModuleOp) -> str:
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue() + "\n"
+
+
+def run_report(check_passed: bool, check: Comparison, cycles: int, package) -> dict:
+    """The outcome of a run, as `--json` prints it (keys shared by .mlir and package runs)."""
+    return {"check": "PASS" if check_passed else "FAIL", "max_abs_error": check.max_abs,
+            "max_rel_error": check.max_rel, "modeled_cycles": int(cycles),
+            "tiles_used": int(package.metadata.get("tiles_used", package.tiles))}
+
+
+def print_report(report: dict, tiles: int) -> None:
+    print(f"check: {report['check']}")
+    print(f"max abs error: {report['max_abs_error']:.3g}  "
+          f"max rel error: {report['max_rel_error']:.3g}")
+    print(f"modeled cycles: {report['modeled_cycles']}")
+    print(f"tiles used: {report['tiles_used']} of {tiles}")
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -311,7 +353,8 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command()
 def run(
-    file: Annotated[Path, typer.Argument(help="textual IR holding a graph func.func")],
+    file: Annotated[Path, typer.Argument(
+        help="textual IR holding a graph func.func, or a package directory (--package)")],
     tiles: Annotated[int, typer.Option(help="tiles to compile for")] = 16,
     seed: Annotated[int, typer.Option(help="seed for the random inputs")] = 0,
     input: Annotated[list[str], typer.Option(help="NAME=PATH.npy, repeatable")] = [],  # noqa: B006
@@ -341,7 +384,16 @@ def run(
         bool, typer.Option(help="no progress bars (they show on a terminal's stderr only)")
     ] = False,
 ) -> None:
-    """Compile FILE with the default pipeline, run it on the device model, check it."""
+    """Compile FILE with the default pipeline (or load a saved package), run it on the device
+    model, check it against the NumPy reference."""
+    if file.is_dir():
+        from tools.run_package import run_package_main
+
+        compile_only = {"--tiles": tiles != 16, "--reference": reference,
+                        "--function": function is not None, "--indivisible": indivisible != "pad",
+                        "--package": package_dir is not None, "--profile": profile}
+        sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
+                                  [name for name, given in compile_only.items() if given]))
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
                       indivisible, package_dir, profile, json_output, report_dir, inputs, quiet))
 
@@ -394,7 +446,8 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     progress = terminal_progress(quiet)
     started = time.perf_counter()
     timer = PassTimer()
-    compiled = ModuleOp([func.clone()])
+    source = ModuleOp([func.clone()])
+    compiled = source.clone()
     try:
         package = compile_module(compiled, tiles, indivisible,
                                  "cycles" if profile else "off",
@@ -404,6 +457,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         return diagnostic(shown(str(error), text, "ipu-run: compile error"))
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
+        package.source = module_text(source)  # so that `ipu-run DIR` can check a run of it
         package.save(package_dir)
     feeds = {tensor.name: values_of_stored(tensor, array)
              for tensor, array in zip(package.inputs, arrays, strict=True)}

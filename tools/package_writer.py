@@ -40,6 +40,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
     enclosing_loops,
 )
+from ipu_dialects.tile_iteration import linearized_iteration
 from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import pipeline_config, target_and_tiles
 from passes.shard_geometry import ShardGeometry

@@ -8,6 +8,9 @@ the op in the user's file. Two small pieces give that:
 * `LocatingParser` records where each op's text starts as a `FileLineColLoc` (unless the text
   gave an explicit `loc(...)`). Locations are printed only with `--print-debuginfo`, so output
   does not change.
+* `LocatingParser` also lexes string literals with an equivalent pattern that cannot
+  backtrack: xDSL 0.74's `(?:[^"...]+|...)*"` takes exponential time on an unterminated
+  string (`"tensor<...` on a long line), so a one-character typo made `ipu-opt` hang.
 * `verify_with_locations(module)` verifies; on failure it finds the innermost op whose own
   verification fails and re-raises its error prefixed with that op's location.
 """
@@ -25,12 +28,16 @@ from xdsl.utils.exceptions import VerifyException
 
 from ipu_dialects.locations import located
 
+# xDSL's string-literal pattern without the nested `+`: one way to match each character.
+STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
 
 class LocatingParser(Parser):
     """A Parser that gives every op the file:line:col where its text starts."""
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int = 0):
         super().__init__(ctx, text, name)
+        self.lexer._unescaped_characters_regex = STRING_LITERAL  # type: ignore[attr-defined]  # linear time, same tokens
         self.file_name = StringAttr(name)
         # lines before this chunk of a --split-input-file input
         self.line_offset = line_offset
@@ -83,7 +90,7 @@ def verify_with_locations(module: Operation) -> None:
     """`module.verify()`, but a failure names the source position of the failing op."""
     try:
         module.verify()
-    except VerifyException as error:
+    except VerifyException:
         found = first_failing_op(module)
         if found is None:  # a block-level check (e.g. an empty block): no op to point at
             raise

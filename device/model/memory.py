@@ -14,7 +14,6 @@ from device.model.errors import ModelError
 from device.target import WORD_BYTES, Target
 
 
-
 class TileMemory:
     def __init__(self, target: Target, tiles: int):
         self.target = target

@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from device.exchange_timeline import TimelineError, row_timeline
 from device.isa import DecodeError, Send, decode
 from device.model import ModelError, run_package
-from device.package import Package
+from device.package import Package, PackageError
 from device.target import IPU21
 from frontend.builder import GraphBuilder
 from interpreters.graph import InterpreterError, run_function
@@ -368,7 +368,8 @@ def test_package_load_rejects_another_format_version(small_package, tmp_path):
     meta = json.loads(meta_path.read_text())
     meta["format_version"] = 999
     meta_path.write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match="unsupported package format 999"):
+    with pytest.raises(PackageError, match="format_version: the package has format 999, this "
+                                           "ipu-stack reads format"):
         Package.load(directory)
 
 

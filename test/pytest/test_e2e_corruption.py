@@ -18,13 +18,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
+from e2e_support import CompiledCase, compile_case, gemm_module, run_verdict
 
 from device import isa
 from device.exchange_timeline import row_timeline
 from device.package import ExchangeStep, KernelStep, Package
 from device.row_checker import RowMismatch, RowSchedule, check_row
 from device.target import IPU21
-from e2e_support import CompiledCase, compile_case, gemm_module, run_verdict
 from frontend.builder import f16, f32
 from passes.exchange_rows import plan_broadcast
 

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from e2e_support import compile_case, gemm_module, run_verdict, write_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from xdsl.dialects.builtin import TensorType
 
 from device.model import ModelError, run_package
-from e2e_support import compile_case, gemm_module, run_verdict, write_module
 from frontend.builder import f16, f32
 from interpreters.graph import find_function, run_function
 from tools import ipu_run

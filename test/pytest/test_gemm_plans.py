@@ -195,7 +195,10 @@ def test_selection_is_real_different_shapes_choose_different_candidates():
 
 def test_cost_model_grows_with_work_and_shrinks_with_tiles():
     small, large = problem(64, 64, 64), problem(64, 256, 256)
-    plan = lambda pr, t: build_gemm_plan(F16[0], pr, t, "pad", IPU21)
+
+    def plan(pr, t):
+        return build_gemm_plan(F16[0], pr, t, "pad", IPU21)
+
     assert estimate_cycles(plan(large, 4), large, 4, IPU21) > estimate_cycles(plan(small, 4), small, 4, IPU21)
     big = problem(256, 128, 128)
     assert estimate_cycles(plan(big, 16), big, 16, IPU21) < estimate_cycles(plan(big, 1), big, 1, IPU21)

@@ -305,7 +305,6 @@ def test_wrong_inputs_are_reported():
 
 
 def test_examples_run_quickly_and_finite():
-    import time
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2] / "examples"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_isa import INSTRUCTIONS, SDK_RECEIVER_INSTRS, SDK_RECEIVER_ROW, aligned_row
 from typer.testing import CliRunner
 from xdsl.backend.assembly_printer import AssemblyPrinter
 from xdsl.dialects.builtin import ModuleOp
@@ -15,7 +16,6 @@ from xdsl.utils.exceptions import VerifyException
 from device.isa import AsmSyntaxError, Delay, DelayXpic, EncodeError, Send, SendPic, SendPicP, encode
 from device.package import ExchangeStep, Package
 from ipu_dialects.exchange import RowOp, SendPicPOp, op_from_isa
-from test_isa import INSTRUCTIONS, SDK_RECEIVER_INSTRS, SDK_RECEIVER_ROW, aligned_row
 from tools import ipu_as, ipu_objdump
 from tools.registry import make_context
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from test_mid_to_tile import build_gemm_module, lower, ops_of
 from xdsl.context import Context
 from xdsl.utils.exceptions import PassFailedException
 
 from device.target import IPU21
 from ipu_dialects.tile import BufferOp
 from passes.place_memory import PlaceMemoryPass
-from test_mid_to_tile import build_gemm_module, lower, ops_of
 
 
 def placed(shapes, tiles, precision):
@@ -31,7 +31,7 @@ def placed(shapes, tiles, precision):
 )
 def test_placement_invariants(shapes, tiles, precision):
     buffers = placed(shapes, tiles, precision)
-    code_start, code_end = IPU21.code_region
+    _, code_end = IPU21.code_region
     for buffer in buffers:
         address = buffer.address_value
         assert address is not None

@@ -204,7 +204,7 @@ def test_iterations_without_receivers_have_no_rows():
         sender = [at(op.src_tile.data, ivs) for ivs in iterations(op)]
         none = [n for n, s in enumerate(sender) if set(op.dst_tiles.tiles()) <= {s}]
         assert none == [0]
-        assert [int(v) for v in op.sender_rows.get_values()][0] == -1
+        assert int(op.sender_rows.get_values()[0]) == -1
 
 
 def test_a_row_checked_against_a_wrong_schedule_is_rejected():

@@ -1,0 +1,121 @@
+"""`ipu-run PACKAGE_DIR`: run a saved package on the device model and check it.
+
+A package records the graph function it was built from (``source.mlir``) and the pipeline
+that built it, so a run is checked against the NumPy reference exactly as a run of the
+.mlir file is: the same random inputs for a seed, the same `--input` files and tolerances.
+The package is untrusted input: `Package.load` checks it against its schema, and its source
+graph must have the package's inputs and outputs (names and shapes) before anything runs.
+
+Exit status: 0 when the check passes, 1 when it fails (or the device model stops), 2 when
+the package or an input file cannot be used (`ipu-run: error: <file>: <field>: ...`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+from device.package import Package, PackageError
+from tools.ipu_run import (
+    EXIT_DIAGNOSTIC,
+    EXIT_FAIL,
+    EXIT_PASS,
+    UsageError,
+    compare,
+    diagnostic_text,
+    find_function,
+    load_inputs,
+    output_directory,
+    output_names,
+    parse_module,
+    print_report,
+    run_report,
+    save_outputs,
+)
+
+
+def check_signature(package: Package, func: FuncOp, names: list[str], where: str) -> None:
+    """The package's host tensors are the source function's arguments and results."""
+    # check_runnable has made every argument and result a ranked tensor
+    arguments = [tuple(t.get_shape()) for t in func.function_type.inputs.data
+                 if isinstance(t, TensorType)]
+    results = [tuple(t.get_shape()) for t in func.function_type.outputs.data
+               if isinstance(t, TensorType)]
+    for role, tensors, expected_names, shapes in (
+        ("inputs", package.inputs, names, arguments),
+        ("outputs", package.outputs, output_names(func), results),
+    ):
+        if [t.name for t in tensors] != expected_names:
+            raise PackageError(f"{where}: {role}: the package's {[t.name for t in tensors]} are "
+                               f"not the source function's {expected_names}")
+        for index, (tensor, shape) in enumerate(zip(tensors, shapes, strict=True)):
+            if tuple(tensor.shape) != shape:
+                raise PackageError(f"{where}: {role}[{index}].shape: {list(tensor.shape)} is "
+                                   f"not the source function's {list(shape)}")
+
+
+def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
+    """The package, its source module and function (verified, runnable)."""
+    from interpreters.graph import check_runnable, input_names
+
+    package = Package.load(directory)
+    if not package.source:
+        raise PackageError(f"{directory / 'source.mlir'}: missing; the package records no "
+                           "source graph to check a run against (save it with ipu-run "
+                           "FILE.mlir --package DIR)")
+    module = parse_module(directory / "source.mlir", package.source)
+    func = find_function(module, package.function)
+    check_runnable(func)
+    check_signature(package, func, input_names(func), str(directory / "metadata.json"))
+    return package, module, func
+
+
+def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
+                     json_output: bool = False, compile_options=()) -> int:
+    from device.model import ModelError, run_package
+    from interpreters.graph import InterpreterError, input_names, run_function
+
+    text = ""
+    try:
+        if compile_options:
+            raise UsageError(f"{', '.join(compile_options)}: only for a .mlir file; a package "
+                             f"is already compiled ({directory} is a package directory)")
+        package, module, func = load_checked(Path(directory))
+        text = package.source
+        save_dir = output_directory("--save-outputs", save_dir)
+        arrays = load_inputs(func, input_names(func), list(inputs), seed)
+        expected = run_function(module, arrays, func.sym_name.data)
+    except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
+            ValueError) as error:
+        print(diagnostic_text(error, text), file=sys.stderr)
+        return EXIT_DIAGNOSTIC
+    feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
+    try:
+        outcome = run_package(package, feeds)
+    except ModelError as error:
+        print(f"ipu-run: the device model stopped: {error}", file=sys.stderr)
+        print(json.dumps({"check": "FAIL", "max_abs_error": None, "max_rel_error": None,
+                          "modeled_cycles": None, "tiles_used": None, "error": str(error)})
+              if json_output else "check: FAIL")
+        return EXIT_FAIL
+    result_types = func.function_type.outputs.data
+    results = [outcome.outputs[t.name] for t in package.outputs]
+    if save_dir is not None:
+        save_outputs(save_dir, output_names(func), results, result_types)
+    check = compare(results, expected, result_types)
+    check_passed = check.passed and not outcome.exchange_errors
+    for message in outcome.exchange_errors[:5]:
+        print(f"exchange error: {message}", file=sys.stderr)
+    report = run_report(check_passed, check, outcome.cycles, package)
+    if json_output:
+        print(json.dumps(report))
+    else:
+        print(f"package: {directory} (built by {package.pipeline or 'an unrecorded pipeline'})")
+        print_report(report, package.tiles)
+    return EXIT_PASS if check_passed else EXIT_FAIL
+
