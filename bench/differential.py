@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, f16, f32  # noqa: E402
-from xdsl.ir import SSAValue  # noqa: E402
-from xdsl.utils.exceptions import PassFailedException, VerifyException  # noqa: E402
+from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, f16, f32
+from xdsl.ir import SSAValue
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from frontend.builder import GraphBuilder  # noqa: E402
+from frontend.builder import GraphBuilder
 
 ELEMENTS = {"f32": f32, "f16": f16, "f8": Float8E4M3FNUZType()}
 TILE_CHOICES = (1, 2, 3, 4, 7, 16, 64)
@@ -137,10 +137,9 @@ class Generator:
     def build(self) -> Program:
         self.new_input([self.extent(), self.extent()])
         makers = (self.gemm, self.add, self.gelu, self.attention)
-        last = None
         for _ in range(self.rng.randint(2, 10)):
-            last = self.rng.choice(makers)()
-            self.pool.append(last)
+            self.pool.append(self.rng.choice(makers)())
+        last = self.pool[-1]
         outputs = [last]
         extra = self.rng.random()
         if extra < 0.15:
@@ -167,11 +166,11 @@ def verdict(program: Program, seed: int = 0) -> tuple[str, str]:
         case = compile_case(program.module, program.tiles, seed=seed)
     except (PassFailedException, VerifyException) as error:
         return "DIAGNOSTIC", str(error).splitlines()[0]
-    except Exception:  # noqa: BLE001 - a crash is what we count
+    except Exception:
         return "CRASH", traceback.format_exc(limit=3)
     try:
         failure = run_verdict(case)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return "CRASH", traceback.format_exc(limit=3)
     return ("PASS", "") if failure is None else ("FAIL", failure)
 
@@ -188,7 +187,7 @@ def main() -> int:
         seed = args.seed + index
         try:
             program = generate(seed)
-        except Exception:  # noqa: BLE001 - a generator bug is a crash too
+        except Exception:
             counts["CRASH"] += 1
             print(f"case {seed}: generator crash\n{traceback.format_exc(limit=3)}")
             continue

@@ -79,7 +79,7 @@ def measure(m: int, k: int, n: int, tiles: int, profile: str | None) -> Measurem
     if profiler:
         profiler.enable()
     result = run_package(package, feeds, progress=terminal_progress())
-    if profiler:
+    if profiler and profile:
         profiler.disable()
         profiler.dump_stats(profile)
     modeled, modeled_cpu = time.perf_counter(), time.process_time()

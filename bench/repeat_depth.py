@@ -26,7 +26,8 @@ from tools.ipu_run import make_context
 
 LAYERS = """
 func.func @layers(%x0: tensor<64x128xf32>, %w: tensor<128x128xf32>, %bs: tensor<{n}x128xf32>) -> tensor<64x128xf32> {{
-  %out = graph.repeat {n} carried(%x = %x0 : tensor<64x128xf32>) invariant(%wi = %w : tensor<128x128xf32>) sequence(%bias = %bs : tensor<{n}x128xf32>) {{
+  %out = graph.repeat {n} carried(%x = %x0 : tensor<64x128xf32>) \
+invariant(%wi = %w : tensor<128x128xf32>) sequence(%bias = %bs : tensor<{n}x128xf32>) {{
     %y = graph.gemm %x, %wi : (tensor<64x128xf32>, tensor<128x128xf32>) -> tensor<64x128xf32>
     %yb = graph.add %y, %bias : (tensor<64x128xf32>, tensor<128xf32>) -> tensor<64x128xf32>
     %g = graph.gelu %yb : tensor<64x128xf32> -> tensor<64x128xf32>

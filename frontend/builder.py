@@ -56,7 +56,6 @@ from collections.abc import Callable, Sequence
 
 import ml_dtypes
 import numpy as np
-
 from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, TensorType, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue

@@ -26,7 +26,7 @@ def ssa_name(name: str) -> str:
     print as `%onnx__MatMul...` and parse back as one name."""
     cleaned = re.sub(r"[^A-Za-z0-9_$.\-]", "_", name)
     cleaned = re.sub(r"_(\d+)$", r".\1", cleaned)
-    return cleaned if cleaned and cleaned[0].isalpha() or cleaned.startswith("_") else f"v{cleaned}"
+    return cleaned if (cleaned and cleaned[0].isalpha()) or cleaned.startswith("_") else f"v{cleaned}"
 
 
 class UniqueNames:

@@ -45,9 +45,8 @@ from xdsl.dialects.builtin import (
     I64,
     ArrayAttr,
     DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
     Float64Type,
+    FloatAttr,
     IntAttr,
     IntegerAttr,
     NoneAttr,
@@ -1049,7 +1048,7 @@ def layout_shapes(op: Operation, names: Sequence[str]) -> dict[str, tuple[int, .
                 f"{op.name}: {what} is stored as {formats[what].precision_text()}, "
                 f"{names[0]} as {first.precision_text()}: layout ops keep the storage precision"
             )
-    check_plan_formats(op, getattr(op, "plan"), formats)
+    check_plan_formats(op, op.plan, formats)
     return shapes
 
 

@@ -1254,7 +1254,7 @@ class KernelOp(IRDLOperation):
             check_map(self, "on_tile", self.on_tile.data, bounds)
             self.verify_on_tile(label, bounds)
         for position, iv_scalar in enumerate(self.iv_scalar_maps):
-            check_map(self, f"iv scalar {position}", iv_scalar, len(bounds))
+            check_map(self, f"iv scalar {position}", iv_scalar, bounds)
 
     def view_footprints(self, label: str) -> list[int]:
         """Bytes the call touches through each view: the registry's footprint for a known

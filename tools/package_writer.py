@@ -45,7 +45,6 @@ from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import pipeline_config, target_and_tiles
 from passes.shard_geometry import ShardGeometry
 from tools.progress import Progress, no_progress
-from ipu_dialects.tile_iteration import linearized_iteration
 
 
 def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence[int]) -> str:

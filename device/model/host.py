@@ -8,9 +8,8 @@ output must be covered by some shard.
 
 from __future__ import annotations
 
-import numpy as np
-
 import ml_dtypes
+import numpy as np
 
 from device.layouts import pack, round_to_fp8, shard_bytes, unpack
 from device.model.errors import ModelError

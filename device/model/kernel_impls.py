@@ -21,7 +21,6 @@ import numpy as np
 
 from device.kernels import KernelAbi, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
-from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
 from device.model import (
     kernels_attention,
     kernels_gemm_f8,
@@ -30,6 +29,7 @@ from device.model import (
     kernels_pointwise,
     kernels_views,
 )
+from device.model.cycles import copy_cycles, gemm_cycles, kernel_step_cycles
 from device.model.errors import ModelError
 from device.model.kernel_batches import BATCHED, KernelBatch
 from device.model.memory import TileMemory

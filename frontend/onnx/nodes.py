@@ -205,7 +205,7 @@ def erf(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
     )
 
 
-HANDLERS: dict[str, Callable[["Importer", int, onnx.NodeProto], list[SSAValue]]] = {
+HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[SSAValue]]] = {
     "MatMul": matmul,
     "Gemm": gemm,
     "Add": add,

@@ -18,8 +18,8 @@ def get_all_operators() -> tuple[Operator, ...]:
     from passes.operators.add import AddOperator
     from passes.operators.attention import AttentionOperator
     from passes.operators.conversions import CastOperator, RearrangeOperator
-    from passes.operators.gemm import GemmOperator
     from passes.operators.gelu import GeluOperator
+    from passes.operators.gemm import GemmOperator
     from passes.operators.layer_norm import LayerNormOperator
     from passes.operators.layout import (
         ConcatOperator,

@@ -64,7 +64,7 @@ def reshape_views(op: Operation) -> list[IndexView]:
 
 def transpose_views(op: Operation) -> list[IndexView]:
     strides = row_major_strides(shape_of(op.operands[0]))
-    permutation = getattr(op, "permutation").get_values()
+    permutation = op.permutation.get_values()
     return [IndexView(*whole_window(shape_of(op.results[0])),
                       tuple(strides[p] for p in permutation), 0)]
 
@@ -78,7 +78,7 @@ def slice_views(op: Operation) -> list[IndexView]:
 
 
 def concat_views(op: Operation) -> list[IndexView]:
-    axis = getattr(op, "axis").value.data
+    axis = op.axis.value.data
     out = shape_of(op.results[0])
     views, offset = [], 0
     for value in op.operands:

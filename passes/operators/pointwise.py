@@ -114,7 +114,7 @@ def lower_pointwise(op: Operation, lowering: FunctionLowering, values: Sequence[
     fmt = current_format(out)
     assert fmt is not None
     used = geometry(tensor_type(out).get_shape(), fmt).tiles_used
-    plan = getattr(op, "plan")
+    plan = op.plan
     assert isinstance(plan, mid.OperatorPlanAttr)
     symbol = plan.dispatch.init_symbol
     assert symbol is not None

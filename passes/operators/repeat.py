@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import BlockArgument, OpResult, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException

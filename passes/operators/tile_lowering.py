@@ -26,7 +26,6 @@ from passes.operators.repeat import unify_carried_requirements
 from passes.shard_geometry import geometry
 
 
-
 @dataclass
 class FunctionLowering:
     function: func.FuncOp

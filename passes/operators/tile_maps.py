@@ -17,7 +17,6 @@ from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 
 
-
 def tensor_format(op: Operation, what: str, value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
     value_type = value.type
     if not isinstance(value_type, TensorType) or not isinstance(

@@ -13,8 +13,7 @@ import pytest
 from test_device_model_support import DATA, OUTPUT, T, kernel
 
 from device.layouts import block_bytes, panel_bytes
-from device.model import ModelError
-from device.model import kernel_impls
+from device.model import ModelError, kernel_impls
 from device.model.kernel_batches import BATCHED
 from device.model.kernel_impls import run_kernel_step
 from device.model.memory import TileMemory

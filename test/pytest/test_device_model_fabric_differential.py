@@ -124,7 +124,7 @@ def reference_phase(memory: TileMemory, package: Package) -> tuple[int, set[str]
             if (source, sent) not in sending:
                 continue
             sctl = sending[source, sent][1]
-            if not (sctl & 1 and receiver > source or sctl & 2 and receiver < source):
+            if not ((sctl & 1 and receiver > source) or (sctl & 2 and receiver < source)):
                 continue
             if event >= phase_end:
                 faults.add("lost")

@@ -89,7 +89,7 @@ def test_the_listing_has_loops_and_expands_to_the_flat_listing(package):
     flat = emit_asm.format_assembly(package, loops=False)
     assert "loop i0, 7" in looped and "loop i1, 7" in looped  # nested: j outer, k inner
     assert len(looped.splitlines()) * 2 < len(flat.splitlines())
-    assert statements(expand(looped)) == statements(l.strip() for l in flat.splitlines())
+    assert statements(expand(looped)) == statements(line.strip() for line in flat.splitlines())
 
 
 def test_fold_and_render_round_trip_negative_strides_and_tails():
@@ -135,9 +135,9 @@ def test_each_rows_instruction_text_assembles_back_to_its_words(package):
 
 
 def test_ipu_rows_does_not_format_the_assembly(monkeypatch):
+    from passes.ipu_pipeline import IpuPipelinePass
     from tools.emit_rows import IpuRowsTarget
     from tools.ipu_opt import IpuOptMain  # noqa: F401  (registers the pipeline's passes)
-    from passes.ipu_pipeline import IpuPipelinePass
 
     module = Parser(make_context(), GEMM).parse_module()
     IpuPipelinePass(tiles=4).apply(make_context(), module)

@@ -19,7 +19,6 @@ from kernels_support import (
 
 from device.index_views import IndexView
 from device.kernels import f32_bits, get_kernel
-from device.layouts import pack
 from device.model import ModelError
 from device.model.memory import TileMemory
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import func, test
-from xdsl.dialects.builtin import Float16Type, Float32Type, ModuleOp, TensorType, f16, f32
+from xdsl.dialects.builtin import ModuleOp, TensorType, f16, f32
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import PassFailedException
 
@@ -15,10 +14,10 @@ from device.layouts import block_bytes, panel_bytes
 from device.target import IPU21
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp
+from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_vectors
 from passes.gemm_plans import CATALOG, GemmProblem, build_gemm_plan
 from passes.mid_to_tile import MidToTilePass
 from passes.shard_geometry import geometry
-from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_vectors
 
 
 def with_format(shape, element, fmt: mid.TensorFormatAttr) -> TensorType:
@@ -101,7 +100,7 @@ def test_every_block_comes_from_its_home_and_every_panel_is_used(shapes, tiles, 
         if kernel.symbol == "copy_words":
             continue
         loops = [p for p in _parents(kernel) if isinstance(p, LoopOp)]
-        bounds = [(l.lower_bound, l.upper_bound) for l in loops]
+        bounds = [(loop.lower_bound, loop.upper_bound) for loop in loops]
         init = kernel.symbol.endswith("_init")
         assert kernel.scalar_values == (rows,)
         out_off, left_off, right_off = (
@@ -124,7 +123,7 @@ def test_every_block_comes_from_its_home_and_every_panel_is_used(shapes, tiles, 
     # every exchange sends block (k, j) from the tile that stores it, at its offset there
     for exchange in ops_of(module, ExchangeOp):
         loops = [p for p in _parents(exchange) if isinstance(p, LoopOp)]
-        bounds = [(l.lower_bound, l.upper_bound) for l in loops]
+        bounds = [(loop.lower_bound, loop.upper_bound) for loop in loops]
         tiles_ = evaluate_scalar_map(exchange.src_tile.data, bounds)
         offsets = evaluate_scalar_map(exchange.src_offset.data, bounds)
         assert exchange.word_count * 4 == block_bytes(precision)
@@ -160,7 +159,7 @@ def test_copy_runs_exactly_where_the_home_tile_is_an_output_row_tile():
     assert len(exchanges) == 2
     with_copy = []
     for exchange in exchanges:
-        bounds = [(l.lower_bound, l.upper_bound) for l in _parents(exchange) if isinstance(l, LoopOp)]
+        bounds = [(loop.lower_bound, loop.upper_bound) for loop in _parents(exchange) if isinstance(loop, LoopOp)]
         homes = set(evaluate_scalar_map(exchange.src_tile.data, bounds).tolist())
         copies = [
             op for op in exchange.parent_block().ops

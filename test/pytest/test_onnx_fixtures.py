@@ -10,8 +10,8 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-
 from onnx_models import model, tensor
+
 from tools.ipu_import import import_main
 from tools.ipu_run import RELATIVE_TOLERANCE, run_main
 

@@ -10,11 +10,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
+from onnx_models import attention_model, constant, model, tensor
 from xdsl.dialects.func import FuncOp
 
 from frontend.onnx import OnnxImportError, import_onnx
 from interpreters.graph import input_names, run_function
-from onnx_models import attention_model, constant, model, tensor
 
 
 def run_imported(onnx_model: onnx.ModelProto, feeds: dict[str, np.ndarray], dtype="f32"):

@@ -5,9 +5,8 @@ device model's outputs match the reference). Small examples only (the lit tests 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from pathlib import Path
 
 import pytest
 from xdsl.dialects.builtin import ModuleOp
