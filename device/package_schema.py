@@ -515,9 +515,10 @@ def build_step(archive: Archive, meta: Metadata, rows: list[np.ndarray], members
 def check_pointers(archive: Archive, name: str, pointers: np.ndarray, abi: KernelAbi,
                    scalars: list[int], target: Target) -> None:
     """Every pointer inside tile memory, with the bytes the kernel reads or writes there."""
-    footprint: dict[str, int] = {}
-    if abi.footprint is not None:
-        footprint = abi.footprint(dict(zip(abi.scalars, scalars, strict=True)))
+    try:  # a malformed descriptor or a negative count gives no footprint
+        footprint = abi.footprint_of(scalars) or {}
+    except ValueError as error:
+        raise archive.error(name, f"the scalars of {abi.symbol} give no footprint: {error}") from None
     for column, operand in enumerate(abi.pointers):
         nbytes = max(footprint.get(operand, 0), 0)
         check_range(archive, name, pointers[:, column], target.memory_base,
