@@ -4,8 +4,8 @@ graph to exchange.
 Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=...}`, `insert-conversions`,
 `normalize-repeats`, `mid-to-tile`, `place-memory`, `schedule-exchange`. The passes are looked
 up in `passes.get_all_passes()` when the pipeline runs, so this module imports without them;
-a stage that cannot be loaded is a diagnostic naming it. Only `graph-to-mid` takes options: every later pass reads the tile
-count and target from the module's `ipu.config`.
+a stage that cannot be loaded is a diagnostic naming it. Only `graph-to-mid` takes options:
+every later pass reads the tile count and target from the module's `ipu.config`.
 
 The stages run as an xDSL `PassPipeline` that verifies the module after each stage. Drivers
 that time passes (`ipu-opt --time-passes`, `ipu-run`) run `stage_passes()` themselves, one
