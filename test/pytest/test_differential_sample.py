@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from differential import generate, verdict  # noqa: E402
+from differential import generate, verdict
 
 
 @pytest.mark.parametrize("seed", range(1000, 1016))
