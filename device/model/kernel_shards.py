@@ -8,6 +8,7 @@ A descriptor kernel gets one format descriptor per pointer operand, in pointer o
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,6 +43,15 @@ def box_on(call: KernelCall, name: str, fmt: ShardGeometry, tile: int | None = N
         return fmt.shard_box(call.tile if tile is None else tile)
     except DescriptorError as error:
         raise call.fail(f"operand '{name}': {error}") from None
+
+
+def positive_f32(call: KernelCall, name: str, what: str = "") -> np.float32:
+    """The finite positive f32 whose bit pattern is scalar `name` (a scale, an epsilon)."""
+    bits = call.scalars[name]
+    value = np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
+    if not (0 <= bits < 1 << 32 and math.isfinite(value) and value > 0):
+        raise call.fail(f"{name} {bits:#x} is not the bit pattern of a finite positive f32{what}")
+    return value
 
 
 def logical_box(box: Box, fmt: ShardGeometry) -> Box:

@@ -15,7 +15,6 @@ padded key rows and head_dim columns take no part.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +27,7 @@ from device.model.kernel_shards import (
     local_slices,
     logical_box,
     operand_formats,
+    positive_f32,
     read_values,
     write_values,
 )
@@ -35,15 +35,6 @@ from device.shard_geometry import ShardGeometry
 
 if TYPE_CHECKING:
     from device.model.kernel_impls import KernelCall
-
-
-def _scale(call: KernelCall) -> np.float32:
-    bits = call.scalars["scale_bits"]
-    scale = np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
-    if not (0 <= bits < 1 << 32 and math.isfinite(scale) and scale > 0):
-        raise call.fail(f"scale_bits {bits:#x} is not the bit pattern of a finite positive "
-                        f"f32 scale")
-    return scale
 
 
 def _check_shapes(call: KernelCall, formats: dict[str, ShardGeometry]) -> None:
@@ -85,7 +76,7 @@ def attention(call: KernelCall) -> int:
     box, query_box = box_on(call, "out", out), box_on(call, "query", query)
     if box != query_box:
         raise call.fail(f"out's shard box {box} and query's {query_box} differ on this tile")
-    scale = _scale(call)
+    scale = positive_f32(call, "scale_bits", " scale")
     region = logical_box(box, out)
     result = np.zeros(out.chunk)
     if not is_empty(region):

@@ -10,7 +10,6 @@ to out's precision. Out's padding (rows or columns outside the logical extent) i
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +21,7 @@ from device.model.kernel_shards import (
     local_slices,
     logical_box,
     operand_formats,
+    positive_f32,
     read_values,
     write_values,
 )
@@ -29,14 +29,6 @@ from device.shard_geometry import ShardGeometry
 
 if TYPE_CHECKING:
     from device.model.kernel_impls import KernelCall
-
-
-def _eps(call: KernelCall) -> np.float32:
-    bits = call.scalars["eps_bits"]
-    eps = np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
-    if not (0 <= bits < 1 << 32 and math.isfinite(eps) and eps > 0):
-        raise call.fail(f"eps_bits {bits:#x} is not the bit pattern of a finite positive f32")
-    return eps
 
 
 def _whole_vector(call: KernelCall, name: str, fmt: ShardGeometry, width: int) -> np.ndarray:
@@ -60,7 +52,7 @@ def layer_norm(call: KernelCall) -> int:
     if box != src_box:
         raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile")
     width = out.shape[-1]
-    eps = _eps(call)
+    eps = positive_f32(call, "eps_bits")
     weight = _whole_vector(call, "weight", formats["weight"], width)
     bias = _whole_vector(call, "bias", formats["bias"], width)
     region = logical_box(box, out)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from device.kernels import f32_bits
 from ipu_dialects import graph, mid
 from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles
@@ -90,10 +91,3 @@ class AttentionOperator(Operator):
             op, lowering, [op.query, op.key, op.value], "attention, one call per output shard",
             named=(int(op.causal is not None), f32_bits(op.scale.value.data)),
         )
-
-
-def f32_bits(value: float) -> int:
-    """The bit pattern of `value` as an IEEE f32 (how the kernel takes its scale)."""
-    import struct
-
-    return struct.unpack("<I", struct.pack("<f", value))[0]
