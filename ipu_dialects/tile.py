@@ -170,7 +170,7 @@ from device.layouts import ORDERS, shard_bytes
 from device.target import BYTES_PER_ELEMENT, WORD_BYTES
 from ipu_dialects.exchange import InstructionOp, RowOp
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
-from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
+from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count, map_dims
 
 BUFFER_KINDS = ("input", "output", "scratch")
 PRECISIONS = tuple(BYTES_PER_ELEMENT)
@@ -882,6 +882,8 @@ class ExchangeOp(IRDLOperation):
     provenance = prop_def(WorkProvenanceAttr)
     # Filled in by schedule-exchange.
     rows = opt_prop_def(ArrayAttr[SymbolRefAttr])
+    # The enclosing loops (positions, outermost first) that the rows vary with; absent: all.
+    row_loops = opt_prop_def(DenseArrayBase)
     sender_rows = opt_prop_def(DenseArrayBase)
     receiver_rows = opt_prop_def(DenseArrayBase)
     patches = opt_prop_def(ArrayAttr[RowPatchAttr])
@@ -946,7 +948,7 @@ class ExchangeOp(IRDLOperation):
         if self.rows is not None:
             printer.print_string(" rows ")
             printer.print_attribute(self.rows)
-        for key in ("sender_rows", "receiver_rows"):
+        for key in ("row_loops", "sender_rows", "receiver_rows"):
             if (value := self.properties.get(key)) is not None:
                 printer.print_string(f" {key} ")
                 printer.print_attribute(value)
@@ -994,7 +996,7 @@ class ExchangeOp(IRDLOperation):
         )
         if parser.parse_optional_keyword("rows"):
             op.properties["rows"] = parser.parse_attribute()
-        for key in ("sender_rows", "receiver_rows"):
+        for key in ("row_loops", "sender_rows", "receiver_rows"):
             if parser.parse_optional_keyword(key):
                 op.properties[key] = parser.parse_attribute()
         if parser.parse_optional_keyword("patches"):
@@ -1063,7 +1065,37 @@ class ExchangeOp(IRDLOperation):
                 f"(it lives on {src.tiles})"
             )
 
+    def row_loop_positions(self, depth: int) -> list[int]:
+        """Positions of the enclosing loops the rows vary with (all of them by default)."""
+        if self.row_loops is None:
+            return list(range(depth))
+        return [int(p) for p in self.row_loops.get_values()]
+
+    def verify_row_loops(self, bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The bounds of the loops the rows vary with; every map must read only those."""
+        if self.row_loops is None:
+            return list(bounds)
+        if self.row_loops.elt_type != i64:
+            raise VerifyException("tile.exchange: row_loops must be an array<i64: ...>")
+        positions = self.row_loop_positions(len(bounds))
+        if any(not 0 <= p < len(bounds) for p in positions) or positions != sorted(set(positions)):
+            raise VerifyException(
+                f"tile.exchange: row_loops {positions} must be increasing positions of the "
+                f"{len(bounds)} enclosing loop(s)"
+            )
+        for what, attr in (("source tile", self.src_tile), ("source offset", self.src_offset),
+                           ("destination offset", self.dst_offset)):
+            read = sorted(map_dims(attr.data) - set(positions))
+            if read:
+                raise VerifyException(
+                    f"tile.exchange: the {what} map reads loop index d{read[0]}, which row_loops "
+                    f"{positions} leaves out: its rows would be the same in every iteration of "
+                    "that loop"
+                )
+        return [bounds[p] for p in positions]
+
     def verify_schedule(self, bounds: Sequence[tuple[int, int]]) -> None:
+        bounds = self.verify_row_loops(bounds)
         row_count = None if self.rows is None else len(self.rows.data)
         for key in ("sender_rows", "receiver_rows"):
             selection = self.properties.get(key)
@@ -1076,7 +1108,7 @@ class ExchangeOp(IRDLOperation):
             if len(values) != iteration_count(bounds):
                 raise VerifyException(
                     f"tile.exchange: {key} has {len(values)} entries, but the enclosing loops "
-                    f"run {iteration_count(bounds)} iteration(s)"
+                    f"its rows vary with run {iteration_count(bounds)} iteration(s)"
                 )
             if row_count is None:
                 raise VerifyException(f"tile.exchange: {key} needs 'rows' to select from")
@@ -1119,8 +1151,8 @@ class ExchangeOp(IRDLOperation):
                 raise VerifyException(
                     f"tile.exchange: the patch of @{patch.row_name} instruction "
                     f"{patch.instruction.data} field '{patch.field.data}' has "
-                    f"{len(patch.value_list())} values, but the enclosing loops run "
-                    f"{iterations} iteration(s)"
+                    f"{len(patch.value_list())} values, but the enclosing loops its rows vary "
+                    f"with run {iterations} iteration(s)"
                 )
 
 

@@ -89,3 +89,35 @@ def evaluate_map(affine_map: AffineMap, ivs: np.ndarray) -> np.ndarray:
 def evaluate_scalar_map(affine_map: AffineMap, bounds: Bounds) -> np.ndarray:
     """A single-result map over every iteration of a nest: shape (iterations,)."""
     return evaluate_map(affine_map, iteration_vectors(bounds))[:, 0]
+
+
+def expr_dims(expr: AffineExpr) -> set[int]:
+    """The loop indices (dimension positions) an affine expression reads."""
+    if isinstance(expr, AffineDimExpr):
+        return {expr.position}
+    if isinstance(expr, AffineBinaryOpExpr):
+        return expr_dims(expr.lhs) | expr_dims(expr.rhs)
+    return set()
+
+
+def map_dims(affine_map: AffineMap) -> set[int]:
+    """The loop indices any result of `affine_map` reads."""
+    return set().union(*(expr_dims(e) for e in affine_map.results))
+
+
+def linear_in(expr: AffineExpr, position: int) -> bool:
+    """Whether `expr` is `a * d_position + (terms without d_position)`: the index enters only
+    through additions and multiplications by constants, never through mod or a division."""
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return True
+    if expr.kind is AffineBinaryOpKind.Add:
+        return linear_in(expr.lhs, position) and linear_in(expr.rhs, position)
+    if expr.kind is AffineBinaryOpKind.Mul:
+        return linear_in(expr.lhs, position) and linear_in(expr.rhs, position)
+    return position not in expr_dims(expr)
+
+
+def selected_iteration(bounds: Bounds, ivs: Sequence[int], selected: Sequence[int]) -> int:
+    """The linearized iteration over only the loops at positions `selected` (outermost
+    first): what a quantity that does not vary with the other loops is indexed by."""
+    return linearized_iteration([bounds[p] for p in selected], [ivs[p] for p in selected])

@@ -10,11 +10,15 @@ The IR keeps the size of the program, not of the chip or of the loop nest (DESIG
 section 4): rows with the same instruction structure are one shared `exchange.row` (normally
 one sender row and one receiver row per exchange op), and what differs between iterations
 (source address, source tile, directions, delays) is carried on the `tile.exchange` as
-`#tile.patch` arrays with one value per iteration. `sender_rows`/`receiver_rows` say which
-shared row each iteration's sender and receivers run (-1 where an iteration has no receiver
-and so no traffic); `row_address` is the slot of iteration 0 and iteration n
-uses `row_address + n * slot_stride(rows)`, so tile images hold every iteration's row. Slots
-fill the code region, then standard memory left free by the buffers (`RowMemory`).
+`#tile.patch` arrays with one value per iteration. Only the enclosing loops whose index the
+exchange's maps read (`row_loops`, when that is not all of them) have iterations here: an
+exchange in a repeat's body that does not read the repeat's index has one row set and one
+slot for every iteration of the repeat, so depth costs neither IR nor tile memory.
+`sender_rows`/`receiver_rows` say which shared row each such iteration's sender and
+receivers run (-1 where an iteration has no receiver and so no traffic); `row_address` is
+the slot of iteration 0 and iteration n uses `row_address + n * slot_stride(rows)`, so tile
+images hold every iteration's row. Slots fill the code region, then standard memory left
+free by the buffers (`RowMemory`).
 
 The pass also checks, with `device.memory_conflicts`, that no row's instruction fetch, send
 read or incoming write contend for one memory element.
@@ -43,7 +47,7 @@ from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
-from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors
+from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors, map_dims
 from passes.exchange_rows import (
     BroadcastPhase,
     checked_row,
@@ -107,10 +111,28 @@ class TemplateTable:
         return self.keys[key]
 
 
-def phase_per_iteration(op: ExchangeOp, latency: np.ndarray) -> list[BroadcastPhase | None]:
-    """The concrete broadcast of every iteration of `op`'s loop nest (None: no receiver)."""
+def row_loop_positions(op: ExchangeOp) -> list[int]:
+    """The enclosing loops whose index the exchange's source tile or offsets read: its rows
+    can differ only between their iterations, so only those get their own rows and slots
+    (a repeat's body exchanges do not read the repeat's index: one slot for every layer)."""
+    return sorted(set().union(*(map_dims(m.data) for m in (op.src_tile, op.src_offset,
+                                                            op.dst_offset))))
+
+
+def row_iteration_vectors(op: ExchangeOp, positions: list[int]) -> np.ndarray:
+    """Iteration vectors over the loops at `positions`, the others at their lower bound."""
     bounds = loop_bounds(enclosing_loops(op))
-    ivs = iteration_vectors(bounds)
+    selected = iteration_vectors([bounds[p] for p in positions])
+    ivs = np.tile(np.asarray([lb for lb, _ in bounds], dtype=np.int64), (selected.shape[0], 1))
+    ivs[:, positions] = selected
+    return ivs
+
+
+def phase_per_iteration(op: ExchangeOp, latency: np.ndarray,
+                        positions: list[int]) -> list[BroadcastPhase | None]:
+    """The concrete broadcast of every iteration of the loops at `positions` (None: no
+    receiver)."""
+    ivs = row_iteration_vectors(op, positions)
     src, dst = op.src.owner, op.dst.owner
     assert isinstance(src, BufferOp) and isinstance(dst, BufferOp)
     senders = evaluate_map(op.src_tile.data, ivs)[:, 0]
@@ -235,7 +257,8 @@ def check_distinct_rows(phases: list[BroadcastPhase | None], rows: list[Rows | N
 
 def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
                 code: RowMemory) -> list[RowOp]:
-    phases = phase_per_iteration(op, latency)
+    positions = row_loop_positions(op)
+    phases = phase_per_iteration(op, latency, positions)
     rows = [concrete_rows(phase) for phase in phases]
     what = f"{op.name} ({op.provenance.op.data} {op.provenance.value.data})"
     words = check_distinct_rows(phases, rows, what, code.code_region[0])
@@ -254,6 +277,8 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
                                   base + n * stride, target, latency)
     templates = table.templates
     op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
+    if len(positions) < len(op.ivs):
+        op.properties["row_loops"] = DenseArrayBase.from_list(i64, positions)
     op.properties["sender_rows"] = DenseArrayBase.from_list(i32, sender_rows)
     op.properties["receiver_rows"] = DenseArrayBase.from_list(i32, receiver_rows)
     patches = [p for t in templates for p in t.patches(len(phases))]

@@ -40,7 +40,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
     enclosing_loops,
 )
-from ipu_dialects.tile_iteration import linearized_iteration
+from ipu_dialects.tile_iteration import selected_iteration
 from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import pipeline_config, target_and_tiles
 from passes.shard_geometry import ShardGeometry
@@ -162,7 +162,7 @@ class Expansion:
 
     def exchange(self, op: ExchangeOp, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         table = self.table(op)
-        n = linearized_iteration(bounds, ivs)
+        n = selected_iteration(bounds, ivs, op.row_loop_positions(len(ivs)))
         sender_row = table.sender_rows[n]
         if sender_row < 0:
             return  # no receiver in this iteration: no traffic, no phase

@@ -26,6 +26,7 @@ from device.target import IPU21
 from frontend.builder import GraphBuilder
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import BufferOp, ExchangeOp, LoopOp
+from ipu_dialects.tile_iteration import selected_iteration
 from passes.exchange_rows import instantiate
 from passes.ipu_pipeline import IpuPipelinePass
 from tools.ipu_run import make_context
@@ -165,7 +166,10 @@ def test_every_concrete_row_matches_the_schedule_rebuilt_from_the_ir(lhs, rhs, e
         sender_rows = list(op.sender_rows.get_values())
         receiver_rows = list(op.receiver_rows.get_values())
         stride = slot_bytes(op, templates)
-        for n, ivs in enumerate(iterations(op)):
+        bounds = enclosing_bounds(op)
+        for ivs in iterations(op):
+            # an exchange has rows per iteration of the loops its maps read (`row_loops`)
+            n = selected_iteration(bounds, list(ivs), op.row_loop_positions(len(bounds)))
             expected = expected_broadcast(op, ivs, latency)
             if expected is None:
                 assert sender_rows[n] == receiver_rows[n] == -1, (op.provenance, ivs)

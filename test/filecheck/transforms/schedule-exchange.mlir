@@ -195,7 +195,9 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
 // Two tiles: 2 output-row tiles (32 rows each), receiver tile 1: delay 4096 + 7 - 2 = 4101.
 // TWO-LABEL: func.func @batch() {
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x68000
-// TWO:         tile.exchange 4096 words from %b[(d0, d1, d2) -> (((d1 * 16384) + (d2 * 16384)))] on tile (d0, d1, d2) -> (0) {{.*}} iv(%batch0, %batch1, %j) {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400, 94208, 98304, 102400>>] row_address 0x4c000
+// The broadcast batch axis 0 is not read by the rhs exchange's maps: its rows vary with
+// %batch1 and %j only (row_loops), one row set per rhs block, not per output batch.
+// TWO:         tile.exchange 4096 words from %b[(d0, d1, d2) -> (((d1 * 16384) + (d2 * 16384)))] on tile (d0, d1, d2) -> (0) {{.*}} iv(%batch0, %batch1, %j) {{.*}} rows [@x0_send, @x0_receive] row_loops array<i64: 1, 2> sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400>>] row_address 0x4c000
 // TWO:       exchange.row @x0_send
 // TWO-NEXT:    exchange.send 63, 0x17000, 1
 // TWO-NEXT:    exchange.sendoff 4031, 0x0, 1
@@ -207,7 +209,7 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
 // Four tiles: 3 output-row tiles, tile 0 sends up to tiles 1 and 2: delay is set by the
 // farther one, 4096 + L(0, 2) 8 - 2 = 4102.
 // FOUR-LABEL: func.func @batch() {
-// FOUR:         tile.exchange 4096 words {{.*}} on #tile.tiles<0 to 3> {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400, 94208, 98304, 102400>>] row_address 0x4c000
+// FOUR:         tile.exchange 4096 words {{.*}} on #tile.tiles<0 to 3> {{.*}} rows [@x0_send, @x0_receive] row_loops array<i64: 1, 2> sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400>>] row_address 0x4c000
 // FOUR:       exchange.row @x0_receive
 // FOUR-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x1a000
 // FOUR-NEXT:    exchange.delay 4102

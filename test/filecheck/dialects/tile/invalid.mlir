@@ -185,7 +185,7 @@ func.func @rows_wrong_length() {
   }
   func.return
 }
-// CHECK: tile.exchange: sender_rows has 1 entries, but the enclosing loops run 2 iteration(s)
+// CHECK: tile.exchange: sender_rows has 1 entries, but the enclosing loops its rows vary with run 2 iteration(s)
 
 // -----
 

@@ -40,7 +40,7 @@ exchange.row @receive {
   exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
   exchange.delay 2055
 }
-// CHECK: tile.exchange: the patch of @receive instruction 0 field 'xpic' has 1 values, but the enclosing loops run 2 iteration(s)
+// CHECK: tile.exchange: the patch of @receive instruction 0 field 'xpic' has 1 values, but the enclosing loops its rows vary with run 2 iteration(s)
 
 // -----
 
@@ -60,7 +60,7 @@ exchange.row @receive {
   exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
   exchange.delay 2055
 }
-// CHECK: tile.exchange: the patch of @send instruction 1 field 'sctl' has 3 values, but the enclosing loops run 2 iteration(s)
+// CHECK: tile.exchange: the patch of @send instruction 1 field 'sctl' has 3 values, but the enclosing loops its rows vary with run 2 iteration(s)
 
 // -----
 
@@ -156,7 +156,7 @@ exchange.row @receive {
   exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
   exchange.delay 2055
 }
-// CHECK: tile.exchange: sender_rows has 3 entries, but the enclosing loops run 2 iteration(s)
+// CHECK: tile.exchange: sender_rows has 3 entries, but the enclosing loops its rows vary with run 2 iteration(s)
 
 // -----
 
@@ -274,3 +274,66 @@ exchange.row @receive {
   exchange.delay 2055
 }
 // CHECK: tile.exchange: the patch of @receive instruction 0 (exchange.sendpicp) names field 'bogus'; its fields are words_m1, address, sctl, pic_selector, xpic, pic
+
+// -----
+
+// row_loops must list every loop index the maps read: here the source tile reads %j.
+func.func @row_loops_omit_a_read_index() {
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %r = 0 to 3 provenance #tile.provenance<op = "graph.repeat %o", value = "%o", reason = "layers"> {
+    tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+      tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (d1) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%r, %j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] row_loops array<i64: 0> sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1, 1> row_address 0x4c000
+    }
+  }
+  func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
+// CHECK: tile.exchange: the source tile map reads loop index d1, which row_loops [0] leaves out: its rows would be the same in every iteration of that loop
+
+// -----
+
+func.func @row_loops_out_of_range() {
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] row_loops array<i64: 0, 1> sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
+// CHECK: tile.exchange: row_loops [0, 1] must be increasing positions of the 1 enclosing loop(s)
+
+// -----
+
+func.func @row_loops_not_i64() {
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
+  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
+  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> {
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@send, @receive] row_loops array<i32: 0> sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+  }
+  func.return
+}
+exchange.row @send {
+  exchange.send 63, 0x17000, 1
+  exchange.sendoff 1983, 0x0, 1
+}
+exchange.row @receive {
+  exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
+  exchange.delay 2055
+}
+// CHECK: tile.exchange: row_loops must be an array<i64: ...>
