@@ -31,6 +31,7 @@ from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from frontend.builder import GraphBuilder
+from ipu_dialects.graph import Fp8ScaleAttr
 
 ELEMENTS = {"f32": f32, "f16": f16, "f8": Float8E4M3FNUZType()}
 TILE_CHOICES = (1, 2, 3, 4, 7, 16, 64)
@@ -134,9 +135,76 @@ class Generator:
         result_scale = {"result_scale": self.scale()} if self.kind == "f8" else {}
         return self.g.attention(q, k, v, causal, scale, **result_scale)
 
+    # ---- repeats ----------------------------------------------------------------------
+    def value_scale(self, value: SSAValue) -> dict:
+        """The FP8 scale of `value` as a result scale: a body keeps its carried type."""
+        encoding = value.type.encoding  # type: ignore[attr-defined]
+        return {"scale": encoding.exponent.data if isinstance(encoding, Fp8ScaleAttr) else 0} \
+            if self.kind == "f8" else {}
+
+    def repeat(self) -> SSAValue:
+        """A repeat carrying one pool value, with a weight invariant and a bias sequence
+        (per iteration: a vector, or a sequence for an inner repeat), and a random body of
+        1-4 shape-keeping ops: gemm by the weight, add of the bias or of the carried value
+        (a residual), gelu, self-attention when the carried value has heads, and (once) a
+        nested repeat."""
+        x = self.pick(2)
+        shape = self.shape(x)
+        count, inner = self.rng.choice((1, 2, 3, 5)), self.rng.choice((None, None, 2, 3))
+        weight = self.new_input([shape[-1], shape[-1]])
+        bias_shape = self.rng.choice(([shape[-1]], [1, shape[-1]]))
+        bias = self.new_input([count] + ([inner] if inner else []) + bias_shape)
+        self.pool.remove(weight)  # used by the body only
+        self.pool.remove(bias)
+        self.ops.append(f"repeat{count}" + (f"x{inner}" if inner else "") + "(")
+
+        def body(carried, invariants, slices):
+            h, nested = carried[0], inner
+            vector = None if inner else slices[0]
+            for _ in range(self.rng.randint(1, 4)):
+                h = self.body_op(h, carried[0], invariants[0], vector,
+                                 (nested, slices[0]) if nested else None)
+                nested = None if self.ops[-1] == "repeat" else nested
+            return [h]
+
+        result = self.g.repeat(count, body, [x], [weight], [bias])[0]
+        self.ops.append(")")
+        return result
+
+    def body_op(self, h: SSAValue, start: SSAValue, weight: SSAValue, bias: SSAValue | None,
+                nested: tuple[int, SSAValue] | None) -> SSAValue:
+        """One op of a repeat's body; `nested`: (count, sequence) of an inner repeat."""
+        keep = self.value_scale(h)
+        choices = ["gemm", "residual", "gelu"] + ([] if bias is None else ["bias"])
+        if len(self.shape(h)) >= 3 and self.shape(h)[-2] > 1:
+            choices.append("attention")
+        if nested:
+            choices += ["repeat", "repeat"]
+        choice = self.rng.choice(choices)
+        self.ops.append(choice)
+        if choice == "gemm":
+            return self.g.gemm(h, weight, **keep)
+        if choice == "bias":
+            assert bias is not None
+            return self.g.add(h, bias, **keep)
+        if choice == "residual":
+            return self.g.add(h, start, **keep)
+        if choice == "attention":
+            return self.g.attention(h, h, h, self.rng.random() < 0.5, None,
+                                    **({"result_scale": keep["scale"]} if keep else {}))
+        if choice == "repeat":
+            assert nested is not None
+
+            def inner_body(carried, invariants, slices):
+                y = self.g.add(carried[0], slices[0], **keep)
+                return [self.g.gelu(y, **keep) if self.rng.random() < 0.5 else y]
+
+            return self.g.repeat(nested[0], inner_body, [h], [], [nested[1]])[0]
+        return self.g.gelu(h, **keep)
+
     def build(self) -> Program:
         self.new_input([self.extent(), self.extent()])
-        makers = (self.gemm, self.add, self.gelu, self.attention)
+        makers = (self.gemm, self.add, self.gelu, self.attention, self.repeat)
         for _ in range(self.rng.randint(2, 10)):
             self.pool.append(self.rng.choice(makers)())
         last = self.pool[-1]

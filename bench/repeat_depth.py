@@ -5,11 +5,11 @@ weights do not fit in the SRAM of the few tiles the 128x128 GEMM uses (a sequenc
 i stays on the tiles of element 0, `passes/normalize_repeats.py`).
 
 For each depth, compiles the module with `ipu-pipeline{tiles=T}` and prints the wall time of
-the pipeline (best of `--runs`), the size of the printed pipeline output (characters, and
-characters without `tile.exchange` properties, whose per-iteration row selections and
-patches hold one entry per iteration of the loop nest by design: `schedule-exchange`), the
-number of xDSL ops, and, with `--package`, the package's size (steps, which the package writer
-expands per iteration). The figures in the report come from running this script.
+the pipeline (best of `--runs`), the size of the printed pipeline output (characters), the
+number of xDSL ops and, with `--package`, the package: its program steps (a repeat stays one
+`LoopStep`), its listing lines (`program.s`) and whether it equals the first depth's package
+up to the sequence data (the loop count, the sequence tensor's shape and the addresses that
+depend on the sequence's size). The figures in the report come from running this script.
 Usage: python bench/repeat_depth.py [--depths 4 48 480] [--tiles 4] [--runs 3] [--package]
 """
 
@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import tempfile
 import time
+from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
@@ -38,8 +40,7 @@ invariant(%wi = %w : tensor<128x128xf32>) sequence(%bias = %bs : tensor<{n}x128x
 }}
 """
 
-# per-iteration data of a scheduled exchange: `sender_rows array<...>`, `patches [...]`
-PER_ITERATION = re.compile(r" (sender_rows|receiver_rows) array<[^>]*>| patches \[[^\]]*\]")
+NUMBER = re.compile(r"0x[0-9a-f]+|\d+")
 
 
 def compile_depth(depth: int, tiles: int) -> tuple[float, ModuleOp]:
@@ -52,6 +53,19 @@ def compile_depth(depth: int, tiles: int) -> tuple[float, ModuleOp]:
     return time.perf_counter() - started, module
 
 
+def package_text(module: ModuleOp) -> tuple[int, str]:
+    """Program steps and the package's metadata and listing as one text."""
+    import json
+
+    from tools.package_writer import build_package
+
+    package = build_package(module)
+    with tempfile.TemporaryDirectory() as directory:
+        package.save(directory)
+        meta = json.loads((Path(directory) / "metadata.json").read_text())
+    return len(package.steps), json.dumps(meta["steps"]) + package.assembly
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", type=int, nargs="+", default=[4, 48, 480])
@@ -59,21 +73,29 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--package", action="store_true", help="also build the package")
     args = parser.parse_args()
-    print(f"{'depth':>6} {'pipeline s':>11} {'output chars':>13} {'w/o per-iter':>13} "
-          f"{'ops':>5}" + (f" {'package steps':>14}" if args.package else ""))
+    print(f"{'depth':>6} {'pipeline s':>11} {'output chars':>13} {'ops':>5}"
+          + (f" {'program steps':>14} {'listing lines':>14} {'same shape':>11} "
+             f"{'numbers differing':>18}"
+             if args.package else ""))
+    first: str | None = None
+    first_numbers: list[str] = []
     for depth in args.depths:
         times = []
         for _ in range(args.runs):
             seconds, module = compile_depth(depth, args.tiles)
             times.append(seconds)
         text = str(module)
-        structural = PER_ITERATION.sub("", text)
         ops = sum(1 for _ in module.walk())
-        line = f"{depth:>6} {min(times):>11.3f} {len(text):>13} {len(structural):>13} {ops:>5}"
+        line = f"{depth:>6} {min(times):>11.3f} {len(text):>13} {ops:>5}"
         if args.package:
-            from tools.package_writer import build_package
-
-            line += f" {len(build_package(module, with_assembly=False).steps):>14}"
+            steps, package = package_text(module)
+            shape, numbers = NUMBER.sub("#", package), NUMBER.findall(package)
+            if first is None:
+                first, first_numbers = shape, numbers
+            differing = (sum(a != b for a, b in zip(numbers, first_numbers, strict=True))
+                         if shape == first else "-")
+            line += (f" {steps:>14} {package.count(chr(10)):>14} "
+                     f"{'yes' if shape == first else 'no':>11} {differing:>18}")
         print(line)
 
 

@@ -49,7 +49,7 @@ def main() -> None:
     check = compare([result.outputs[t.name] for t in package.outputs], expected,
                     func.function_type.outputs.data)
 
-    exchange = sum(c for s, c in zip(package.steps, result.cycles_by_step, strict=True)
+    exchange = sum(c for s, c in zip(package.executed(), result.cycles_by_step, strict=True)
                    if isinstance(s, ExchangeStep))
     tiles_used = package.metadata["tiles_used"]
     macs = args.m * args.k * args.n

@@ -12,6 +12,12 @@ dense NumPy arrays, never per-tile objects, so a 1472-tile package stays small.
   every tile); ``row_id[t] == -1`` means the tile's row is empty for this phase.
 - `KernelStep`: tiles ``tiles[i]`` call ``symbol`` with pointer arguments ``pointers[i]``
   (absolute byte addresses, in the ABI registry's order) and the shared ``scalars``.
+- `LoopStep`: ``count`` runs of its ``body`` steps (a structured repeat). Exchange steps in a
+  body are the same in every iteration (the same rows at the same slots); a kernel step's
+  pointers advance by ``pointer_strides`` (one row per enclosing loop, outermost first) per
+  iteration. `Package.executed()` gives the steps as the device runs them; on disk a loop is
+  one ``{"kind": "loop", "count", "length"}`` entry followed by the ``length`` entries of its
+  body (pre-order), so step ``i``'s arrays keep their ``step<i>_...`` names.
 
 Tile images: the only bytes the compiler puts into tile memory are the exchange rows; each
 tile's image is its rows at their slot addresses (`tile_image`). Host tensors are written by
@@ -31,13 +37,14 @@ against the schema of `device/package_schema.py` and raises `PackageError` for a
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from xdsl.utils.exceptions import DiagnosticException
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 class PackageError(DiagnosticException, ValueError):
@@ -77,9 +84,57 @@ class KernelStep:
     pointers: np.ndarray  # int64 [n, pointer_count]
     scalars: tuple[int, ...] = ()
     provenance: str = ""
+    # int64 [loops, pointer_count]: bytes each pointer advances per iteration of each
+    # enclosing `LoopStep`, outermost first (None outside loops): a repeat's sequences.
+    pointer_strides: np.ndarray | None = None
+
+    def at(self, ivs: tuple[int, ...]) -> KernelStep:
+        """The step as it runs in iteration `ivs` of its enclosing loops."""
+        if self.pointer_strides is None or not ivs:
+            return self
+        advance = np.asarray(ivs, dtype=np.int64) @ self.pointer_strides
+        return KernelStep(self.symbol, self.tiles, self.pointers + advance, self.scalars,
+                          self.provenance)
 
 
-Step = ExchangeStep | KernelStep
+@dataclass
+class LoopStep:
+    """`count` runs of `body`: the same rows at the same slots in every iteration, kernel
+    pointers advanced by their strides (a structured repeat, kept as one loop so that the
+    package does not grow with its depth)."""
+
+    count: int
+    body: list[Step]
+    provenance: str = ""
+
+
+Step = ExchangeStep | KernelStep | LoopStep
+RunStep = ExchangeStep | KernelStep
+
+
+def executed_steps(steps: list[Step], ivs: tuple[int, ...] = ()) -> Iterator[RunStep]:
+    """The steps in the order the device runs them, loops unrolled (lazily)."""
+    for step in steps:
+        if isinstance(step, LoopStep):
+            for iv in range(step.count):
+                yield from executed_steps(step.body, (*ivs, iv))
+        elif isinstance(step, KernelStep):
+            yield step.at(ivs)
+        else:
+            yield step
+
+
+def executed_count(steps: list[Step]) -> int:
+    return sum(s.count * executed_count(s.body) if isinstance(s, LoopStep) else 1
+               for s in steps)
+
+
+def flat_steps(steps: list[Step]) -> Iterator[tuple[int, Step]]:
+    """Every step of the program once, loops included, in pre-order with its loop depth."""
+    for step in steps:
+        yield 0, step
+        if isinstance(step, LoopStep):
+            yield from ((depth + 1, s) for depth, s in flat_steps(step.body))
 
 
 @dataclass
@@ -96,10 +151,14 @@ class Package:
     source: str = ""  # the graph function's .mlir text
     pipeline: str = ""  # the pass pipeline that built the package from `source`
 
+    def executed(self) -> Iterator[RunStep]:
+        """The steps as the device runs them (`executed_steps`)."""
+        return executed_steps(self.steps)
+
     def tile_image(self, tile: int) -> list[tuple[int, np.ndarray]]:
         """The (address, words) segments the loader writes into `tile`'s memory."""
         segments = []
-        for step in self.steps:
+        for _, step in flat_steps(self.steps):
             if isinstance(step, ExchangeStep) and step.row_id[tile] >= 0:
                 segments.append((step.row_address, self.rows[int(step.row_id[tile])]))
         return segments
@@ -115,8 +174,12 @@ class Package:
             np.concatenate(self.rows).astype(np.uint32) if self.rows else np.zeros(0, np.uint32)
         )
         steps_meta = []
-        for i, step in enumerate(self.steps):
-            if isinstance(step, ExchangeStep):
+        for i, (depth, step) in enumerate(flat_steps(self.steps)):
+            if isinstance(step, LoopStep):
+                steps_meta.append({"kind": "loop", "count": step.count,
+                                   "length": sum(1 for _ in flat_steps(step.body)),
+                                   "provenance": step.provenance})
+            elif isinstance(step, ExchangeStep):
                 arrays[f"step{i}_row_id"] = np.asarray(step.row_id, "<i4")
                 steps_meta.append(
                     {"kind": "exchange", "row_address": step.row_address,
@@ -125,6 +188,11 @@ class Package:
             else:
                 arrays[f"step{i}_tiles"] = np.asarray(step.tiles, "<i4")
                 arrays[f"step{i}_pointers"] = np.asarray(step.pointers, "<i8")
+                if depth:
+                    strides = step.pointer_strides
+                    if strides is None:
+                        strides = np.zeros((depth, step.pointers.shape[1]), np.int64)
+                    arrays[f"step{i}_pointer_strides"] = np.asarray(strides, "<i8")
                 steps_meta.append(
                     {"kind": "kernel", "symbol": step.symbol, "scalars": list(step.scalars),
                      "provenance": step.provenance}
@@ -166,11 +234,13 @@ class Package:
 
 def describe(package: Package) -> dict:
     """A JSON-able summary (for tools and notes)."""
-    kernels = [s for s in package.steps if isinstance(s, KernelStep)]
-    exchanges = [s for s in package.steps if isinstance(s, ExchangeStep)]
+    program = [s for _, s in flat_steps(package.steps)]
+    kernels = sum(isinstance(s, KernelStep) for s in package.executed())
+    exchanges = sum(isinstance(s, ExchangeStep) for s in package.executed())
     return {
         "tiles": package.tiles, "unique_rows": len(package.rows),
-        "exchange_steps": len(exchanges), "kernel_steps": len(kernels),
+        "exchange_steps": exchanges, "kernel_steps": kernels,
+        "program_steps": len(program), "loops": sum(isinstance(s, LoopStep) for s in program),
         "inputs": [t.name for t in package.inputs],
         "outputs": [t.name for t in package.outputs],
     }

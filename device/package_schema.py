@@ -46,6 +46,7 @@ from device.package import (
     ExchangeStep,
     HostTensor,
     KernelStep,
+    LoopStep,
     Package,
     PackageError,
     Step,
@@ -69,7 +70,10 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.$-]*")
 TOP_LEVEL_KEYS = ("format_version", "target", "tiles", "function", "row_count", "pipeline",
                   "steps", "inputs", "outputs", "metadata")
 STEP_KEYS = {"exchange": ("kind", "row_address", "provenance"),
-             "kernel": ("kind", "symbol", "scalars", "provenance")}
+             "kernel": ("kind", "symbol", "scalars", "provenance"),
+             "loop": ("kind", "count", "length", "provenance")}
+MAX_LOOP_COUNT = 1 << 20
+MAX_EXECUTED_STEPS = 1 << 24  # steps a run executes, loops unrolled: bounds a run's time
 TENSOR_KEYS = ("name", "shape", "precision", "order", "padded", "scale")
 PROFILING = ("off", "cycles")
 TARGETS = {IPU21.name: IPU21}
@@ -227,6 +231,7 @@ class Metadata:
     steps: list[dict]
     tensors: list[TensorSpec]
     extra: dict
+    loop_counts: list[tuple[int, ...]]  # per step: the counts of its enclosing loops
 
 
 def check_version(fields: Fields, meta: object) -> None:
@@ -255,7 +260,41 @@ def check_metadata(fields: Fields, meta: object) -> Metadata:
         if duplicates := sorted({n for n in names if names.count(n) > 1}):
             raise fields.error(role, f"the name '{duplicates[0]}' is used twice")
     extra = check_extra(fields, meta["metadata"], tiles, row_count)
-    return Metadata(target, tiles, function, row_count, pipeline, steps, tensors, extra)
+    return Metadata(target, tiles, function, row_count, pipeline, steps, tensors, extra,
+                    check_loops(fields, steps))
+
+
+def check_loops(fields: Fields, steps: list[dict]) -> list[tuple[int, ...]]:
+    """Each loop's body (the `length` entries after it) lies inside its enclosing loop's body,
+    and the unrolled program is bounded; returns each step's enclosing loop counts."""
+    counts: list[tuple[int, ...]] = []
+    open_loops: list[tuple[int, int]] = []  # (index past the body, count)
+    executed = [0]  # steps one iteration of each open body runs; [0]: the whole program
+
+    def close() -> None:
+        _, count = open_loops.pop()
+        body = executed.pop()
+        executed[-1] += count * body
+
+    for index, step in enumerate(steps):
+        while open_loops and open_loops[-1][0] <= index:
+            close()
+        counts.append(tuple(count for _, count in open_loops))
+        if step["kind"] != "loop":
+            executed[-1] += 1
+            continue
+        end, limit = index + 1 + step["length"], open_loops[-1][0] if open_loops else len(steps)
+        if end > limit:
+            raise fields.error(f"steps[{index}].length", f"a body of {step['length']} steps "
+                                                         f"ends past its enclosing body (step {limit})")
+        open_loops.append((end, step["count"]))
+        executed.append(0)
+    while open_loops:
+        close()
+    if executed[0] > MAX_EXECUTED_STEPS:
+        raise fields.error("steps", f"the loops run {executed[0]} steps (at most "
+                                    f"{MAX_EXECUTED_STEPS})")
+    return counts
 
 
 def check_step(fields: Fields, step: object, where: str, target: Target) -> dict:
@@ -264,6 +303,10 @@ def check_step(fields: Fields, step: object, where: str, target: Target) -> dict
     kind = fields.text(step.get("kind"), f"{where}.kind", tuple(STEP_KEYS))
     step = fields.record(step, where, STEP_KEYS[kind])
     fields.text(step["provenance"], f"{where}.provenance")
+    if kind == "loop":
+        fields.integer(step["count"], f"{where}.count", 1, MAX_LOOP_COUNT)
+        fields.integer(step["length"], f"{where}.length", 0, MAX_STEPS)
+        return step
     if kind == "exchange":
         start, end = target.code_region
         address = fields.integer(step["row_address"], f"{where}.row_address", start, end - 1)
@@ -359,13 +402,15 @@ I32, I64, U32 = np.dtype("<i4"), np.dtype("<i8"), np.dtype("<u4")
 
 def expected_members(meta: Metadata) -> dict[str, Member]:
     members = {"row_lengths": Member(I64, exact((meta.row_count,)))}
-    for i, step in enumerate(meta.steps):
+    for i, (step, loops) in enumerate(zip(meta.steps, meta.loop_counts, strict=True)):
         if step["kind"] == "exchange":
             members[f"step{i}_row_id"] = Member(I32, exact((meta.tiles,)))
-        else:
+        elif step["kind"] == "kernel":
             members[f"step{i}_tiles"] = Member(I32, shards(meta.tiles))
             pointers = len(KERNELS[step["symbol"]].pointers)
             members[f"step{i}_pointers"] = Member(I64, shards(meta.tiles, pointers))
+            if loops:
+                members[f"step{i}_pointer_strides"] = Member(I64, exact((len(loops), pointers)))
     for t in meta.tensors:
         members[f"{t.role}{t.index}_tiles"] = Member(I32, shards(meta.tiles))
         members[f"{t.role}{t.index}_addresses"] = Member(I64, shards(meta.tiles))
@@ -487,6 +532,8 @@ def build_step(archive: Archive, meta: Metadata, rows: list[np.ndarray], members
                index: int) -> Step:
     step = meta.steps[index]
     target = meta.target
+    if step["kind"] == "loop":
+        return LoopStep(step["count"], [], step["provenance"])
     if step["kind"] == "exchange":
         name = f"step{index}_row_id"
         row_id = archive.load(name, members[name])
@@ -507,9 +554,46 @@ def build_step(archive: Archive, meta: Metadata, rows: list[np.ndarray], members
     if pointers.shape[0] != tiles.shape[0]:
         raise archive.error(pointers_name, f"{pointers.shape[0]} rows for {tiles.shape[0]} tiles")
     abi = KERNELS[step["symbol"]]
-    check_pointers(archive, pointers_name, pointers, abi, step["scalars"], target)
+    strides = load_strides(archive, members, index, meta.loop_counts[index], target)
+    for extreme in pointer_extremes(pointers, strides, meta.loop_counts[index]):
+        check_pointers(archive, pointers_name, extreme, abi, step["scalars"], target)
     return KernelStep(step["symbol"], tiles, pointers, tuple(step["scalars"]),
-                      step["provenance"])
+                      step["provenance"], strides)
+
+
+def load_strides(archive: Archive, members: dict, index: int, loops: tuple[int, ...],
+                 target: Target) -> np.ndarray | None:
+    if not loops:
+        return None
+    name = f"step{index}_pointer_strides"
+    strides = archive.load(name, members[name])
+    span = target.memory_end - target.memory_base
+    check_range(archive, name, strides, -span, span, "pointer stride")
+    return strides
+
+
+def pointer_extremes(pointers: np.ndarray, strides: np.ndarray | None,
+                     loops: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """The lowest and highest pointers over every iteration of the enclosing loops (they
+    advance linearly, so the first and last iterations bound them)."""
+    if strides is None:
+        return (pointers,)
+    travel = strides * (np.asarray(loops, dtype=np.int64)[:, None] - 1)
+    return (pointers + np.minimum(travel, 0).sum(axis=0), pointers + np.maximum(travel, 0).sum(axis=0))
+
+
+def nested(flat: list[Step], meta: Metadata) -> list[Step]:
+    """The program from its pre-order entries: each loop takes the `length` entries after
+    it as its body (`check_loops` has checked that they nest)."""
+    program: list[Step] = []
+    bodies: list[tuple[int, list[Step]]] = [(len(flat), program)]
+    for index, step in enumerate(flat):
+        while bodies[-1][0] <= index:
+            bodies.pop()
+        bodies[-1][1].append(step)
+        if isinstance(step, LoopStep):
+            bodies.append((index + 1 + meta.steps[index]["length"], step.body))
+    return program
 
 
 def check_pointers(archive: Archive, name: str, pointers: np.ndarray, abi: KernelAbi,
@@ -582,7 +666,8 @@ def load_package(directory: str | Path) -> Package:
     archive.check_members(set(members) | {"row_words"})
     with archive.npz:
         rows = load_rows(archive, meta)
-        steps = [build_step(archive, meta, rows, members, i) for i in range(len(meta.steps))]
+        steps = nested([build_step(archive, meta, rows, members, i)
+                        for i in range(len(meta.steps))], meta)
         tensors = [build_tensor(archive, meta, members, spec) for spec in meta.tensors]
     assembly = read_text(directory, ASSEMBLY, required=False) or ""
     source = read_text(directory, SOURCE, required=False) or ""

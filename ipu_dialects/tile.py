@@ -76,13 +76,16 @@ Parts:
   same on every tile of the set) is set by `place-memory`.
 - `tile.loop %i = LB to UB provenance P { ... }` (`LoopOp`): runs its body for i in [LB, UB).
 - `tile.exchange WORDS words from %src[MAP] on tile MAP to %dst[MAP] on TILES iv(%i, ...)
-  provenance P [rows [@r, ...]] [sender_rows array<i32: ...>] [receiver_rows array<i32: ...>]
-  [patches [#tile.patch<...>, ...]] [row_address N]` (`ExchangeOp`): one synchronized
+  provenance P [rows [@r, ...]] [row_loops array<i64: ...>] [sender_rows array<i32: ...>]
+  [receiver_rows array<i32: ...>] [patches [#tile.patch<...>, ...]] [row_address N]`
+  (`ExchangeOp`): one synchronized
   exchange phase per iteration: WORDS 32-bit words move from `src` at byte offset
   `src_offset(ivs)` on tile `src_tile(ivs)` to `dst` at byte offset `dst_offset(ivs)` on
   every tile of TILES except the source tile. `schedule-exchange` adds `rows` (symbols of
-  shared `exchange.row`s of the module), `sender_rows`/`receiver_rows` (one entry per
-  linearized iteration of the enclosing loops, `ipu_dialects.tile_iteration`, selecting the entry
+  shared `exchange.row`s of the module), `row_loops` (the positions of the enclosing loops the
+  rows vary with, outermost first; absent: all of them; the maps may read no other loop's
+  index), `sender_rows`/`receiver_rows` (one entry per linearized iteration of those loops,
+  `ipu_dialects.tile_iteration.selected_iteration`, selecting the entry
   of `rows` that the source tile / every other tile of TILES runs, or -1 for an iteration
   without traffic), `patches` and `row_address` (the code-region slot of iteration 0;
   iteration n runs at `row_address + n * passes.exchange_rows.slot_stride(rows)`).

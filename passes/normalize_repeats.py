@@ -7,9 +7,13 @@ outermost, so element i of the sequence is block i of that tile's shard, at byte
 `i * stride` with `stride` = one element's shard bytes. The lowering advances the element's
 view by that base-pointer increment (`passes/operators/repeat.py`), never through a pointer
 table. The stride must be a multiple of the alignment the body's consumers ask of the
-element (else a diagnostic); a consumer's access tail past block i reads block i + 1 (the
-tails are reads), and past the last block the buffer's own tail, which carries the largest
-tail any consumer of the element asks for.
+element: when one element's shard is not, the body's element is stored padded
+(`padded_element`: an unpartitioned axis of a row-major shard grows until the shard's bytes
+are a multiple of the alignment) and a `mid.rearrange` at the start of the body gives the
+consumers their format back (a local repack on each tile); with no such axis it is a
+diagnostic. A consumer's access tail past block i reads block i + 1 (the tails are reads),
+and past the last block the buffer's own tail, which carries the largest tail any consumer
+of the element asks for.
 
 How a sequence gets there, innermost repeats first:
 - already normalized: nothing;
@@ -23,6 +27,7 @@ How a sequence gets there, innermost repeats first:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -43,6 +48,26 @@ from passes.shard_geometry import geometry
 def normalized_format(element: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
     """The sequence format whose per-tile block i is element i in format `element`."""
     return element.with_changes(tiling=[mid.AxisTilingAttr(1, 1), *element.tiling.data])
+
+
+def padded_element(element_type: TensorType, element: mid.TensorFormatAttr,
+                   alignment: int) -> mid.TensorFormatAttr | None:
+    """`element` with the outermost unpartitioned axis of its row-major shard grown until one
+    shard is a multiple of `alignment` bytes (the tiles store the same boxes of the tensor,
+    padded); None when the shard has no such axis."""
+    if element.order.data != "row_major":
+        return None
+    geom = geometry(element_type.get_shape(), element)
+    shard, tiling = geom.shard_shape, list(element.tiling.data)
+    for axis, entry in enumerate(tiling):
+        if entry.partitions.data != 1:
+            continue
+        others = math.prod(shard) // shard[axis] * (geom.shard_bytes() // geom.shard_elements)
+        extent = next(e for e in range(shard[axis], shard[axis] + alignment + 1)
+                      if e * others % alignment == 0)
+        tiling[axis] = mid.AxisTilingAttr(extent, 1, mid.Indivisible.PAD)
+        return element.with_changes(tiling=tiling)
+    return None
 
 
 def consumer_alignment(arg: SSAValue, least: int) -> int:
@@ -77,6 +102,9 @@ class RepeatNormalizer:
         assert isinstance(seq.type, TensorType) and isinstance(arg.type, TensorType)
         element = arg.type.encoding
         assert isinstance(element, mid.TensorFormatAttr)
+        if self.misaligned(arg, arg.type, element):
+            element = self.pad_element(repeat, index, arg.type, element)
+            arg = repeat.sequence_args[index]
         self.check_stride(repeat, index, arg.type, element, self.alignment)
         wanted = TensorType(seq.type.get_element_type(), seq.type.get_shape(),
                             normalized_format(element))
@@ -94,6 +122,35 @@ class RepeatNormalizer:
         Rewriter.insert_op(ops, InsertPoint.before(repeat))
         repeat.operands[len(repeat.carried) + len(repeat.invariants) + index] = (
             ops[-1].results[0])
+
+    def misaligned(self, arg: SSAValue, element_type: TensorType,
+                   element: mid.TensorFormatAttr) -> bool:
+        stride = geometry(element_type.get_shape(), element).shard_bytes()
+        return stride % consumer_alignment(arg, self.alignment) != 0
+
+    def pad_element(self, repeat: mid.RepeatOp, index: int, element_type: TensorType,
+                    element: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
+        """Store the body's element padded (`padded_element`); its consumers read it back in
+        their format through a rearrange at the start of the body. Returns the padded format
+        (unchanged when there is nothing to pad, and `check_stride` then says why)."""
+        arg = repeat.sequence_args[index]
+        padded = padded_element(element_type, element,
+                                consumer_alignment(arg, self.alignment))
+        if padded is None:
+            return element
+        uses = [(use.operation, use.index) for use in arg.uses]
+        stored = Rewriter.replace_value_with_new_type(
+            arg, TensorType(element_type.get_element_type(), element_type.get_shape(), padded))
+        ops = conversion_ops(stored, element_type)
+        for op in ops:
+            op.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
+                f"graph.repeat {value_label(repeat.results[0]) if repeat.results else ''}"
+                f" (sequence #{index}: its element is stored padded to an aligned stride)")
+            op.location = repeat.location
+        Rewriter.insert_op(ops, InsertPoint.at_start(repeat.block))
+        for operation, position in uses:
+            operation.operands[position] = ops[-1].results[0]
+        return padded
 
     def retypable(self, seq: SSAValue) -> bool:
         if not isinstance(seq, BlockArgument) or len(list(seq.uses)) != 1:

@@ -17,8 +17,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from device.package import ExchangeStep, KernelStep, Package
-from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, leaf, leaf_skeleton, render
+from device.package import ExchangeStep, KernelStep, LoopStep, Package, Step, flat_steps
+from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, leaf, leaf_skeleton, loop, render
 
 
 def format_tile_set(tiles: np.ndarray | list[int]) -> str:
@@ -39,7 +39,9 @@ def format_tile_set(tiles: np.ndarray | list[int]) -> str:
 def tile_groups(package: Package) -> list[np.ndarray]:
     """Tiles with identical programs (same rows, same kernel calls), in tile order."""
     columns = []
-    for step in package.steps:
+    for _, step in flat_steps(package.steps):
+        if isinstance(step, LoopStep):
+            continue
         if isinstance(step, ExchangeStep):
             columns.append(step.row_id.astype(np.int64))
         else:
@@ -67,7 +69,7 @@ class AsmContext:
     package: Package
     symbols: list[str]
     instructions: list[list]  # each row decoded once, from its words
-    prepared: list = field(default_factory=list)  # PreparedStep per step
+    prepared: dict = field(default_factory=dict)  # PreparedStep by id of each program step
 
 
 ITERATION = re.compile(r"\[([^\]]*)\]\s*$")  # `[j=0, k=1]` at the end of a provenance
@@ -84,7 +86,10 @@ def comment_parts(provenance: str) -> tuple[str, tuple[int, ...]]:
         return _escaped(provenance), ()
     names, values = [], []
     for item in match.group(1).split(","):
-        name, _, value = item.strip().partition("=")
+        name, equals, value = item.strip().partition("=")
+        if not equals:  # the index of a loop the package keeps as a loop: no value
+            names.append(_escaped(name))
+            continue
         if not value.lstrip("-").isdigit():
             return _escaped(provenance), ()
         names.append(f"{_escaped(name)}={{}}")
@@ -133,25 +138,66 @@ def prepare_step(step: ExchangeStep | KernelStep) -> PreparedStep:
     return PreparedStep(None, text, kinds, leaf_skeleton(text, kinds), iteration, numbers)
 
 
-def program_leaves(ctx: AsmContext, tile: int) -> list[Leaf]:
+# A statement and, per enclosing package loop (outermost first), how each of its numbers
+# advances per iteration of that loop.
+Strided = tuple[Node, list[tuple[int, ...]]]
+
+
+def program_nodes(ctx: AsmContext, steps: list[Step], tile: int, depth: int = 0) -> list[Strided]:
+    """Tile `tile`'s statements; a `LoopStep` is one `loop` whose strides are its kernels'
+    pointer strides (the package keeps it as a loop, so the listing does too)."""
     exchange = leaf_skeleton(EXCHANGE_TEXT, EXCHANGE_KINDS)
-    leaves: list[Leaf] = []
-    for step, prepared in zip(ctx.package.steps, ctx.prepared, strict=True):
+    nodes: list[Strided] = []
+    for step in steps:
+        if isinstance(step, LoopStep):
+            body = program_nodes(ctx, step.body, tile, depth + 1)
+            if not body:
+                continue
+            inner = tuple(n for _, levels in body for n in levels[depth])
+            outer = [tuple(n for _, levels in body for n in levels[level]) for level in range(depth)]
+            nodes.append((loop(step.count, tuple(node for node, _ in body), inner), outer))
+            continue
+        prepared = ctx.prepared[id(step)]
         if prepared.sync is not None:
-            leaves.append(prepared.sync)
+            assert isinstance(step, ExchangeStep)
+            nodes.append((prepared.sync, [(0,) * len(prepared.sync.numbers)] * depth))
             row = int(step.row_id[tile])
             if row >= 0:
-                leaves.append(Leaf(EXCHANGE_TEXT, (row, step.row_address), EXCHANGE_KINDS,
-                                   exchange))
+                nodes.append((Leaf(EXCHANGE_TEXT, (row, step.row_address), EXCHANGE_KINDS,
+                                   exchange), [(0, 0)] * depth))
         elif tile in prepared.numbers:
-            leaves.append(Leaf(prepared.text, prepared.numbers[tile], prepared.kinds,
-                               prepared.skeleton))
-    return leaves
+            assert isinstance(step, KernelStep)
+            numbers = prepared.numbers[tile]
+            unmoved = (0,) * (len(numbers) - step.pointers.shape[1])
+            strides = [tuple(int(v) for v in step.pointer_strides[level]) + unmoved
+                       if step.pointer_strides is not None else (0,) * len(numbers)
+                       for level in range(depth)]
+            nodes.append((Leaf(prepared.text, numbers, prepared.kinds, prepared.skeleton),
+                          strides))
+    return nodes
 
 
 def program_lines(ctx: AsmContext, tile: int, loops: bool = True) -> list[str]:
-    leaves: list[Node] = list(program_leaves(ctx, tile))
-    return render(fold(leaves) if loops else leaves, ctx.symbols)
+    if not loops:
+        return render(list(unrolled_leaves(ctx, tile)), ctx.symbols)
+    nodes: list[Node] = [node for node, _ in program_nodes(ctx, ctx.package.steps, tile)]
+    return render(fold(nodes), ctx.symbols)
+
+
+def unrolled_leaves(ctx: AsmContext, tile: int) -> list[Leaf]:
+    """Every statement as the device runs it, loops unrolled (what the loops expand to)."""
+    leaves: list[Leaf] = []
+    for step in ctx.package.executed():
+        prepared = prepare_step(step)
+        if isinstance(step, ExchangeStep) and prepared.sync is not None:
+            leaves.append(prepared.sync)
+            if step.row_id[tile] >= 0:
+                leaves.append(leaf(EXCHANGE_TEXT, (int(step.row_id[tile]), step.row_address),
+                                   EXCHANGE_KINDS))
+        elif prepared.numbers and tile in prepared.numbers:
+            leaves.append(Leaf(prepared.text, prepared.numbers[tile], prepared.kinds,
+                               prepared.skeleton))
+    return leaves
 
 
 def row_section(ctx: AsmContext) -> list[str]:
@@ -192,7 +238,9 @@ def format_assembly(package: Package, loops: bool = True) -> str:
 
     symbols = package.metadata.get("row_symbols") or [f"row{i}" for i in range(len(package.rows))]
     instructions = [isa.decode([int(w) for w in row]) for row in package.rows]
-    ctx = AsmContext(package, symbols, instructions, [prepare_step(s) for s in package.steps])
+    ctx = AsmContext(package, symbols, instructions,
+                     {id(s): prepare_step(s) for _, s in flat_steps(package.steps)
+                      if not isinstance(s, LoopStep)})
     lines = [*HEADER.splitlines(), f"# ipu-asm: function @{package.function}, "
              f"{package.tiles} tiles, target {package.target}", "    .text"]
     for group in tile_groups(package):

@@ -14,14 +14,14 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from device.package import ExchangeStep, Package
+from device.package import ExchangeStep, Package, flat_steps
 from tools.emit_asm import format_tile_set
 
 
 def row_uses(package: Package) -> dict[int, list[tuple[int, int, np.ndarray]]]:
     """row id -> [(step index, row address, tiles running it)]."""
     uses: dict[int, list[tuple[int, int, np.ndarray]]] = {}
-    for index, step in enumerate(package.steps):
+    for index, (_, step) in enumerate(flat_steps(package.steps)):
         if not isinstance(step, ExchangeStep):
             continue
         for row in np.unique(step.row_id[step.row_id >= 0]):

@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device import isa
 from device.exchange_timeline import TimelineError, row_timeline
-from device.package import ExchangeStep, HostTensor, KernelStep, Package, Step
+from device.package import ExchangeStep, HostTensor, KernelStep, LoopStep, Package, Step
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import (
     BufferOp,
@@ -44,14 +44,19 @@ from ipu_dialects.tile_iteration import selected_iteration
 from passes.exchange_rows import instantiate, slot_stride
 from passes.pipeline_config import pipeline_config, target_and_tiles
 from passes.shard_geometry import ShardGeometry
+from tools.package_loops import folds, loop_body
 from tools.progress import Progress, no_progress
 
 
-def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence[int]) -> str:
-    """`graph.gemm %c %b: rhs block to output-row tiles [j=0, k=1]`."""
+def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence[int],
+                    folded: frozenset[int] = frozenset()) -> str:
+    """`graph.gemm %c %b: rhs block to output-row tiles [r, j=0, k=1]` (no value for the
+    index of a loop the package keeps as a loop: `folded` depths)."""
     names = [loop.induction_var.name_hint or f"i{depth}"
              for depth, loop in enumerate(enclosing_loops(op))]
-    where = f" [{', '.join(f'{n}={v}' for n, v in zip(names, ivs, strict=True))}]" if ivs else ""
+    values = [n if d in folded else f"{n}={v}"
+              for d, (n, v) in enumerate(zip(names, ivs, strict=True))]
+    where = f" [{', '.join(values)}]" if ivs else ""
     return f"{provenance.op.data} {provenance.value.data}: {provenance.reason.data}{where}"
 
 
@@ -129,10 +134,13 @@ class Expansion:
     steps: list[Step] = field(default_factory=list)
     tables: dict[ExchangeOp, ExchangeTable] = field(default_factory=dict)
     progress: Progress = no_progress  # wraps the iterations of outermost loops
+    folded: frozenset[int] = frozenset()  # depths of the enclosing loops kept as loops
 
     def walk(self, block: Block, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         for op in block.ops:
-            if isinstance(op, LoopOp):
+            if isinstance(op, LoopOp) and folds(op):
+                self.steps.append(self.loop_step(op, ivs, bounds))
+            elif isinstance(op, LoopOp):
                 iterations = range(op.lower_bound, op.upper_bound)
                 if not ivs:
                     iterations = self.progress(iterations, "package", len(iterations))
@@ -148,6 +156,27 @@ class Expansion:
                     f"package: {op.name} is not at the tile level; the package is built from "
                     "the output of the whole pipeline (ipu-pipeline, or through schedule-exchange)"
                 )
+
+    def loop_step(self, op: LoopOp, ivs: list[int], bounds: list[tuple[int, int]]) -> LoopStep:
+        """A loop kept as a loop (`tools.package_loops`): its body expanded for the first two
+        iterations, their difference the kernels' pointer strides."""
+        loop_bounds = bounds + [(op.lower_bound, op.upper_bound)]
+        self.folded = self.folded | {len(ivs)}
+        try:
+            first, second = (self.expanded(op.body.block, ivs + [op.lower_bound + n], loop_bounds)
+                             for n in (0, 1))
+        finally:
+            self.folded = self.folded - {len(ivs)}
+        where = provenance_text(op.provenance, op, ivs, self.folded)
+        return LoopStep(op.upper_bound - op.lower_bound, loop_body(first, second, where), where)
+
+    def expanded(self, block: Block, ivs: list[int], bounds: list[tuple[int, int]]) -> list[Step]:
+        outer, self.steps = self.steps, []
+        try:
+            self.walk(block, ivs, bounds)
+            return self.steps
+        finally:
+            self.steps = outer
 
     def concrete_row(self, table: ExchangeTable, symbol: str, n: int) -> int:
         patches = [(instruction, field_name, int(values[n]))
@@ -172,7 +201,7 @@ class Expansion:
         row_id[eval_map(op.src_tile.data, ivs)] = self.concrete_row(
             table, table.symbols[sender_row], n)
         address = table.row_address + n * table.stride
-        self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, op, ivs)))
+        self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, op, ivs, self.folded)))
 
     def kernel(self, op: KernelOp, ivs: list[int]) -> None:
         tiles = op.tiles.as_array()
@@ -190,7 +219,7 @@ class Expansion:
             op.symbol, tiles.astype(np.int32),
             np.broadcast_to(np.asarray(pointers, dtype=np.int64), (len(tiles), len(pointers))).copy(),
             (*(eval_map(m, ivs) for m in op.iv_scalar_maps), *op.scalar_values),
-            provenance_text(op.provenance, op, ivs)))
+            provenance_text(op.provenance, op, ivs, self.folded)))
 
 
 def host_tensor(buffer: BufferOp, name: str) -> HostTensor:

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from device.exchange_timeline import row_timeline
 from device.isa import decode
-from device.package import ExchangeStep, KernelStep, Package
+from device.package import ExchangeStep, KernelStep, Package, flat_steps
 from device.target import IPU21, WORD_BYTES, Target
 
 _GRAPH_OP = re.compile(r"^(\S+(?: %\S+)?)")  # "graph.gemm %c" from "graph.gemm %c %b: ..."
@@ -48,7 +48,7 @@ def cycle_breakdown(package: Package, cycles_by_step: list[int],
     by_phase: dict[str, int] = {"sync": 0, "exchange": 0, "compute": 0}
     by_kernel: dict[str, int] = defaultdict(int)
     by_graph_op: dict[str, int] = defaultdict(int)
-    for step, cycles in zip(package.steps, cycles_by_step, strict=True):
+    for step, cycles in zip(package.executed(), cycles_by_step, strict=True):
         for phase, share in step_phases(step, cycles, target).items():
             by_phase[phase] += share
         if isinstance(step, KernelStep):
@@ -79,7 +79,7 @@ def code_bytes_per_tile(package: Package) -> np.ndarray:
     loader writes it."""
     tiles, addresses, lengths = [], [], []
     row_bytes = np.array([len(r) * WORD_BYTES for r in package.rows] or [0], np.int64)
-    for step in package.steps:
+    for _, step in flat_steps(package.steps):
         if isinstance(step, ExchangeStep):
             holders = np.flatnonzero(step.row_id >= 0)
             tiles.append(holders)
@@ -100,7 +100,7 @@ def exchange_bytes_per_tile(package: Package) -> np.ndarray:
     """Bytes each tile sends over the whole run (its rows' send intervals with a direction)."""
     sent_words_of_row: dict[int, int] = {}
     sent = np.zeros(package.tiles, np.int64)
-    for step in package.steps:
+    for step in package.executed():
         if not isinstance(step, ExchangeStep):
             continue
         for row_id in np.unique(step.row_id[step.row_id >= 0]).tolist():

@@ -38,7 +38,7 @@ def step_tiles(step: ExchangeStep | KernelStep, tiles: int) -> np.ndarray:
 def tile_groups(package: Package) -> list[np.ndarray]:
     """Tiles grouped by the steps they take part in, groups in order of their first tile;
     more than `MAX_TRACKS` such groups become `MAX_TRACKS` runs of consecutive tiles."""
-    participation = np.stack([step_tiles(s, package.tiles) for s in package.steps], axis=1) \
+    participation = np.stack([step_tiles(s, package.tiles) for s in package.executed()], axis=1) \
         if package.steps else np.zeros((package.tiles, 0), bool)
     _, group_of = np.unique(participation, axis=0, return_inverse=True)
     group_of = np.asarray(group_of).reshape(-1)
@@ -76,7 +76,7 @@ def device_events(package: Package, cycles_by_step: list[int], target: Target) -
                        "args": {"sort_index": tid}})
     microseconds = 1e6 / target.clock_hz
     now = 0
-    for index, (step, cycles) in enumerate(zip(package.steps, cycles_by_step, strict=True)):
+    for index, (step, cycles) in enumerate(zip(package.executed(), cycles_by_step, strict=True)):
         taking_part = step_tiles(step, package.tiles)
         start = now
         for phase, length in step_phases(step, cycles, target).items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from device.package import ExchangeStep, KernelStep, Package
+from device.package import ExchangeStep, KernelStep, Package, executed_count
 
 _ITERATION = re.compile(r"\s*\[[^\]]*\]\s*$")
 
@@ -30,12 +30,13 @@ def step_kind(step: ExchangeStep | KernelStep) -> str:
 
 def cycle_profile(package: Package, cycles_by_step: list[int]) -> list[ProfileLine]:
     """Lines by descending cycles; their cycles add up to the run's total."""
-    if len(cycles_by_step) != len(package.steps):
+    executed = executed_count(package.steps)
+    if len(cycles_by_step) != executed:
         raise ValueError(
-            f"{len(cycles_by_step)} step cycle counts for a package of {len(package.steps)} steps"
+            f"{len(cycles_by_step)} step cycle counts for a package of {executed} steps"
         )
     totals: dict[tuple[str, str], list[int]] = {}
-    for step, cycles in zip(package.steps, cycles_by_step, strict=True):
+    for step, cycles in zip(package.executed(), cycles_by_step, strict=True):
         key = (step_kind(step), _ITERATION.sub("", step.provenance))
         entry = totals.setdefault(key, [0, 0])
         entry[0] += 1

@@ -12,7 +12,7 @@ from device.model.fabric import RunCache, check_row_ids, run_exchange_phase
 from device.model.host import read_outputs, write_inputs
 from device.model.kernel_impls import run_kernel_step
 from device.model.memory import TileMemory
-from device.package import ExchangeStep, KernelStep, Package
+from device.package import ExchangeStep, KernelStep, Package, executed_count, flat_steps
 from device.target import IPU21, WORD_BYTES, Target
 
 
@@ -54,7 +54,7 @@ def image_segments(package: Package) -> list[ImageSegment]:
                                              np.asarray(words, dtype=np.uint32),
                                              np.array([tile])))
         return segments
-    for index, step in enumerate(package.steps):
+    for index, step in enumerate(s for _, s in flat_steps(package.steps)):
         if isinstance(step, ExchangeStep):
             row_id = np.asarray(step.row_id).reshape(-1)
             for rid in np.unique(row_id[row_id >= 0]).tolist():
@@ -113,7 +113,7 @@ def run_package(package: Package, inputs: dict[str, np.ndarray],
     """Run every step; `progress(items, description, total)` wraps the step loop (for a
     progress bar, `tools.progress`)."""
     check_package_target(package, target)
-    for index, step in enumerate(package.steps):  # the image loader indexes row_id and rows
+    for index, (_, step) in enumerate(flat_steps(package.steps)):  # the loader indexes rows
         if isinstance(step, ExchangeStep):
             check_row_ids(package, step, step_label(index, step))
     memory = TileMemory(target, package.tiles)
@@ -125,7 +125,8 @@ def run_package(package: Package, inputs: dict[str, np.ndarray],
     cache = RunCache()  # decoded rows and row lengths, shared by the phases of the run
     cycles_by_step: list[int] = []
     errors: list[str] = []
-    for index, step in progress(enumerate(package.steps), "device model", len(package.steps)):
+    for index, step in progress(enumerate(package.executed()), "device model",
+                                executed_count(package.steps)):
         where = step_label(index, step)
         if isinstance(step, ExchangeStep):
             phase = run_exchange_phase(memory, package, step, where, target, latency,

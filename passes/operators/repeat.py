@@ -19,7 +19,10 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 - Invariants: the body reads the invariant's own buffer, placed once.
 - Sequences: the body's element is a view of the sequence's buffer at byte offset
   `i * stride` (the element's shard bytes), an affine base-pointer increment in every view
-  map of the body; never a pointer table.
+  map of the body; never a pointer table. An exchange cannot send from a moving address
+  without new rows per iteration, so a sequence that is exchanged is first copied, on its own
+  tiles, into a staging buffer of one element that the exchanges send from
+  (`stage_sent_sequences`).
 - The body's work is nested under the loop: every map gains the loop index as its first
   dimension, every op's `iv(...)` the loop's index, every provenance the repeat's name.
 """
@@ -49,6 +52,9 @@ if TYPE_CHECKING:
 YIELD_COPY_REASON = (
     "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
 CARRY_IN_REASON = "copy the initial carried value into the repeat's carried buffer"
+SEQUENCE_STAGING_REASON = (
+    "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so "
+    "that the exchange's rows are the same in every iteration")
 
 
 # ---- graph-to-mid ---------------------------------------------------------------------------
@@ -257,6 +263,7 @@ class RepeatOperator(Operator):
                 lowering.yield_copies += 1
                 body.append(copy_kernel(lowering, carried[index], source, value,
                                         "graph.yield", YIELD_COPY_REASON))
+        body[:0] = stage_sent_sequences(op, lowering, body, label)
         loop = LoopOp(0, op.iterations, WorkProvenanceAttr(
             label, value_label(op.results[0]) if op.results else "",
             f"{op.iterations} iterations of one tile-local body"))
@@ -287,6 +294,44 @@ class RepeatOperator(Operator):
                                       CARRY_IN_REASON))
         lowering.buffers[arg] = buffer
         return buffer
+
+
+def stage_sent_sequences(op: mid.RepeatOp, lowering: FunctionLowering, body: list[Operation],
+                         label: str) -> list[Operation]:
+    """Copies that start the body: the current element of every sequence an exchange sends
+    from, into a staging buffer of one element that the exchanges send from instead.
+
+    An exchange row holds absolute addresses, so an exchange reading `base + i * stride`
+    would need new rows in every iteration; from the staging buffer its rows are the same in
+    every iteration (one slot for all of them), and the package keeps the loop as a loop.
+    Kernels read the sequence in place, by base-pointer increment.
+    """
+    sequences = {lowering.buffers[arg]: arg for arg in op.sequence_args}
+    exchanges = [x for work in body for x in work.walk()
+                 if isinstance(x, ExchangeOp) and x.src.owner in sequences and sends(x)]
+    staged: dict[BufferOp, BufferOp] = {}
+    copies: list[Operation] = []
+    for exchange in exchanges:
+        sequence = exchange.src.owner
+        assert isinstance(sequence, BufferOp)
+        if sequence not in staged:
+            arg = sequences[sequence]
+            staged[sequence] = lowering.new_buffer(
+                arg, "scratch", None, f"{sequence.sym_name.data}_element")
+            lowering.buffers[SSAValue.get(staged[sequence])] = staged[sequence]
+            copies.append(copy_kernel(lowering, staged[sequence], sequence, arg,
+                                      exchange.provenance.op.data, SEQUENCE_STAGING_REASON))
+        exchange.operands[0] = staged[sequence].buffer
+    return copies
+
+
+def sends(exchange: ExchangeOp) -> bool:
+    """Whether some iteration has a receiver: not when the only destination tile is the
+    only tile the source lives on (one tile: nothing moves)."""
+    source = exchange.src.owner
+    assert isinstance(source, BufferOp)
+    destinations = set(exchange.dst_tiles.tiles())
+    return not (len(destinations) == 1 and destinations == set(source.tiles.tiles()))
 
 
 def sequence_stride(op: mid.RepeatOp, index: int, buffer: BufferOp) -> int:

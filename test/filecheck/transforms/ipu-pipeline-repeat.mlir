@@ -1,9 +1,10 @@
 // RUN: ipu-opt %s -p 'ipu-pipeline{tiles=2}' | filecheck %s
 
-// The whole pipeline on a repeat: the weight broadcast inside the loop is one shared pair of
-// exchange rows; per iteration only the send address changes, by one element's 2048 words
-// (8192 bytes): the sequence's base-pointer increment (94208, 96256, 98304: the word
-// address of @ws at 0x5c000, + 2048, + 4096). The rows name the repeat.
+// The whole pipeline on a repeat: the weight sequence is exchanged, so each iteration first
+// copies its element (on its tile, the sequence's base pointer advanced by one element's
+// 8192 bytes) into @ws_element, which the broadcast sends from: the broadcast's rows do not
+// read the repeat's index (row_loops: only %j), one shared pair of rows and one slot serve
+// every iteration. The rows name the repeat.
 func.func @layers(%x0: tensor<64x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x64xf16>) -> tensor<64x64xf16> {
   %out = graph.repeat 3 carried(%x = %x0 : tensor<64x64xf16>) invariant(%bias = %b : tensor<64xf16>) sequence(%w = %ws : tensor<3x64x64xf16>) {
     %y = graph.gemm %x, %w : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
@@ -13,6 +14,8 @@ func.func @layers(%x0: tensor<64x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x6
   } -> tensor<64x64xf16>
   func.return %out : tensor<64x64xf16>
 }
+// CHECK: %ws_element = tile.buffer @ws_element scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right
 // CHECK: tile.loop %r = 0 to 3
-// CHECK: tile.exchange 2048 words from %ws[(d0, d1) -> (((d1 * 8192) + (d0 * 8192)))] {{.*}} iv(%r, %j) {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 96256, 98304>>]
+// CHECK-NEXT: tile.kernel @convert_shard(%ws_element[(d0) -> (0)], %ws[(d0) -> ((d0 * 8192))]) {{.*}} on #tile.tiles<0 to 1> iv(%r) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so that the exchange's rows are the same in every iteration">
+// CHECK: tile.exchange 2048 words from %ws_element[(d0, d1) -> ((d1 * 8192))] {{.*}} iv(%r, %j) {{.*}} rows [@x0_send, @x0_receive] row_loops array<i64: 1> sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address
 // CHECK: exchange.row @x0_send provenance "graph.gemm %y in graph.repeat %out %w: rhs block to output-row tiles"

@@ -4,7 +4,9 @@
 // One tile.loop over the count, whatever the count: the carried value lives in the result's
 // buffer %out (filled from %x0 once, before the loop) and the last add writes it in place;
 // the invariant bias is read from its own buffer; the weight sequence advances by one
-// element's shard (8192 bytes) per iteration: `d0 * 8192` in every view of %ws.
+// element's shard (8192 bytes) per iteration: `d0 * 8192` in every view of %ws. The
+// broadcast sends the element from @ws_element, filled at the start of every iteration, so
+// its rows do not change with the iteration.
 func.func @layers(%x0: tensor<64x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x64xf16>) -> tensor<64x64xf16> {
   %out = graph.repeat 3 carried(%x = %x0 : tensor<64x64xf16>) invariant(%bias = %b : tensor<64xf16>) sequence(%w = %ws : tensor<3x64x64xf16>) {
     %y = graph.gemm %x, %w : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
@@ -19,8 +21,9 @@ func.func @layers(%x0: tensor<64x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x6
 // CHECK: %out = tile.buffer @out output 0
 // CHECK: tile.kernel @convert_shard(%out[() -> (0)], %x0[() -> (0)]) {{.*}} iv() provenance #tile.provenance<op = "graph.repeat %out", value = "%x0", reason = "copy the initial carried value into the repeat's carried buffer">
 // CHECK-NEXT: tile.loop %r = 0 to 3 provenance #tile.provenance<op = "graph.repeat %out", value = "%out", reason = "3 iterations of one tile-local body"> {
+// CHECK-NEXT: tile.kernel @convert_shard(%ws_element[(d0) -> (0)], %ws[(d0) -> ((d0 * 8192))]) {{.*}} on #tile.tiles<0 to 1> iv(%r) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so that the exchange's rows are the same in every iteration">
 // CHECK-NEXT: tile.loop %j = 0 to 1 provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%y", reason = "output-column blocks j"> {
-// CHECK-NEXT: tile.exchange 2048 words from %ws[(d0, d1) -> (((d1 * 8192) + (d0 * 8192)))] on tile (d0, d1) -> (0) to %y_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%r, %j) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "rhs block to output-row tiles">
+// CHECK-NEXT: tile.exchange 2048 words from %ws_element[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (0) to %y_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%r, %j) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "rhs block to output-row tiles">
 // CHECK-NEXT: tile.kernel @copy_words(%y_rhs_slot[(d0, d1) -> (0)], %ws[(d0, d1) -> (((d1 * 8192) + (d0 * 8192)))])
 // CHECK-NEXT: tile.kernel @amp_gemm_f16_init(%y[(d0, d1) -> ((d1 * 4096))], %out[(d0, d1) -> (0)], %y_rhs_slot[(d0, d1) -> (0)]) {{.*}} iv(%r, %j)
 // CHECK-NEXT: }
@@ -59,8 +62,9 @@ func.func @copy(%x0: tensor<64x64xf32>) -> tensor<64x64xf32> {
 
 // Nested repeats nest loops: the inner repeat takes over the outer carried buffer (no copy
 // in either direction; the conversion before the inner yield writes it in place), the inner
-// loop's maps take both indices, and the nested weight
-// sequence advances by 8192 bytes per inner and 16384 per outer iteration.
+// loop's maps take both indices, and the nested weight sequence advances by 8192 bytes per
+// inner and 16384 per outer iteration (in the copy of the current element to @ws_element,
+// which the broadcast sends from).
 func.func @nested(%x0: tensor<64x64xf16>, %ws: tensor<3x2x64x64xf16>) -> tensor<64x64xf16> {
   %out = graph.repeat 3 carried(%x = %x0 : tensor<64x64xf16>) sequence(%wl = %ws : tensor<3x2x64x64xf16>) {
     %in = graph.repeat 2 carried(%a = %x : tensor<64x64xf16>) sequence(%w = %wl : tensor<2x64x64xf16>) {
@@ -75,8 +79,9 @@ func.func @nested(%x0: tensor<64x64xf16>, %ws: tensor<3x2x64x64xf16>) -> tensor<
 // CHECK: tile.kernel @convert_shard(%out[() -> (0)], %x0[() -> (0)])
 // CHECK-NEXT: tile.loop %r = 0 to 3 provenance #tile.provenance<op = "graph.repeat %out"
 // CHECK-NEXT: tile.loop %r_1 = 0 to 2 provenance #tile.provenance<op = "graph.repeat %in in graph.repeat %out", value = "%in", reason = "2 iterations of one tile-local body"> {
+// CHECK-NEXT: tile.kernel @convert_shard(%ws_element[(d0, d1) -> (0)], %ws[(d0, d1) -> (((d1 * 8192) + (d0 * 16384)))]) {{.*}} iv(%r, %r_1) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %in in graph.repeat %out", value = "%w", reason = "copy this iteration's element
 // CHECK-NEXT: tile.loop %j = 0 to 1 provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %in in graph.repeat %out"
-// CHECK-NEXT: tile.exchange 2048 words from %ws[(d0, d1, d2) -> ((((d2 * 8192) + (d1 * 8192)) + (d0 * 16384)))] {{.*}} iv(%r, %r_1, %j)
+// CHECK-NEXT: tile.exchange 2048 words from %ws_element[(d0, d1, d2) -> ((d2 * 8192))] {{.*}} iv(%r, %r_1, %j)
 // CHECK-NOT: mid.yield
 // CHECK: tile.kernel @convert_shard(%out[(d0, d1) -> (0)], %y[(d0, d1) -> (0)]) {{.*}} iv(%r, %r_1) provenance #tile.provenance<op = "graph.yield in graph.repeat %in in graph.repeat %out", value = "%y", reason = "repack each shard on its tile">
 // CHECK-NEXT: }

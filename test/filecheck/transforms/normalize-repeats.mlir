@@ -46,12 +46,18 @@ func.func @nested(%x0: tensor<64x64xf16>, %ws: tensor<3x2x64x64xf16>) -> tensor<
 
 // -----
 
-// Consecutive blocks of 12 bytes cannot each start 8-byte aligned, as the add asks.
+// Consecutive blocks of 12 bytes cannot each start 8-byte aligned, as the add asks: the
+// element is stored padded to 16 bytes ([4 x 1 pad]) and rearranged back to the add's
+// format at the start of the body.
 func.func @odd(%x0: tensor<4x3xf32>, %bs: tensor<2x3xf32>) -> tensor<4x3xf32> {
-  // expected-error@+1 {{normalize-repeats: sequence operand #0 of the repeat has elements of 12 bytes per tile, not a multiple of the 8-byte alignment its body's consumer asks for; consecutive blocks cannot be aligned}}
   %r = graph.repeat 2 carried(%x = %x0 : tensor<4x3xf32>) sequence(%b = %bs : tensor<2x3xf32>) {
     %y = graph.add %x, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
     graph.yield %y : tensor<4x3xf32>
   } -> tensor<4x3xf32>
   func.return %r : tensor<4x3xf32>
 }
+// CHECK-LABEL: func.func @odd
+// CHECK-SAME: %bs: tensor<2x3xf32, #mid.format<f32, row_major, [1 x 1 pad, 4 x 1 pad], replication = 4, group = 4, standard>>
+// CHECK: ^bb0(%x: {{.*}}, %b: tensor<3xf32, #mid.format<f32, row_major, [4 x 1 pad], replication = 4, group = 4, standard>>):
+// CHECK-NEXT: %0 = mid.rearrange %b {ipu.for = "graph.repeat %r (sequence #0: its element is stored padded to an aligned stride)"} : {{.*}} -> tensor<3xf32, #mid.format<f32, row_major, [1 x 1 pad], replication = 4, group = 4, standard>>
+// CHECK-NEXT: %y = mid.add %x, %0
