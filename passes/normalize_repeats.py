@@ -8,12 +8,12 @@ outermost, so element i of the sequence is block i of that tile's shard, at byte
 view by that base-pointer increment (`passes/operators/repeat.py`), never through a pointer
 table. The stride must be a multiple of the alignment the body's consumers ask of the
 element: when one element's shard is not, the body's element is stored padded
-(`padded_element`: an unpartitioned axis of a row-major shard grows until the shard's bytes
+(`padded_element`: the block of an axis of a row-major shard grows until the shard's bytes
 are a multiple of the alignment) and a `mid.rearrange` at the start of the body gives the
-consumers their format back (a local repack on each tile); with no such axis it is a
-diagnostic. A consumer's access tail past block i reads block i + 1 (the tails are reads),
-and past the last block the buffer's own tail, which carries the largest tail any consumer
-of the element asks for.
+consumers their format back (a local repack on each tile when the grown axis is not
+partitioned, else a gather); with no such block it is a diagnostic. A consumer's access
+tail past block i reads block i + 1 (the tails are reads), and past the last block the
+buffer's own tail, which carries the largest tail any consumer of the element asks for.
 
 How a sequence gets there, innermost repeats first:
 - already normalized: nothing;
@@ -27,7 +27,6 @@ How a sequence gets there, innermost repeats first:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -50,23 +49,29 @@ def normalized_format(element: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
     return element.with_changes(tiling=[mid.AxisTilingAttr(1, 1), *element.tiling.data])
 
 
+MAX_PAD_STEPS = 4  # block sizes tried per axis, in units of the alignment
+
+
 def padded_element(element_type: TensorType, element: mid.TensorFormatAttr,
                    alignment: int) -> mid.TensorFormatAttr | None:
-    """`element` with the outermost unpartitioned axis of its row-major shard grown until one
-    shard is a multiple of `alignment` bytes (the tiles store the same boxes of the tensor,
-    padded); None when the shard has no such axis."""
+    """`element` with the block of one axis of its row-major shard grown (outermost axis
+    first, each by the least amount) until one shard is a multiple of `alignment` bytes; None
+    when no axis gets there. On an unpartitioned axis the tiles keep their boxes of the
+    tensor (the shard is padded); on a partitioned one the boxes change too."""
     if element.order.data != "row_major":
         return None
-    geom = geometry(element_type.get_shape(), element)
-    shard, tiling = geom.shard_shape, list(element.tiling.data)
+    shape = element_type.get_shape()
+    tiling = list(element.tiling.data)
     for axis, entry in enumerate(tiling):
+        first = max(entry.block.data, geometry(shape, element).shard_shape[axis])
         if entry.partitions.data != 1:
-            continue
-        others = math.prod(shard) // shard[axis] * (geom.shard_bytes() // geom.shard_elements)
-        extent = next(e for e in range(shard[axis], shard[axis] + alignment + 1)
-                      if e * others % alignment == 0)
-        tiling[axis] = mid.AxisTilingAttr(extent, 1, mid.Indivisible.PAD)
-        return element.with_changes(tiling=tiling)
+            first = entry.block.data + 1
+        for block in range(first, first + alignment * MAX_PAD_STEPS):
+            tiling[axis] = mid.AxisTilingAttr(block, entry.partitions.data, mid.Indivisible.PAD)
+            candidate = element.with_changes(tiling=tiling)
+            if geometry(shape, candidate).shard_bytes() % alignment == 0:
+                return candidate
+        tiling[axis] = entry
     return None
 
 

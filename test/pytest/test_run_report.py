@@ -52,16 +52,12 @@ def test_json_summary_holds_the_runs_numbers(capsys):
 def test_json_reports_a_diagnostic_as_an_object_too(capsys, tmp_path):
     bad = tmp_path / "bad.mlir"  # a parse error
     bad.write_text("func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\n  func.return %a\n}\n")
-    odd = tmp_path / "odd.mlir"  # a compile diagnostic: 12-byte sequence blocks, 8-byte aligned
-    odd.write_text(
-        "func.func @f(%x0: tensor<4x3xf32>, %bs: tensor<2x3xf32>) -> tensor<4x3xf32> {\n"
-        "  %r = graph.repeat 2 carried(%x = %x0 : tensor<4x3xf32>) sequence(%b = %bs : "
-        "tensor<2x3xf32>) {\n"
-        "    %y = graph.add %x, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>\n"
-        "    graph.yield %y : tensor<4x3xf32>\n"
-        "  } -> tensor<4x3xf32>\n"
-        "  func.return %r : tensor<4x3xf32>\n}\n")
-    for source, line in ((bad, 3), (odd, 2)):
+    big = tmp_path / "big.mlir"  # a compile diagnostic: an output-row tile does not fit
+    big.write_text(
+        "func.func @f(%a: tensor<2944x1024xf16>, %b: tensor<1024x1024xf16>) -> tensor<2944x1024xf16> {\n"
+        "  %c = graph.gemm %a, %b : (tensor<2944x1024xf16>, tensor<1024x1024xf16>) -> tensor<2944x1024xf16>\n"
+        "  func.return %c : tensor<2944x1024xf16>\n}\n")
+    for source, line in ((bad, 3), (big, 2)):
         status = run_main(source, json_output=True)
         captured = capsys.readouterr()
         summary = json.loads(captured.out)
