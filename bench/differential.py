@@ -27,10 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, f16, f32
-from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from frontend.builder import GraphBuilder
+from frontend.builder import GraphBuilder, GraphValue
 
 ELEMENTS = {"f32": f32, "f16": f16, "f8": Float8E4M3FNUZType()}
 TILE_CHOICES = (1, 2, 3, 4, 7, 16, 64)
@@ -50,7 +49,7 @@ class Generator:
         self.rng = rng
         self.kind = rng.choice(list(ELEMENTS))
         self.g = GraphBuilder("case")
-        self.pool: list[SSAValue] = []
+        self.pool: list[GraphValue] = []
         self.inputs = 0
         self.ops: list[str] = []
 
@@ -61,7 +60,7 @@ class Generator:
     def scale(self) -> int | None:
         return self.rng.choice((-4, -3, -2)) if self.kind == "f8" else None
 
-    def new_input(self, shape: list[int]) -> SSAValue:
+    def new_input(self, shape: list[int]) -> GraphValue:
         self.inputs += 1
         value = self.g.input(shape, ELEMENTS[self.kind], name=f"in{self.inputs}",
                              **({"scale": self.scale()} if self.kind == "f8" else {}))
@@ -69,10 +68,10 @@ class Generator:
         return value
 
     @staticmethod
-    def shape(value: SSAValue) -> list[int]:
+    def shape(value: GraphValue) -> list[int]:
         return list(value.type.get_shape())  # type: ignore[attr-defined]
 
-    def pick(self, min_rank: int = 1) -> SSAValue:
+    def pick(self, min_rank: int = 1) -> GraphValue:
         fitting = [v for v in self.pool if len(self.shape(v)) >= min_rank]
         if not fitting:
             return self.new_input([self.extent() for _ in range(max(min_rank, 2))])
@@ -82,7 +81,7 @@ class Generator:
         return {"scale": self.scale()} if self.kind == "f8" else {}
 
     # ---- ops --------------------------------------------------------------------------
-    def gemm(self) -> SSAValue:
+    def gemm(self) -> GraphValue:
         a = self.pick(2)
         m, k = self.shape(a)[-2:]
         transpose_lhs = self.rng.random() < 0.2
@@ -98,7 +97,7 @@ class Generator:
         self.ops.append(f"gemm{'T' if transpose_lhs else ''}{'T' if transpose_rhs else ''}")
         return self.g.gemm(a, b, transpose_lhs, transpose_rhs, **self.result_scale())
 
-    def add(self) -> SSAValue:
+    def add(self) -> GraphValue:
         a = self.pick()
         shape = self.shape(a)
         choice = self.rng.random()
@@ -116,11 +115,11 @@ class Generator:
         self.ops.append("add")
         return self.g.add(a, b, **self.result_scale())
 
-    def gelu(self) -> SSAValue:
+    def gelu(self) -> GraphValue:
         self.ops.append("gelu")
         return self.g.gelu(self.pick(), **self.result_scale())
 
-    def attention(self) -> SSAValue:
+    def attention(self) -> GraphValue:
         heads = self.rng.choice((1, 2, 3))
         batch = self.rng.choice(([], [2]))
         seq, dim = self.rng.choice((8, 16, 33, 64)), self.rng.choice((8, 16, 32, 64))

@@ -14,8 +14,10 @@ first location in it is the op the work is done *for*, and it is the one a diagn
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     CallSiteLoc,
     FileLineColLoc,
     FusedLoc,
@@ -32,7 +34,7 @@ def file_positions(loc: Attribute) -> Iterator[FileLineColLoc]:
     if isinstance(loc, FileLineColLoc):
         yield loc
     elif isinstance(loc, FusedLoc):
-        for inner in loc.locations:  # type: ignore[attr-defined]  # an ArrayAttr of locations
+        for inner in cast(ArrayAttr, loc.locations).data:
             yield from file_positions(inner)
     elif isinstance(loc, NameLoc):
         yield from file_positions(loc.location)
@@ -65,13 +67,13 @@ def fused_location(*locations: Attribute) -> LocationAttr:
     occurrence); one location left is itself, none is `loc(unknown)`."""
     parts: list[Attribute] = []
     for loc in locations:
-        inner = list(loc.locations) if isinstance(loc, FusedLoc) else [loc]  # type: ignore[attr-defined]
+        inner = cast(ArrayAttr, loc.locations).data if isinstance(loc, FusedLoc) else (loc,)
         parts.extend(p for p in inner if is_known(p) and p not in parts)
     if not parts:
         return UnknownLoc()
     if len(parts) == 1:
         return parts[0]  # type: ignore[return-value]  # a known location attribute
-    return FusedLoc(tuple(parts), NoneAttr())
+    return FusedLoc(ArrayAttr(parts), NoneAttr())
 
 
 def value_location(value: SSAValue) -> LocationAttr:

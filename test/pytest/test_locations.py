@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from xdsl.dialects import test as xdsl_test
 from xdsl.dialects.builtin import (
     FileLineColLoc,
     FusedLoc,
@@ -20,7 +21,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UnknownLoc,
 )
-from xdsl.dialects import test as xdsl_test
 from xdsl.passes import PassPipeline
 
 from ipu_dialects.locations import file_positions, fused_location, located, location_of
