@@ -45,15 +45,26 @@ def file_positions(loc: Attribute) -> Iterator[FileLineColLoc]:
 
 def location_of(op: Operation) -> str | None:
     """`file:line:col` of an op with a source location (a fused one: its first), else None."""
-    loc = next(file_positions(op.location), None)
-    if loc is None:
+    return position_text(op.location)
+
+
+def position_text(loc: Attribute) -> str | None:
+    """`file:line:col` of a location's first file position, else None."""
+    first = next(file_positions(loc), None)
+    if first is None:
         return None
-    return f"{loc.filename.data}:{loc.line.data}:{loc.column.data}"
+    return f"{first.filename.data}:{first.line.data}:{first.column.data}"
 
 
 def located(op: Operation, message: str) -> str:
     """`file:line:col: error: message` when the op has a source position, else `message`."""
     location = location_of(op)
+    return f"{location}: error: {message}" if location else message
+
+
+def located_value(value: SSAValue, message: str) -> str:
+    """`located`, at where `value` comes from (`value_location`)."""
+    location = position_text(value_location(value))
     return f"{location}: error: {message}" if location else message
 
 

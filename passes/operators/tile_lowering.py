@@ -25,7 +25,14 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.target import Target
 from ipu_dialects import mid
-from ipu_dialects.locations import fused_location, is_known, value_label, value_location
+from ipu_dialects.locations import (
+    fused_location,
+    is_known,
+    located,
+    located_value,
+    value_label,
+    value_location,
+)
 from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.repeat import unify_carried_requirements
 from passes.shard_geometry import geometry
@@ -81,10 +88,11 @@ class FunctionLowering:
         assert isinstance(fmt, mid.TensorFormatAttr)
         geom = geometry(value_type.get_shape(), fmt)
         if geom.tiles_used > self.tile_count:
-            raise PassFailedException(
+            raise PassFailedException(located_value(
+                value,
                 f"mid-to-tile: {value_label(value)} is stored on {geom.tiles_used} tiles, but the "
                 f"module is configured for {self.tile_count}"
-            )
+            ))
         wanted = name or value.name_hint or (f"{kind}{index}" if index is not None else "value")
         buffer = BufferOp(
             self.unique_name(wanted),
@@ -175,17 +183,19 @@ class FunctionLowering:
         from passes.operators import operator_for_mid
 
         if op.dialect_name() == "tile":
-            raise PassFailedException(
+            raise PassFailedException(located(
+                op,
                 f"mid-to-tile: the function is at the tile level already ({op.name} "
                 f"{', '.join(value_label(r) for r in op.results)}); run mid-to-tile once"
-            )
+            ))
         operator = operator_for_mid(op)
         if operator is None:
-            raise PassFailedException(
+            raise PassFailedException(located(
+                op,
                 f"mid-to-tile: cannot lower {op.name} (result "
                 f"{', '.join(value_label(r) for r in op.results) or 'none'}): no operator of "
                 "passes/operators lowers it"
-            )
+            ))
         self.lowering_ops.append(op)
         try:
             work = operator.lower(op, self)
