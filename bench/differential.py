@@ -28,10 +28,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, f16, f32
-from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from frontend.builder import GraphBuilder
+from frontend.builder import GraphBuilder, GraphValue
 from ipu_dialects.graph import Fp8ScaleAttr
 
 ELEMENTS = {"f32": f32, "f16": f16, "f8": Float8E4M3FNUZType()}
@@ -52,7 +51,7 @@ class Generator:
         self.rng = rng
         self.kind = rng.choice(list(ELEMENTS))
         self.g = GraphBuilder("case")
-        self.pool: list[SSAValue] = []
+        self.pool: list[GraphValue] = []
         self.inputs = 0
         self.ops: list[str] = []
 
@@ -63,7 +62,7 @@ class Generator:
     def scale(self) -> int | None:
         return self.rng.choice((-4, -3, -2)) if self.kind == "f8" else None
 
-    def new_input(self, shape: list[int], scale: int | None = None) -> SSAValue:
+    def new_input(self, shape: list[int], scale: int | None = None) -> GraphValue:
         self.inputs += 1
         scale = self.scale() if scale is None else scale
         value = self.g.input(shape, ELEMENTS[self.kind], name=f"in{self.inputs}",
@@ -72,10 +71,10 @@ class Generator:
         return value
 
     @staticmethod
-    def shape(value: SSAValue) -> list[int]:
+    def shape(value: GraphValue) -> list[int]:
         return list(value.type.get_shape())  # type: ignore[attr-defined]
 
-    def pick(self, min_rank: int = 1) -> SSAValue:
+    def pick(self, min_rank: int = 1) -> GraphValue:
         fitting = [v for v in self.pool if len(self.shape(v)) >= min_rank]
         if not fitting:
             return self.new_input([self.extent() for _ in range(max(min_rank, 2))])
@@ -85,7 +84,7 @@ class Generator:
         return {"scale": self.scale()} if self.kind == "f8" else {}
 
     # ---- ops --------------------------------------------------------------------------
-    def gemm(self) -> SSAValue:
+    def gemm(self) -> GraphValue:
         a = self.pick(2)
         m, k = self.shape(a)[-2:]
         transpose_lhs = self.rng.random() < 0.2
@@ -101,7 +100,7 @@ class Generator:
         self.ops.append(f"gemm{'T' if transpose_lhs else ''}{'T' if transpose_rhs else ''}")
         return self.g.gemm(a, b, transpose_lhs, transpose_rhs, **self.result_scale())
 
-    def add(self) -> SSAValue:
+    def add(self) -> GraphValue:
         a = self.pick()
         shape = self.shape(a)
         choice = self.rng.random()
@@ -119,11 +118,11 @@ class Generator:
         self.ops.append("add")
         return self.g.add(a, b, **self.result_scale())
 
-    def gelu(self) -> SSAValue:
+    def gelu(self) -> GraphValue:
         self.ops.append("gelu")
         return self.g.gelu(self.pick(), **self.result_scale())
 
-    def attention(self) -> SSAValue:
+    def attention(self) -> GraphValue:
         heads = self.rng.choice((1, 2, 3))
         batch = self.rng.choice(([], [2]))
         seq, dim = self.rng.choice((8, 16, 33, 64)), self.rng.choice((8, 16, 32, 64))
@@ -138,13 +137,13 @@ class Generator:
         return self.g.attention(q, k, v, causal, scale, **result_scale)
 
     # ---- repeats ----------------------------------------------------------------------
-    def value_scale(self, value: SSAValue) -> dict:
+    def value_scale(self, value: GraphValue) -> dict:
         """The FP8 scale of `value` as a result scale: a body keeps its carried type."""
         encoding = value.type.encoding  # type: ignore[attr-defined]
         return {"scale": encoding.exponent.data if isinstance(encoding, Fp8ScaleAttr) else 0} \
             if self.kind == "f8" else {}
 
-    def repeat(self) -> SSAValue:
+    def repeat(self) -> GraphValue:
         """A repeat carrying one pool value, with a weight invariant and a bias sequence
         (per iteration: a vector, or a sequence for an inner repeat), and a random body of
         1-4 shape-keeping ops: gemm by the weight, add of the bias or of the carried value
@@ -178,8 +177,8 @@ class Generator:
         self.ops.append(")")
         return result
 
-    def body_op(self, h: SSAValue, start: SSAValue, weight: SSAValue, bias: SSAValue | None,
-                nested: tuple[int, SSAValue] | None) -> SSAValue:
+    def body_op(self, h: GraphValue, start: GraphValue, weight: GraphValue, bias: GraphValue | None,
+                nested: tuple[int, GraphValue] | None) -> GraphValue:
         """One op of a repeat's body; `nested`: (count, sequence) of an inner repeat."""
         keep = self.value_scale(h)
         choices = ["gemm", "residual", "gelu"] + ([] if bias is None else ["bias"])

@@ -28,12 +28,16 @@ saturate at 240 * 2**s); `scale=` on a non-FP8 result is a `VerifyException`.
 
     y = g.add(x, b, scale=-3)   # tensor<..xf8E4M3FNUZ, #graph.fp8_scale<-3>>
 
-Python conveniences. Values made by a builder also support `x @ w` (`gemm(x, w)`) and `x + y`
-(`add(x, y)`), and element types may be given as NumPy dtypes or strings as well as xDSL types:
+Values. Every method returns a `GraphValue`: the xDSL SSA value it made (`.value`) with its
+`type`, `shape` and `name_hint`, and the operators `x @ w` (`gemm(x, w)`) and `x + y`
+(`add(x, y)`), built by the builder that made `x`. The methods take `GraphValue`s or plain
+`SSAValue`s; xDSL's own objects are never altered. Element types may be given as NumPy dtypes
+or strings as well as xDSL types:
 
     x = g.input([128, 768], np.float16, name="x")    # or "f16", "float16", f16
     w = g.input([768, 768], "f16", name="w")
     y = g.gelu(x @ w + x)
+    y.value                                          # the xDSL OpResult of graph.gelu
 
 `as_element_type(...)` is the conversion: float32/"f32", float16/"f16", ml_dtypes'
 float8_e4m3fnuz/"f8"/"f8E4M3FNUZ".
@@ -51,14 +55,13 @@ values:
 from __future__ import annotations
 
 import numbers
-import weakref
 from collections.abc import Callable, Sequence
 
 import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import Float8E4M3FNUZType, ModuleOp, TensorType, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ipu_dialects.graph import (
@@ -80,8 +83,8 @@ from ipu_dialects.graph import (
 f8 = Float8E4M3FNUZType()
 
 __all__ = [
-    "BuilderTypeError", "BuilderValueError", "GraphBuilder", "as_element_type", "f8", "f16", "f32",
-    "tensor_type",
+    "BuilderTypeError", "BuilderValueError", "GraphBuilder", "GraphValue", "as_element_type", "f8",
+    "f16", "f32", "tensor_type",
 ]
 
 
@@ -93,7 +96,8 @@ class BuilderValueError(ValueError):
     """A builder call got an object of the right kind with an invalid value (named)."""
 
 RepeatBody = Callable[
-    [Sequence[SSAValue], Sequence[SSAValue], Sequence[SSAValue]], Sequence[SSAValue]
+    [Sequence["GraphValue"], Sequence["GraphValue"], Sequence["GraphValue"]],
+    Sequence["GraphValue | SSAValue"],
 ]
 
 ELEMENT_TYPES: dict[str, Attribute] = {
@@ -125,49 +129,57 @@ def as_element_type(spec: object) -> Attribute:
     return ELEMENT_TYPES[dtype.name]
 
 
-# weak both ways: the builder holds its blocks, so a strong value would keep both alive forever
-_BUILDER_OF_BLOCK: weakref.WeakKeyDictionary[Block, weakref.ref[GraphBuilder]] = (
-    weakref.WeakKeyDictionary())
+class GraphValue:
+    """A value a `GraphBuilder` made: the xDSL SSA value (`.value`) and the builder, so that
+    `x @ w` is `builder.gemm(x, w)` and `x + y` is `builder.add(x, y)` (a raw `SSAValue` on
+    the other side is accepted). Two `GraphValue`s of one SSA value are equal."""
+
+    __slots__ = ("builder", "value")
+
+    def __init__(self, value: SSAValue, builder: GraphBuilder):
+        self.value = value
+        self.builder = builder
+
+    @property
+    def type(self) -> TensorType:
+        assert isinstance(self.value.type, TensorType)  # every graph value is a tensor
+        return self.value.type
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.get_shape()
+
+    @property
+    def name_hint(self) -> str | None:
+        return self.value.name_hint
+
+    @name_hint.setter
+    def name_hint(self, name: str | None) -> None:
+        self.value.name_hint = name
+
+    def __matmul__(self, other: GraphValue | SSAValue) -> GraphValue:
+        return self.builder.gemm(self, other)
+
+    def __rmatmul__(self, other: SSAValue) -> GraphValue:
+        return self.builder.gemm(other, self)
+
+    def __add__(self, other: GraphValue | SSAValue) -> GraphValue:
+        return self.builder.add(self, other)
+
+    def __radd__(self, other: SSAValue) -> GraphValue:
+        return self.builder.add(other, self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GraphValue) and other.value is self.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"<GraphValue %{self.value.name_hint or '<unnamed>'}: {self.value.type}>"
 
 
-class TensorOperators:
-    """`@` and `+` on the values a builder made: `x @ w` is `gemm(x, w)`, `x + y` is `add`.
-
-    The builder re-classes its values (`with_operators`) to these subclasses of xDSL's
-    `OpResult` and `BlockArgument`, so they stay the same SSA values for xDSL."""
-
-    __slots__ = ()
-
-    def _builder(self, operator: str) -> GraphBuilder:
-        assert isinstance(self, SSAValue)
-        block = self.owner if isinstance(self.owner, Block) else self.owner.parent_block()
-        reference = _BUILDER_OF_BLOCK.get(block) if block is not None else None
-        builder = reference() if reference is not None else None
-        if builder is None:
-            raise BuilderTypeError(f"'{operator}' needs a value of a live GraphBuilder")
-        return builder
-
-    def __matmul__(self, other: SSAValue) -> SSAValue:
-        return self._builder("@").gemm(self, other)  # type: ignore[arg-type]
-
-    def __add__(self, other: SSAValue) -> SSAValue:
-        return self._builder("+").add(self, other)  # type: ignore[arg-type]
-
-
-class GraphTensorResult(OpResult, TensorOperators):
-    __slots__ = ()
-
-
-class GraphTensorArgument(BlockArgument, TensorOperators):
-    __slots__ = ()
-
-
-def with_operators(value: SSAValue) -> SSAValue:
-    if type(value) is OpResult:
-        value.__class__ = GraphTensorResult
-    elif type(value) is BlockArgument:
-        value.__class__ = GraphTensorArgument
-    return value
+Value = GraphValue | SSAValue  # what the builder's methods take
 
 
 def tensor_type(shape: Sequence[int], element_type: Attribute | str | object,
@@ -199,7 +211,6 @@ class GraphBuilder:
         self.name = name
         self.entry = Block()
         self.blocks = [self.entry]  # innermost last: where new ops go
-        _BUILDER_OF_BLOCK[self.entry] = weakref.ref(self)  # for `x @ w` and `x + y`
         self.outputs: list[SSAValue] | None = None
         self.op_count = 0
         self.built = False
@@ -212,7 +223,7 @@ class GraphBuilder:
         element_type: Attribute = f32,
         name: str | None = None,
         scale: int | None = None,
-    ) -> SSAValue:
+    ) -> GraphValue:
         index = len(self.entry.args)
         if name is not None and not isinstance(name, str):
             raise BuilderTypeError(f"input name must be a str, got {name!r}")
@@ -227,11 +238,11 @@ class GraphBuilder:
         arg_type = checked_tensor(
             "GraphBuilder.input", f"input {arg_name}", tensor_type(shape, element_type, scale)
         )
-        arg = with_operators(self.entry.insert_arg(arg_type, index))
+        arg = self.entry.insert_arg(arg_type, index)
         arg.name_hint = arg_name
-        return arg
+        return GraphValue(arg, self)
 
-    def output(self, *values: SSAValue) -> None:
+    def output(self, *values: GraphValue | SSAValue) -> None:
         if len(self.blocks) != 1:
             raise VerifyException("output() inside a repeat body: return the carried values instead")
         self.outputs = [self._value(v, f"output #{i}") for i, v in enumerate(values)]
@@ -256,6 +267,8 @@ class GraphBuilder:
 
     def _value(self, value: object, what: str) -> SSAValue:
         """`value` as an operand of an op built now: an SSA value visible where ops go."""
+        if isinstance(value, GraphValue):
+            value = value.value
         if not isinstance(value, SSAValue):
             raise BuilderTypeError(
                 f"{what} must be a value returned by input() or an op method, got {value!r}"
@@ -321,6 +334,9 @@ class GraphBuilder:
         op.drop_all_references()
         return rebuilt
 
+    def _result(self, op: Operation) -> GraphValue:
+        return GraphValue(self._add(op).results[0], self)
+
     def _add(self, op: Operation) -> Operation:
         """Verify and insert `op` (so a rejected op leaves the graph unchanged); unnamed results
         get readable names (`%gemm3`) for diagnostics."""
@@ -333,7 +349,6 @@ class GraphBuilder:
             raise
         self.blocks[-1].add_op(op)
         for result in op.results:
-            with_operators(result)
             if result.name_hint is None:
                 self.op_count += 1
                 result.name_hint = f"{op.name.split('.', 1)[1]}{self.op_count}"
@@ -341,37 +356,37 @@ class GraphBuilder:
 
     def gemm(
         self,
-        lhs: SSAValue,
-        rhs: SSAValue,
+        lhs: Value,
+        rhs: Value,
         transpose_lhs: bool = False,
         transpose_rhs: bool = False,
         *,
         scale: int | None = None,
-    ) -> SSAValue:
+    ) -> GraphValue:
         lhs, rhs = self._value(lhs, "gemm lhs"), self._value(rhs, "gemm rhs")
         transpose_lhs = self._flag(transpose_lhs, "gemm transpose_lhs")
         transpose_rhs = self._flag(transpose_rhs, "gemm transpose_rhs")
         op = GemmOp(lhs, rhs, transpose_lhs, transpose_rhs)
-        return self._add(self._with_result_scale(op, scale)).results[0]
+        return self._result(self._with_result_scale(op, scale))
 
-    def add(self, lhs: SSAValue, rhs: SSAValue, *, scale: int | None = None) -> SSAValue:
+    def add(self, lhs: Value, rhs: Value, *, scale: int | None = None) -> GraphValue:
         lhs, rhs = self._value(lhs, "add lhs"), self._value(rhs, "add rhs")
-        return self._add(self._with_result_scale(AddOp(lhs, rhs), scale)).results[0]
+        return self._result(self._with_result_scale(AddOp(lhs, rhs), scale))
 
-    def gelu(self, x: SSAValue, *, scale: int | None = None) -> SSAValue:
+    def gelu(self, x: Value, *, scale: int | None = None) -> GraphValue:
         op = GeluOp(self._value(x, "gelu input"))
-        return self._add(self._with_result_scale(op, scale)).results[0]
+        return self._result(self._with_result_scale(op, scale))
 
     def attention(
         self,
-        query: SSAValue,
-        key: SSAValue,
-        value: SSAValue,
+        query: Value,
+        key: Value,
+        value: Value,
         causal: bool = False,
         scale: float | None = None,
         *,
         result_scale: int | None = None,
-    ) -> SSAValue:
+    ) -> GraphValue:
         """`scale` is the logit scale (default 1/sqrt(head_dim)); `result_scale` is the FP8
         result's `#graph.fp8_scale` (attention's `scale` keyword was taken first)."""
         query, key, value = (
@@ -386,17 +401,17 @@ class GraphBuilder:
                 )
             scale = float(scale)
         op = AttentionOp(query, key, value, causal, scale)
-        return self._add(self._with_result_scale(op, result_scale)).results[0]
+        return self._result(self._with_result_scale(op, result_scale))
 
     def layer_norm(
         self,
-        x: SSAValue,
-        weight: SSAValue,
-        bias: SSAValue,
+        x: Value,
+        weight: Value,
+        bias: Value,
         eps: float = 1e-5,
         *,
         scale: int | None = None,
-    ) -> SSAValue:
+    ) -> GraphValue:
         """Normalization over the last axis; `weight` and `bias` are `[D]` for that axis."""
         x, weight, bias = (
             self._value(v, f"layer_norm {what}")
@@ -405,7 +420,7 @@ class GraphBuilder:
         if not isinstance(eps, numbers.Real) or isinstance(eps, bool):
             raise BuilderTypeError(f"layer_norm eps must be a number, got {eps!r}")
         op = LayerNormOp(x, weight, bias, float(eps))
-        return self._add(self._with_result_scale(op, scale)).results[0]
+        return self._result(self._with_result_scale(op, scale))
 
     @staticmethod
     def _ints(values: object, what: str) -> list[int]:
@@ -415,49 +430,49 @@ class GraphBuilder:
             raise BuilderTypeError(f"{what} must be a sequence of ints, got {values!r}")
         return [int(v) for v in values]
 
-    def reshape(self, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+    def reshape(self, x: Value, shape: Sequence[int]) -> GraphValue:
         """The same elements, row-major, under `shape` (FP8: the input's scale)."""
         x = self._value(x, "reshape input")
         shape = self._ints(shape, "reshape shape")
-        return self._add(ReshapeOp(x, tensor_type(shape, f32).get_shape())).results[0]
+        return self._result(ReshapeOp(x, tensor_type(shape, f32).get_shape()))
 
-    def transpose(self, x: SSAValue, permutation: Sequence[int]) -> SSAValue:
+    def transpose(self, x: Value, permutation: Sequence[int]) -> GraphValue:
         """Result axis i is input axis permutation[i] (numpy.transpose)."""
         x = self._value(x, "transpose input")
         permutation = self._ints(permutation, "transpose permutation")
-        return self._add(TransposeOp(x, permutation)).results[0]
+        return self._result(TransposeOp(x, permutation))
 
     def slice(
         self,
-        x: SSAValue,
+        x: Value,
         starts: Sequence[int],
         ends: Sequence[int],
         steps: Sequence[int] | None = None,
-    ) -> SSAValue:
+    ) -> GraphValue:
         """`x[starts[0]:ends[0]:steps[0], ...]`, one entry per axis (steps default to 1)."""
         x = self._value(x, "slice input")
         starts = self._ints(starts, "slice starts")
         ends = self._ints(ends, "slice ends")
         steps = None if steps is None else self._ints(steps, "slice steps")
-        return self._add(SliceOp(x, starts, ends, steps)).results[0]
+        return self._result(SliceOp(x, starts, ends, steps))
 
-    def concat(self, values: Sequence[SSAValue], axis: int) -> SSAValue:
+    def concat(self, values: Sequence[Value], axis: int) -> GraphValue:
         """`values` joined along `axis` (FP8: the result takes the first input's scale)."""
         if not isinstance(values, list | tuple):
             raise BuilderTypeError(f"concat values must be a list or tuple of values, got {values!r}")
         if not isinstance(axis, int) or isinstance(axis, bool):
             raise BuilderTypeError(f"concat axis must be an int, got {axis!r}")
-        values = [self._value(v, f"concat input #{i}") for i, v in enumerate(values)]
-        return self._add(ConcatOp(values, axis)).results[0]
+        operands = [self._value(v, f"concat input #{i}") for i, v in enumerate(values)]
+        return self._result(ConcatOp(operands, axis))
 
     def repeat(
         self,
         count: int,
         body: RepeatBody,
-        carried: Sequence[SSAValue] = (),
-        invariant: Sequence[SSAValue] = (),
-        sequence: Sequence[SSAValue] = (),
-    ) -> list[SSAValue]:
+        carried: Sequence[Value] = (),
+        invariant: Sequence[Value] = (),
+        sequence: Sequence[Value] = (),
+    ) -> list[GraphValue]:
         """`graph.repeat count`: `body(carried, invariants, slices)` returns the next carried."""
         if not isinstance(count, int) or isinstance(count, bool):
             raise BuilderTypeError(f"repeat count must be an int, got {count!r}")
@@ -471,35 +486,35 @@ class GraphBuilder:
                 raise BuilderTypeError(
                     f"repeat {what} must be a list or tuple of values, got {values!r}"
                 )
-        carried = [self._value(v, f"repeat carried #{i}") for i, v in enumerate(carried)]
-        invariant = [self._value(v, f"repeat invariant #{i}") for i, v in enumerate(invariant)]
-        sequence = [self._value(v, f"repeat sequence #{i}") for i, v in enumerate(sequence)]
+        inits = [self._value(v, f"repeat carried #{i}") for i, v in enumerate(carried)]
+        invariants = [self._value(v, f"repeat invariant #{i}") for i, v in enumerate(invariant)]
+        sequences = [self._value(v, f"repeat sequence #{i}") for i, v in enumerate(sequence)]
         arg_types = RepeatOp.body_arg_types(
-            [v.type for v in carried], [v.type for v in invariant], [v.type for v in sequence]
+            [v.type for v in inits], [v.type for v in invariants], [v.type for v in sequences]
         )
         block = Block(arg_types=arg_types)
-        _BUILDER_OF_BLOCK[block] = weakref.ref(self)
-        for arg in block.args:
-            with_operators(arg)
-        for arg, outer in zip(block.args, [*carried, *invariant, *sequence]):
+        for arg, outer in zip(block.args, [*inits, *invariants, *sequences]):
             arg.name_hint = outer.name_hint
-        n_carried, n_invariant = len(carried), len(invariant)
+        n_carried, n_invariant = len(inits), len(invariants)
         self.blocks.append(block)
         try:
-            args = block.args
+            args = [GraphValue(arg, self) for arg in block.args]
             next_carried = body(
                 args[:n_carried],
                 args[n_carried : n_carried + n_invariant],
                 args[n_carried + n_invariant :],
             )
-            if isinstance(next_carried, SSAValue) or not isinstance(next_carried, Sequence):
+            if isinstance(next_carried, SSAValue | GraphValue) or not isinstance(
+                next_carried, Sequence
+            ):
                 raise BuilderTypeError(
                     "a repeat body must return a list of the next carried values, got "
                     f"{next_carried!r}"
                 )
-            values = [self._value(v, f"repeat body result #{i}") for i, v in enumerate(next_carried)]
-            block.add_op(YieldOp(*values))
+            yielded = [self._value(v, f"repeat body result #{i}")
+                       for i, v in enumerate(next_carried)]
+            block.add_op(YieldOp(*yielded))
         finally:
             self.blocks.pop()
-        op = RepeatOp(count, carried, invariant, sequence, Region(block))
-        return list(self._add(op).results)
+        op = RepeatOp(count, inits, invariants, sequences, Region(block))
+        return [GraphValue(result, self) for result in self._add(op).results]

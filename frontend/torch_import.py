@@ -20,10 +20,9 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import f16, f32
-from xdsl.ir import SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from frontend.builder import GraphBuilder
+from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames
 
 ELEMENT_TYPES = {"f32": (f32, np.float32), "f16": (f16, np.float16)}
@@ -43,7 +42,7 @@ class TorchImporter:
         self.element_type, self.numpy_dtype = ELEMENT_TYPES[dtype]
         self.builder = GraphBuilder(function)
         self.unique = UniqueNames()
-        self.env: dict[str, Any] = {}  # fx node name -> SSAValue (or a list, for split)
+        self.env: dict[str, Any] = {}  # fx node name -> GraphValue (or a list, for split)
         self.weights: dict[str, np.ndarray] = {}
         self.lifted: dict[str, tuple[str, np.ndarray]] = {}  # placeholder -> (state name, array)
 
@@ -72,7 +71,7 @@ class TorchImporter:
                 self.builder.output(*[self.value(v, "the output") for v in node.args[0]])
         return ImportedModel(self.builder.build(), self.weights)
 
-    def value(self, arg: Any, where: str) -> SSAValue:
+    def value(self, arg: Any, where: str) -> GraphValue:
         name = getattr(arg, "name", None)
         if name in self.env:
             return self.env[name]
@@ -108,21 +107,21 @@ class TorchImporter:
         values.update(node.kwargs)
         return [values.get(n) for n in names]
 
-    def linear(self, at: str, node: Any) -> SSAValue:
+    def linear(self, at: str, node: Any) -> GraphValue:
         x, weight, bias = self.args(node, ["x", "weight", "bias"], {"bias": None})
         y = self.builder.gemm(self.value(x, at), self.value(weight, at), transpose_rhs=True)
         return y if bias is None else self.builder.add(y, self.value(bias, at))
 
-    def matmul(self, at: str, node: Any) -> SSAValue:
+    def matmul(self, at: str, node: Any) -> GraphValue:
         return self.builder.gemm(self.value(node.args[0], at), self.value(node.args[1], at))
 
-    def add(self, at: str, node: Any) -> SSAValue:
+    def add(self, at: str, node: Any) -> GraphValue:
         a, b, alpha = self.args(node, ["a", "b", "alpha"], {"alpha": 1})
         if alpha != 1:
             raise TorchImportError(f"{at}: add with alpha = {alpha}; graph.add has no scale")
         return self.builder.add(self.value(a, at), self.value(b, at))
 
-    def layer_norm(self, at: str, node: Any) -> SSAValue:
+    def layer_norm(self, at: str, node: Any) -> GraphValue:
         x, shape, weight, bias, eps = self.args(
             node, ["x", "shape", "weight", "bias", "eps"],
             {"weight": None, "bias": None, "eps": 1e-5})
@@ -141,32 +140,32 @@ class TorchImporter:
             operands.append(self.value(v, at))
         return self.builder.layer_norm(self.value(x, at), *operands, float(eps))
 
-    def gelu(self, at: str, node: Any) -> SSAValue:
+    def gelu(self, at: str, node: Any) -> GraphValue:
         approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
         if approximate != "none":
             raise TorchImportError(f"{at}: approximate = '{approximate}'; graph.gelu is the exact "
                                    "(erf) GeLU")
         return self.builder.gelu(self.value(node.args[0], at))
 
-    def reshape(self, at: str, node: Any) -> SSAValue:
+    def reshape(self, at: str, node: Any) -> GraphValue:
         return self.builder.reshape(self.value(node.args[0], at), self.shape(node))
 
-    def transpose(self, at: str, node: Any) -> SSAValue:
+    def transpose(self, at: str, node: Any) -> GraphValue:
         rank = len(self.shape(node))
         permutation = list(range(rank))
         a, b = (normalized(d, rank) for d in node.args[1:3])
         permutation[a], permutation[b] = b, a
         return self.builder.transpose(self.value(node.args[0], at), permutation)
 
-    def t(self, at: str, node: Any) -> SSAValue:
+    def t(self, at: str, node: Any) -> GraphValue:
         return self.builder.transpose(self.value(node.args[0], at), [1, 0])
 
-    def permute(self, at: str, node: Any) -> SSAValue:
+    def permute(self, at: str, node: Any) -> GraphValue:
         rank = len(self.shape(node))
         dims = [normalized(d, rank) for d in node.args[1]]
         return self.builder.transpose(self.value(node.args[0], at), dims)
 
-    def split(self, at: str, node: Any) -> list[SSAValue]:
+    def split(self, at: str, node: Any) -> list[GraphValue]:
         x, sizes, dim = self.args(node, ["x", "sizes", "dim"], {"dim": 0})
         shape = self.shape(x)
         dim = normalized(dim, len(shape))
@@ -180,7 +179,7 @@ class TorchImporter:
             start += size
         return parts
 
-    def slice(self, at: str, node: Any) -> SSAValue:
+    def slice(self, at: str, node: Any) -> GraphValue:
         x, dim, start, end, step = self.args(
             node, ["x", "dim", "start", "end", "step"], {"dim": 0, "start": None, "end": None,
                                                         "step": 1})
@@ -191,12 +190,12 @@ class TorchImporter:
         starts[dim], ends[dim], steps[dim] = start, end, step
         return self.builder.slice(self.value(x, at), starts, ends, steps)
 
-    def cat(self, at: str, node: Any) -> SSAValue:
+    def cat(self, at: str, node: Any) -> GraphValue:
         tensors, dim = self.args(node, ["tensors", "dim"], {"dim": 0})
         rank = len(self.shape(node))
         return self.builder.concat([self.value(t, at) for t in tensors], normalized(dim, rank))
 
-    def attention(self, at: str, node: Any) -> SSAValue:
+    def attention(self, at: str, node: Any) -> GraphValue:
         q, k, v, mask, dropout, causal, scale = self.args(
             node, ["q", "k", "v", "attn_mask", "dropout_p", "is_causal", "scale"],
             {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None})
@@ -209,10 +208,10 @@ class TorchImporter:
         return self.builder.attention(self.value(q, at), self.value(k, at), self.value(v, at),
                                       causal=bool(causal), scale=scale)
 
-    def identity(self, at: str, node: Any) -> SSAValue:
+    def identity(self, at: str, node: Any) -> GraphValue:
         return self.value(node.args[0], at)
 
-    def getitem(self, at: str, node: Any) -> SSAValue:
+    def getitem(self, at: str, node: Any) -> GraphValue:
         return self.env[node.args[0].name][node.args[1]]
 
 

@@ -9,7 +9,8 @@
   format (policy `row_major`); results carry their producer's format.
 - Where a consumer wants a format other than the one its operand has, the two are bridged by a
   `builtin.unrealized_conversion_cast`; `insert-conversions` turns each such bridge into
-  explicit `mid.cast_precision` / `mid.rearrange` ops.
+  explicit `mid.cast_precision` / `mid.rearrange` ops. Each mid op carries its graph op's
+  location; a bridge carries `loc(fused[consumer, producer])` (`ipu_dialects/locations.py`).
 
 - A `graph.repeat` becomes a `mid.repeat` whose body is lowered with the same operators
   (`passes/operators/repeat.py`, `lower_repeat`); its sequences are `normalize-repeats`'.
@@ -32,7 +33,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
-from ipu_dialects.locations import located, value_label
+from ipu_dialects.locations import fused_location, located, value_label, value_location
 from passes.gemm_plans import CATALOG_NAMES, catalog_entries, element_precision
 from passes.gemm_selection import NoValidPlan as NoValidGemmPlan
 from passes.operators import operator_for_graph
@@ -139,7 +140,8 @@ class FunctionLowering:
         bridge = UnrealizedConversionCastOp.get([value], [wanted])
         bridge.results[0].name_hint = value.name_hint
         bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(op_label(before))
-        bridge.location = before.location
+        # for the consumer (named first, as in `ipu.for`), from the producer
+        bridge.location = fused_location(before.location, value_location(value))
         Rewriter.insert_op(bridge, InsertPoint.before(before))
         return bridge.results[0]
 

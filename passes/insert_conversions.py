@@ -11,6 +11,9 @@ bridge with the explicit mid ops:
   casts last);
 - identical types: the bridge is dropped.
 
+The explicit ops keep the bridge's `ipu.for` (the consumer) and its location, the
+`loc(fused[consumer, producer])` graph-to-mid gave it.
+
 A bridge between non-mid types is left alone (it is not ours); a bridge from or to a mid
 tensor whose shape differs is a diagnostic.
 """
@@ -34,6 +37,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.layouts import element_bytes
 from ipu_dialects import mid
+from ipu_dialects.locations import located
 
 
 def mid_tensor(value_type: object) -> tuple[TensorType, mid.TensorFormatAttr] | None:
@@ -80,12 +84,13 @@ class MaterializeBridge(RewritePattern):
             return
         src_type, dst_type = src[0], dst[0]
         if src_type.get_shape() != dst_type.get_shape():
-            raise PassFailedException(
+            raise PassFailedException(located(
+                op,
                 f"insert-conversions: cannot convert %{op.inputs[0].name_hint or '?'} of shape "
                 f"{list(src_type.get_shape())} to shape {list(dst_type.get_shape())}"
-            )
+            ))
         ops = conversion_ops(op.inputs[0], dst_type)
-        for new_op in ops:  # the consumer it is for, kept for provenance and diagnostics
+        for new_op in ops:  # consumer and producer, kept for provenance and diagnostics
             new_op.attributes.update(op.attributes)
             new_op.location = op.location
         result = ops[-1].results[0] if ops else op.inputs[0]

@@ -38,7 +38,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ipu_dialects import mid
-from ipu_dialects.locations import located, value_label
+from ipu_dialects.locations import fused_location, located, value_label, value_location
 from passes.insert_conversions import conversion_ops
 from passes.pipeline_config import configured_target, pipeline_config
 from passes.shard_geometry import geometry
@@ -123,7 +123,7 @@ class RepeatNormalizer:
             op.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
                 f"graph.repeat {value_label(repeat.results[0]) if repeat.results else ''}"
                 f" (sequence #{index}, normalized once outside the body)")
-            op.location = repeat.location
+            op.location = fused_location(repeat.location, value_location(seq))
         Rewriter.insert_op(ops, InsertPoint.before(repeat))
         repeat.operands[len(repeat.carried) + len(repeat.invariants) + index] = (
             ops[-1].results[0])

@@ -16,7 +16,9 @@ live for the whole function for now (no reuse). The tile count and target come f
 `ipu.config`; hand-written tile IR without it is placed for the default target.
 
 When a tile cannot hold its buffers the pass fails the way Poplar does, naming the tile, the
-bytes needed and available, and the buffers with their sizes.
+bytes needed and available, and the buffers with their sizes; the message starts with the
+source position of the buffer that did not fit (a capacity overflow: the largest buffer live
+at the tile's peak), i.e. of the graph op whose value it stores.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.kernels import UnknownKernelError, get_kernel
 from device.target import Target, get_target
+from ipu_dialects.locations import located
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_count
 from passes.memory_allocator import FirstFit, Request
@@ -162,6 +165,12 @@ class FunctionPlacement:
                 parts.append(f"{buffer.sym_name.data} {buffer.byte_size}{tail}")
         return ", ".join(parts)
 
+    def largest_buffer(self, buffers: Sequence[BufferOp], tile: int, position: int) -> BufferOp:
+        """The largest buffer on `tile` live at `position` (where an overflow points)."""
+        live = [b for b in buffers if tile in b.tiles  # no span: live throughout (live_bytes)
+                and self.spans.get(b, (0, position))[0] <= position <= self.spans.get(b, (0, position))[1]]
+        return max(live or buffers, key=self.extent)
+
     def check_capacity(self, buffers: Sequence[BufferOp]) -> None:
         target = self.target
         code = target.code_region_bytes
@@ -171,21 +180,23 @@ class FunctionPlacement:
         if needed[worst] > target.sram_bytes:
             over = int(np.count_nonzero(needed > target.sram_bytes))
             others = f"; {over - 1} other tile(s) overflow too" if over > 1 else ""
-            raise PassFailedException(
+            raise PassFailedException(located(
+                self.largest_buffer(buffers, worst, int(when[worst])),
                 f"Out of memory on tile {worst}: {int(needed[worst])} bytes needed, tiles only "
                 f"have {target.sram_bytes} bytes (code region {code}, buffers live together: "
                 f"{self.buffer_list(buffers, worst, int(when[worst]))}){others}"
-            )
+            ))
         interleaved = [b for b in buffers if b.interleaved]
         region = target.memory_end - target.interleaved_start
         needed, when = self.bytes_per_tile(interleaved)
         worst = int(np.argmax(needed)) if len(needed) else 0
         if len(needed) and needed[worst] > region:
-            raise PassFailedException(
+            raise PassFailedException(located(
+                self.largest_buffer(interleaved, worst, int(when[worst])),
                 f"Out of interleaved memory on tile {worst}: interleaved buffers need "
                 f"{int(needed[worst])} bytes, the interleaved region has {region} bytes "
                 f"(buffers live together: {self.buffer_list(interleaved, worst, int(when[worst]))})"
-            )
+            ))
 
     # -- placement -----------------------------------------------------------------------
     def exchanged_buffers(self) -> set[BufferOp]:
@@ -229,17 +240,19 @@ class FunctionPlacement:
                 for p in placed
                 if p.key in partners
             )
-            raise PassFailedException(
+            raise PassFailedException(located(
+                buffer,
                 f"place-memory: cannot keep @{name} ({self.extent(buffer)} bytes) in a memory "
                 f"element apart from {placed_partners} on tile {tile}: no free range of its memory class "
                 "avoids those elements"
-            )
-        raise PassFailedException(
+            ))
+        raise PassFailedException(located(
+            buffer,
             f"Out of memory on tile {tile}: no free {buffer.memory.data} range of "
             f"{self.extent(buffer)} bytes (aligned to {self.alignment(buffer)}) left for @{name} "
             f"after placing {', '.join('@' + p.key.sym_name.data for p in placed) or 'nothing'} "
             f"(buffers: {self.buffer_list(buffers, tile)})"
-        )
+        ))
 
 
 @dataclass(frozen=True)

@@ -291,8 +291,9 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
     op.set_placed(src.address_value, dst.address_value)
     provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
     rows = [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
-    for row in rows:  # a row points at the user's source line of the graph op it serves
-        row.location = op.location
+    for row in rows:  # a row and its instructions point at the user's source line of the graph op(s) it serves
+        for row_op in row.walk():
+            row_op.location = op.location
     return rows
 
 

@@ -6,7 +6,7 @@ generically). The drivers want MLIR's habit instead: every diagnostic starts wit
 the op in the user's file. Two small pieces give that:
 
 * `LocatingParser` records where each op's text starts as a `FileLineColLoc` (unless the text
-  gave an explicit `loc(...)`). Locations are printed only with `--print-debuginfo`, so output
+  gave an explicit `loc(...)` other than `loc(unknown)`). Locations are printed only with `--print-debuginfo`, so output
   does not change.
 * `LocatingParser` also lexes string literals with an equivalent pattern that cannot
   backtrack: xDSL 0.74's `(?:[^"...]+|...)*"` takes exponential time on an unterminated
@@ -21,7 +21,7 @@ import bisect
 import re
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
@@ -46,7 +46,7 @@ class LocatingParser(Parser):
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
         op = super().parse_operation()
-        if not isinstance(op.location, FileLineColLoc):  # keep an explicit loc(...)
+        if isinstance(op.location, UnknownLoc):  # keep an explicit loc(...), fused ones too
             line = bisect.bisect_right(self.line_starts, start)
             column = start - self.line_starts[line - 1] + 1
             op.location = FileLineColLoc(

@@ -21,10 +21,10 @@ import onnx
 from onnx import numpy_helper
 from xdsl.dialects.builtin import ModuleOp, f16, f32
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
-from frontend.builder import GraphBuilder
+from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames
 from frontend.onnx.folding import attributes, fold, normalized_axis
 from frontend.onnx.nodes import FLOAT_TYPES, HANDLERS, OnnxImportError, unsupported, where
@@ -47,7 +47,7 @@ class Importer:
         self.graph = model.graph
         self.element_type, self.numpy_dtype = ELEMENT_TYPES[dtype]
         self.builder = GraphBuilder(function)
-        self.env: dict[str, SSAValue] = {}
+        self.env: dict[str, GraphValue] = {}
         self.constants = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
         self.weights: dict[str, np.ndarray] = {}
         self.unique_name = UniqueNames()
@@ -102,7 +102,7 @@ class Importer:
             self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
             self.shapes[info.name] = tuple(shape)
 
-    def value(self, name: str, at: str) -> SSAValue:
+    def value(self, name: str, at: str) -> GraphValue:
         """The graph value of an ONNX value; a constant becomes a named argument (a weight).
         `at` names the reader in diagnostics."""
         if name in self.env:
@@ -222,7 +222,7 @@ class Importer:
 
     # -- patterns -----------------------------------------------------------------------------
 
-    def attention(self, match: AttentionMatch) -> list[SSAValue]:
+    def attention(self, match: AttentionMatch) -> list[GraphValue]:
         softmax = self.nodes[match.softmax]
         at = where(match.softmax, softmax)
         query = self.value(match.query, at)
@@ -259,7 +259,7 @@ class Importer:
         scale = None if abs(match.scale - default) <= 1e-6 * default else match.scale
         return [self.builder.attention(query, key, value, causal=causal, scale=scale)]
 
-    def untransposed_key(self, name: str, key_t: SSAValue) -> SSAValue:
+    def untransposed_key(self, name: str, key_t: GraphValue) -> GraphValue:
         """K from Kᵀ: undo the exporter's Transpose into one permutation of its input."""
         rank = len(key_t.type.get_shape())
         swap = [*range(rank - 2), rank - 1, rank - 2]

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-from xdsl.ir import SSAValue
 
+from frontend.builder import GraphValue
 from frontend.onnx.folding import attributes, normalized_axis, reshape_target, slice_indices
 
 if TYPE_CHECKING:
@@ -34,11 +34,11 @@ def where(index: int, node: onnx.NodeProto) -> str:
 # -- single nodes -------------------------------------------------------------------------
 
 
-def operands(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def operands(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     return [importer.value(name, where(index, node)) for name in node.input if name]
 
 
-def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     a, b = operands(importer, index, node)
     for what, v in (("A", a), ("B", b)):
         if len(v.type.get_shape()) < 2:
@@ -49,7 +49,7 @@ def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValu
     return [importer.builder.gemm(a, b)]
 
 
-def gemm(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def gemm(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     attrs = attributes(node)
     alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
     values = operands(importer, index, node)
@@ -63,11 +63,11 @@ def gemm(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]
     return [importer.builder.add(product, values[2]) if len(values) > 2 else product]
 
 
-def add(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def add(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     return [importer.builder.add(*operands(importer, index, node))]
 
 
-def layer_norm(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def layer_norm(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     attrs = attributes(node)
     x, weight = (importer.value(n, where(index, node)) for n in node.input[:2])
     rank = len(x.type.get_shape())
@@ -96,7 +96,7 @@ def used(importer: Importer, name: str) -> bool:
                            or name in {o.name for o in importer.graph.output})
 
 
-def gelu(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def gelu(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     approximate = attributes(node).get("approximate", b"none")
     if approximate not in (b"none", "none"):
         raise OnnxImportError(
@@ -106,7 +106,7 @@ def gelu(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]
     return [importer.builder.gelu(*operands(importer, index, node))]
 
 
-def reshape(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def reshape(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
     target = importer.constant(node.input[1], where(index, node), "shape")
     shape = reshape_target(x.type.get_shape(), target.tolist(),
@@ -114,14 +114,14 @@ def reshape(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAVal
     return [importer.builder.reshape(x, shape)]
 
 
-def transpose(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def transpose(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
     rank = len(x.type.get_shape())
     permutation = attributes(node).get("perm", list(reversed(range(rank))))
     return [importer.builder.transpose(x, permutation)]
 
 
-def split(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def split(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     attrs = attributes(node)
     x = importer.value(node.input[0], where(index, node))
     shape = list(x.type.get_shape())
@@ -144,7 +144,7 @@ def split(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue
     return results
 
 
-def slice(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def slice(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     at = where(index, node)
     x = importer.value(node.input[0], at)
     shape = list(x.type.get_shape())
@@ -170,17 +170,17 @@ def slice(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue
     return [importer.builder.slice(x, *([list(b) for b in zip(*full)]))]
 
 
-def concat(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def concat(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     values = operands(importer, index, node)
     axis = normalized_axis(attributes(node)["axis"], len(values[0].type.get_shape()))
     return [importer.builder.concat(values, axis)]
 
 
-def identity(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def identity(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     return [importer.value(node.input[0], where(index, node))]
 
 
-def cast(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def cast(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     to = attributes(node)["to"]
     if to not in FLOAT_TYPES:
         raise OnnxImportError(
@@ -190,7 +190,7 @@ def cast(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]
     return identity(importer, index, node)  # one element type for the whole graph (--dtype)
 
 
-def softmax(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def softmax(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     raise OnnxImportError(
         f"{where(index, node)}: a Softmax is imported only as part of attention, "
         "softmax(scale * Q @ K^T [+ causal mask]) @ V over the last axis, and this one "
@@ -198,14 +198,14 @@ def softmax(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAVal
     )
 
 
-def erf(importer: Importer, index: int, node: onnx.NodeProto) -> list[SSAValue]:
+def erf(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     raise OnnxImportError(
         f"{where(index, node)}: an Erf is imported only as part of the exact GeLU, "
         "x * 0.5 * (1 + erf(x / sqrt(2))), and this one does not fit that pattern"
     )
 
 
-HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[SSAValue]]] = {
+HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[GraphValue]]] = {
     "MatMul": matmul,
     "Gemm": gemm,
     "Add": add,

@@ -25,6 +25,9 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
   (`stage_sent_sequences`).
 - The body's work is nested under the loop: every map gains the loop index as its first
   dimension, every op's `iv(...)` the loop's index, every provenance the repeat's name.
+- Locations: the loop has the repeat's, the body's work its own ops'; the carry-in copy is at
+  `fused[repeat, initial value's producer]`, the yield copy at `fused[yield, yielded value's
+  producer]`.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ipu_dialects import graph, mid
-from ipu_dialects.locations import located, value_label
+from ipu_dialects.locations import fused_location, located, value_label, value_location
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
 from passes.operators.base import Operator, tensor_type
 from passes.operators.tile_maps import scalar_map
@@ -176,14 +179,18 @@ def in_carried_buffer(value: SSAValue, arg: SSAValue) -> bool:
 
 
 def copy_kernel(lowering: FunctionLowering, dst: BufferOp, src: BufferOp, value: SSAValue,
-                source: str, reason: str) -> KernelOp:
+                source: str, reason: str, for_op: Operation) -> KernelOp:
+    """A copy of `value` done for `for_op` (the repeat, or its yield): located at
+    `fused[for_op, value's producer]`."""
     from passes.operators.conversions import CONVERT_KERNEL
     from passes.operators.formats import descriptor
 
     words = descriptor(tensor_type(value))
     zero = scalar_map(0, 0)
-    return KernelOp(CONVERT_KERNEL, [(dst, zero), (src, zero)], [*words, *words], dst.tiles, [],
+    copy = KernelOp(CONVERT_KERNEL, [(dst, zero), (src, zero)], [*words, *words], dst.tiles, [],
                     WorkProvenanceAttr(source, value_label(value), reason))
+    copy.location = fused_location(for_op.location, value_location(value))
+    return copy
 
 
 def shifted(affine_map: AffineMap, stride: int = 0) -> AffineMap:
@@ -262,7 +269,7 @@ class RepeatOperator(Operator):
             if source is not carried[index]:
                 lowering.yield_copies += 1
                 body.append(copy_kernel(lowering, carried[index], source, value,
-                                        "graph.yield", YIELD_COPY_REASON))
+                                        "graph.yield", YIELD_COPY_REASON, terminator))
         body[:0] = stage_sent_sequences(op, lowering, body, label)
         loop = LoopOp(0, op.iterations, WorkProvenanceAttr(
             label, value_label(op.results[0]) if op.results else "",
@@ -291,7 +298,7 @@ class RepeatOperator(Operator):
         else:
             buffer = lowering.result_buffer(res)
             before.append(copy_kernel(lowering, buffer, init_buffer, init, label,
-                                      CARRY_IN_REASON))
+                                      CARRY_IN_REASON, op))
         lowering.buffers[arg] = buffer
         return buffer
 
@@ -320,7 +327,8 @@ def stage_sent_sequences(op: mid.RepeatOp, lowering: FunctionLowering, body: lis
                 arg, "scratch", None, f"{sequence.sym_name.data}_element")
             lowering.buffers[SSAValue.get(staged[sequence])] = staged[sequence]
             copies.append(copy_kernel(lowering, staged[sequence], sequence, arg,
-                                      exchange.provenance.op.data, SEQUENCE_STAGING_REASON))
+                                      exchange.provenance.op.data, SEQUENCE_STAGING_REASON,
+                                      exchange))
         exchange.operands[0] = staged[sequence].buffer
     return copies
 

@@ -7,6 +7,11 @@ its operator (`passes/operators/`), which asks this object for the buffers of it
 
 A buffer serves every op that uses its value, so its alignment and access tail are the largest
 any of those ops' plans asks for.
+
+Locations: a value's buffer has the location of the op defining the value (an argument's: the
+function's); every tile op and staging slot an operator creates without a location of its
+own gets its mid op's location (a conversion's is `fused[consumer, producer]`); the copy of a
+returned value that has a buffer already gets `fused[func.return, producer]`.
 """
 
 from __future__ import annotations
@@ -20,8 +25,15 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.target import Target
 from ipu_dialects import mid
-from ipu_dialects.locations import value_label
-from ipu_dialects.tile import BufferOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
+from ipu_dialects.locations import (
+    fused_location,
+    is_known,
+    located,
+    located_value,
+    value_label,
+    value_location,
+)
+from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.repeat import unify_carried_requirements
 from passes.shard_geometry import geometry
 
@@ -39,6 +51,8 @@ class FunctionLowering:
     requirements: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
     # explicit copies that end a repeat body (a yielded value that cannot be written in place)
     yield_copies: int = 0
+    # the mid ops being lowered, innermost last (a repeat's body ops inside the repeat)
+    lowering_ops: list[Operation] = field(default_factory=list)
 
     def unique_name(self, wanted: str) -> str:
         name, suffix = wanted, 0
@@ -74,10 +88,11 @@ class FunctionLowering:
         assert isinstance(fmt, mid.TensorFormatAttr)
         geom = geometry(value_type.get_shape(), fmt)
         if geom.tiles_used > self.tile_count:
-            raise PassFailedException(
+            raise PassFailedException(located_value(
+                value,
                 f"mid-to-tile: {value_label(value)} is stored on {geom.tiles_used} tiles, but the "
                 f"module is configured for {self.tile_count}"
-            )
+            ))
         wanted = name or value.name_hint or (f"{kind}{index}" if index is not None else "value")
         buffer = BufferOp(
             self.unique_name(wanted),
@@ -92,8 +107,7 @@ class FunctionLowering:
             origin=value_type,
         )
         buffer.buffer.name_hint = buffer.sym_name.data
-        if isinstance(value.owner, Operation):
-            buffer.location = value.owner.location
+        buffer.location = value_location(value)
         return buffer
 
     def lower(self) -> func.FuncOp:
@@ -120,15 +134,18 @@ class FunctionLowering:
         for op in ops:
             work.extend(self.lower_op(op))
         for value, position in copies:
-            work.append(self.copy_to_output(value, position))
+            work.append(self.copy_to_output(value, position, terminator))
         buffers = self.ordered_buffers()
-        new_body = Block([*buffers, *work, func.ReturnOp()])
+        new_return = func.ReturnOp()
+        new_return.location = terminator.location
+        new_body = Block([*buffers, *work, new_return])
         lowered = func.FuncOp.from_region(
             self.function.sym_name.data, [], [], Region(new_body)
         )
+        lowered.location = self.function.location
         return lowered
 
-    def copy_to_output(self, value: SSAValue, position: int) -> Operation:
+    def copy_to_output(self, value: SSAValue, position: int, terminator: Operation) -> Operation:
         """Result `position` returns `value`, which has a buffer of its own already (an
         argument, or a result also returned at another position): copy it into an output
         buffer of the same format (the host reads each result from its own buffer)."""
@@ -142,11 +159,14 @@ class FunctionLowering:
         self.buffers[SSAValue.get(output)] = output
         words = descriptor(value.type)  # type: ignore[arg-type]
         zero = scalar_map(0, 0)
-        return KernelOp(
+        copy = KernelOp(
             CONVERT_KERNEL, [(output, zero), (source, zero)], [*words, *words], output.tiles, [],
             WorkProvenanceAttr("func.return", value_label(value),
                                f"result {position} returns a value that has a buffer already"),
         )
+        output.location = copy.location = fused_location(terminator.location,
+                                                         value_location(value))
+        return copy
 
     def source_of(self, op: Operation) -> str:
         """The graph op a mid op's work comes from, for provenance: `graph.gemm %c`; a
@@ -163,24 +183,30 @@ class FunctionLowering:
         from passes.operators import operator_for_mid
 
         if op.dialect_name() == "tile":
-            raise PassFailedException(
+            raise PassFailedException(located(
+                op,
                 f"mid-to-tile: the function is at the tile level already ({op.name} "
                 f"{', '.join(value_label(r) for r in op.results)}); run mid-to-tile once"
-            )
+            ))
         operator = operator_for_mid(op)
         if operator is None:
-            raise PassFailedException(
+            raise PassFailedException(located(
+                op,
                 f"mid-to-tile: cannot lower {op.name} (result "
                 f"{', '.join(value_label(r) for r in op.results) or 'none'}): no operator of "
                 "passes/operators lowers it"
-            )
-        work = operator.lower(op, self)
-        for top in work:  # every tile op points at the user's source line of its graph op
-            if isinstance(top, LoopOp) and isinstance(op, mid.RepeatOp):
-                top.location = op.location  # its body keeps its own ops' lines
-                continue
+            ))
+        self.lowering_ops.append(op)
+        try:
+            work = operator.lower(op, self)
+        finally:
+            self.lowering_ops.pop()
+        # every tile op points at the user's source line of its graph op; ops that have a
+        # location already keep it (a repeat's body ops, copies located by their operator)
+        for top in work:
             for nested in top.walk():
-                nested.location = op.location
+                if not is_known(nested.location):
+                    nested.location = op.location
         return work
 
     def ordered_buffers(self) -> list[BufferOp]:
@@ -212,5 +238,7 @@ class FunctionLowering:
         slot = BufferOp(self.unique_name(wanted), "scratch", tiles, shard, precision, order,
                         memory, alignment, 0)
         slot.buffer.name_hint = slot.sym_name.data
+        if self.lowering_ops:  # the op whose work stages data in it
+            slot.location = self.lowering_ops[-1].location
         self.buffers[SSAValue.get(slot)] = slot
         return slot

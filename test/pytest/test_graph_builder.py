@@ -38,7 +38,7 @@ def test_gemm_builder_infers_broadcast_result_and_flags():
     e = g.input([3, 32, 64])
     d = g.gemm(a, e, transpose_rhs=True)
     assert isinstance(d.type, TensorType) and d.type.get_shape() == (2, 3, 128, 32)
-    op = d.owner
+    op = d.value.owner
     assert isinstance(op, GemmOp)
     assert op.transpose_rhs is not None and op.transpose_lhs is None
 
@@ -65,7 +65,7 @@ def test_fp8_scale_and_repeat_round_trip():
     g2.output(out)
     text = str(g2.build())
     assert "graph.repeat 3 carried(%x_1 = %x : tensor<4x8xf32>) sequence(%ws_1 = %ws : tensor<3x8x8xf32>)" in text
-    assert isinstance(out.owner, RepeatOp)
+    assert isinstance(out.value.owner, RepeatOp)
     assert str(reparse(text)) == text
 
 
@@ -75,8 +75,8 @@ def test_attention_builder_default_and_explicit_scale():
     kv = g.input([2, 32, 8])
     plain = g.attention(q, kv, kv)
     scaled = g.attention(q, q, q, causal=True, scale=0.25)
-    assert isinstance(plain.owner, AttentionOp) and plain.owner.effective_scale() == pytest.approx(8**-0.5, rel=1e-15)
-    assert isinstance(scaled.owner, AttentionOp) and scaled.owner.effective_scale() == 0.25
+    assert isinstance(plain.value.owner, AttentionOp) and plain.value.owner.effective_scale() == pytest.approx(8**-0.5, rel=1e-15)
+    assert isinstance(scaled.value.owner, AttentionOp) and scaled.value.owner.effective_scale() == 0.25
     with pytest.raises(VerifyException, match="causal attention needs equal sequence lengths"):
         g.attention(q, kv, kv, causal=True)
 
@@ -129,7 +129,7 @@ def test_mixed_element_types_are_rejected_at_the_call(op):
                                               "lhs element type f32"):
         getattr(g, op)(a, b)
     assert not g.entry.ops  # the rejected op was not inserted
-    assert not a.uses and not b.uses  # nor left as a use of its operands
+    assert not a.value.uses and not b.value.uses  # nor left as a use of its operands
 
 
 def test_non_value_operands_are_type_errors():
@@ -263,7 +263,7 @@ def one_value(g: GraphBuilder, shape=(1, 2, 2)):
      BuilderTypeError, "gemm transpose_rhs must be True or False, got 1"),
     (lambda g: g.repeat(2, lambda c, i, s: list(c), carried=g.input([2], name="x")),
      BuilderTypeError, "repeat carried must be a list or tuple of values, got "
-                       "<GraphTensorArgument[tensor<2xf32>] name_hint: x, index: 0, uses: 0>"),
+                       "<GraphValue %x: tensor<2xf32>>"),
     (lambda g: g.repeat(2, lambda c, i, s: [], invariant="x"), BuilderTypeError,
      "repeat invariant must be a list or tuple of values, got 'x'"),
     (lambda g: g.repeat(2, "notcallable", carried=[g.input([2])]), BuilderTypeError,
@@ -292,7 +292,7 @@ def test_an_invalid_input_name_adds_no_argument():
 def test_attention_scale_accepts_ints_and_floats():
     g = GraphBuilder("f")
     q = one_value(g)
-    op = g.attention(q, q, q, scale=2).owner
+    op = g.attention(q, q, q, scale=2).value.owner
     assert isinstance(op, AttentionOp) and op.effective_scale() == 2.0
 
 
@@ -325,8 +325,8 @@ def test_fp8_results_take_a_declared_scale():
     }
     for what, (value, scale) in results.items():
         assert fp8_scale(value.type) == scale, what
-    assert results["gemm"][0].owner.transpose_rhs is not None  # properties kept
-    assert len(list(a.uses)) == 3 and len(list(b.uses)) == 2  # the unscaled first build left no uses
+    assert results["gemm"][0].value.owner.transpose_rhs is not None  # properties kept
+    assert len(list(a.value.uses)) == 3 and len(list(b.value.uses)) == 2  # the unscaled first build left no uses
     g.output(*(v for v, _ in results.values()))
     text = str(g.build())
     assert "-> tensor<4xf8E4M3FNUZ, #graph.fp8_scale<2>>" in text
@@ -352,7 +352,7 @@ def test_a_result_scale_is_checked(call, error, message):
     with pytest.raises(error) as info:
         call(g, x)
     assert message in str(info.value)
-    assert not g.entry.ops and not x.uses
+    assert not g.entry.ops and not x.value.uses
 
 
 def test_the_interpreter_rounds_a_scaled_fp8_result_to_its_scale():

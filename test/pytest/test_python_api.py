@@ -17,6 +17,7 @@ from frontend.builder import (
     BuilderTypeError,
     BuilderValueError,
     GraphBuilder,
+    GraphValue,
     as_element_type,
     f8,
 )
@@ -41,12 +42,25 @@ def test_operators_build_the_same_graph_as_the_methods():
     assert "graph.gemm %x, %w" in gemm_add(True) and "graph.add %gemm1, %b" in gemm_add(True)
 
 
-def test_builder_values_stay_xdsl_values():
+def test_builder_values_wrap_unaltered_xdsl_values():
     g = GraphBuilder("f")
     x = g.input([2, 2], f32, name="x")
     y = x @ x
-    assert isinstance(x, BlockArgument) and isinstance(y, OpResult)
-    assert y.owner.operands[0] is x
+    assert isinstance(x, GraphValue) and isinstance(y, GraphValue)
+    assert type(x.value) is BlockArgument and type(y.value) is OpResult  # xDSL's own classes
+    assert y.value.owner.operands[0] is x.value
+    assert (x.type, x.shape, y.name_hint) == (x.value.type, (2, 2), "gemm1")
+    assert g.input([2, 2], f32, name="z") != x and GraphValue(x.value, g) == x
+
+
+def test_operators_take_a_plain_xdsl_value_on_either_side():
+    g = GraphBuilder("f")
+    x = g.input([2, 2], f32, name="x")
+    w = g.input([2, 2], f32, name="w")
+    left, right = x.value @ w, x @ w.value
+    total = x.value + left
+    assert left.value.owner.operands[0] is x.value and right.value.owner.operands[1] is w.value
+    assert list(total.value.owner.operands) == [x.value, left.value]
 
 
 def test_operators_inside_a_repeat_body():
@@ -77,9 +91,11 @@ def test_operator_errors_are_the_builders():
     module = g.build()
     del g
     gc.collect()
-    (arg,) = module.ops.first.body.block.args
-    with pytest.raises(BuilderTypeError, match="'@' needs a value of a live GraphBuilder"):
+    (arg,) = module.ops.first.body.block.args  # xDSL's values have no operators of ours
+    with pytest.raises(TypeError, match="unsupported operand type"):
         arg @ arg
+    with pytest.raises(BuilderTypeError, match="graph @f was already built: no ops can be added"):
+        x @ x  # a value of a built graph
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
