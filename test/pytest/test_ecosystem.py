@@ -104,7 +104,9 @@ def test_time_passes_reports_each_stage_on_stderr():
     seconds = {name: value for value, name in
                re.findall(r"^\s+(\d+\.\d+) \(\s*[\d.]+%\)\s+(\S+)$", timed.stderr, re.M)}
     stages = sum(float(seconds[stage]) for stage in STAGES)
-    assert float(seconds["ipu-pipeline"]) == pytest.approx(stages, abs=1e-3)
+    # The pipeline's time holds its stages' (and the verification between them): on a busy
+    # machine the difference is not bounded, so only the containment is a property.
+    assert float(seconds["ipu-pipeline"]) >= stages - 1e-3
     assert "Total Execution Time" in timed.stderr
 
 
