@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from xdsl.dialects.builtin import ModuleOp, TensorType
-
 from e2e_support import gemm_module
+from xdsl.dialects.builtin import ModuleOp, TensorType
 
 from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
