@@ -22,8 +22,6 @@
 // RUN: filecheck %s --check-prefix=TILE-GENERIC < %t.tile.generic.mlir
 // RUN: ipu-opt %t.tile.generic.mlir --split-input-file > %t.tile.again.mlir
 // RUN: diff %t.tile.mlir %t.tile.again.mlir
-// RUN: ipu-opt %t.placed.mlir --split-input-file --print-op-generic | ipu-opt --split-input-file > %t.placed.again.mlir
-// RUN: diff %t.placed.mlir %t.placed.again.mlir
 // RUN: ipu-opt %t.rows.mlir --split-input-file --print-op-generic | ipu-opt --split-input-file > %t.rows.again.mlir
 // RUN: diff %t.rows.mlir %t.rows.again.mlir
 // The passes one by one give what the pipeline gives.

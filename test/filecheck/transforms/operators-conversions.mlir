@@ -17,8 +17,6 @@
 // RUN: diff %t.conv.mlir %t.conv.again.mlir
 // RUN: ipu-opt %t.tile.mlir --print-op-generic | ipu-opt > %t.tile.again.mlir
 // RUN: diff %t.tile.mlir %t.tile.again.mlir
-// RUN: ipu-opt %t.placed.mlir --print-op-generic | ipu-opt > %t.placed.again.mlir
-// RUN: diff %t.placed.mlir %t.placed.again.mlir
 // RUN: ipu-opt %t.rows.mlir --print-op-generic | ipu-opt > %t.rows.again.mlir
 // RUN: diff %t.rows.mlir %t.rows.again.mlir
 

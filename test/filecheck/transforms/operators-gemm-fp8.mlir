@@ -23,13 +23,8 @@
 // RUN: filecheck %s --check-prefix=TILE-GENERIC < %t.tile.generic.mlir
 // RUN: ipu-opt %t.tile.generic.mlir --split-input-file > %t.tile.again.mlir
 // RUN: diff %t.tile.mlir %t.tile.again.mlir
-// RUN: ipu-opt %t.placed.mlir --split-input-file --print-op-generic | ipu-opt --split-input-file > %t.placed.again.mlir
-// RUN: diff %t.placed.mlir %t.placed.again.mlir
 // RUN: ipu-opt %t.rows.mlir --split-input-file --print-op-generic | ipu-opt --split-input-file > %t.rows.again.mlir
 // RUN: diff %t.rows.mlir %t.rows.again.mlir
-// The passes one by one give what the pipeline gives.
-// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=4}' > %t.pipeline.mlir
-// RUN: diff %t.rows.mlir %t.pipeline.mlir
 
 // 32x128 (q * 2^1) by 128x64 (q * 2^-1) -> 32x64 (q * 2^-3): 2 row tiles of 16, K in 2 blocks.
 func.func @fp8(%x: tensor<32x128xf8E4M3FNUZ, #graph.fp8_scale<1>>, %w: tensor<128x64xf8E4M3FNUZ, #graph.fp8_scale<-1>>) -> tensor<32x64xf8E4M3FNUZ, #graph.fp8_scale<-3>> {

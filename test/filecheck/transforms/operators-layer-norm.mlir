@@ -23,13 +23,8 @@
 // RUN: filecheck %s --check-prefix=TILE-GENERIC < %t.tile.generic.mlir
 // RUN: ipu-opt %t.tile.generic.mlir --split-input-file > %t.tile.again.mlir
 // RUN: diff %t.tile.mlir %t.tile.again.mlir
-// RUN: ipu-opt %t.placed.mlir --split-input-file --print-op-generic | ipu-opt --split-input-file > %t.placed.again.mlir
-// RUN: diff %t.placed.mlir %t.placed.again.mlir
 // RUN: ipu-opt %t.rows.mlir --split-input-file --print-op-generic | ipu-opt --split-input-file > %t.rows.again.mlir
 // RUN: diff %t.rows.mlir %t.rows.again.mlir
-// The passes one by one give what the pipeline gives.
-// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=4}' > %t.pipeline.mlir
-// RUN: diff %t.rows.mlir %t.pipeline.mlir
 
 // 8 rows over 4 tiles (layer_norm_split0), eps 1e-5 = f32 bits 0x3727c5ac (925353388).
 func.func @rows(%x: tensor<8x16xf16>, %w: tensor<16xf16>, %b: tensor<16xf16>) -> tensor<8x16xf16> {
