@@ -1,0 +1,73 @@
+"""The scale rule on whole programs (DESIGN.md section 4): the IR after each level is the size
+of the program, not of the chip. `bench/compile_program.py` prints the figures.
+
+What holds, measured on the transformer block and the MLP:
+- From 16 tiles up (16, 64, 1472) every level has the same ops, op name by op name, except
+  `exchange.sendoff`: a row streams its words with one `send` (up to 64 words) and then
+  `sendoff`s, so a row whose shard shrinks to 64 words or fewer at a larger tile count loses
+  its `sendoff`. Rows only get shorter.
+- Between 4 and 64 tiles the op counts DO differ, by plan choice, not by per-tile expansion:
+  at 4 tiles the cheapest gelu plan follows the GEMM's `amp_output` format; from 7 tiles on
+  the cheapest cuts the 256 columns across the tiles and pays one more `mid.rearrange`
+  before it (the mid ops other than conversions are the same at every tile count, the test
+  below); and a rearrange whose input and result shard alike is one local `convert_shard`
+  at 4 tiles but a gather loop (4-5 tile ops) where they do not (attention's query-row cut).
+- Some tile counts add one op for padding: at 184 tiles gelu's 256 columns do not divide,
+  so the gather zeroes the result's padding first (`fill_zero`).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+from compile_program import EXAMPLES, compile_stages
+
+PROGRAMS = ("transformer_block.mlir", "mlp_f16.mlir")
+SHORTER_ROWS = "exchange.sendoff"
+CONVERSIONS = ("mid.rearrange", "mid.cast_precision")
+
+
+def levels(example: str, tiles: int, count: int | None = None):
+    stages = compile_stages((EXAMPLES / example).read_text(), tiles, with_package=False)
+    failed = [s.note for s in stages if s.ops is None]
+    assert not failed, failed
+    return {s.name: s.by_name for s in stages[:count]}
+
+
+@pytest.mark.parametrize("example", PROGRAMS)
+def test_op_counts_do_not_grow_from_16_to_1472_tiles(example):
+    by_tiles = {tiles: levels(example, tiles) for tiles in (16, 64, 1472)}
+    smaller = by_tiles[16]
+    assert list(smaller) == ["graph (parsed)", "graph-to-mid", "insert-conversions",
+                             "normalize-repeats", "mid-to-tile", "place-memory",
+                             "schedule-exchange"]
+    for tiles in (64, 1472):
+        for level, counts in by_tiles[tiles].items():
+            same = {n: c for n, c in counts.items() if n != SHORTER_ROWS}
+            assert same == {n: c for n, c in smaller[level].items() if n != SHORTER_ROWS}, \
+                f"{example}, {level}: 16 tiles {smaller[level]}, {tiles} tiles {counts}"
+            assert counts[SHORTER_ROWS] <= smaller[level][SHORTER_ROWS], (example, level, tiles)
+    # the schedule has rows at all: the sendoff exemption is not hiding everything
+    assert by_tiles[1472]["schedule-exchange"]["exchange.row"] > 0
+
+
+@pytest.mark.parametrize("example", PROGRAMS)
+def test_only_conversions_change_with_the_tile_count_at_mid_level(example):
+    """The operator ops (one per graph op) are the same at every tile count; plan choice
+    adds or removes conversions only, a bounded number (at most one per operand)."""
+    graph_ops = None
+    for tiles in (1, 4, 7, 64, 184, 1472):
+        counts = levels(example, tiles, count=3)  # parsed, graph-to-mid, insert-conversions
+        if graph_ops is None:
+            graph_ops = sum(n.startswith("graph.") and c for n, c in
+                            counts["graph (parsed)"].items())
+        mid = counts["insert-conversions"]
+        operators = {n: c for n, c in mid.items() if n.startswith("mid.") and n not in CONVERSIONS}
+        assert sum(operators.values()) == graph_ops, (tiles, operators)
+        conversions = sum(mid[n] for n in CONVERSIONS)
+        assert 0 < conversions <= 2 * graph_ops, (tiles, conversions)

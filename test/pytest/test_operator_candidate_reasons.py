@@ -1,0 +1,88 @@
+"""The reasons the pointwise operators give for rejecting a candidate plan (they reach the user
+inside `graph-to-mid`'s "no valid operator plan" diagnostic). A `follow` candidate takes over
+an operand's current format, which another operator chose; these formats come from such
+operators (a GEMM's amp_right operand cuts two axes, gelu's split cuts the last axis)."""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import Float32Type, FloatAttr, TensorType, f64
+from xdsl.ir import Block
+
+from device.target import IPU21
+from ipu_dialects import graph, mid
+from passes.operators.add import AddOperator
+from passes.operators.base import NoValidPlan, SelectionContext
+from passes.operators.gelu import GeluOperator
+from passes.operators.layer_norm import LayerNormOperator
+
+F32 = Float32Type()
+
+
+def ctx(tiles: int = 4) -> SelectionContext:
+    return SelectionContext(tiles, "pad", "consumer", IPU21, ())
+
+
+def fmt(partitions, blocks=None, order="row_major", replication=1, group=4):
+    blocks = blocks or [1] * len(partitions)
+    return mid.TensorFormatAttr("f32", order, [mid.AxisTilingAttr(b, p) for b, p in
+                                               zip(blocks, partitions, strict=True)],
+                                replication=replication, group=group)
+
+
+def values(*types):
+    return Block(arg_types=list(types)).args
+
+
+def tensor(shape, encoding=None):
+    return TensorType(F32, shape, encoding)
+
+
+def reasons(operator, op) -> dict[str, str | None]:
+    return {c.name: c.reason for c in operator.candidates(op, ctx())}
+
+
+def test_add_follow_of_a_two_axis_cut_cannot_serve_a_broadcast_operand():
+    # %w as a GEMM's rhs stores it: amp_right, 64-blocks cut 2 x 2
+    w, b = values(tensor([128, 128], fmt([2, 2], [64, 64], "amp_right")), tensor([128]))
+    op = graph.AddOp.create(operands=[w, b], result_types=[tensor([128, 128])])
+    found = reasons(AddOperator(), op)
+    assert found["add_follow0"] == ("rhs is broadcast against an output cut on more than one "
+                                    "axis or replicated")
+    assert found["add_split0"] is None  # a valid plan remains: no diagnostic for the user
+
+
+def test_layer_norm_cannot_follow_a_format_that_cuts_the_normalized_axis():
+    x, w, b = values(tensor([2, 64], fmt([1, 4])), tensor([64]), tensor([64]))
+    found = reasons(LayerNormOperator(), layer_norm(x, w, b))
+    assert found["layer_norm_follow0"] == "the normalized last axis would be cut across tiles"
+    assert found["layer_norm_split0"] is None
+
+
+def test_layer_norm_weight_cannot_be_whole_under_a_two_axis_cut():
+    x, w, b = values(tensor([4, 4, 8], fmt([2, 2, 1])), tensor([8]), tensor([8]))
+    found = reasons(LayerNormOperator(), layer_norm(x, w, b))
+    assert found["layer_norm_follow0"] == ("weight cannot be whole on every tile of an output "
+                                           "cut on more than one axis or replicated")
+
+
+def test_a_followed_format_on_more_tiles_than_the_pipeline_is_rejected():
+    (x,) = values(tensor([8, 8], fmt([8, 1], group=8)))
+    op = graph.GeluOp.create(operands=[x], result_types=[tensor([8, 8])])
+    found = reasons(GeluOperator(), op)
+    assert found["gelu_follow0"] == "the output format uses 8 tiles, the pipeline has 4"
+    assert found["gelu_split0"] is None
+
+
+def test_no_valid_plan_names_every_candidate_and_its_reason():
+    (x,) = values(tensor([8, 8], fmt([8, 1], group=8)))
+    op = graph.GeluOp.create(operands=[x], result_types=[tensor([8, 8])])
+    rejected = [c for c in GeluOperator().candidates(op, ctx()) if c.reason is not None]
+    assert str(NoValidPlan(rejected)) == (
+        "no valid operator plan: gelu_follow0: the output format uses 8 tiles, the pipeline "
+        "has 4")
+
+
+def layer_norm(x, w, b):
+    shape = x.type.get_shape()
+    return graph.LayerNormOp.create(operands=[x, w, b], result_types=[tensor(list(shape))],
+                                    properties={"eps": FloatAttr(1e-5, f64)})
