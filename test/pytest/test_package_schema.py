@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from device import package_schema
+from device import package_metadata, package_schema
 from device.package import FORMAT_VERSION, Package, PackageError
 from tools import ipu_objdump, ipu_run
 from tools.ipu_run import run_main
@@ -277,7 +277,7 @@ def test_the_intact_package_loads_and_runs(base, capsys):
 
 
 def test_a_file_over_its_limit(package, monkeypatch):
-    monkeypatch.setitem(package_schema.FILE_LIMITS, "metadata.json", 100)
+    monkeypatch.setitem(package_metadata.FILE_LIMITS, "metadata.json", 100)
     with pytest.raises(PackageError, match="larger than the 100 bytes a package allows for it"):
         Package.load(package)
 
@@ -290,7 +290,7 @@ def test_the_arrays_are_bounded_before_they_are_read(package, monkeypatch):
 
 def test_an_unreadable_path(package):
     with pytest.raises(PackageError, match="cannot be read: Not a directory"):
-        package_schema.read_file(package / "metadata.json", "metadata.json")
+        package_metadata.read_file(package / "metadata.json", "metadata.json")
 
 
 def test_not_a_directory(package):
