@@ -34,6 +34,10 @@ MAX_STEPS = 1 << 20
 MAX_ROWS = 1 << 20
 MAX_TENSORS = 1 << 12
 MAX_RANK = 8
+# Scalars of one kernel call: its named scalars, then (descriptor kernels) a descriptor of
+# 4 * rank + 6 words per pointer and (view kernels) an index view of 3 * rank + 1 words; at
+# MAX_RANK, attention's are the most (179). test_package_schema checks the bound covers them.
+MAX_SCALARS = 256
 MAX_TEXT = 4096  # names, provenance, the pipeline spelling
 # Kernel scalars are 32-bit fields of the worker's vertex state (device/kernels.py): signed
 # or unsigned, they must fit in one word.
@@ -248,7 +252,8 @@ def check_step(fields: Fields, step: object, where: str, target: Target) -> dict
         raise fields.error(f"{where}.symbol", f"unknown kernel '{symbol}'; the ABI registry "
                            f"(device/kernels.py) knows {', '.join(sorted(KERNELS))}")
     abi = KERNELS[symbol]
-    scalars = fields.integers(step["scalars"], f"{where}.scalars", *SCALAR_RANGE, limit=64)
+    scalars = fields.integers(step["scalars"], f"{where}.scalars", *SCALAR_RANGE,
+                              limit=MAX_SCALARS)
     if not abi.accepts_scalar_count(len(scalars)):
         raise fields.error(f"{where}.scalars", f"{len(scalars)} scalar(s) for {abi.signature()}")
     return step

@@ -14,7 +14,9 @@ input. This module reads it in an order that never allocates more than the check
    total of the arrays is bounded (`MAX_ARRAY_BYTES`);
 4. the array values are checked: row lengths, row ids in [-1, rows), kernel tiles and host
    shard tiles inside the package and unique, kernel pointers and shard bytes inside tile
-   memory (kernel footprints from the registry), shard origins inside the tensor.
+   memory (kernel footprints from the registry), shard origins inside the tensor, and no
+   two inputs (no two outputs) sharing a byte of a tile (an input and an output may: memory
+   placement reuses a dead input's bytes).
 
 Steps 1 and 2 are `device/package_metadata.py`'s; this module checks the archive and its
 values (3 and 4) and builds the `Package` (`load_package`).
@@ -304,6 +306,41 @@ def build_tensor(archive: Archive, meta: Metadata, members: dict, spec: TensorSp
                       addresses, origins, spec.scale)
 
 
+# Inputs are all written before the run and outputs all read after it, so place-memory keeps
+# the tensors of one role apart (all inputs are live at the start, all outputs at the end). An
+# input and an output may share memory: the input is dead before the output is written, which
+# only the program's order shows, so that pair is not checked here.
+ROLE_TIMES = {"inputs": "the host writes every input before the run",
+              "outputs": "the host reads every output after the run"}
+
+
+def check_disjoint_roles(archive: Archive, tensors: list[HostTensor],
+                         specs: list[TensorSpec]) -> None:
+    """No two inputs (and no two outputs) hold a byte of one tile in common."""
+    for role, when in ROLE_TIMES.items():
+        group = [(t, s) for t, s in zip(tensors, specs, strict=True) if s.role == role]
+        if len(group) < 2:
+            continue
+        tile = np.concatenate([t.tiles for t, _ in group]).astype(np.int64)
+        start = np.concatenate([t.addresses for t, _ in group]).astype(np.int64)
+        size = np.concatenate([np.full(t.shard_count(), shard_bytes(s.padded, s.precision))
+                               for t, s in group])
+        owner = np.concatenate([np.full(t.shard_count(), k) for k, (t, _) in enumerate(group)])
+        order = np.lexsort((owner, start, tile))  # by tile, then address
+        tile, start, end, owner = tile[order], start[order], start[order] + size[order], owner[order]
+        # sorted by start, some two shards of a tile overlap iff two neighbours do
+        clash = np.flatnonzero((tile[1:] == tile[:-1]) & (start[1:] < end[:-1]))
+        if clash.size:
+            k = int(clash[0])
+            first, second = group[int(owner[k])][1], group[int(owner[k + 1])][1]
+            raise archive.error(
+                f"{second.role}{second.index}_addresses",
+                f"the shard of {second.label} ('{second.name}') on tile {int(tile[k])} at "
+                f"[{int(start[k + 1]):#x}, {int(end[k + 1]):#x}) overlaps that of {first.label} "
+                f"('{first.name}') at [{int(start[k]):#x}, {int(end[k]):#x}); {when}, so "
+                f"their shards may not share memory")
+
+
 # ---- the whole package -----------------------------------------------------------------------
 
 
@@ -319,6 +356,7 @@ def load_package(directory: str | Path) -> Package:
         rows = load_rows(archive, meta)
         steps = [build_step(archive, meta, rows, members, i) for i in range(len(meta.steps))]
         tensors = [build_tensor(archive, meta, members, spec) for spec in meta.tensors]
+        check_disjoint_roles(archive, tensors, meta.tensors)
     assembly = read_text(directory, ASSEMBLY, required=False) or ""
     source = read_text(directory, SOURCE, required=False) or ""
     return Package(
