@@ -378,5 +378,5 @@ def run_function(
         env[arg] = round_to_type(from_storage(np.asarray(array), arg_type), arg_type)
     values = run_block(func.body.block, env)
     result_types = func.function_type.outputs.data
-    return [to_storage(v, t) for v, t in zip(values, result_types)]  # type: ignore[arg-type]
+    return [to_storage(v, graph_tensor(t)) for v, t in zip(values, result_types)]
 

@@ -143,9 +143,11 @@ def find_function(module: ModuleOp, name: str | None) -> FuncOp:
 
 def argument_types(func: FuncOp) -> list[TensorType]:
     """The argument types, which `check_runnable` has checked to be graph tensors."""
-    types = list(func.function_type.inputs.data)
-    assert all(isinstance(t, TensorType) for t in types)
-    return types  # type: ignore[return-value]
+    types = []
+    for value_type in func.function_type.inputs.data:
+        assert isinstance(value_type, TensorType)
+        types.append(value_type)
+    return types
 
 
 def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
