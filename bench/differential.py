@@ -72,7 +72,7 @@ class Generator:
 
     @staticmethod
     def shape(value: GraphValue) -> list[int]:
-        return list(value.type.get_shape())  # type: ignore[attr-defined]
+        return list(value.type.get_shape())
 
     def pick(self, min_rank: int = 1) -> GraphValue:
         fitting = [v for v in self.pool if len(self.shape(v)) >= min_rank]
@@ -139,7 +139,7 @@ class Generator:
     # ---- repeats ----------------------------------------------------------------------
     def value_scale(self, value: GraphValue) -> dict:
         """The FP8 scale of `value` as a result scale: a body keeps its carried type."""
-        encoding = value.type.encoding  # type: ignore[attr-defined]
+        encoding = value.type.encoding
         return {"scale": encoding.exponent.data if isinstance(encoding, Fp8ScaleAttr) else 0} \
             if self.kind == "f8" else {}
 

@@ -191,8 +191,10 @@ class SendPicP:
 
 
 Instruction = Delay | DelayPic | DelayXpic | Send | SendOff | SendPic | SendPicP
-INSTRUCTION_CLASSES: tuple[type, ...] = (Delay, DelayPic, DelayXpic, Send, SendOff, SendPic, SendPicP)
-BY_MNEMONIC: dict[str, type] = {cls.mnemonic: cls for cls in INSTRUCTION_CLASSES}
+INSTRUCTION_CLASSES: tuple[type[Instruction], ...] = (
+    Delay, DelayPic, DelayXpic, Send, SendOff, SendPic, SendPicP,
+)
+BY_MNEMONIC: dict[str, type[Instruction]] = {cls.mnemonic: cls for cls in INSTRUCTION_CLASSES}
 
 # Width in bits of every field, per instruction class, in operand order.
 FIELD_BITS: dict[type, dict[str, int]] = {
@@ -216,7 +218,7 @@ FIELD_BITS: dict[type, dict[str, int]] = {
 def field_range(cls: type, field_name: str, instr: Instruction | None = None) -> tuple[int, int]:
     """Inclusive [lo, hi] of a field; `sendpic`'s value narrows to 13 bits for XPIC selectors."""
     bits = FIELD_BITS[cls][field_name]
-    if (cls is SendPic and field_name == "value" and instr is not None
+    if (cls is SendPic and field_name == "value" and isinstance(instr, SendPic)
             and is_integer(instr.selector) and instr.selector in (0, 1)):
         bits = XPIC_VALUE_BITS
     return 0, (1 << bits) - 1

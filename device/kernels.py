@@ -179,7 +179,7 @@ def _view_footprint(pointers: tuple[str, ...], *checked: str) -> Footprint:
     return footprint
 
 
-def _gemm(precision: str, mode: str) -> KernelAbi:
+def _gemm(precision: Precision, mode: str) -> KernelAbi:
     partials = {Precision.F16: "FP32 partials, stored FP16", Precision.F32: "FP32 throughout",
                 Precision.F8F143: "FP16 partials"}[precision]
     effect = "out = left @ right" if mode == "init" else "out += left @ right"

@@ -24,6 +24,7 @@ Precision: ``f16`` and ``f32`` store IEEE values; ``f8f143`` stores
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -37,7 +38,7 @@ FP8_MAX = 240.0
 # [C] Poplar QUARTER metadata: a signed power-of-two scale s in -31..31, value = q * 2**s.
 FP8_SCALE_RANGE = range(-31, 32)
 
-_NUMPY_STORAGE = {
+_NUMPY_STORAGE: dict[str, np.dtype[Any]] = {
     Precision.F16: np.dtype("<f2"),
     Precision.F32: np.dtype("<f4"),
     Precision.F8F143: np.dtype(ml_dtypes.float8_e4m3fnuz),

@@ -35,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -72,6 +73,36 @@ def padded_extent(extent: int, block: int, partitions: int) -> int:
     return axis_chunk(extent, block, partitions) * partitions
 
 
+_Value = TypeVar("_Value", covariant=True)
+
+
+class _Data(Protocol[_Value]):
+    @property
+    def data(self) -> _Value: ...
+
+
+class FormatParts(Protocol):
+    """What `ShardGeometry.from_format` reads of a `mid.TensorFormatAttr`, spelled here so
+    that the device layer does not import the dialects."""
+
+    @property
+    def blocks(self) -> tuple[int, ...]: ...
+    @property
+    def partitions(self) -> tuple[int, ...]: ...
+    @property
+    def pads(self) -> tuple[bool, ...]: ...
+    @property
+    def replication(self) -> _Data[int]: ...
+    @property
+    def group(self) -> _Data[int]: ...
+    @property
+    def precision(self) -> _Data[str]: ...
+    @property
+    def order(self) -> _Data[str]: ...
+    @property
+    def scale(self) -> _Data[int]: ...
+
+
 @dataclass(frozen=True)
 class ShardGeometry:
     """Geometry of a tensor of logical `shape` stored in a format's tiling."""
@@ -100,20 +131,20 @@ class ShardGeometry:
             raise ValueError(f"replication {self.replication} must be >= 1")
 
     @classmethod
-    def from_format(cls, shape: Sequence[int], fmt: object) -> ShardGeometry:
+    def from_format(cls, shape: Sequence[int], fmt: FormatParts) -> ShardGeometry:
         """From a logical shape and a `mid.TensorFormatAttr`, read through its attributes so
         that the device layer does not import the dialects (`passes.shard_geometry.geometry`
         is the typed spelling passes use)."""
         return cls(
             tuple(shape),
-            fmt.blocks,  # type: ignore[attr-defined]
-            fmt.partitions,  # type: ignore[attr-defined]
-            fmt.pads,  # type: ignore[attr-defined]
-            fmt.replication.data,  # type: ignore[attr-defined]
-            fmt.group.data,  # type: ignore[attr-defined]
-            fmt.precision.data,  # type: ignore[attr-defined]
-            fmt.order.data,  # type: ignore[attr-defined]
-            fmt.scale.data,  # type: ignore[attr-defined]
+            fmt.blocks,
+            fmt.partitions,
+            fmt.pads,
+            fmt.replication.data,
+            fmt.group.data,
+            fmt.precision.data,
+            fmt.order.data,
+            fmt.scale.data,
         )
 
     # ---- per axis -------------------------------------------------------------------------

@@ -23,7 +23,7 @@ class Precision(StrEnum):
     F32 = "f32"
 
 
-BYTES_PER_ELEMENT = {Precision.F8F143: 1, Precision.F16: 2, Precision.F32: 4}
+BYTES_PER_ELEMENT: dict[str, int] = {Precision.F8F143: 1, Precision.F16: 2, Precision.F32: 4}
 # [C] the supervisor's instruction words, exchange items and PIC/send word addresses are
 # 32-bit words (spec: exchange-isa.md).
 WORD_BYTES = 4

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -186,7 +187,9 @@ def repeat(op: RepeatOp, env: Env) -> list[np.ndarray]:
     return carried
 
 
-SEMANTICS: dict[type[Operation], Callable[[Operation, Env], list[np.ndarray]]] = {
+# Each function takes the op class it is keyed by; mypy cannot tie a value's parameter type to
+# its key, so the op parameter is Any here (`run_block` looks functions up by `type(op)`).
+SEMANTICS: dict[type[Operation], Callable[[Any, Env], list[np.ndarray]]] = {
     GemmOp: gemm,
     AddOp: add,
     GeluOp: gelu,
@@ -270,10 +273,15 @@ def check_tensor_size(
         )
 
 
+def graph_tensor(value_type: Attribute) -> TensorType:
+    """The type of a graph value (`check_runnable` has vetted: every one is a tensor)."""
+    assert isinstance(value_type, TensorType)
+    return value_type
+
+
 def itemsize_of(value_type: Attribute) -> int:
     """Stored bytes per element of a graph tensor type (verified: f32, f16 or FP8)."""
-    assert isinstance(value_type, TensorType)
-    return storage_dtype(value_type).itemsize
+    return storage_dtype(graph_tensor(value_type)).itemsize
 
 
 def check_sizes(func: FuncOp) -> None:
@@ -281,17 +289,20 @@ def check_sizes(func: FuncOp) -> None:
     anything is allocated (NumPy would otherwise die with a MemoryError, or the OS kill us)."""
     for name, arg in zip(input_names(func), func.body.block.args):
         check_tensor_size(
-            f"argument %{name} {arg.type}", arg.type.get_shape(), itemsize_of(arg.type), func
+            f"argument %{name} {arg.type}", graph_tensor(arg.type).get_shape(),
+            itemsize_of(arg.type), func
         )
     for i, result_type in enumerate(func.function_type.outputs.data):
         check_tensor_size(
-            f"result #{i} {result_type}", result_type.get_shape(), itemsize_of(result_type), func
+            f"result #{i} {result_type}", graph_tensor(result_type).get_shape(),
+            itemsize_of(result_type), func
         )
     for op in func.body.walk():
         for result in op.results:
             name = f"%{result.name_hint}" if result.name_hint else f"result #{result.index}"
             check_tensor_size(
-                f"{name} {result.type}", result.type.get_shape(), itemsize_of(result.type), op
+                f"{name} {result.type}", graph_tensor(result.type).get_shape(),
+                itemsize_of(result.type), op
             )
         if isinstance(op, AttentionOp):  # the reference's logits are [..., query seq, key seq]
             query, key = op.query.type, op.key.type
@@ -367,5 +378,5 @@ def run_function(
         env[arg] = round_to_type(from_storage(np.asarray(array), arg_type), arg_type)
     values = run_block(func.body.block, env)
     result_types = func.function_type.outputs.data
-    return [to_storage(v, t) for v, t in zip(values, result_types)]  # type: ignore[arg-type]
+    return [to_storage(v, graph_tensor(t)) for v, t in zip(values, result_types)]
 

@@ -208,7 +208,7 @@ class RowOp(IRDLOperation, AssemblyPrintable):
         super().__init__(properties=properties, regions=[Region(Block(ops))])
 
     def instructions(self) -> list[isa.Instruction]:
-        return [op.to_isa() for op in self.body.block.ops]  # type: ignore[attr-defined]
+        return [op.to_isa() for op in self.body.block.ops]
 
     def encode(self, base_address: int | None = None) -> list[int]:
         if base_address is None:

@@ -258,7 +258,9 @@ def located_format_errors(op_class: type[IRDLOperation]) -> type[IRDLOperation]:
         except VerifyException as error:
             parser.raise_error(f"{cls.name}: {error}", start)
 
-    op_class.parse = classmethod(parse)  # type: ignore[method-assign]
+    # Replacing the classmethod xDSL generated: mypy types `parse` as already bound and rejects
+    # assigning to a method; the descriptor below binds exactly as the generated one did.
+    op_class.parse = classmethod(parse)  # type: ignore[method-assign, assignment]
     return op_class
 
 
@@ -281,6 +283,7 @@ class GraphOpRules(OpTrait):
                 f"{op.name}: graph ops live in a func.func or graph.repeat body, not in "
                 f"{parent.name}"
             )
+        assert isinstance(op, IRDLOperation)  # the trait is only on IRDL-defined graph ops
         properties = type(op).get_irdl_definition().properties
         for name in op.attributes:
             if name in properties:

@@ -1034,7 +1034,8 @@ class LayerNormOp(IRDLOperation):
 # declared FP8 scale is a `mid.cast_precision` after them).
 
 
-def layout_shapes(op: Operation, names: Sequence[str]) -> dict[str, tuple[int, ...]]:
+def layout_shapes(op: ReshapeOp | TransposeOp | SliceOp | ConcatOp,
+                  names: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """Shape of each operand and the result (`out`); checks the plan's formats and that the
     precision and scale are kept."""
     formats, shapes = {}, {}

@@ -53,6 +53,9 @@ class IpuPipelinePass(ModulePass):
                     f"{self.name}: stage {stage} is not available ({err})"
                 ) from None
             if stage == "graph-to-mid":
+                from passes.graph_to_mid import GraphToMidPass
+
+                assert issubclass(pass_class, GraphToMidPass)  # the registry's entry
                 stages.append(pass_class(tiles=self.tiles, indivisible=self.indivisible,
                                          profiling=self.profiling))
             else:

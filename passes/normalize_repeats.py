@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import StringAttr, TensorType
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
@@ -170,10 +170,10 @@ class RepeatNormalizer:
         return configured_target(self.config, NormalizeRepeatsPass.name).vector_alignment
 
     @staticmethod
-    def check_stride(repeat: Operation, index: int, element_type: TensorType,
+    def check_stride(repeat: mid.RepeatOp, index: int, element_type: TensorType,
                      element: mid.TensorFormatAttr, least: int) -> None:
         stride = geometry(element_type.get_shape(), element).shard_bytes()
-        arg = repeat.sequence_args[index]  # type: ignore[attr-defined]
+        arg = repeat.sequence_args[index]
         alignment = consumer_alignment(arg, least)
         if stride % alignment:
             raise PassFailedException(located(

@@ -23,22 +23,18 @@ from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, leaf, leaf_skeleto
 
 def format_tile_set(tiles: np.ndarray | list[int]) -> str:
     """`[0, 1, 2, 5]` -> `0-2,5`."""
-    tiles = sorted(int(t) for t in tiles)
-    parts: list[str] = []
-    start = prev = None
-    for tile in tiles + [None]:
-        if start is not None and (tile is None or tile != prev + 1):
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if tile is not None and start is None:
-            start = tile
-        prev = tile
-    return ",".join(parts)
+    runs: list[list[int]] = []  # [first, last] of each run of consecutive tiles
+    for tile in sorted(int(t) for t in tiles):
+        if runs and tile == runs[-1][1] + 1:
+            runs[-1][1] = tile
+        else:
+            runs.append([tile, tile])
+    return ",".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
 
 
 def tile_groups(package: Package) -> list[np.ndarray]:
     """Tiles with identical programs (same rows, same kernel calls), in tile order."""
-    columns = []
+    columns: list[np.ndarray] = []
     for _, step in flat_steps(package.steps):
         if isinstance(step, LoopStep):
             continue
@@ -159,7 +155,7 @@ def program_nodes(ctx: AsmContext, steps: list[Step], tile: int, depth: int = 0)
             continue
         prepared = ctx.prepared[id(step)]
         if prepared.sync is not None:
-            assert isinstance(step, ExchangeStep)
+            assert isinstance(step, ExchangeStep)  # only exchange steps are prepared with a sync
             nodes.append((prepared.sync, [(0,) * len(prepared.sync.numbers)] * depth))
             row = int(step.row_id[tile])
             if row >= 0:

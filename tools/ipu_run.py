@@ -43,7 +43,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import numpy as np
 import typer
@@ -143,9 +143,11 @@ def find_function(module: ModuleOp, name: str | None) -> FuncOp:
 
 def argument_types(func: FuncOp) -> list[TensorType]:
     """The argument types, which `check_runnable` has checked to be graph tensors."""
-    types = list(func.function_type.inputs.data)
-    assert all(isinstance(t, TensorType) for t in types)
-    return types  # type: ignore[return-value]
+    types = []
+    for value_type in func.function_type.inputs.data:
+        assert isinstance(value_type, TensorType)
+        types.append(value_type)
+    return types
 
 
 def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
@@ -300,9 +302,11 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
     return Comparison(passed, max_abs, max_rel)
 
 
-def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off",
-                   with_assembly: bool = True, timer=None, progress: Progress = no_progress):
-    """Run the default pipeline and build the package; diagnostics propagate. A
+def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "reject"],
+                   profiling: Literal["off", "cycles"] = "off", with_assembly: bool = True,
+                   timer=None, progress: Progress = no_progress):
+    """Run the default pipeline and build the package; diagnostics propagate (an
+    `indivisible` policy from the command line is checked there, by `ipu.config`'s verifier). A
     `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build;
     `progress` wraps the stages and the package's loops (`tools.progress`)."""
     from passes.ipu_pipeline import IpuPipelinePass

@@ -17,7 +17,7 @@ from tqdm import tqdm
 DELAY_SECONDS = 1.5
 
 Item = TypeVar("Item")
-Progress = Callable[[Iterable[Item], str, int | None], Iterator[Item]]
+Progress = Callable[[Iterable[Item], str, int | None], Iterable[Item]]
 
 
 def no_progress(items: Iterable[Item], description: str = "",

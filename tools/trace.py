@@ -80,7 +80,7 @@ def device_events(package: Package, cycles_by_step: list[int], target: Target) -
         taking_part = step_tiles(step, package.tiles)
         start = now
         for phase, length in step_phases(step, cycles, target).items():
-            name = step.symbol if phase == "compute" else phase  # type: ignore[union-attr]
+            name = step.symbol if isinstance(step, KernelStep) else phase  # its one phase: compute
             for tid, tiles in enumerate(groups):
                 busy = int(np.count_nonzero(taking_part[tiles]))
                 if phase != "sync" and not busy:

@@ -10,7 +10,7 @@ the same functions, so the selector and the model cannot disagree on a plan's cy
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from device.index_views import view_moves
 from device.kernels import get_kernel, split_view_words
@@ -151,7 +151,8 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target
         return view_cycles(words, named["source_tile"], tile, target)
     formats = decode_descriptors(words, len(abi.pointers))
     if symbol == "gather_shard":
-        return gather_shard_cycles(*formats, named["source_tile"], tile, target)
+        out, staged = formats
+        return gather_shard_cycles(out, staged, named["source_tile"], tile, target)
     return _DESCRIBED[symbol](*formats, tile, target)
 
 
@@ -161,7 +162,8 @@ _GEMM_PRECISION = {
                             ("f8", Precision.F8F143))
     for mode in ("init", "accum")
 }
-_DESCRIBED = {
+# Each takes the ABI's descriptors (one per pointer, so the arity varies), then tile, target.
+_DESCRIBED: dict[str, Callable[..., int]] = {
     "convert_shard": convert_shard_cycles,
     "gelu": gelu_cycles,
     "add": add_cycles,

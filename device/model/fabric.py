@@ -153,10 +153,10 @@ def fetch_groups(memory: TileMemory, package: Package, step: ExchangeStep, where
             continue
         groups.append(RowGroup(timeline, tiles))
     if failures:
-        tile, length, error = min(failures, key=lambda f: f[0])
+        tile, length, cause = min(failures, key=lambda f: f[0])
         raise ModelError(
             f"{where}: tile {tile}: the exchange row fetched from {step.row_address:#x} "
-            f"({length} words) cannot run: {error}"
+            f"({length} words) cannot run: {cause}"
         )
     return sorted(groups, key=lambda g: int(g.tiles[0]))
 
@@ -347,8 +347,8 @@ def drop_outside(pieces: Pieces, memory: TileMemory, where: str, errors: PhaseEr
     """Report (per receiver, at its first such word in arrival order) and drop the words
     whose PIC address is outside tile memory."""
     first_word, end_word = memory.base // WORD_BYTES, memory.end // WORD_BYTES
-    low = np.clip(first_word - pieces.target_word, 0, pieces.count)  # words below memory
-    inside_end = np.clip(end_word - pieces.target_word, low, pieces.count)
+    low = np.clip(first_word - pieces.targets, 0, pieces.count)  # words below memory
+    inside_end = np.clip(end_word - pieces.targets, low, pieces.count)
     outside = low + pieces.count - inside_end
     if outside.any():
         bad = np.flatnonzero(outside > 0)
@@ -360,7 +360,7 @@ def drop_outside(pieces: Pieces, memory: TileMemory, where: str, errors: PhaseEr
             totals[receiver] = totals.get(receiver, 0) + int(outside[k])
             if receiver not in firsts:  # pieces are in arrival order per receiver
                 firsts[receiver] = (int(pieces.source[k]), int(pieces.arrival[k]) + offset,
-                                    int(pieces.target_word[k]) + offset)
+                                    int(pieces.targets[k]) + offset)
         for receiver, (source, event, word) in firsts.items():
             errors.add(OUTSIDE, receiver, 0, (
                 f"{where}: tile {receiver}: {totals[receiver]} incoming word(s) stored outside "

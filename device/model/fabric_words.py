@@ -42,9 +42,16 @@ class Pieces:
             return cls(*(np.zeros(0, np.int64) for _ in names))
         return cls(*(np.concatenate([getattr(p, n) for p in parts]) for n in names))
 
+    @property
+    def targets(self) -> np.ndarray:
+        """`target_word`, once `with_targets` has set it (every use comes after)."""
+        assert self.target_word is not None, "Pieces.with_targets() not called"
+        return self.target_word
+
     def _take(self, index: np.ndarray) -> Pieces:
-        return Pieces(*(None if getattr(self, f.name) is None else getattr(self, f.name)[index]
-                        for f in fields(self)))
+        names = [f.name for f in fields(self) if f.name != "target_word"]
+        target = None if self.target_word is None else self.target_word[index]
+        return Pieces(**{n: getattr(self, n)[index] for n in names}, target_word=target)
 
     def sorted_by_arrival(self) -> Pieces:
         """Per receiver in arrival order (a receiver's pieces never overlap in time)."""
@@ -67,7 +74,7 @@ class Pieces:
         """Keep words low .. high - 1 of each piece; drop pieces left empty."""
         kept = Pieces(self.receiver, self.source, self.arrival + low, high - low,
                       self.source_word + low, self.delay, self.pic_value, self.pic,
-                      self.target_word + low)
+                      self.targets + low)
         return kept._take(np.flatnonzero(kept.count > 0))
 
     # ---- views for the checks --------------------------------------------------------
@@ -75,19 +82,20 @@ class Pieces:
         """Lowest and highest word index written on each tile (low > high: none)."""
         low = np.full(tiles, np.iinfo(np.int64).max, np.int64)
         high = np.full(tiles, -1, np.int64)
-        np.minimum.at(low, self.receiver, self.target_word - first_word)
-        np.maximum.at(high, self.receiver, self.target_word + self.count - 1 - first_word)
+        np.minimum.at(low, self.receiver, self.targets - first_word)
+        np.maximum.at(high, self.receiver, self.targets + self.count - 1 - first_word)
         return low, high
 
     def incoming_writes(self, tile: int) -> dict[int, int]:
         """{arrival event: byte address stored} of `tile`'s words."""
         mine = np.flatnonzero(self.receiver == tile)
         writes: dict[int, int] = {}
+        targets = self.targets
         for k in mine.tolist():
             n = int(self.count[k])
             events = range(int(self.arrival[k]), int(self.arrival[k]) + n)
-            addresses = range(int(self.target_word[k]) * WORD_BYTES,
-                              (int(self.target_word[k]) + n) * WORD_BYTES, WORD_BYTES)
+            addresses = range(int(targets[k]) * WORD_BYTES,
+                              (int(targets[k]) + n) * WORD_BYTES, WORD_BYTES)
             writes.update(zip(events, addresses, strict=True))
         return writes
 
@@ -101,7 +109,7 @@ def _overlapping_writes(tile: np.ndarray, start: np.ndarray, count: np.ndarray) 
 
 def _reads_written_words(pieces: Pieces, span: int) -> bool:
     """Whether some piece reads a word that some piece writes (writes do not overlap)."""
-    write_start = pieces.receiver * span + pieces.target_word
+    write_start = pieces.receiver * span + pieces.targets
     order = np.argsort(write_start)
     write_start, write_end = write_start[order], write_start[order] + pieces.count[order]
     read_start = pieces.source * span + pieces.source_word
@@ -120,7 +128,7 @@ def apply_pieces(memory: TileMemory, pieces: Pieces) -> int:
         return 0
     first_word = memory.base // WORD_BYTES
     span = memory.end // WORD_BYTES + 1
-    if _overlapping_writes(pieces.receiver, pieces.target_word, pieces.count) or (
+    if _overlapping_writes(pieces.receiver, pieces.targets, pieces.count) or (
             _reads_written_words(pieces, span)):
         _apply_word_by_word(memory, pieces, first_word)
     else:
@@ -130,7 +138,7 @@ def apply_pieces(memory: TileMemory, pieces: Pieces) -> int:
 
 def _apply_blocks(memory: TileMemory, pieces: Pieces, first_word: int) -> None:
     """One 2-D copy per (source, source block, target address) over its receivers."""
-    keys = np.stack([pieces.source, pieces.source_word, pieces.count, pieces.target_word],
+    keys = np.stack([pieces.source, pieces.source_word, pieces.count, pieces.targets],
                     axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -150,7 +158,7 @@ def _apply_word_by_word(memory: TileMemory, pieces: Pieces, first_word: int) -> 
     arrival = pieces.arrival[word_of_piece] + offset
     send_event = arrival - pieces.delay[word_of_piece]
     source_index = pieces.source_word[word_of_piece] + offset - first_word
-    target_index = pieces.target_word[word_of_piece] + offset - first_word
+    target_index = pieces.targets[word_of_piece] + offset - first_word
     read_keys = source * memory.words_per_tile + source_index
     write_keys = receiver * memory.words_per_tile + target_index
     if np.isin(read_keys, write_keys).any():

@@ -8,6 +8,8 @@ output must be covered by some shard.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -19,7 +21,7 @@ from device.target import Precision
 
 # The NumPy type an output is returned in, by storage precision (FP8 values q * 2**scale are
 # exact in float32 for every scale).
-OUTPUT_DTYPES = {Precision.F16: np.float16, Precision.F32: np.float32,
+OUTPUT_DTYPES: dict[str, type[np.floating[Any]]] = {Precision.F16: np.float16, Precision.F32: np.float32,
                  Precision.F8F143: np.float32}
 FP8_DTYPE = np.dtype(ml_dtypes.float8_e4m3fnuz)
 

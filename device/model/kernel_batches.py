@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -78,7 +79,7 @@ def _amp_memory_ok(batch: KernelBatch, nbytes: int) -> bool:
 
 # The AMP's operand storage types: FP16 and FP32 values convert exactly to float32, so the
 # batched form reorders the stored values and converts once (unpack goes through float64).
-AMP_STORAGE = {Precision.F16: np.float16, Precision.F32: np.float32}
+AMP_STORAGE: dict[str, type[np.floating[Any]]] = {Precision.F16: np.float16, Precision.F32: np.float32}
 
 
 def _amp_operand(raw: np.ndarray, shape: tuple[int, ...], order: str,

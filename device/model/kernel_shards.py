@@ -9,7 +9,7 @@ A descriptor kernel gets one format descriptor per pointer operand, in pointer o
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # kernel_impls registers the kernels built on this module
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]
 
-_CODE_DTYPES = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_CODE_DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
 def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:

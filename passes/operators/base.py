@@ -54,6 +54,12 @@ class Candidate:
     def name(self) -> str:
         return self.plan.candidate.data
 
+    @property
+    def valid_cycles(self) -> int:
+        """The cycles of a valid candidate (every valid one was costed)."""
+        assert self.cycles is not None, f"valid candidate {self.name} has no cycles"
+        return self.cycles
+
 
 class NoValidPlan(Exception):
     """Every candidate of an op is invalid; the message names each one's reason."""
@@ -72,7 +78,7 @@ def cheapest(candidates: Sequence[Candidate]) -> Candidate:
     valid = [c for c in candidates if c.reason is None]
     if not valid:
         raise NoValidPlan(candidates)
-    return min(valid, key=lambda c: c.cycles)
+    return min(valid, key=lambda c: c.valid_cycles)
 
 
 def tensor_type(value: SSAValue) -> TensorType:

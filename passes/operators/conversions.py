@@ -89,24 +89,24 @@ def lower_gather(op: Operation, lowering: FunctionLowering, source: SSAValue | N
     loop = LoopOp(0, a.partition_count, provenance(lowering, op, "one input shard at a time"))
     loop.induction_var.name_hint = "s"
     ivs = [loop.induction_var]
-    source = AffineMap(1, 0, (AffineExpr.dimension(0),))
+    source_tile = AffineMap(1, 0, (AffineExpr.dimension(0),))  # shard s is on tile s
     zero = scalar_map(1, 0)
     if b.tiles_used > 1 or a.partition_count > 1:
         loop.body.block.add_op(ExchangeOp(
-            words, inp, zero, source, slot, zero, receivers, ivs,
+            words, inp, zero, source_tile, slot, zero, receivers, ivs,
             provenance(lowering, op, "input shard s to every result tile"),
         ))
     holders = TileSetAttr.range(0, min(a.partition_count, b.tiles_used))  # send and receive
     loop.body.block.add_op(KernelOp(
         COPY_KERNEL, [(slot, zero), (inp, zero)], [words], holders, ivs,
         provenance(lowering, op, "the input shard's own tile copies it into its slot"),
-        on_tile=source,
+        on_tile=source_tile,
     ))
     loop.body.block.add_op(KernelOp(
         kernel, [(out, zero), (slot, zero)],
         [*descriptor(dst_type), *descriptor(src_type), *view_words], receivers, ivs,
         provenance(lowering, op, "take the elements of shard s this tile holds"),
-        iv_scalars=[source],
+        iv_scalars=[source_tile],
     ))
     ops.append(loop)
     return ops

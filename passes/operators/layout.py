@@ -62,7 +62,7 @@ def reshape_views(op: Operation) -> list[IndexView]:
     return [IndexView(*whole_window(out), row_major_strides(out), 0)]
 
 
-def transpose_views(op: Operation) -> list[IndexView]:
+def transpose_views(op: graph.TransposeOp | mid.TransposeOp) -> list[IndexView]:
     strides = row_major_strides(shape_of(op.operands[0]))
     permutation = op.permutation.get_values()
     return [IndexView(*whole_window(shape_of(op.results[0])),
@@ -77,7 +77,7 @@ def slice_views(op: Operation) -> list[IndexView]:
                       sum(s * a for s, a in zip(strides, starts)))]
 
 
-def concat_views(op: Operation) -> list[IndexView]:
+def concat_views(op: graph.ConcatOp | mid.ConcatOp) -> list[IndexView]:
     axis = op.axis.value.data
     out = shape_of(op.results[0])
     views, offset = [], 0
@@ -264,6 +264,7 @@ class TransposeOperator(LayoutOperator):
     mid_op = mid.TransposeOp
 
     def views(self, op: Operation) -> list[IndexView]:
+        assert isinstance(op, graph.TransposeOp | mid.TransposeOp)
         return transpose_views(op)
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
@@ -296,6 +297,7 @@ class ConcatOperator(LayoutOperator):
         return mid.concat_operand_names(len(op.operands))
 
     def views(self, op: Operation) -> list[IndexView]:
+        assert isinstance(op, graph.ConcatOp | mid.ConcatOp)
         return concat_views(op)
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,

@@ -21,6 +21,9 @@ from passes.shard_geometry import geometry
 if TYPE_CHECKING:
     from passes.operators.tile_lowering import FunctionLowering
 
+# The mid ops lowered to one kernel call per output shard.
+PointwiseOp = mid.AddOp | mid.GeluOp | mid.AttentionOp | mid.LayerNormOp
+
 # operand formats for an output format, or the reason there are none
 OperandFormats = Callable[[mid.TensorFormatAttr], dict[str, mid.TensorFormatAttr] | str]
 
@@ -103,7 +106,7 @@ def tiles_reason(op: Operation, formats: dict[str, mid.TensorFormatAttr], tiles:
     return None
 
 
-def lower_pointwise(op: Operation, lowering: FunctionLowering, values: Sequence[SSAValue],
+def lower_pointwise(op: PointwiseOp, lowering: FunctionLowering, values: Sequence[SSAValue],
                     reason: str, named: Sequence[int] = ()) -> list[Operation]:
     """One kernel call per output shard: `out` first, then the operands, each at offset 0;
     the kernel's named scalars, then its operands' descriptors (it is specialized on their

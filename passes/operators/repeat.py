@@ -45,7 +45,7 @@ from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
 from passes.operators.base import Operator, tensor_type
-from passes.operators.tile_maps import scalar_map
+from passes.operators.tile_maps import scalar_map, tensor_format
 from passes.shard_geometry import geometry
 
 if TYPE_CHECKING:
@@ -68,13 +68,21 @@ def is_body_argument(value: SSAValue) -> bool:
         value.block.parent_op(), (graph.RepeatOp, mid.RepeatOp))
 
 
+def carried_by_enclosing_repeat(value: SSAValue) -> bool:
+    """Is `value` a carried argument of the repeat whose body it belongs to?"""
+    if not isinstance(value, BlockArgument):
+        return False
+    repeat = value.block.parent_op()
+    return isinstance(repeat, graph.RepeatOp | mid.RepeatOp) and value in repeat.carried_args
+
+
 def repeat_label(op: Operation) -> str:
     return f"graph.repeat {value_label(op.results[0])}" if op.results else "graph.repeat"
 
 
 def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     """`op`'s body lowered, then the `mid.repeat` that replaces it (see the module doc)."""
-    from passes.graph_to_mid import is_graph_tensor, row_major_format, with_format
+    from passes.graph_to_mid import is_graph_tensor, row_major_format, tensor_format_of, with_format
 
     block = op.body.block
     lowering.lower_block(block)
@@ -85,15 +93,15 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
             Rewriter.replace_value_with_new_type(arg, with_format(arg.type, fmt))
     terminator = block.last_op
     assert isinstance(terminator, graph.YieldOp)
-    carried_types = [tensor_type(a) for a in op.carried_args]
-    yielded = [lowering.operand_in_format(terminator.values[i], t.encoding, terminator)
-               for i, t in enumerate(carried_types)]
+    carried_formats = [tensor_format_of(a) for a in op.carried_args]  # every arg has one now
+    yielded = [lowering.operand_in_format(terminator.values[i], fmt, terminator)
+               for i, fmt in enumerate(carried_formats)]
     yield_op = mid.YieldOp(*yielded)
     yield_op.location = terminator.location
     Rewriter.replace_op(terminator, yield_op)
-    carried = [lowering.operand_in_format(op.carried[i], t.encoding, op)
-               for i, t in enumerate(carried_types)]
-    invariants = [lowering.operand_in_format(op.invariants[i], tensor_type(a).encoding, op)
+    carried = [lowering.operand_in_format(op.carried[i], fmt, op)
+               for i, fmt in enumerate(carried_formats)]
+    invariants = [lowering.operand_in_format(op.invariants[i], tensor_format_of(a), op)
                   for i, a in enumerate(op.invariant_args)]
     sequences = [typed_sequence(lowering, op, i) for i in range(len(op.sequences))]
     body = op.detach_region(op.body)
@@ -128,7 +136,7 @@ def unify_carried_requirements(lowering: FunctionLowering, ops: Sequence[Operati
     for op in reversed(repeats):
         terminator = op.block.last_op
         assert isinstance(terminator, mid.YieldOp)
-        groups = [(init, arg, out, res) for init, arg, out, res in zip(
+        groups: list[tuple[SSAValue, ...]] = [(init, arg, out, res) for init, arg, out, res in zip(
             op.carried, op.carried_args, terminator.values, op.res, strict=True)]
         groups += list(zip(op.invariants, op.invariant_args, strict=True))
         groups += list(zip(op.sequences, op.sequence_args, strict=True))
@@ -207,6 +215,12 @@ def nested_provenance(provenance: WorkProvenanceAttr, repeat: str) -> WorkProven
                               provenance.reason.data)
 
 
+def stride_of(buffer: SSAValue, strides: dict[BufferOp, int]) -> int:
+    """Bytes a view of `buffer` advances per iteration: a sequence's stride, else 0."""
+    owner = buffer.owner
+    return strides.get(owner, 0) if isinstance(owner, BufferOp) else 0
+
+
 def nest(op: Operation, iv: SSAValue, strides: dict[BufferOp, int], repeat: str) -> Operation:
     """`op` as work inside the repeat's loop (see the module doc); returns the op to keep."""
     if isinstance(op, LoopOp):
@@ -218,17 +232,17 @@ def nest(op: Operation, iv: SSAValue, strides: dict[BufferOp, int], repeat: str)
                 op.body.block.erase_op(inner)
         return op
     if isinstance(op, KernelOp):
-        views = [(v, shifted(m.data, strides.get(v.owner, 0)))  # type: ignore[arg-type]
+        views = [(v, shifted(m.data, stride_of(v, strides)))
                  for v, m in zip(op.views, op.offsets.data, strict=True)]
-        new = KernelOp(op.symbol, views, op.scalar_values, op.tiles, [iv, *op.ivs],
+        new: KernelOp | ExchangeOp = KernelOp(op.symbol, views, op.scalar_values, op.tiles, [iv, *op.ivs],
                        nested_provenance(op.provenance, repeat),
                        shifted(op.on_tile.data) if op.on_tile is not None else None,
                        [shifted(m) for m in op.iv_scalar_maps])
     elif isinstance(op, ExchangeOp):
         new = ExchangeOp(op.word_count, op.src, shifted(op.src_offset.data,
-                                                        strides.get(op.src.owner, 0)),
+                                                        stride_of(op.src, strides)),
                          shifted(op.src_tile.data), op.dst,
-                         shifted(op.dst_offset.data, strides.get(op.dst.owner, 0)),
+                         shifted(op.dst_offset.data, stride_of(op.dst, strides)),
                          op.dst_tiles, [iv, *op.ivs], nested_provenance(op.provenance, repeat))
     else:
         raise PassFailedException(f"mid-to-tile: cannot nest {op.name} in a repeat's loop")
@@ -291,7 +305,7 @@ class RepeatOperator(Operator):
         sole_use = len(list(init.uses)) == 1 and res not in lowering.outputs
         owned = sole_use and (
             (isinstance(init.owner, Operation) and init_buffer.kind.data == "scratch")
-            or (is_body_argument(init) and init in init.owner.parent_op().carried_args))
+            or carried_by_enclosing_repeat(init))
         if owned:
             buffer = init_buffer
             lowering.buffers[res] = buffer
@@ -348,13 +362,14 @@ def sequence_stride(op: mid.RepeatOp, index: int, buffer: BufferOp) -> int:
     from passes.normalize_repeats import normalized_format
 
     seq, arg = op.sequences[index], op.sequence_args[index]
-    seq_type, arg_type = tensor_type(seq), tensor_type(arg)
-    if seq_type.encoding != normalized_format(arg_type.encoding):
+    seq_type = tensor_type(seq)
+    arg_type, arg_format = tensor_format(op, f"sequence body argument #{index}", arg)
+    if seq_type.encoding != normalized_format(arg_format):
         raise PassFailedException(located(
             op, f"mid-to-tile: sequence operand #{index} ({value_label(seq)}) of the repeat is "
             "not normalized (its format is not consecutive per-tile blocks of its body "
             "element's format); run normalize-repeats before mid-to-tile"))
-    stride = geometry(arg_type.get_shape(), arg_type.encoding).shard_bytes()
+    stride = geometry(arg_type.get_shape(), arg_format).shard_bytes()
     if stride % buffer.alignment_bytes:
         raise PassFailedException(located(
             op, f"mid-to-tile: sequence operand #{index} ({value_label(seq)}) advances by "

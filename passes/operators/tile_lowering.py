@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import StringAttr, TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from device.target import Target
@@ -34,6 +34,7 @@ from ipu_dialects.locations import (
     value_location,
 )
 from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
+from passes.operators.base import tensor_type
 from passes.operators.repeat import unify_carried_requirements
 from passes.shard_geometry import geometry
 
@@ -69,7 +70,9 @@ class FunctionLowering:
         plan = getattr(op, "plan", None)
         if not isinstance(plan, mid.OperatorPlanAttr):
             return
-        names = (*operator_for_mid(op).plan_operand_names(op), "out")
+        operator = operator_for_mid(op)
+        assert operator is not None  # every mid op with a plan has its operator
+        names = (*operator.plan_operand_names(op), "out")
         for value, name in zip((*op.operands, *op.results), names, strict=True):
             entry = plan.operand_plan(name)
             align, tail = self.requirements.get(value, (self.target.vector_alignment, 0))
@@ -153,11 +156,14 @@ class FunctionLowering:
         from passes.operators.formats import descriptor
         from passes.operators.tile_maps import scalar_map
 
-        source = (self.buffers[value] if value in self.buffers
-                  else self.buffer_for(value, "input", value.index))  # only returned
+        if value in self.buffers:
+            source = self.buffers[value]
+        else:  # an argument that is only returned
+            assert isinstance(value, BlockArgument)
+            source = self.buffer_for(value, "input", value.index)
         output = self.new_buffer(value, "output", position, name=f"result{position}")
         self.buffers[SSAValue.get(output)] = output
-        words = descriptor(value.type)  # type: ignore[arg-type]
+        words = descriptor(tensor_type(value))
         zero = scalar_map(0, 0)
         copy = KernelOp(
             CONVERT_KERNEL, [(output, zero), (source, zero)], [*words, *words], output.tiles, [],
@@ -221,7 +227,7 @@ class FunctionLowering:
     def operand_buffer(self, op: Operation, value: SSAValue) -> BufferOp:
         if value in self.buffers:
             return self.buffers[value]
-        if isinstance(value.owner, Block):
+        if isinstance(value, BlockArgument):
             return self.buffer_for(value, "input", value.index)
         raise PassFailedException(
             f"mid-to-tile: {op.name} uses {value_label(value)} before it is computed"

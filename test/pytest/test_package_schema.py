@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from device import package_schema
+from device import package_metadata, package_schema
 from device.package import FORMAT_VERSION, Package, PackageError
 from tools import ipu_objdump, ipu_run
 from tools.ipu_run import run_main
@@ -113,6 +113,20 @@ def pointers_name(directory: Path) -> str:
     return f"step{step_index(directory, 'kernel', 'amp_gemm_f16_init')}_pointers"
 
 
+def overlap_shards(first: str, second: str, offset: int) -> Callable[[Path], None]:
+    """Move `second`'s shard on the first tile it shares with `first` to `offset` bytes past
+    `first`'s shard there."""
+    def change(directory: Path) -> None:
+        def put(arrays: dict) -> None:
+            tiles_a, tiles_b = arrays[f"{first}_tiles"].tolist(), arrays[f"{second}_tiles"].tolist()
+            tile = next(t for t in tiles_b if t in tiles_a)
+            addresses = arrays[f"{second}_addresses"].copy()
+            addresses[tiles_b.index(tile)] = arrays[f"{first}_addresses"][tiles_a.index(tile)] + offset
+            arrays[f"{second}_addresses"] = addresses
+        edit_arrays(directory, put)
+    return change
+
+
 def add_member(arrays: dict) -> None:
     arrays["hidden"] = np.zeros(50_000_000, np.float32)  # 200 MB, a few hundred KB compressed
 
@@ -170,8 +184,8 @@ CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
                                          "copy_words")),
      "program.npz", "expected 2 columns"),
     ("scalar count list", meta_change(setter("steps", kernel("copy_words"), "scalars",
-                                             list(range(65)))),
-     "metadata.json", "scalars: 65 entries (at most 64)"),
+                                             list(range(257)))),
+     "metadata.json", "scalars: 257 entries (at most 256)"),
     ("huge shape", meta_change(setter("outputs", 0, "shape", [10**12, 192])), "metadata.json",
      "outputs[0].shape[0]: 1000000000000 is outside [1, 940572672]"),
     ("shape vs shards", meta_change(setter("outputs", 0, "shape", [640, 64])), "metadata.json",
@@ -238,6 +252,10 @@ CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
      "shard 1 starts at [17, 0], not a multiple of the padded shard [16, 128]"),
     ("origin hole", set_array(lambda d: "inputs0_origins", (1, 0), 0), "program.npz",
      "the shards cover 3 of the 4 cells of a [64, 128] tensor in [16, 128] shards"),
+    ("inputs overlap", overlap_shards("inputs0", "inputs1", 2048), "program.npz",
+     "member 'inputs1_addresses': the shard of inputs[1] ('b') on tile 0 at [0x54800, 0x56800) "
+     "overlaps that of inputs[0] ('a') at [0x54000, 0x55000); the host writes every input "
+     "before the run, so their shards may not share memory"),
     ("not an archive", lambda d: (d / "program.npz").write_bytes(b"PK\x03\x04junk"),
      "program.npz", "is not a NumPy .npz archive"),
     ("a bare array", lambda d: np.save(d / "program.npz.npy", np.zeros(3)) or os.replace(
@@ -277,7 +295,7 @@ def test_the_intact_package_loads_and_runs(base, capsys):
 
 
 def test_a_file_over_its_limit(package, monkeypatch):
-    monkeypatch.setitem(package_schema.FILE_LIMITS, "metadata.json", 100)
+    monkeypatch.setitem(package_metadata.FILE_LIMITS, "metadata.json", 100)
     with pytest.raises(PackageError, match="larger than the 100 bytes a package allows for it"):
         Package.load(package)
 
@@ -290,7 +308,7 @@ def test_the_arrays_are_bounded_before_they_are_read(package, monkeypatch):
 
 def test_an_unreadable_path(package):
     with pytest.raises(PackageError, match="cannot be read: Not a directory"):
-        package_schema.read_file(package / "metadata.json", "metadata.json")
+        package_metadata.read_file(package / "metadata.json", "metadata.json")
 
 
 def test_not_a_directory(package):
@@ -442,3 +460,63 @@ def test_a_member_marked_encrypted(package):
     with pytest.raises(PackageError, match="member 'row_words.npy': is marked encrypted; "
                                            "package members are not"):
         Package.load(package)
+
+
+TWO_OUTPUTS = (
+    "func.func @two(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> (tensor<64x64xf16>, "
+    "tensor<64x64xf16>) {\n"
+    "  %c = graph.add %a, %b : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>\n"
+    "  %d = graph.gelu %a : tensor<64x64xf16> -> tensor<64x64xf16>\n"
+    "  func.return %c, %d : tensor<64x64xf16>, tensor<64x64xf16>\n}\n")
+
+
+def test_two_outputs_may_not_share_memory(tmp_path):
+    source = tmp_path / "two.mlir"
+    source.write_text(TWO_OUTPUTS)
+    assert run_main(source, tiles=4, package_dir=tmp_path / "pkg") == 0
+    Package.load(tmp_path / "pkg")  # intact: the outputs are apart
+    overlap_shards("outputs0", "outputs1", 0)(tmp_path / "pkg")
+    with pytest.raises(PackageError, match=r"member 'outputs1_addresses': the shard of "
+                       r"outputs\[1\] \('result1'\) on tile 0 at .* overlaps that of outputs\[0\] "
+                       r"\('result0'\) at .*; the host reads every output after the run, so their "
+                       r"shards may not share memory"):
+        Package.load(tmp_path / "pkg")
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in EXAMPLES.glob("*.mlir")))
+def test_every_example_package_loads(example, tmp_path, capsys):
+    """Saved packages of all examples pass the schema: descriptor kernels with long scalar
+    lists (attention, layer_norm), and inputs and outputs that share memory because their
+    lifetimes do not overlap (place-memory reuses a dead input's bytes for an output)."""
+    assert run_main(EXAMPLES / example, tiles=16, package_dir=tmp_path / "pkg") == 0
+    loaded = Package.load(tmp_path / "pkg")
+    assert [t.name for t in loaded.inputs + loaded.outputs]  # something was checked
+    capsys.readouterr()
+
+
+def test_an_input_and_an_output_may_share_memory(tmp_path, capsys):
+    """attention.mlir at 16 tiles: place-memory puts an output where a dead input was; the
+    schema accepts it (only tensors of one role are live together)."""
+    assert run_main(EXAMPLES / "attention.mlir", tiles=16, package_dir=tmp_path / "pkg") == 0
+    loaded = Package.load(tmp_path / "pkg")
+    shared = {(int(tile), int(address)) for t in loaded.inputs
+              for tile, address in zip(t.tiles, t.addresses, strict=True)} & {
+        (int(tile), int(address)) for t in loaded.outputs
+        for tile, address in zip(t.tiles, t.addresses, strict=True)}
+    assert shared
+    capsys.readouterr()
+
+
+def test_the_scalar_bound_covers_every_kernel_at_the_largest_rank():
+    from device.kernels import KERNELS
+    from device.shard_geometry import DESCRIPTOR_FIXED_WORDS
+
+    rank = package_metadata.MAX_RANK
+    longest = max(len(abi.named_scalars) + (len(abi.pointers) * (4 * rank + DESCRIPTOR_FIXED_WORDS)
+                                            + 3 * rank + 1 if abi.variadic else 0)
+                  for abi in KERNELS.values())
+    assert longest == 179  # attention: 2 named, 4 descriptors, (a view's words as a margin)
+    assert longest <= package_metadata.MAX_SCALARS
