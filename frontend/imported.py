@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 
+@dataclass(frozen=True)
+class RepeatedRun:
+    """What one `graph.repeat` of repeated layers replaced: `count` blocks of `block_ops` ops;
+    `sequences` maps each stacked weight's name to the per-block weight names it holds, in
+    block order."""
+
+    count: int
+    block_ops: int
+    sequences: dict[str, list[str]]
+
+
 @dataclass
 class ImportedModel:
     """A verified module holding one graph `func.func`, and the arrays of its weight arguments
-    by argument name (in the argument's storage dtype), ready for `numpy.savez`."""
+    by argument name (in the argument's storage dtype), ready for `numpy.savez`; `repeats`
+    describes the `graph.repeat`s that repeated layers became (`RepeatedRun`s of
+    frontend/repeat_layers.py; empty unless asked for)."""
 
     module: ModuleOp
     weights: dict[str, np.ndarray]
+    repeats: list[RepeatedRun] = field(default_factory=list)
 
 
 def ssa_name(name: str) -> str:

@@ -11,8 +11,8 @@ uses too. This pass adds what it knows from the IR:
 - partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
   from the ABI registry `device/kernels.py`).
 
-Placement is first fit, interleaved buffers first. Lifetimes: all buffers of one function are
-live for the whole function for now (no reuse). The tile count and target come from
+Placement is first fit, interleaved buffers first; buffers whose lifetimes (`lifetimes`) do not
+overlap may share memory. The tile count and target come from
 `ipu.config`; hand-written tile IR without it is placed for the default target.
 
 When a tile cannot hold its buffers the pass fails the way Poplar does, naming the tile, the
@@ -28,6 +28,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -50,28 +51,85 @@ def module_target(module: ModuleOp) -> Target:
 
 
 def lifetimes(function: func.FuncOp) -> dict[BufferOp, tuple[int, int]]:
-    """For each buffer, the first and last position (index among the function's top-level
-    ops) at which it is live. Inputs are live from the start (the host writes them before the
-    program runs) and outputs to the end (the host reads them after it); every other buffer
-    from its first use to its last. A use inside a loop counts for the whole loop."""
-    block = function.body.block
-    ops = list(block.ops)
-    end = len(ops)
-    first: dict[BufferOp, int] = {}
-    last: dict[BufferOp, int] = {}
-    for position, top in enumerate(ops):
-        for op in top.walk():
-            for operand in op.operands:
-                buffer = operand.owner
-                if isinstance(buffer, BufferOp):
-                    first.setdefault(buffer, position)
-                    last[buffer] = position
+    """For each buffer, the first and last position (index of an op in a pre-order walk of the
+    function) at which it is live. Inputs are live from the start (the host writes them before
+    the program runs) and outputs to the end (the host reads them after it); every other buffer
+    from its first use to its last, where a use inside a loop counts for the whole loop — the
+    innermost loop holding all the buffer's uses excepted when the first of those uses writes
+    the buffer: that buffer is rewritten before it is read in every iteration (a temporary of a
+    repeat's body), so it is live only between its uses within the iteration."""
+    positions: dict[Operation, int] = {}
+    for op in function.body.walk():
+        positions[op] = len(positions)
+    last = {op: positions[op] + sum(1 for _ in op.walk()) - 1 for op in positions if op.regions}
+    users: dict[BufferOp, list[Operation]] = {}
+    for op in positions:
+        for operand in op.operands:
+            if isinstance(operand.owner, BufferOp):
+                users.setdefault(operand.owner, []).append(op)
+    end = len(positions)
     spans = {}
-    for buffer in (op for op in ops if isinstance(op, BufferOp)):
-        start = 0 if buffer.kind.data == "input" else first.get(buffer, 0)
-        stop = end if buffer.kind.data == "output" else last.get(buffer, start)
+    for buffer in (op for op in function.body.block.ops if isinstance(op, BufferOp)):
+        start, stop = live_span(buffer, users.get(buffer, []), positions, last)
+        if buffer.kind.data == "input":
+            start = 0
+        if buffer.kind.data == "output":
+            stop = end
         spans[buffer] = (start, stop)
     return spans
+
+
+def enclosing_ops(op: Operation, function: func.FuncOp) -> list[Operation]:
+    """The ops from the function's top level down to `op` itself."""
+    chain = [op]
+    while (parent := chain[-1].parent_op()) is not None and parent is not function:
+        chain.append(parent)
+    return chain[::-1]
+
+
+def live_span(buffer: BufferOp, users: list[Operation], positions: dict[Operation, int],
+              last: dict[Operation, int]) -> tuple[int, int]:
+    """Where `buffer` is live, from its uses alone (see `lifetimes`)."""
+    if not users:
+        return 0, 0
+    function = buffer.parent_op()
+    assert isinstance(function, func.FuncOp)
+    chains = [enclosing_ops(op, function) for op in users]
+    depth = 0  # the ops of the chains agree down to `depth`: they share those loops
+    while all(len(c) > depth + 1 and c[depth] is chains[0][depth] for c in chains):
+        depth += 1
+    first = min(users, key=positions.__getitem__)
+    if depth and not (writes(first, buffer) and not reads(first, buffer)):
+        depth = 0  # it may carry a value from one iteration to the next: live for the loop
+    at_depth = [c[depth] for c in chains]
+    start = min(positions[op] for op in at_depth)
+    stop = max(last.get(op, positions[op]) for op in at_depth)
+    return start, stop
+
+
+def writes(op: Operation, buffer: BufferOp) -> bool:
+    if isinstance(op, ExchangeOp):
+        return op.dst.owner is buffer
+    if isinstance(op, KernelOp):
+        pointers = kernel_pointers(op)
+        return "out" in pointers and op.views[pointers.index("out")].owner is buffer
+    return False
+
+
+def reads(op: Operation, buffer: BufferOp) -> bool:
+    if isinstance(op, ExchangeOp):
+        return op.src.owner is buffer
+    if isinstance(op, KernelOp):
+        pointers = kernel_pointers(op)
+        return any(v.owner is buffer for name, v in zip(pointers, op.views) if name != "out")
+    return True
+
+
+def kernel_pointers(op: KernelOp) -> tuple[str, ...]:
+    try:
+        return get_kernel(op.symbol).pointers
+    except UnknownKernelError as error:
+        raise PassFailedException(f"place-memory: tile.kernel @{op.symbol}: {error}") from None
 
 
 @dataclass

@@ -36,6 +36,7 @@ from frontend.onnx.patterns import (
     match_attention,
     match_gelu,
 )
+from frontend.repeat_layers import repeat_layers as repeat_layers_of
 
 ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
     "f32": (f32, np.float32), "f16": (f16, np.float16)
@@ -276,12 +277,17 @@ class Importer:
 
 
 def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",
-                function: str = "main") -> ImportedModel:
+                function: str = "main", repeat_layers: bool = False) -> ImportedModel:
     """Import a model (a ModelProto or a path); `dtype` 'f32' or 'f16' is the element type of
-    every graph tensor (weights are converted)."""
+    every graph tensor (weights are converted). `repeat_layers`: consecutive identical blocks
+    become one `graph.repeat` with their weights stacked (frontend/repeat_layers.py); the runs
+    replaced are in the result's `repeats`."""
     if dtype not in ELEMENT_TYPES:
         raise OnnxImportError(f"dtype '{dtype}' is not one of {', '.join(ELEMENT_TYPES)}")
     if not isinstance(model, onnx.ModelProto):
         model = onnx.load(str(model))
-    return Importer(model, dtype, function).run()
+    imported = Importer(model, dtype, function).run()
+    if repeat_layers:
+        imported.repeats = repeat_layers_of(imported)
+    return imported
 
