@@ -12,7 +12,9 @@ the blocks have the same structure:
   first block reads the value in that place from before the run), and exactly one value of
   each block is used outside it — by the next block only, or after the run for the last;
 - every other value from outside is either the same value in every block (an invariant) or,
-  in block i, a weight argument that only block i reads (per-block weights: a sequence).
+  in block i, a weight argument that only block i reads (per-block weights: a sequence); a
+  layer has weights of its own, so a block reads at least one such sequence (two gelus in a
+  row are not layers).
 
 The per-block weights of one place become one function argument holding them stacked, `[k] +
 the weight's shape`, block i at index i. Its name (`stacked_name`): when the k weight names
@@ -130,7 +132,7 @@ def match_run(ops: list[Operation], start: int, length: int, count: int, block: 
         return None
     kinds = [slot_kind([ext[e] for ext in externals], blocks, output, position, block, weights)
              for e in range(len(externals[0]))]
-    if None in kinds or kinds.count("carried") != 1:
+    if None in kinds or kinds.count("carried") != 1 or "sequence" not in kinds:
         return None
     return RunMatch(
         start, length, count, externals, kinds.index("carried"),
