@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,12 @@ class ImportedModel:
     module: ModuleOp
     weights: dict[str, np.ndarray]
     repeats: list[RepeatedRun] = field(default_factory=list)
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """The shape of a graph value (every graph value is a ranked tensor: the builder checks)."""
+    assert isinstance(value.type, TensorType), value.type
+    return value.type.get_shape()
 
 
 def ssa_name(name: str) -> str:

@@ -254,8 +254,9 @@ def replace_run(func: FuncOp, match: RunMatch, weights: dict[str, np.ndarray]) -
     for op in reversed(run_ops):
         block.erase_op(op)
     for names in sequences.values():
-        for arg in [a for a in block.args if a.name_hint in names]:
-            del weights[arg.name_hint]
+        for name in names:
+            arg = next(a for a in block.args if a.name_hint == name)
+            del weights[name]
             block.erase_arg(arg)
     return RepeatedRun(match.count, match.length, sequences)
 

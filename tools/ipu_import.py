@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -58,7 +58,9 @@ def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "
         with open(output / "model.mlir", "w") as stream:
             Printer(stream=stream).print_op(imported.module)
             stream.write("\n")
-        np.savez(output / "weights.npz", **imported.weights)
+        # (Any: numpy's stub reads a ** mapping as possibly holding its allow_pickle flag)
+        arrays: dict[str, Any] = imported.weights
+        np.savez(output / "weights.npz", **arrays)
     except OSError as error:
         print(f"ipu-import: error: cannot write to '{output}': {error}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
