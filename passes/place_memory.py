@@ -11,8 +11,9 @@ uses too. This pass adds what it knows from the IR:
 - partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
   from the ABI registry `device/kernels.py`).
 
-Placement is first fit, interleaved buffers first; buffers whose lifetimes (`lifetimes`) do not
-overlap may share memory. The tile count and target come from
+Placement is first fit, interleaved buffers first, in program order, or when that leaves some
+buffer no contiguous range, longest-lived first (the failure of the program order is the one
+reported); buffers whose lifetimes (`lifetimes`) do not overlap may share memory. The tile count and target come from
 `ipu.config`; hand-written tile IR without it is placed for the default target.
 
 When a tile cannot hold its buffers the pass fails the way Poplar does, naming the tile, the
@@ -266,15 +267,28 @@ class FunctionPlacement:
         self.check_capacity(buffers)
         partners = self.distinct_pairs()
         self.exchanged = self.exchanged_buffers()
-        # Interleaved buffers first: they have only one region to go to.
-        ordered = [b for b in buffers if b.interleaved] + [b for b in buffers if not b.interleaved]
-        for buffer in ordered:
-            wanted = partners.get(buffer, set())
-            address = self.allocator.place(buffer, self.request(buffer), wanted)
-            if address is None:
-                self.fail(buffer, wanted, buffers)
-            assert address is not None
-            buffer.set_address(address)
+        # Interleaved buffers first: they have only one region to go to. In program order,
+        # else (when that leaves no contiguous range for some buffer) the longest-lived first,
+        # so that buffers live throughout do not land between the holes temporaries leave.
+        interleaved = [b for b in buffers if b.interleaved]
+        standard = [b for b in buffers if not b.interleaved]
+        first_failure = None
+        for ordered in (interleaved + standard,
+                        self.longest_lived_first(interleaved) + self.longest_lived_first(standard)):
+            allocator = FirstFit(self.target, self.coexist)
+            failed = next((b for b in ordered if allocator.place(
+                b, self.request(b), partners.get(b, set())) is None), None)
+            if failed is None:
+                for placement in allocator.placed:
+                    placement.key.set_address(placement.address)
+                return
+            first_failure = first_failure or (allocator, failed)
+        assert first_failure is not None
+        self.allocator, failed = first_failure  # the diagnostic of the program-order attempt
+        self.fail(failed, partners.get(failed, set()), buffers)
+
+    def longest_lived_first(self, buffers: list[BufferOp]) -> list[BufferOp]:
+        return sorted(buffers, key=lambda b: self.spans[b][0] - self.spans[b][1])
 
     def fail(self, buffer: BufferOp, partners: set[BufferOp], buffers: Sequence[BufferOp]) -> None:
         name = buffer.sym_name.data
