@@ -1,13 +1,13 @@
 """Device-model speed: the NumPy reference and the device model, side by side in one process.
 
-For each FP16 GEMM case it compiles the package (not timed against the model), runs the graph
-interpreter's NumPy reference and the device model on the same inputs, checks the model's
-result against the reference, and prints model time / reference time and modeled cycles per
-wall second. The peak resident memory of the process (`resource.getrusage`) is printed last;
-it must stay under 8 GiB.
+For each case (an FP16 GEMM, or the transformer block of examples/transformer_block.mlir) it
+compiles the package (not timed against the model), runs the graph interpreter's NumPy
+reference and the device model on the same inputs, checks the model's result against the
+reference, and prints model time / reference time and modeled cycles per wall second. The peak
+resident memory of the process (`resource.getrusage`) is printed last; it must stay under 8 GiB.
 
-Cases: 2944x1024x1024 on 184 tiles always; 4096x4096x4096 on 1472 tiles with `--large`
-(compiling it takes a minute or more).
+Cases: 2944x1024x1024 on 184 tiles and the transformer block on 64 and 1472 tiles always;
+4096x4096x4096 on 1472 tiles with `--large` (compiling it takes a minute or more).
 Usage: python bench/model_speed.py [--large] [--only-large] [--case M K N TILES]
                                    [--profile FILE.prof]
 """
@@ -20,6 +20,7 @@ import resource
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from xdsl.parser import Parser
 
@@ -28,9 +29,23 @@ from interpreters.graph import run_function
 from tools.ipu_run import compare, compile_module, find_function, make_context, random_inputs
 from tools.progress import terminal_progress
 
-SMALL = (2944, 1024, 1024, 184)
-LARGE = (4096, 4096, 4096, 1472)
 PEAK_LIMIT_GIB = 8.0
+TRANSFORMER_BLOCK = Path(__file__).resolve().parents[1] / "examples" / "transformer_block.mlir"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    text: str  # a graph function
+    tiles: int
+
+
+def gemm_case(m: int, k: int, n: int, tiles: int) -> Case:
+    return Case(f"{m}x{k}x{n} f16, {tiles} tiles", gemm_text(m, k, n), tiles)
+
+
+def transformer_case(tiles: int) -> Case:
+    return Case(f"transformer block f16, {tiles} tiles", TRANSFORMER_BLOCK.read_text(), tiles)
 
 
 @dataclass
@@ -45,7 +60,7 @@ class Measurement:
     check: str
 
     def row(self) -> str:
-        return (f"{self.case:<31} {self.compile_s:>9.2f} {self.reference_s:>7.2f} "
+        return (f"{self.case:<34} {self.compile_s:>9.2f} {self.reference_s:>7.2f} "
                 f"{self.model_s:>8.2f} {self.model_s / self.reference_s:>9.1f}x "
                 f"{self.model_cpu_s / self.reference_cpu_s:>9.1f}x "
                 f"{self.cycles:>10} {self.cycles / self.model_s:>10.0f}  {self.check}")
@@ -53,7 +68,7 @@ class Measurement:
 
 # Wall times; "cpu ratio" divides the process CPU times instead, which other work on a
 # shared machine disturbs less.
-HEADER = (f"{'case':<31} {'compile s':>9} {'ref s':>7} {'model s':>8} {'model/ref':>10} "
+HEADER = (f"{'case':<34} {'compile s':>9} {'ref s':>7} {'model s':>8} {'model/ref':>10} "
           f"{'cpu ratio':>10} {'cycles':>10} {'cycles/s':>10}  check")
 
 
@@ -64,8 +79,9 @@ def gemm_text(m: int, k: int, n: int) -> str:
             f"  func.return %c : {c}\n}}\n")
 
 
-def measure(m: int, k: int, n: int, tiles: int, profile: str | None) -> Measurement:
-    module = Parser(make_context(), gemm_text(m, k, n)).parse_module()
+def measure(case: Case, profile: str | None) -> Measurement:
+    tiles = case.tiles
+    module = Parser(make_context(), case.text).parse_module()
     func = find_function(module, None)
     inputs = random_inputs(func, seed=0)
     started = time.perf_counter()
@@ -86,7 +102,7 @@ def measure(m: int, k: int, n: int, tiles: int, profile: str | None) -> Measurem
     check = compare([result.outputs[t.name] for t in package.outputs], expected,
                     func.function_type.outputs.data)
     passed = check.passed and not result.exchange_errors
-    return Measurement(f"{m}x{k}x{n} f16, {tiles} tiles", compiled - started,
+    return Measurement(case.name, compiled - started,
                        referenced - compiled, modeled - referenced,
                        referenced_cpu - compiled_cpu, modeled_cpu - referenced_cpu, result.cycles,
                        f"{'PASS' if passed else 'FAIL'} (rel {check.max_rel:.2g})")
@@ -108,12 +124,14 @@ def main() -> int:
     parser.add_argument("--profile", metavar="FILE",
                         help="cProfile the device model of the last case into FILE")
     args = parser.parse_args()
-    cases = [LARGE] if args.only_large else [SMALL] + ([LARGE] if args.large else [])
-    cases = [tuple(c) for c in args.case] if args.case else cases
+    large = gemm_case(4096, 4096, 4096, 1472)
+    default = [gemm_case(2944, 1024, 1024, 184), transformer_case(64), transformer_case(1472)]
+    cases = [large] if args.only_large else default + ([large] if args.large else [])
+    cases = [gemm_case(*c) for c in args.case] if args.case else cases
     print(HEADER, flush=True)
     for index, case in enumerate(cases):
         profile = args.profile if index == len(cases) - 1 else None
-        print(measure(*case, profile=profile).row(), flush=True)
+        print(measure(case, profile=profile).row(), flush=True)
     peak = peak_gib()
     print(f"peak resident memory: {peak:.2f} GiB (limit {PEAK_LIMIT_GIB:.0f} GiB)")
     return 0 if peak < PEAK_LIMIT_GIB else 1

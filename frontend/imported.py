@@ -3,19 +3,45 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import SSAValue
+
+if TYPE_CHECKING:
+    from frontend.builder import GraphValue
+
+
+@dataclass(frozen=True)
+class RepeatedRun:
+    """What one `graph.repeat` of repeated layers replaced: `count` blocks of `block_ops` ops;
+    `sequences` maps each stacked weight's name to the per-block weight names it holds, in
+    block order."""
+
+    count: int
+    block_ops: int
+    sequences: dict[str, list[str]]
 
 
 @dataclass
 class ImportedModel:
     """A verified module holding one graph `func.func`, and the arrays of its weight arguments
-    by argument name (in the argument's storage dtype), ready for `numpy.savez`."""
+    by argument name (in the argument's storage dtype), ready for `numpy.savez`; `repeats`
+    describes the `graph.repeat`s that repeated layers became (`RepeatedRun`s of
+    frontend/repeat_layers.py; empty unless asked for)."""
 
     module: ModuleOp
     weights: dict[str, np.ndarray]
+    repeats: list[RepeatedRun] = field(default_factory=list)
+
+
+def shape_of(value: SSAValue | GraphValue) -> tuple[int, ...]:
+    """The shape of a graph value (every graph value is a ranked tensor: the builder checks)."""
+    value_type = value.type
+    assert isinstance(value_type, TensorType), value_type
+    return value_type.get_shape()
 
 
 def ssa_name(name: str) -> str:

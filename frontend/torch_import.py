@@ -138,7 +138,8 @@ class TorchImporter:
                                                       np.full(shape, fill, np.float32))
                 v = type("Named", (), {"name": f"{node.name}.{what}"})()
             operands.append(self.value(v, at))
-        return self.builder.layer_norm(self.value(x, at), *operands, float(eps))
+        weight_value, bias_value = operands
+        return self.builder.layer_norm(self.value(x, at), weight_value, bias_value, float(eps))
 
     def gelu(self, at: str, node: Any) -> GraphValue:
         approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")

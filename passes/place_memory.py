@@ -11,8 +11,9 @@ uses too. This pass adds what it knows from the IR:
 - partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
   from the ABI registry `device/kernels.py`).
 
-Placement is first fit, interleaved buffers first. Lifetimes: all buffers of one function are
-live for the whole function for now (no reuse). The tile count and target come from
+Placement is first fit, interleaved buffers first, in program order, or when that leaves some
+buffer no contiguous range, longest-lived first (the failure of the program order is the one
+reported); buffers whose lifetimes (`lifetimes`) do not overlap may share memory. The tile count and target come from
 `ipu.config`; hand-written tile IR without it is placed for the default target.
 
 When a tile cannot hold its buffers the pass fails the way Poplar does, naming the tile, the
@@ -30,6 +31,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -53,28 +55,85 @@ def module_target(module: ModuleOp) -> Target:
 
 
 def lifetimes(function: func.FuncOp) -> dict[BufferOp, tuple[int, int]]:
-    """For each buffer, the first and last position (index among the function's top-level
-    ops) at which it is live. Inputs are live from the start (the host writes them before the
-    program runs) and outputs to the end (the host reads them after it); every other buffer
-    from its first use to its last. A use inside a loop counts for the whole loop."""
-    block = function.body.block
-    ops = list(block.ops)
-    end = len(ops)
-    first: dict[BufferOp, int] = {}
-    last: dict[BufferOp, int] = {}
-    for position, top in enumerate(ops):
-        for op in top.walk():
-            for operand in op.operands:
-                buffer = operand.owner
-                if isinstance(buffer, BufferOp):
-                    first.setdefault(buffer, position)
-                    last[buffer] = position
+    """For each buffer, the first and last position (index of an op in a pre-order walk of the
+    function) at which it is live. Inputs are live from the start (the host writes them before
+    the program runs) and outputs to the end (the host reads them after it); every other buffer
+    from its first use to its last, where a use inside a loop counts for the whole loop — the
+    innermost loop holding all the buffer's uses excepted when the first of those uses writes
+    the buffer: that buffer is rewritten before it is read in every iteration (a temporary of a
+    repeat's body), so it is live only between its uses within the iteration."""
+    positions: dict[Operation, int] = {}
+    for op in function.body.walk():
+        positions[op] = len(positions)
+    last = {op: positions[op] + sum(1 for _ in op.walk()) - 1 for op in positions if op.regions}
+    users: dict[BufferOp, list[Operation]] = {}
+    for op in positions:
+        for operand in op.operands:
+            if isinstance(operand.owner, BufferOp):
+                users.setdefault(operand.owner, []).append(op)
+    end = len(positions)
     spans = {}
-    for buffer in (op for op in ops if isinstance(op, BufferOp)):
-        start = 0 if buffer.kind.data == "input" else first.get(buffer, 0)
-        stop = end if buffer.kind.data == "output" else last.get(buffer, start)
+    for buffer in (op for op in function.body.block.ops if isinstance(op, BufferOp)):
+        start, stop = live_span(buffer, users.get(buffer, []), positions, last)
+        if buffer.kind.data == "input":
+            start = 0
+        if buffer.kind.data == "output":
+            stop = end
         spans[buffer] = (start, stop)
     return spans
+
+
+def enclosing_ops(op: Operation, function: func.FuncOp) -> list[Operation]:
+    """The ops from the function's top level down to `op` itself."""
+    chain = [op]
+    while (parent := chain[-1].parent_op()) is not None and parent is not function:
+        chain.append(parent)
+    return chain[::-1]
+
+
+def live_span(buffer: BufferOp, users: list[Operation], positions: dict[Operation, int],
+              last: dict[Operation, int]) -> tuple[int, int]:
+    """Where `buffer` is live, from its uses alone (see `lifetimes`)."""
+    if not users:
+        return 0, 0
+    function = buffer.parent_op()
+    assert isinstance(function, func.FuncOp)
+    chains = [enclosing_ops(op, function) for op in users]
+    depth = 0  # the ops of the chains agree down to `depth`: they share those loops
+    while all(len(c) > depth + 1 and c[depth] is chains[0][depth] for c in chains):
+        depth += 1
+    first = min(users, key=positions.__getitem__)
+    if depth and not (writes(first, buffer) and not reads(first, buffer)):
+        depth = 0  # it may carry a value from one iteration to the next: live for the loop
+    at_depth = [c[depth] for c in chains]
+    start = min(positions[op] for op in at_depth)
+    stop = max(last.get(op, positions[op]) for op in at_depth)
+    return start, stop
+
+
+def writes(op: Operation, buffer: BufferOp) -> bool:
+    if isinstance(op, ExchangeOp):
+        return op.dst.owner is buffer
+    if isinstance(op, KernelOp):
+        pointers = kernel_pointers(op)
+        return "out" in pointers and op.views[pointers.index("out")].owner is buffer
+    return False
+
+
+def reads(op: Operation, buffer: BufferOp) -> bool:
+    if isinstance(op, ExchangeOp):
+        return op.src.owner is buffer
+    if isinstance(op, KernelOp):
+        pointers = kernel_pointers(op)
+        return any(v.owner is buffer for name, v in zip(pointers, op.views) if name != "out")
+    return True
+
+
+def kernel_pointers(op: KernelOp) -> tuple[str, ...]:
+    try:
+        return get_kernel(op.symbol).pointers
+    except UnknownKernelError as error:
+        raise PassFailedException(f"place-memory: tile.kernel @{op.symbol}: {error}") from None
 
 
 @dataclass
@@ -219,15 +278,28 @@ class FunctionPlacement:
         self.check_capacity(buffers)
         partners = self.distinct_pairs()
         self.exchanged = self.exchanged_buffers()
-        # Interleaved buffers first: they have only one region to go to.
-        ordered = [b for b in buffers if b.interleaved] + [b for b in buffers if not b.interleaved]
-        for buffer in ordered:
-            wanted = partners.get(buffer, set())
-            address = self.allocator.place(buffer, self.request(buffer), wanted)
-            if address is None:
-                self.fail(buffer, wanted, buffers)
-            assert address is not None
-            buffer.set_address(address)
+        # Interleaved buffers first: they have only one region to go to. In program order,
+        # else (when that leaves no contiguous range for some buffer) the longest-lived first,
+        # so that buffers live throughout do not land between the holes temporaries leave.
+        interleaved = [b for b in buffers if b.interleaved]
+        standard = [b for b in buffers if not b.interleaved]
+        first_failure = None
+        for ordered in (interleaved + standard,
+                        self.longest_lived_first(interleaved) + self.longest_lived_first(standard)):
+            allocator = FirstFit(self.target, self.coexist)
+            failed = next((b for b in ordered if allocator.place(
+                b, self.request(b), partners.get(b, set())) is None), None)
+            if failed is None:
+                for placement in allocator.placed:
+                    placement.key.set_address(placement.address)
+                return
+            first_failure = first_failure or (allocator, failed)
+        assert first_failure is not None
+        self.allocator, failed = first_failure  # the diagnostic of the program-order attempt
+        self.fail(failed, partners.get(failed, set()), buffers)
+
+    def longest_lived_first(self, buffers: list[BufferOp]) -> list[BufferOp]:
+        return sorted(buffers, key=lambda b: self.spans[b][0] - self.spans[b][1])
 
     def fail(self, buffer: BufferOp, partners: set[BufferOp], buffers: Sequence[BufferOp]) -> None:
         name = buffer.sym_name.data

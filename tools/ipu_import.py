@@ -4,6 +4,14 @@
     ipu-import model.onnx -o out
     ipu-run out/model.mlir --inputs out/weights.npz --input x=x.npy --reference
 
+`--repeat-layers`: consecutive blocks of identical structure (a stack of transformer layers)
+become one `graph.repeat` whose body is one block, carrying the activation from block to block;
+the per-block weights of each place are stacked into one argument `[layers, ...]`, named after
+the first block's weight with the layer index as a range (`v0-3.ln_1.weight`) or, when the
+names hold no such index, with `.x<layers>` appended (`onnx__MatMul.478.x4`); weights.npz holds
+the stacked arrays under those names (frontend/repeat_layers.py has the rules). A model without
+repeated blocks is imported as without the flag, with a note on stderr.
+
 Exit status: 0 when the model is imported, 2 on a diagnostic (`ipu-import: error: MODEL: ...`,
 naming the ONNX node, its op type and its index, or the graph input) or an unreadable model;
 nothing is written then. Needs the `onnx` package (`pip install -e '.[onnx]'`).
@@ -13,7 +21,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -24,7 +32,8 @@ EXIT_OK, EXIT_DIAGNOSTIC = 0, 2
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 
-def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "main") -> int:
+def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "main",
+                repeat_layers: bool = False) -> int:
     try:
         import onnx
 
@@ -40,7 +49,7 @@ def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "
               file=sys.stderr)
         return EXIT_DIAGNOSTIC
     try:
-        imported = import_onnx(loaded, dtype, function)
+        imported = import_onnx(loaded, dtype, function, repeat_layers)
     except OnnxImportError as error:
         print(f"ipu-import: error: {model}: {error}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
@@ -49,13 +58,22 @@ def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "
         with open(output / "model.mlir", "w") as stream:
             Printer(stream=stream).print_op(imported.module)
             stream.write("\n")
-        np.savez(output / "weights.npz", **imported.weights)
+        # (Any: numpy's stub reads a ** mapping as possibly holding its allow_pickle flag)
+        arrays: dict[str, Any] = imported.weights
+        np.savez(output / "weights.npz", **arrays)
     except OSError as error:
         print(f"ipu-import: error: cannot write to '{output}': {error}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
-    ops = sum(1 for _ in imported.module.walk()) - 3  # module, func, return
+    ops = sum(op.name.startswith("graph.") and op.name != "graph.yield"
+              for op in imported.module.walk())
     print(f"wrote {output / 'model.mlir'} ({ops} graph ops) and {output / 'weights.npz'} "
           f"({len(imported.weights)} weights)")
+    for run in imported.repeats:
+        print(f"repeated layers: {run.count} blocks of {run.block_ops} ops became one "
+              f"graph.repeat, with {len(run.sequences)} stacked weights")
+    if repeat_layers and not imported.repeats:
+        print("ipu-import: note: --repeat-layers found no consecutive blocks of identical "
+              "structure; the model is imported without a graph.repeat", file=sys.stderr)
     return EXIT_OK
 
 
@@ -65,9 +83,12 @@ def run(
     output: Annotated[Path, typer.Option("-o", "--output", help="directory to write")],
     dtype: Annotated[str, typer.Option(help="element type of every tensor: f32 or f16")] = "f32",
     function: Annotated[str, typer.Option(help="name of the func.func")] = "main",
+    repeat_layers: Annotated[bool, typer.Option(
+        "--repeat-layers",
+        help="consecutive identical blocks as one graph.repeat, their weights stacked")] = False,
 ) -> None:
     """Import MODEL.onnx as DIR/model.mlir and DIR/weights.npz."""
-    sys.exit(import_main(model, output, dtype, function))
+    sys.exit(import_main(model, output, dtype, function, repeat_layers))
 
 
 def main() -> None:

@@ -10,12 +10,15 @@ cannot evaluate, and the importer then treats the node as computation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-Folder = Callable[[onnx.NodeProto, list[np.ndarray | None], dict], list[np.ndarray]]
+# A folder's inputs: the node's input arrays, None for an absent optional input (`fold` calls a
+# folder only when every present input is known, which the types cannot say: hence Any).
+Folder = Callable[[onnx.NodeProto, list[Any], dict], list[np.ndarray]]
 
 
 def attributes(node: onnx.NodeProto) -> dict:
@@ -163,7 +166,7 @@ FOLDERS: dict[str, Folder] = {
     "Less": lambda node, inputs, attrs: [np.less(*inputs)],
     "Greater": lambda node, inputs, attrs: [np.greater(*inputs)],
     "Not": lambda node, inputs, attrs: [np.logical_not(inputs[0])],
-    "Where": lambda node, inputs, attrs: [np.where(*inputs)],
+    "Where": lambda node, inputs, attrs: [np.asarray(np.where(inputs[0], inputs[1], inputs[2]))],
     "Add": same_dtype(np.add),
     "Sub": same_dtype(np.subtract),
     "Mul": same_dtype(np.multiply),

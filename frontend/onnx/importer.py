@@ -25,7 +25,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
-from frontend.imported import ImportedModel, UniqueNames
+from frontend.imported import ImportedModel, UniqueNames, shape_of
 from frontend.onnx.folding import attributes, fold, normalized_axis
 from frontend.onnx.nodes import FLOAT_TYPES, HANDLERS, OnnxImportError, unsupported, where
 from frontend.onnx.patterns import (
@@ -36,6 +36,7 @@ from frontend.onnx.patterns import (
     match_attention,
     match_gelu,
 )
+from frontend.repeat_layers import repeat_layers as repeat_layers_of
 
 ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
     "f32": (f32, np.float32), "f16": (f16, np.float16)
@@ -228,7 +229,7 @@ class Importer:
         query = self.value(match.query, at)
         key_t = self.value(match.key_transposed, at)
         value = self.value(match.value, at)
-        q_shape, kt_shape = query.type.get_shape(), key_t.type.get_shape()
+        q_shape, kt_shape = shape_of(query), shape_of(key_t)
         if len(q_shape) < 3 or len(kt_shape) != len(q_shape):
             raise OnnxImportError(
                 f"{at}: attention over query {list(q_shape)} and transposed key {list(kt_shape)}: "
@@ -261,11 +262,10 @@ class Importer:
 
     def untransposed_key(self, name: str, key_t: GraphValue) -> GraphValue:
         """K from Kᵀ: undo the exporter's Transpose into one permutation of its input."""
-        rank = len(key_t.type.get_shape())
+        rank = len(shape_of(key_t))
         swap = [*range(rank - 2), rank - 1, rank - 2]
         producer = next((n for n in self.nodes if name in n.output), None)
-        transposes = producer is not None and producer.op_type == "Transpose"
-        if transposes and producer.input[0] in self.env:
+        if producer is not None and producer.op_type == "Transpose" and producer.input[0] in self.env:
             perm = attributes(producer).get("perm", list(reversed(range(rank))))
             composed = [perm[s] for s in swap]
             source = self.env[producer.input[0]]
@@ -276,12 +276,17 @@ class Importer:
 
 
 def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",
-                function: str = "main") -> ImportedModel:
+                function: str = "main", repeat_layers: bool = False) -> ImportedModel:
     """Import a model (a ModelProto or a path); `dtype` 'f32' or 'f16' is the element type of
-    every graph tensor (weights are converted)."""
+    every graph tensor (weights are converted). `repeat_layers`: consecutive identical blocks
+    become one `graph.repeat` with their weights stacked (frontend/repeat_layers.py); the runs
+    replaced are in the result's `repeats`."""
     if dtype not in ELEMENT_TYPES:
         raise OnnxImportError(f"dtype '{dtype}' is not one of {', '.join(ELEMENT_TYPES)}")
     if not isinstance(model, onnx.ModelProto):
         model = onnx.load(str(model))
-    return Importer(model, dtype, function).run()
+    imported = Importer(model, dtype, function).run()
+    if repeat_layers:
+        imported.repeats = repeat_layers_of(imported)
+    return imported
 

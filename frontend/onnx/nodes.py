@@ -6,6 +6,7 @@ the node, and returns the graph values of the node's outputs.
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -13,6 +14,7 @@ import numpy as np
 import onnx
 
 from frontend.builder import GraphValue
+from frontend.imported import shape_of
 from frontend.onnx.folding import attributes, normalized_axis, reshape_target, slice_indices
 
 if TYPE_CHECKING:
@@ -41,9 +43,9 @@ def operands(importer: Importer, index: int, node: onnx.NodeProto) -> list[Graph
 def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     a, b = operands(importer, index, node)
     for what, v in (("A", a), ("B", b)):
-        if len(v.type.get_shape()) < 2:
+        if len(shape_of(v)) < 2:
             raise OnnxImportError(
-                f"{where(index, node)}: input {what} has rank {len(v.type.get_shape())}; "
+                f"{where(index, node)}: input {what} has rank {len(shape_of(v))}; "
                 "graph.gemm multiplies matrices (rank >= 2)"
             )
     return [importer.builder.gemm(a, b)]
@@ -70,7 +72,7 @@ def add(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue
 def layer_norm(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     attrs = attributes(node)
     x, weight = (importer.value(n, where(index, node)) for n in node.input[:2])
-    rank = len(x.type.get_shape())
+    rank = len(shape_of(x))
     axis = attrs.get("axis", -1)
     if normalized_axis(axis, rank) != rank - 1:
         raise OnnxImportError(
@@ -86,7 +88,7 @@ def layer_norm(importer: Importer, index: int, node: onnx.NodeProto) -> list[Gra
         bias = importer.value(node.input[2], where(index, node))
     else:
         zeros = f"{node.output[0]}.bias"
-        importer.constants[zeros] = np.zeros(x.type.get_shape()[-1:], np.float32)
+        importer.constants[zeros] = np.zeros(shape_of(x)[-1:], np.float32)
         bias = importer.value(zeros, where(index, node))
     return [importer.builder.layer_norm(x, weight, bias, float(attrs.get("epsilon", 1e-5)))]
 
@@ -109,14 +111,14 @@ def gelu(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValu
 def reshape(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
     target = importer.constant(node.input[1], where(index, node), "shape")
-    shape = reshape_target(x.type.get_shape(), target.tolist(),
+    shape = reshape_target(shape_of(x), target.tolist(),
                            attributes(node).get("allowzero", 0))
     return [importer.builder.reshape(x, shape)]
 
 
 def transpose(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
-    rank = len(x.type.get_shape())
+    rank = len(shape_of(x))
     permutation = attributes(node).get("perm", list(reversed(range(rank))))
     return [importer.builder.transpose(x, permutation)]
 
@@ -124,7 +126,7 @@ def transpose(importer: Importer, index: int, node: onnx.NodeProto) -> list[Grap
 def split(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     attrs = attributes(node)
     x = importer.value(node.input[0], where(index, node))
-    shape = list(x.type.get_shape())
+    shape = list(shape_of(x))
     axis = normalized_axis(attrs.get("axis", 0), len(shape))
     if len(node.input) > 1 and node.input[1]:
         sizes = importer.constant(node.input[1], where(index, node), "split").tolist()
@@ -147,13 +149,16 @@ def split(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVal
 def slice(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     at = where(index, node)
     x = importer.value(node.input[0], at)
-    shape = list(x.type.get_shape())
+    shape = list(shape_of(x))
     starts, ends, axes, steps = (
         importer.constant(name, at, what).tolist() if name else None
         for name, what in zip([*node.input[1:], "", "", ""][:4],
                               ("starts", "ends", "axes", "steps"))
     )
-    bounds = slice_indices(shape, starts, ends, axes, steps)
+    # absent starts or ends (required since opset 10): slice_indices raises a TypeError, which
+    # the importer reports as a malformed node
+    bounds = slice_indices(shape, typing.cast(list[int], starts), typing.cast(list[int], ends), axes,
+                           steps)
     full = [(0, extent, 1) for extent in shape]
     for axis, (start, end, step) in bounds.items():
         if step < 1:
@@ -172,7 +177,7 @@ def slice(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVal
 
 def concat(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     values = operands(importer, index, node)
-    axis = normalized_axis(attributes(node)["axis"], len(values[0].type.get_shape()))
+    axis = normalized_axis(attributes(node)["axis"], len(shape_of(values[0])))
     return [importer.builder.concat(values, axis)]
 
 

@@ -75,20 +75,21 @@ class GeluMatch:
 def scaled_by_constant(view: GraphView, value: str) -> tuple[str, float, list[int]]:
     """Walk back through `Mul` by / `Div` by a scalar constant, each read only by the next step:
     the unscaled value, the product of the scales and the nodes walked."""
-    scale, walked = 1.0, []
+    scale, walked = 1.0, list[int]()
     while True:
         index = view.producer.get(value)
         if index is None or view.only_use(value) is None:
             return value, scale, walked
         node = view.nodes[index]
         a, b = node.input[0], node.input[1] if len(node.input) > 1 else ""
-        if node.op_type == "Mul" and view.scalar(b) is not None and a not in view.constants:
-            value, scale = a, scale * view.scalar(b)
-        elif node.op_type == "Mul" and view.scalar(a) is not None and b not in view.constants:
-            value, scale = b, scale * view.scalar(a)
-        elif (node.op_type == "Div" and view.scalar(b) not in (None, 0.0)
-              and a not in view.constants):
-            value, scale = a, scale / view.scalar(b)
+        scalar_a, scalar_b = view.scalar(a), view.scalar(b)
+        if node.op_type == "Mul" and scalar_b is not None and a not in view.constants:
+            value, scale = a, scale * scalar_b
+        elif node.op_type == "Mul" and scalar_a is not None and b not in view.constants:
+            value, scale = b, scale * scalar_a
+        elif node.op_type == "Div" and scalar_b not in (None, 0.0) and a not in view.constants:
+            assert scalar_b is not None
+            value, scale = a, scale / scalar_b
         else:
             return value, scale, walked
         walked.append(index)
