@@ -160,8 +160,9 @@ class Generator:
         weight = self.new_input([shape[-1], shape[-1]], scale=-max(0, round(math.log2(gain))))
         bias_shape = self.rng.choice(([shape[-1]], [1, shape[-1]]))
         bias = self.new_input([count] + ([inner] if inner else []) + bias_shape)
-        self.pool.remove(weight)  # used by the body only
-        self.pool.remove(bias)
+        gamma, beta = self.new_input([shape[-1]], scale=0), self.new_input([shape[-1]], scale=0)
+        for value in (weight, bias, gamma, beta):
+            self.pool.remove(value)  # used by the body only
         self.ops.append(f"repeat{count}" + (f"x{inner}" if inner else "") + "(")
 
         def body(carried, invariants, slices):
@@ -171,9 +172,13 @@ class Generator:
                 h = self.body_op(h, carried[0], invariants[0], vector,
                                  (nested, slices[0]) if nested else None)
                 nested = None if self.ops[-1] == "repeat" else nested
-            return [h]
+            # A layer norm ends every layer, as in a transformer: without it the carried
+            # values grow or shrink geometrically with the count (out of f16's range, into
+            # FP8's subnormals) and the comparison would test rounding at the extremes.
+            self.ops.append("layer_norm")
+            return [self.g.layer_norm(h, invariants[1], invariants[2], **self.value_scale(h))]
 
-        result = self.g.repeat(count, body, [x], [weight], [bias])[0]
+        result = self.g.repeat(count, body, [x], [weight, gamma, beta], [bias])[0]
         self.ops.append(")")
         return result
 
