@@ -334,7 +334,7 @@ class RowPatchAttr(ParametrizedAttribute):
     row: SymbolRefAttr
     instruction: IntAttr
     field: StringAttr
-    values: DenseArrayBase
+    values: DenseArrayBase[I64]
 
     def __init__(self, row: str, instruction: int, field: str, values: Sequence[int]):
         super().__init__(SymbolRefAttr(row), IntAttr(instruction), StringAttr(field),
@@ -742,11 +742,12 @@ class BufferOp(IRDLOperation):
         alignment = parse_i64(parser)
         parser.parse_keyword("tail")
         tail = parse_i64(parser)
-        origin = None
+        origin: TensorType | None = None
         if parser.parse_optional_keyword("from"):
-            origin = parser.parse_type()
-            if not isinstance(origin, TensorType):
-                parser.raise_error(f"expected the mid tensor type after 'from', got {origin}")
+            parsed = parser.parse_type()
+            if not isinstance(parsed, TensorType):
+                parser.raise_error(f"expected the mid tensor type after 'from', got {parsed}")
+            origin = parsed
         address = None
         if parser.parse_optional_keyword("address"):
             address = parse_i64(parser, allow_negative=False)

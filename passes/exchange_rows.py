@@ -22,7 +22,7 @@ slots of consecutive iterations of one exchange op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 import numpy as np
 from xdsl.utils.exceptions import PassFailedException
@@ -165,5 +165,12 @@ def instantiate(template: list[isa.Instruction],
     """The concrete row of one iteration: the template with its patched fields replaced."""
     instrs = list(template)
     for index, name, value in values:
-        instrs[index] = replace(instrs[index], **{name: value})
+        instrs[index] = with_field(instrs[index], name, value)
     return instrs
+
+
+def with_field(instr: isa.Instruction, name: str, value: int) -> isa.Instruction:
+    """`instr` with one field replaced (a new instruction: they are frozen)."""
+    changed = {f.name: getattr(instr, f.name) for f in fields(instr)}
+    changed[name] = value
+    return type(instr)(**changed)

@@ -290,11 +290,11 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
     assert src.address_value is not None and dst.address_value is not None  # phases need them
     op.set_placed(src.address_value, dst.address_value)
     provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
-    rows = [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
-    for row in rows:  # a row and its instructions point at the user's source line of the graph op(s) it serves
+    row_ops = [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
+    for row in row_ops:  # a row and its instructions point at the user's source line of the graph op(s) it serves
         for row_op in row.walk():
             row_op.location = op.location
-    return rows
+    return row_ops
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ and their shared `exchange.row`s.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +31,7 @@ from xdsl.utils.exceptions import PassFailedException
 from device import isa
 from device.exchange_timeline import TimelineError, row_timeline
 from device.package import ExchangeStep, HostTensor, KernelStep, LoopStep, Package, Step
+from ipu_dialects import mid
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import (
     BufferOp,
@@ -115,10 +116,12 @@ class ExchangeTable:
         patches: dict[str, list[tuple[int, str, np.ndarray]]] = {s: [] for s in symbols}
         for patch in op.patches.data if op.patches is not None else ():
             patches[patch.row_name].append(
-                (patch.instruction.data, patch.field.data, np.asarray(patch.values.get_values())))
+                (patch.instruction.data, patch.field.data, np.asarray(patch.value_list())))
+        assert op.sender_rows is not None and op.receiver_rows is not None  # set with rows
         return cls(
             symbols, templates, patches,
-            np.asarray(op.sender_rows.get_values()), np.asarray(op.receiver_rows.get_values()),
+            np.asarray(list(op.sender_rows.iter_values())),
+            np.asarray(list(op.receiver_rows.iter_values())),
             op.dst_tiles.as_array(), op.row_address.value.data,
             slot_stride(list(templates.values())),
         )
@@ -141,9 +144,10 @@ class Expansion:
             if isinstance(op, LoopOp) and folds(op):
                 self.steps.append(self.loop_step(op, ivs, bounds))
             elif isinstance(op, LoopOp):
-                iterations = range(op.lower_bound, op.upper_bound)
+                iterations: Iterable[int] = range(op.lower_bound, op.upper_bound)
                 if not ivs:
-                    iterations = self.progress(iterations, "package", len(iterations))
+                    iterations = self.progress(iterations, "package",
+                                               op.upper_bound - op.lower_bound)
                 for iv in iterations:
                     self.walk(op.body.block, ivs + [iv],
                               bounds + [(op.lower_bound, op.upper_bound)])
@@ -213,7 +217,7 @@ class Expansion:
         pointers = []
         for view, offset in zip(op.views, op.offsets.data, strict=True):
             buffer = view.owner
-            assert isinstance(buffer, BufferOp)
+            assert isinstance(buffer, BufferOp) and buffer.address_value is not None  # placed
             pointers.append(buffer.address_value + eval_map(offset.data, ivs))
         self.steps.append(KernelStep(
             op.symbol, tiles.astype(np.int32),
@@ -223,9 +227,9 @@ class Expansion:
 
 
 def host_tensor(buffer: BufferOp, name: str) -> HostTensor:
-    origin = buffer.origin
-    assert isinstance(origin, TensorType)
-    geometry = ShardGeometry.from_format(origin.get_shape(), buffer.format)
+    origin, fmt = buffer.origin, buffer.format
+    assert isinstance(origin, TensorType) and isinstance(fmt, mid.TensorFormatAttr)  # host I/O
+    geometry = ShardGeometry.from_format(origin.get_shape(), fmt)
     tiles = geometry.all_tiles()  # [replication, partitions]
     origins = np.tile(geometry.all_origins(), (geometry.replication, 1))
     flat_tiles = tiles.reshape(-1)
@@ -239,7 +243,7 @@ def host_tensor(buffer: BufferOp, name: str) -> HostTensor:
         name, tuple(origin.get_shape()), buffer.precision.data, buffer.order.data,
         buffer.shard_shape, flat_tiles.astype(np.int32),
         np.full(len(flat_tiles), buffer.address_value, dtype=np.int64), origins,
-        scale=buffer.format.scale.data,
+        scale=fmt.scale.data,
     )
 
 
@@ -248,6 +252,7 @@ def host_tensors(buffers: list[BufferOp]) -> tuple[list[HostTensor], list[HostTe
     by_kind: dict[str, dict[int, BufferOp]] = {"input": {}, "output": {}}
     for buffer in buffers:
         if buffer.kind.data in by_kind:
+            assert buffer.index is not None  # inputs and outputs are numbered (verifier)
             by_kind[buffer.kind.data][buffer.index.value.data] = buffer
     inputs = [host_tensor(by_kind["input"][i], by_kind["input"][i].sym_name.data)
               for i in sorted(by_kind["input"])]
