@@ -3,8 +3,13 @@
 The retained AMP GEMM plan (docs/internals.md, "The retained AMP GEMM plan") comes in one
 catalog entry per (precision, row block):
 
-- `amp_gemm_f16_r{16,32,64}`: AMP `A16/B16x16/C16`, FP16 in, FP32 accumulation, kernels
-  `amp_gemm_f16_init` / `amp_gemm_f16_accum`;
+- `amp_gemm_f16_r{16,32,64}`: AMP `A16/B16x16/C16`, FP16 in, FP32 partials across all of K
+  (kernels `amp_gemm_f16p32_init` / `_accum` on an f32 partials panel, converted to the f16
+  output once per column block);
+- `amp_gemm_f16_r{16,32,64}_p16`: the same with FP16 partials (kernels `amp_gemm_f16_init` /
+  `_accum`, rounded to FP16 after every 64-deep block): cheaper, less accurate, and in the
+  catalog only with `graph-to-mid{gemm-partials=f16}`;
+- `amp_gemm_f8_r{16,32,64}`: FP8 in, FP16 partials (the only kind the FP8 AMP has);
 - `amp_gemm_f32_r{16,32,64}`: AMP `A8/B8x16/C16`, FP32 throughout, kernels
   `amp_gemm_f32_init` / `amp_gemm_f32_accum`.
 
@@ -39,7 +44,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from device.kernels import UnknownKernelError, get_kernel
-from device.layouts import AMP_BLOCK, block_bytes
+from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.target import Target
 from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
 from ipu_dialects.mid import (
@@ -209,7 +214,7 @@ class GemmCandidate:
 
     @property
     def kernel_prefix(self) -> str:
-        return f"amp_gemm_{KERNEL_PRECISION[self.precision]}_"
+        return KERNEL_FAMILY[(self.precision, self.accumulate)]
 
     @property
     def init_kernel(self) -> str:
@@ -228,21 +233,53 @@ class GemmCandidate:
 AMP_CONFIG = {"f16": "A16/B16x16/C16", "f32": "A8/B8x16/C16", "f8f143": "AF8/BF8x16/C16"}
 KERNEL_PRECISION = {"f16": "f16", "f32": "f32", "f8f143": "f8"}
 OUTPUT_PRECISION = {"f8f143": "f16"}
+# The kernels of each (input precision, accumulation precision). FP16 inputs accumulate all
+# of K in FP32 (`amp_gemm_f16p32_*` keep an f32 partials panel, rounded to FP16 once at the
+# end) or, when the pipeline allows it (`gemm-partials=f16`), round to FP16 after every
+# 64-deep block (`amp_gemm_f16_*`: cheaper, less accurate). FP8 has FP16 partials only.
+KERNEL_FAMILY = {
+    ("f16", "f32"): "amp_gemm_f16p32_",
+    ("f16", "f16"): "amp_gemm_f16_",
+    ("f32", "f32"): "amp_gemm_f32_",
+    ("f8f143", "f16"): "amp_gemm_f8_",
+}
 ACCUMULATE = {"f16": "f32", "f32": "f32", "f8f143": "f16"}
 ROW_BLOCKS = (16, 32, 64)
+# The explicit, cheaper FP16-partials candidates carry this suffix; they are in the catalog
+# only when the pipeline is told accuracy allows it (graph-to-mid{gemm-partials=f16}).
+F16_PARTIALS_SUFFIX = "_p16"
+PARTIALS_CHOICES = ("f32", "f16")
 
 CATALOG: tuple[GemmCandidate, ...] = tuple(
     GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_r{rb}", p, AMP_CONFIG[p], rb, ACCUMULATE[p])
     for p in ("f16", "f32", "f8f143")
     for rb in ROW_BLOCKS
+) + tuple(
+    GemmCandidate(f"amp_gemm_f16_r{rb}{F16_PARTIALS_SUFFIX}", "f16", AMP_CONFIG["f16"], rb, "f16")
+    for rb in ROW_BLOCKS
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
+
+
+def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
+    """The catalog a pipeline enables when it names none: FP16 partials only when
+    `partials` is "f16" (the user said FP16 accuracy over K is enough)."""
+    if partials not in PARTIALS_CHOICES:
+        raise ValueError(f"gemm-partials={partials}: expected one of {', '.join(PARTIALS_CHOICES)}")
+    return tuple(c.name for c in CATALOG
+                 if partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX))
+
+
+def has_f32_partials_panel(precision: str, accumulate: str) -> bool:
+    """Whether the plan keeps an f32 partials panel per output-row tile (FP16 inputs with
+    FP32 accumulation), converted to the output once per column block."""
+    return (precision, accumulate) == ("f16", "f32")
 
 
 def catalog_entries(names: Sequence[str] | None) -> tuple[GemmCandidate, ...]:
     """The enabled catalog entries (all when `names` is empty/None); unknown names raise."""
     if not names:
-        return CATALOG
+        return tuple(c for c in CATALOG if c.name in default_catalog_names())
     by_name = {c.name: c for c in CATALOG}
     unknown = [n for n in names if n not in by_name]
     if unknown:
@@ -373,8 +410,15 @@ def _check_dispatch(plan: OperatorPlanAttr) -> None:
 
 
 def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
-    """Kernel modes: both kernels exist, take (out, left, right), run this precision."""
+    """Kernel modes: both kernels exist, take (out, left, right), run this precision and
+    keep the plan's partials."""
     dispatch = plan.dispatch
+    accumulate = plan.accumulate.data
+    family = KERNEL_FAMILY.get((problem.precision, accumulate))
+    if family is None:
+        raise InvalidPlan(
+            f"accumulation precision {accumulate} is not supported by the AMP kernels"
+        )
     for mode, symbol in (("init", dispatch.init_symbol), ("accum", dispatch.accum_symbol)):
         try:
             abi = get_kernel(symbol or "")
@@ -387,12 +431,17 @@ def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
                 f"{mode} kernel @{symbol} takes pointers {abi.pointers}, a gemm kernel "
                 f"takes {GEMM_KERNEL_POINTERS}"
             )
-        if not (symbol or "").startswith(f"amp_gemm_{KERNEL_PRECISION[problem.precision]}_"):
+        if not (symbol or "").startswith(f"amp_gemm_{KERNEL_PRECISION[problem.precision]}"):
             raise InvalidPlan(
                 f"{mode} kernel @{symbol} does not run {problem.precision} operands"
             )
         if not (symbol or "").endswith(f"_{mode}"):
             raise InvalidPlan(f"{mode} kernel @{symbol} is not an {mode} kernel")
+        if symbol != f"{family}{mode}":
+            raise InvalidPlan(
+                f"{mode} kernel @{symbol} does not keep {accumulate} partials (the plan's "
+                f"accumulation); that is @{family}{mode}"
+            )
     for entry in plan.operands.data:
         fmt, o = entry.format, entry.operand.data
         wanted = OUTPUT_PRECISION.get(problem.precision, problem.precision) if o == "out" \
@@ -404,10 +453,6 @@ def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
         if fmt.scale.data != problem.scale_of(o):
             raise InvalidPlan(f"{o} is stored with FP8 scale {fmt.scale.data}, the operand "
                               f"has scale {problem.scale_of(o)}")
-    if plan.accumulate.data != ACCUMULATE[problem.precision]:
-        raise InvalidPlan(
-            f"accumulation precision {plan.accumulate.data} is not supported by the AMP kernels"
-        )
 
 
 def _check_roles(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
@@ -515,7 +560,7 @@ def row_tile_buffers(
         ))
 
     rhs = plan.operand_plan("rhs")
-    return {
+    buffers = {
         "lhs": buffer("lhs", "its left shard", False),
         "rhs": buffer("rhs", "its right shard", True),
         "out": buffer("out", "its output shard", False),
@@ -527,6 +572,14 @@ def row_tile_buffers(
             True,
         )),
     }
+    if has_f32_partials_panel(problem.precision, plan.accumulate.data):
+        out = plan.operand_plan("out")
+        rows = ShardGeometry.from_format(problem.out_shape, out.format).chunk[-2]
+        buffers["partials"] = RowTileBuffer("its f32 partials panel", Request(
+            panel_bytes(rows, "f32"), 0, max(target.pace_alignment, out.alignment.data),
+            True, False,
+        ))
+    return buffers
 
 
 class DoesNotFit(InvalidPlan):
@@ -600,7 +653,10 @@ def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) 
     """The checks `place-memory` makes, for the buffers of an output-row tile."""
     buffers = row_tile_buffers(plan, problem, target)
     _check_capacity(buffers, target)
-    _check_placement(buffers, target, plan.distinct_pairs)
+    distinct = list(plan.distinct_pairs)
+    if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too
+        distinct.append(("partials", "lhs"))
+    _check_placement(buffers, target, distinct)
 
 
 def validation_failure(

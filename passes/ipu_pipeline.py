@@ -1,7 +1,7 @@
-"""`ipu-pipeline{tiles=N indivisible=pad|reject profiling=off|cycles}`: the default pipeline,
-graph to exchange.
+"""`ipu-pipeline{tiles=N indivisible=pad|reject profiling=off|cycles gemm-partials=f32|f16}`:
+the default pipeline, graph to exchange.
 
-Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=...}`, `insert-conversions`,
+Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=... gemm-partials=...}`, `insert-conversions`,
 `normalize-repeats`, `mid-to-tile`, `place-memory`, `schedule-exchange`. The passes are looked
 up in `passes.get_all_passes()` when the pipeline runs, so this module imports without them;
 a stage that cannot be loaded is a diagnostic naming it. Only `graph-to-mid` takes options:
@@ -39,6 +39,8 @@ class IpuPipelinePass(ModulePass):
     tiles: int | None = None
     indivisible: Literal["pad", "reject"] = "pad"
     profiling: Literal["off", "cycles"] = "off"
+    # graph-to-mid's gemm-partials: f16 lets GEMMs round partial sums to FP16 per K block
+    gemm_partials: Literal["f32", "f16"] = "f32"
 
     def stage_passes(self) -> list[ModulePass]:
         from passes import get_all_passes
@@ -54,7 +56,8 @@ class IpuPipelinePass(ModulePass):
                 ) from None
             if stage == "graph-to-mid":
                 stages.append(pass_class(tiles=self.tiles, indivisible=self.indivisible,
-                                         profiling=self.profiling))
+                                         profiling=self.profiling,
+                                         gemm_partials=self.gemm_partials))
             else:
                 stages.append(pass_class())
         return stages

@@ -272,8 +272,9 @@ class Comparison:
 
 
 OVERFLOW_NOTE = (
-    "the device result overflows to inf where the reference is finite: the FP16 plan stores "
-    "its partial sums in f16 between 64-wide blocks of K, while the reference sums in float64"
+    "the device result overflows to inf where the reference is finite: with gemm-partials=f16 "
+    "an FP16 GEMM stores its partial sums in f16 between 64-wide blocks of K, while the "
+    "reference sums in float64"
 )
 
 
@@ -301,7 +302,8 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
 
 
 def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: str = "off",
-                   with_assembly: bool = True, timer=None, progress: Progress = no_progress):
+                   with_assembly: bool = True, timer=None, progress: Progress = no_progress,
+                   gemm_partials: str = "f32"):
     """Run the default pipeline and build the package; diagnostics propagate. A
     `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build;
     `progress` wraps the stages and the package's loops (`tools.progress`)."""
@@ -310,7 +312,8 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
     from tools.pass_timing import PassTimer
 
     timer = PassTimer() if timer is None else timer
-    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
+    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling,
+                               gemm_partials=gemm_partials)  # type: ignore[arg-type]
     stages = timer.pipeline([pipeline]).passes
     ctx, previous = make_context(), None
     for stage in progress(stages, "compile", len(stages)):  # the timed pipeline, stage by stage
@@ -383,6 +386,10 @@ def run(
     quiet: Annotated[
         bool, typer.Option(help="no progress bars (they show on a terminal's stderr only)")
     ] = False,
+    gemm_partials: Annotated[
+        str, typer.Option(help="GEMM partial sums over K: f32 (one rounding) or f16 (cheaper "
+                               "candidates that round after every 64-deep block)")
+    ] = "f32",
 ) -> None:
     """Compile FILE with the default pipeline (or load a saved package), run it on the device
     model, check it against the NumPy reference."""
@@ -391,16 +398,19 @@ def run(
 
         compile_only = {"--tiles": tiles != 16, "--reference": reference,
                         "--function": function is not None, "--indivisible": indivisible != "pad",
-                        "--package": package_dir is not None, "--profile": profile}
+                        "--package": package_dir is not None, "--profile": profile,
+                        "--gemm-partials": gemm_partials != "f32"}
         sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
                                   [name for name, given in compile_only.items() if given]))
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir, profile, json_output, report_dir, inputs, quiet))
+                      indivisible, package_dir, profile, json_output, report_dir, inputs, quiet,
+                      gemm_partials))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
              function=None, indivisible="pad", package_dir=None, profile=False,
-             json_output=False, report_dir=None, archive=None, quiet=False) -> int:
+             json_output=False, report_dir=None, archive=None, quiet=False,
+             gemm_partials="f32") -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
     from tools.pass_timing import PassTimer
 
@@ -452,7 +462,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         package = compile_module(compiled, tiles, indivisible,
                                  "cycles" if profile else "off",
                                  with_assembly=package_dir is not None, timer=timer,
-                                 progress=progress)
+                                 progress=progress, gemm_partials=gemm_partials)
     except DiagnosticException as error:
         return diagnostic(shown(str(error), text, "ipu-run: compile error"))
     compile_seconds = time.perf_counter() - started

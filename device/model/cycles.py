@@ -160,7 +160,7 @@ _GEMM_PRECISION = {
     for name, precision in (("f16", Precision.F16), ("f32", Precision.F32),
                             ("f8", Precision.F8F143))
     for mode in ("init", "accum")
-}
+} | {f"amp_gemm_f16p32_{mode}": Precision.F16 for mode in ("init", "accum")}
 _DESCRIBED = {
     "convert_shard": convert_shard_cycles,
     "gelu": gelu_cycles,

@@ -12,12 +12,14 @@ from passes.gemm_plans import (
     GemmProblem,
     build_gemm_plan,
     catalog_entries,
+    default_catalog_names,
     validate_gemm_plan,
 )
 from passes.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
 from passes.shard_geometry import ShardGeometry
 
-F16 = [c for c in CATALOG if c.precision == "f16"]
+F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32"]
+P16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f16"]  # gemm-partials=f16
 F32 = [c for c in CATALOG if c.precision == "f32"]
 
 
@@ -61,8 +63,9 @@ def test_retained_plan_shape_follows_the_spec(tiles, m, k, n):
         assert {e.alignment.data for e in (lhs, rhs, out)} == {IPU21.pace_alignment}
         assert lhs.tail.data == IPU21.amp_left_access_tail_bytes
         assert plan.distinct_pairs == (("out", "lhs"),)
-        assert plan.dispatch.init_symbol == "amp_gemm_f16_init"
-        assert plan.dispatch.accum_symbol == "amp_gemm_f16_accum"
+        # FP32 partials across all of K: the kernels keep an f32 partials panel
+        assert plan.dispatch.init_symbol == "amp_gemm_f16p32_init"
+        assert plan.dispatch.accum_symbol == "amp_gemm_f16p32_accum"
         assert plan.accumulate.data == "f32" and plan.amp.data == "A16/B16x16/C16"
         # every padded output row block lives on exactly one row tile
         g = ShardGeometry.from_format(pr.out_shape, out.format)
@@ -216,7 +219,12 @@ def test_batch_axes_are_not_distributed():
 
 
 def test_catalog_lookup():
-    assert catalog_entries(None) == CATALOG
+    # FP16 partials only when the pipeline is told accuracy allows them
+    assert catalog_entries(None) == tuple(c for c in CATALOG if c not in P16)
+    assert default_catalog_names("f16") == tuple(c.name for c in CATALOG)
+    assert [c.name for c in P16] == [f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)]
+    with pytest.raises(ValueError, match="gemm-partials=f8: expected one of f32, f16"):
+        default_catalog_names("f8")
     assert [c.name for c in catalog_entries(["amp_gemm_f32_r64"])] == ["amp_gemm_f32_r64"]
     with pytest.raises(ValueError, match="unknown GEMM candidate"):
         catalog_entries(["nope"])
@@ -240,7 +248,8 @@ def with_plan(plan: OperatorPlanAttr, **changes) -> OperatorPlanAttr:
     return OperatorPlanAttr(**fields)
 
 
-def with_dispatch(plan, inner=64, columns=64, init="amp_gemm_f16_init", accum="amp_gemm_f16_accum"):
+def with_dispatch(plan, inner=64, columns=64, init="amp_gemm_f16p32_init",
+                  accum="amp_gemm_f16p32_accum"):
     return with_plan(plan, dispatch=OperatorDispatchAttr("gemm_blocks", inner, columns, init, accum))
 
 
@@ -296,8 +305,17 @@ def test_reason_stored_precision_mismatch():
 
 
 def test_reason_accumulation_precision():
-    plan = with_plan(good_plan(), accumulate="f16")
-    assert reason_of(plan) == "accumulation precision f16 is not supported by the AMP kernels"
+    plan = with_plan(good_plan(), accumulate="f8f143")
+    assert reason_of(plan) == "accumulation precision f8f143 is not supported by the AMP kernels"
+
+
+def test_reason_kernels_keep_other_partials():
+    plan = with_plan(good_plan(), accumulate="f16")  # FP16 partials need amp_gemm_f16_*
+    assert reason_of(plan) == ("init kernel @amp_gemm_f16p32_init does not keep f16 partials "
+                               "(the plan's accumulation); that is @amp_gemm_f16_init")
+    narrow = with_dispatch(good_plan(), init="amp_gemm_f16_init", accum="amp_gemm_f16_accum")
+    assert reason_of(narrow) == ("init kernel @amp_gemm_f16_init does not keep f32 partials "
+                                 "(the plan's accumulation); that is @amp_gemm_f16p32_init")
 
 
 def test_reason_wrong_element_order():
@@ -384,11 +402,16 @@ def placement_error(candidate, pr, tiles, target=IPU21):
     (16, 384, 512, 1, False),
 ])
 def test_validation_agrees_with_place_memory(m, k, n, tiles, fits):
+    """`fits` is for the FP16-partials plan (out, lhs, rhs and the slot); the FP32-partials
+    plan also holds an f32 partials panel, so at the boundaries only agreement is fixed."""
     pr = problem(m, k, n)
-    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, tiles, "pad", IPU21), pr, tiles, IPU21)
-    placed = placement_error(F16[0], pr, tiles)
+    reason = validate_gemm_plan(build_gemm_plan(P16[0], pr, tiles, "pad", IPU21), pr, tiles, IPU21)
+    placed = placement_error(P16[0], pr, tiles)
     assert (reason is None) == fits, reason
     assert (placed is None) == fits, placed
+    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, tiles, "pad", IPU21), pr, tiles, IPU21)
+    placed = placement_error(F16[0], pr, tiles)
+    assert (reason is None) == (placed is None), (reason, placed)
 
 
 def test_no_fit_reason_says_whether_more_tiles_help():
@@ -419,11 +442,17 @@ def test_out_and_left_must_be_placeable_in_distinct_elements():
         code_region_bytes=IPU21.sram_bytes - 2 * element - element // 2,
     )
     pr = problem(16, 2048, 64)
-    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, 16, "pad", target), pr, 16, target)
+    reason = validate_gemm_plan(build_gemm_plan(P16[0], pr, 16, "pad", target), pr, 16, target)
     assert reason == (
         "an output-row tile cannot keep its left shard (65536 bytes + 16-byte access tail) in a "
         "memory element apart from the output shard: no free range of its memory class avoids "
         "their elements"
+    )
+    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, 16, "pad", target), pr, 16, target)
+    assert reason == (
+        "an output-row tile cannot keep its left shard (65536 bytes + 16-byte access tail) in a "
+        "memory element apart from the output shard and f32 partials panel: no free range of "
+        "its memory class avoids their elements"
     )
 
 
@@ -433,8 +462,9 @@ def test_interleaved_buffers_must_fit_the_region_together():
     plan = with_format(good_plan(pr, tiles=16), "rhs", memory="interleaved")
     region = IPU21.memory_end - IPU21.interleaved_start
     out, rhs, slot = 16 * 7680 * 2, 8 * 64 * 64 * 2, 64 * 64 * 2
+    partials = 16 * 64 * 4  # the f32 partials panel of one column block
     assert reason_of(plan, pr, tiles=16) == (
-        f"an output-row tile needs {out + rhs + slot} bytes of interleaved memory, the "
+        f"an output-row tile needs {out + rhs + slot + partials} bytes of interleaved memory, the "
         f"interleaved region holds {region}"
     )
 
