@@ -35,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects.builtin import (
     Float8E4M3FNUZType,
     Float16Type,
@@ -43,9 +44,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from device.isa import SENDPICP_ALIGNMENT
 from device.kernels import UnknownKernelError, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
-from device.target import Target
+from device.target import WORD_BYTES, Target
 from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
 from ipu_dialects.mid import (
     AxisTilingAttr,
@@ -57,6 +59,12 @@ from ipu_dialects.mid import (
     OperatorDispatchAttr,
     OperatorPlanAttr,
     TensorFormatAttr,
+)
+from passes.exchange_rows import (
+    plan_broadcast,
+    receiver_instructions,
+    sender_instructions,
+    slot_stride,
 )
 from passes.memory_allocator import FirstFit, Request, regions
 from passes.shard_geometry import ShardGeometry, ceil_div
@@ -174,9 +182,9 @@ def swap_matrix_axes(fmt: TensorFormatAttr, order: str) -> TensorFormatAttr:
     return fmt.with_changes(tiling=tiling, order=order)
 
 
-TRANSPOSED_ORDER = {ElementOrder.AMP_LEFT: ElementOrder.AMP_LEFT_T,
-                    ElementOrder.AMP_RIGHT: ElementOrder.AMP_RIGHT_T}
-UNTRANSPOSED_ORDER = {t: o for o, t in TRANSPOSED_ORDER.items()}
+TRANSPOSED_ORDER: dict[str, str] = {ElementOrder.AMP_LEFT: ElementOrder.AMP_LEFT_T,
+                                    ElementOrder.AMP_RIGHT: ElementOrder.AMP_RIGHT_T}
+UNTRANSPOSED_ORDER: dict[str, str] = {t: o for o, t in TRANSPOSED_ORDER.items()}
 
 
 def effective_format(fmt: TensorFormatAttr) -> TensorFormatAttr:
@@ -212,17 +220,10 @@ class GemmCandidate:
     row_block: int
     accumulate: str = "f32"
 
-    @property
-    def kernel_prefix(self) -> str:
-        return KERNEL_FAMILY[(self.precision, self.accumulate)]
-
-    @property
-    def init_kernel(self) -> str:
-        return f"{self.kernel_prefix}init"
-
-    @property
-    def accum_kernel(self) -> str:
-        return f"{self.kernel_prefix}accum"
+    def kernel_prefix(self, inner_blocks: int) -> str:
+        family = kernel_family(self.precision, self.accumulate, inner_blocks)
+        assert family is not None  # the catalog holds supported accumulations only
+        return family
 
     @property
     def output_precision(self) -> str:
@@ -270,10 +271,28 @@ def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
                  if partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX))
 
 
-def has_f32_partials_panel(precision: str, accumulate: str) -> bool:
-    """Whether the plan keeps an f32 partials panel per output-row tile (FP16 inputs with
-    FP32 accumulation), converted to the output once per column block."""
-    return (precision, accumulate) == ("f16", "f32")
+F32_PARTIALS_FAMILY = KERNEL_FAMILY[("f16", "f32")]
+
+
+def kernel_family(precision: str, accumulate: str, inner_blocks: int) -> str | None:
+    """The kernel symbol prefix a plan must use (None: no AMP kernels for this accumulation).
+    With a single 64-deep K block FP16 inputs need no partials panel: the FP16-output kernels
+    compute the one block in FP32 and round once, which is what FP32 partials give."""
+    family = KERNEL_FAMILY.get((precision, accumulate))
+    if family == F32_PARTIALS_FAMILY and inner_blocks == 1:
+        return KERNEL_FAMILY[("f16", "f16")]
+    return family
+
+
+def has_f32_partials_panel(plan: OperatorPlanAttr) -> bool:
+    """Whether the plan keeps an f32 partials panel per output-row tile (its kernels are the
+    FP32-partials ones), converted to the output once per column block."""
+    return (plan.dispatch.init_symbol or "").startswith(F32_PARTIALS_FAMILY)
+
+
+def inner_blocks(problem: GemmProblem) -> int:
+    """nK: 64-deep blocks of the contraction axis."""
+    return ceil_div(problem.k, AMP_BLOCK)
 
 
 def catalog_entries(names: Sequence[str] | None) -> tuple[GemmCandidate, ...]:
@@ -362,7 +381,9 @@ def build_gemm_plan(
         for o in GEMM_OPERANDS
     ]
     dispatch = OperatorDispatchAttr(
-        DispatchKind.GEMM_BLOCKS, AMP_BLOCK, AMP_BLOCK, candidate.init_kernel, candidate.accum_kernel
+        DispatchKind.GEMM_BLOCKS, AMP_BLOCK, AMP_BLOCK,
+        f"{candidate.kernel_prefix(inner_blocks(problem))}init",
+        f"{candidate.kernel_prefix(inner_blocks(problem))}accum",
     )
     return OperatorPlanAttr(
         candidate.name,
@@ -414,7 +435,7 @@ def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
     keep the plan's partials."""
     dispatch = plan.dispatch
     accumulate = plan.accumulate.data
-    family = KERNEL_FAMILY.get((problem.precision, accumulate))
+    family = kernel_family(problem.precision, accumulate, inner_blocks(problem))
     if family is None:
         raise InvalidPlan(
             f"accumulation precision {accumulate} is not supported by the AMP kernels"
@@ -572,7 +593,7 @@ def row_tile_buffers(
             True,
         )),
     }
-    if has_f32_partials_panel(problem.precision, plan.accumulate.data):
+    if has_f32_partials_panel(plan):
         out = plan.operand_plan("out")
         rows = ShardGeometry.from_format(problem.out_shape, out.format).chunk[-2]
         buffers["partials"] = RowTileBuffer("its f32 partials panel", Request(
@@ -638,7 +659,7 @@ def _placement_failure(
 
 
 def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
-                     distinct: Sequence[tuple[str, str]]) -> None:
+                     distinct: Sequence[tuple[str, str]]) -> FirstFit[str]:
     allocator: FirstFit[str] = FirstFit(target)
     # interleaved buffers first, like place-memory: they have only one region to go to
     order = [n for n, b in buffers.items() if b.request.interleaved]
@@ -647,16 +668,85 @@ def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
         partners = [b for a, b in distinct if a == name] + [a for a, b in distinct if b == name]
         if allocator.place(name, buffers[name].request, partners) is None:
             raise _placement_failure(allocator, name, partners, buffers)
+    return allocator
 
 
-def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
+# Exchange rows. `schedule-exchange` gives every iteration of an exchange op its own row slot
+# and bump-allocates each op's slots as one range: in the code region while it has room, then
+# in standard memory that no buffer occupies and that lies outside the memory elements of the
+# exchanged buffers (`passes/schedule_exchange.py`, `RowMemory`). The plan's two exchange ops
+# (k = 0 and the accumulating k loop) must find their ranges there, next to its buffers.
+
+
+def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
+                   target: Target) -> list[int]:
+    """Bytes of row slots of each exchange op of the plan (init phases, then the k loop)."""
+    if tiles == 1:
+        return []  # one tile holds every block: no exchange
+    words = block_bytes(problem.precision) // WORD_BYTES
+    # the rows' length depends on the phase's events only past a `delay`'s range: the
+    # farthest receiver on the chip is as long as any phase gets
+    farthest = np.full((2, 2), target.max_latency(tiles))
+    phase = plan_broadcast(0, (1,), words, 0, 0, farthest)
+    stride = slot_stride([sender_instructions(phase), receiver_instructions(phase)])
+    out = ShardGeometry.from_format(problem.out_shape, plan.operand_plan("out").format)
+    lhs = ShardGeometry.from_format(problem.lhs_shape, plan.operand_plan("lhs").format)
+    n_j, n_k = out.padded_shape[-1] // AMP_BLOCK, lhs.padded_shape[-1] // AMP_BLOCK
+    ops = [problem.batch * n_j * stride]
+    if n_k > 1:
+        ops.append(problem.batch * n_j * (n_k - 1) * stride)
+    return ops
+
+
+def row_ranges(allocator: FirstFit[str], exchanged: Sequence[str],
+               target: Target) -> list[list[int]]:
+    """[start, end) ranges rows may use on a tile placed like `allocator` (RowMemory's)."""
+    busy = frozenset().union(*(target.elements_of_range(p.address, p.extent)
+                               for p in allocator.placed if p.key in exchanged))
+    ranges = [list(target.code_region)]
+    cursor = target.code_region[1]
+    taken = sorted((p.address, p.end) for p in allocator.placed)
+    for start, end in [*taken, (target.interleaved_start, target.interleaved_start)]:
+        for element in target.memory_elements:
+            lo, hi = max(cursor, element.start), min(start, element.end)
+            if lo < hi and not element.interleaved and element.index not in busy:
+                if len(ranges) > 1 and ranges[-1][1] == lo:
+                    ranges[-1][1] = hi
+                else:
+                    ranges.append([lo, hi])
+        cursor = max(cursor, end)
+    return ranges
+
+
+def _check_row_slots(allocator: FirstFit[str], plan: OperatorPlanAttr, problem: GemmProblem,
+                     tiles: int, target: Target) -> None:
+    ranges = row_ranges(allocator, ("rhs", "slot"), target)
+    for nbytes in row_slot_bytes(problem, plan, tiles, target):
+        for free in ranges:
+            address = -(-free[0] // SENDPICP_ALIGNMENT) * SENDPICP_ALIGNMENT
+            if address + nbytes <= free[1]:
+                free[0] = address + nbytes
+                break
+        else:
+            largest = max((end - start for start, end in ranges), default=0)
+            raise DoesNotFit(
+                f"an output-row tile has no room for the exchange rows: one exchange needs "
+                f"{nbytes} bytes of row slots in one range of the code region or of standard "
+                f"memory outside the exchanged buffers' memory elements; the largest such "
+                f"range left is {largest} bytes"
+            )
+
+
+def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
+                  target: Target) -> None:
     """The checks `place-memory` makes, for the buffers of an output-row tile."""
     buffers = row_tile_buffers(plan, problem, target)
     _check_capacity(buffers, target)
     distinct = list(plan.distinct_pairs)
     if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too
         distinct.append(("partials", "lhs"))
-    _check_placement(buffers, target, distinct)
+    allocator = _check_placement(buffers, target, distinct)
+    _check_row_slots(allocator, plan, problem, tiles, target)
 
 
 def validation_failure(
@@ -670,7 +760,7 @@ def validation_failure(
         _check_roles(plan, problem, target)
         _check_tile_groups(plan, tiles)
         _check_divisibility(plan, problem)
-        _check_memory(plan, problem, target)
+        _check_memory(plan, problem, tiles, target)
     except InvalidPlan as reason:
         return reason
     return None

@@ -27,6 +27,7 @@ from passes.gemm_plans import (
     catalog_entries,
     effective_plan,
     has_f32_partials_panel,
+    row_tile_buffers,
     validation_failure,
 )
 from passes.shard_geometry import ShardGeometry
@@ -93,11 +94,13 @@ def cycle_breakdown(
         block_bytes(precision), target)
     amp = homes.size * device_cycles.gemm_cycles(rows, precision, target)
     rounding = 0
-    if has_f32_partials_panel(precision, plan.accumulate.data):
-        panel = [ShardGeometry((row_tiles * rows, AMP_BLOCK), (rows, AMP_BLOCK), (row_tiles, 1),
-                               (True, True), 1, row_tiles, p, "amp_output")
-                 for p in (out.precision, "f32")]
-        rounding = n_j * device_cycles.convert_shard_cycles(*panel, 0, target)
+    if has_f32_partials_panel(plan):
+        out_panel, partials_panel = (
+            ShardGeometry((row_tiles * rows, AMP_BLOCK), (rows, AMP_BLOCK), (row_tiles, 1),
+                          (True, True), 1, row_tiles, p, "amp_output")
+            for p in (out.precision, "f32")
+        )
+        rounding = n_j * device_cycles.convert_shard_cycles(out_panel, partials_panel, 0, target)
     batch = problem.batch
     return CycleBreakdown(batch * exchange, batch * copies, batch * amp, batch * rounding)
 
@@ -201,4 +204,48 @@ def select_gemm_plan(
     valid = [e for e in evaluations if e.reason is None]
     if not valid:
         raise NoValidPlan(evaluations)
-    return min(valid, key=lambda e: e.cycles)  # min keeps the first of equal costs
+    return min(valid, key=_cycles_of)  # min keeps the first of equal costs
+
+
+def _cycles_of(evaluation: Evaluation) -> int:
+    assert evaluation.cycles is not None  # valid evaluations are costed
+    return evaluation.cycles
+
+
+# ----------------------------------------------------------------------------------------------
+# Explain: what the selector considered
+# ----------------------------------------------------------------------------------------------
+
+
+def row_tile_memory(evaluation: Evaluation, problem: GemmProblem, target: Target) -> int:
+    """Bytes of tile memory an output-row tile holds for the plan (buffers with their tails
+    and alignment padding, as the memory check counts them)."""
+    buffers = row_tile_buffers(effective_plan(evaluation.plan), problem.effective(), target)
+    return sum(b.extent for b in buffers.values())
+
+
+def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisible.PAD,
+                 target: Target | None = None,
+                 catalog: Sequence[GemmCandidate] | None = None) -> list[str]:
+    """One line per candidate, in catalog order: the chosen one marked `*`, its estimated
+    cycles (exchange + copies + AMP + rounding = total), the memory of an output-row tile,
+    or the reason it was rejected."""
+    from device.target import IPU21
+
+    target = target or IPU21
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
+    valid = [e for e in evaluations if e.reason is None]
+    chosen = min(valid, key=_cycles_of) if valid else None
+    lines = []
+    for e in evaluations:
+        mark = "*" if e is chosen else " "
+        if e.reason is not None:
+            lines.append(f"{mark} {e.candidate.name:<22} rejected: {e.reason}")
+            continue
+        parts = cycle_breakdown(e.plan, problem, tiles, target)
+        lines.append(
+            f"{mark} {e.candidate.name:<22} {parts.total:>12,} cycles (exchange {parts.exchange:,}"
+            f", copies {parts.copies:,}, amp {parts.amp:,}, rounding {parts.rounding:,}); "
+            f"{row_tile_memory(e, problem, target):,} bytes per output-row tile"
+        )
+    return lines

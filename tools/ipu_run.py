@@ -326,6 +326,29 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: str, profiling: st
     return package
 
 
+def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str) -> list[str]:
+    """`--explain`: per graph.gemm, the selector's candidates (passes.gemm_selection)."""
+    from ipu_dialects.graph import GemmOp
+    from ipu_dialects.locations import value_label
+    from passes.gemm_plans import GemmProblem, catalog_entries, default_catalog_names
+    from passes.gemm_selection import explain_gemm
+
+    catalog = catalog_entries(default_catalog_names(gemm_partials))
+    lines = []
+    for op in func.walk():
+        if not isinstance(op, GemmOp):
+            continue
+        lhs, rhs, out = (v.type for v in (op.lhs, op.rhs, op.result))
+        assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)  # the verifier's
+        assert isinstance(out, TensorType)
+        problem = GemmProblem.from_types(lhs, rhs, out, op.transpose_lhs is not None,
+                                         op.transpose_rhs is not None)
+        lines.append(f"explain: graph.gemm {value_label(op.result)} on {tiles} tiles "
+                     "(* = chosen; cycles as the device model charges them):")
+        lines += explain_gemm(problem, tiles, indivisible, catalog=catalog)
+    return lines
+
+
 def print_json(summary: dict) -> None:
     print(json.dumps(summary, indent=1))
 
@@ -390,6 +413,11 @@ def run(
         str, typer.Option(help="GEMM partial sums over K: f32 (one rounding) or f16 (cheaper "
                                "candidates that round after every 64-deep block)")
     ] = "f32",
+    explain: Annotated[
+        bool, typer.Option(help="print, per graph.gemm, every candidate plan with its "
+                                "estimated cycles and memory per tile, or why it was rejected "
+                                "(on stderr)")
+    ] = False,
 ) -> None:
     """Compile FILE with the default pipeline (or load a saved package), run it on the device
     model, check it against the NumPy reference."""
@@ -399,18 +427,18 @@ def run(
         compile_only = {"--tiles": tiles != 16, "--reference": reference,
                         "--function": function is not None, "--indivisible": indivisible != "pad",
                         "--package": package_dir is not None, "--profile": profile,
-                        "--gemm-partials": gemm_partials != "f32"}
+                        "--gemm-partials": gemm_partials != "f32", "--explain": explain}
         sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
                                   [name for name, given in compile_only.items() if given]))
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
                       indivisible, package_dir, profile, json_output, report_dir, inputs, quiet,
-                      gemm_partials))
+                      gemm_partials, explain))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
              function=None, indivisible="pad", package_dir=None, profile=False,
              json_output=False, report_dir=None, archive=None, quiet=False,
-             gemm_partials="f32") -> int:
+             gemm_partials="f32", explain=False) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
     from tools.pass_timing import PassTimer
 
@@ -453,6 +481,12 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     from device.model import ModelError, run_package
     from device.model.host import stored_of_values, values_of_stored
 
+    if explain:
+        try:
+            print("\n".join(explain_gemms(func, tiles, indivisible, gemm_partials)),
+                  file=sys.stderr)
+        except ValueError as error:  # a bad --gemm-partials: graph-to-mid words it below
+            print(f"ipu-run: --explain: {error}", file=sys.stderr)
     progress = terminal_progress(quiet)
     started = time.perf_counter()
     timer = PassTimer()

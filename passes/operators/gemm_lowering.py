@@ -317,7 +317,7 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
         roles[mid.OperandRole.RIGHT].alignment.data,
     )
     partials = None
-    if has_f32_partials_panel(a.precision, plan.accumulate.data):
+    if has_f32_partials_panel(plan):
         partials = lowering.scratch(
             f"{out.sym_name.data}_partials", row_tiles, (c.chunk[-2], AMP_BLOCK), "f32",
             "amp_output", "interleaved", roles[mid.OperandRole.OUTPUT].alignment.data,

@@ -86,3 +86,29 @@ def test_f32_partials_cost_more_than_f16_partials_by_the_rounding():
     assert wide.cycles is not None and narrow.cycles is not None
     assert wide.cycles > narrow.cycles
     assert np.isclose(wide.cycles - narrow.cycles, 2 * (IPU21.kernel_call_cycles + 16 * 64 * 4 // 8))
+
+
+def test_ipu_run_explain_lists_candidates_and_the_chosen_cost_is_the_modeled_one(tmp_path,
+                                                                                 capsys):
+    from tools.ipu_run import EXIT_PASS, run_main
+
+    path = tmp_path / "g.mlir"
+    path.write_text(gemm_text((96, 200), (200, 70), (96, 70), "f16"))
+    assert run_main(path, tiles=4, explain=True, quiet=True) == EXIT_PASS
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert lines[0] == ("explain: graph.gemm %c on 4 tiles (* = chosen; cycles as the device "
+                        "model charges them):")
+    chosen = [line for line in lines if line.startswith("* ")]
+    assert len(chosen) == 1
+    estimated = int(chosen[0].split()[2].replace(",", ""))
+    assert f"modeled cycles: {estimated}\n" in out
+    assert "bytes per output-row tile" in chosen[0]
+    assert any(line.endswith("rejected: init kernel @amp_gemm_f32_init does not run f16 "
+                             "operands") for line in lines)
+    assert not any("_p16" in line for line in lines)  # FP16 partials only when asked
+    assert run_main(path, tiles=4, explain=True, quiet=True, gemm_partials="f16") == EXIT_PASS
+    out, err = capsys.readouterr()
+    narrow = [line for line in err.splitlines() if line.startswith("* ")]
+    assert len(narrow) == 1 and "_p16" in narrow[0]
+    assert f"modeled cycles: {int(narrow[0].split()[2].replace(',', ''))}\n" in out

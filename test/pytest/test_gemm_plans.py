@@ -63,9 +63,11 @@ def test_retained_plan_shape_follows_the_spec(tiles, m, k, n):
         assert {e.alignment.data for e in (lhs, rhs, out)} == {IPU21.pace_alignment}
         assert lhs.tail.data == IPU21.amp_left_access_tail_bytes
         assert plan.distinct_pairs == (("out", "lhs"),)
-        # FP32 partials across all of K: the kernels keep an f32 partials panel
-        assert plan.dispatch.init_symbol == "amp_gemm_f16p32_init"
-        assert plan.dispatch.accum_symbol == "amp_gemm_f16p32_accum"
+        # FP32 partials across all of K: the kernels keep an f32 partials panel; a single
+        # K block needs none (one FP32 product, rounded once by the FP16-output kernels)
+        family = "amp_gemm_f16p32" if k > 64 else "amp_gemm_f16"
+        assert plan.dispatch.init_symbol == f"{family}_init"
+        assert plan.dispatch.accum_symbol == f"{family}_accum"
         assert plan.accumulate.data == "f32" and plan.amp.data == "A16/B16x16/C16"
         # every padded output row block lives on exactly one row tile
         g = ShardGeometry.from_format(pr.out_shape, out.format)
@@ -461,10 +463,9 @@ def test_interleaved_buffers_must_fit_the_region_together():
     pr = problem(256, 64, 7680)
     plan = with_format(good_plan(pr, tiles=16), "rhs", memory="interleaved")
     region = IPU21.memory_end - IPU21.interleaved_start
-    out, rhs, slot = 16 * 7680 * 2, 8 * 64 * 64 * 2, 64 * 64 * 2
-    partials = 16 * 64 * 4  # the f32 partials panel of one column block
+    out, rhs, slot = 16 * 7680 * 2, 8 * 64 * 64 * 2, 64 * 64 * 2  # K = 64: no partials panel
     assert reason_of(plan, pr, tiles=16) == (
-        f"an output-row tile needs {out + rhs + slot + partials} bytes of interleaved memory, the "
+        f"an output-row tile needs {out + rhs + slot} bytes of interleaved memory, the "
         f"interleaved region holds {region}"
     )
 
@@ -562,3 +563,21 @@ def test_operand_precision_and_fp8_scale_must_match_the_kernels():
         "lhs is stored with FP8 scale 0, the operand has scale -2")
     assert validate_gemm_plan(_with_lhs_format(chosen, precision="f16", scale=0), pr, 4,
                               IPU21) == "lhs is stored f16 but the lhs of these kernels is f8f143"
+
+
+def test_fit_hint_counts_the_exchange_row_slots():
+    """2944x4096 by 4096x4096: on 255 tiles the buffers fit but the 4032 row slots of the
+    accumulating exchange (16 bytes each) find no free range; schedule-exchange fails there
+    (bench/compile_gemm.py --tiles 255 --shape 2944 4096 4096) and succeeds on 256, which is
+    the tile count the hint names."""
+    pr = problem(2944, 4096, 4096)
+    hinted = {e.candidate.name: e.reason for e in evaluate_candidates(pr, 16, "pad", IPU21)}
+    assert hinted["amp_gemm_f16_r16"].endswith("; it fits on 256 tiles")
+    plan = build_gemm_plan(F16[0], pr, 255, "pad", IPU21)
+    assert validate_gemm_plan(plan, pr, 255, IPU21) == (
+        "an output-row tile has no room for the exchange rows: one exchange needs 64512 bytes "
+        "of row slots in one range of the code region or of standard memory outside the "
+        "exchanged buffers' memory elements; the largest such range left is 31744 bytes"
+    )
+    assert validate_gemm_plan(build_gemm_plan(F16[0], pr, 256, "pad", IPU21), pr, 256,
+                              IPU21) is None
