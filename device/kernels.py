@@ -131,9 +131,10 @@ def _non_negative(scalars: Mapping[str, int], *names: str) -> None:
             raise ValueError(f"scalar '{name}' = {scalars[name]} must be >= 0")
 
 
-def _gemm_footprint(precision: str) -> Footprint:
+def _gemm_footprint(precision: str, out_precision: str | None = None) -> Footprint:
     # FP8 inputs give FP16 partials: the output panel is f16.
-    out_precision = Precision.F16 if precision == Precision.F8F143 else precision
+    if out_precision is None:
+        out_precision = Precision.F16 if precision == Precision.F8F143 else precision
 
     def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
         _non_negative(scalars, "rows")
@@ -177,6 +178,27 @@ def _view_footprint(pointers: tuple[str, ...], *checked: str) -> Footprint:
         return {pointers[0]: out.shard_bytes(), pointers[1]: src.shard_bytes()}
 
     return footprint
+
+
+def _gemm_f32_partials(mode: str) -> KernelAbi:
+    """FP16 inputs, FP32 partials kept in an f32 output panel across calls (the GEMM
+    accumulates all of K in FP32 and rounds to FP16 once, with `convert_shard`)."""
+    effect = "out = left @ right" if mode == "init" else "out += left @ right"
+    return KernelAbi(
+        symbol=f"amp_gemm_f16p32_{mode}",
+        pointers=("out", "left", "right"),
+        scalars=("rows",),
+        returns="void",
+        row_specialization=_GEMM_ROWS,
+        status=IMPLEMENTED,
+        doc=(
+            f"{effect} on the AMP (f16 inputs), FP32 partials stored FP32: left: a 64-column "
+            "f16 amp_left panel of `rows` rows; right: one 64x64 f16 amp_right block; out: a "
+            "64-column f32 amp_output panel of `rows` rows (the partial sums, never rounded "
+            "to FP16). Every pointer PACE-aligned (Target.pace_alignment)."
+        ),
+        footprint=_gemm_footprint(Precision.F16, Precision.F32),
+    )
 
 
 def _gemm(precision: Precision, mode: str) -> KernelAbi:
@@ -230,6 +252,8 @@ _ENTRIES: tuple[KernelAbi, ...] = (
     _gemm(Precision.F32, "accum"),
     _gemm(Precision.F8F143, "init"),
     _gemm(Precision.F8F143, "accum"),
+    _gemm_f32_partials("init"),
+    _gemm_f32_partials("accum"),
     KernelAbi(
         symbol="copy_words",
         pointers=("out", "src"),

@@ -3,8 +3,13 @@
 The retained AMP GEMM plan (docs/internals.md, "The retained AMP GEMM plan") comes in one
 catalog entry per (precision, row block):
 
-- `amp_gemm_f16_r{16,32,64}`: AMP `A16/B16x16/C16`, FP16 in, FP32 accumulation, kernels
-  `amp_gemm_f16_init` / `amp_gemm_f16_accum`;
+- `amp_gemm_f16_r{16,32,64}`: AMP `A16/B16x16/C16`, FP16 in, FP32 partials across all of K
+  (kernels `amp_gemm_f16p32_init` / `_accum` on an f32 partials panel, converted to the f16
+  output once per column block);
+- `amp_gemm_f16_r{16,32,64}_p16`: the same with FP16 partials (kernels `amp_gemm_f16_init` /
+  `_accum`, rounded to FP16 after every 64-deep block): cheaper, less accurate, and in the
+  catalog only with `graph-to-mid{gemm-partials=f16}`;
+- `amp_gemm_f8_r{16,32,64}`: FP8 in, FP16 partials (the only kind the FP8 AMP has);
 - `amp_gemm_f32_r{16,32,64}`: AMP `A8/B8x16/C16`, FP32 throughout, kernels
   `amp_gemm_f32_init` / `amp_gemm_f32_accum`.
 
@@ -30,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects.builtin import (
     Float8E4M3FNUZType,
     Float16Type,
@@ -38,9 +44,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from device.isa import SENDPICP_ALIGNMENT
 from device.kernels import UnknownKernelError, get_kernel
-from device.layouts import AMP_BLOCK, block_bytes
-from device.target import Target
+from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
+from device.target import WORD_BYTES, Target
 from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
 from ipu_dialects.mid import (
     AxisTilingAttr,
@@ -52,6 +59,12 @@ from ipu_dialects.mid import (
     OperatorDispatchAttr,
     OperatorPlanAttr,
     TensorFormatAttr,
+)
+from passes.exchange_rows import (
+    plan_broadcast,
+    receiver_instructions,
+    sender_instructions,
+    slot_stride,
 )
 from passes.memory_allocator import FirstFit, Request, regions
 from passes.shard_geometry import ShardGeometry, ceil_div
@@ -169,9 +182,9 @@ def swap_matrix_axes(fmt: TensorFormatAttr, order: str) -> TensorFormatAttr:
     return fmt.with_changes(tiling=tiling, order=order)
 
 
-TRANSPOSED_ORDER = {ElementOrder.AMP_LEFT: ElementOrder.AMP_LEFT_T,
-                    ElementOrder.AMP_RIGHT: ElementOrder.AMP_RIGHT_T}
-UNTRANSPOSED_ORDER = {t: o for o, t in TRANSPOSED_ORDER.items()}
+TRANSPOSED_ORDER: dict[str, str] = {ElementOrder.AMP_LEFT: ElementOrder.AMP_LEFT_T,
+                                    ElementOrder.AMP_RIGHT: ElementOrder.AMP_RIGHT_T}
+UNTRANSPOSED_ORDER: dict[str, str] = {t: o for o, t in TRANSPOSED_ORDER.items()}
 
 
 def effective_format(fmt: TensorFormatAttr) -> TensorFormatAttr:
@@ -207,17 +220,10 @@ class GemmCandidate:
     row_block: int
     accumulate: str = "f32"
 
-    @property
-    def kernel_prefix(self) -> str:
-        return f"amp_gemm_{KERNEL_PRECISION[self.precision]}_"
-
-    @property
-    def init_kernel(self) -> str:
-        return f"{self.kernel_prefix}init"
-
-    @property
-    def accum_kernel(self) -> str:
-        return f"{self.kernel_prefix}accum"
+    def kernel_prefix(self, inner_blocks: int) -> str:
+        family = kernel_family(self.precision, self.accumulate, inner_blocks)
+        assert family is not None  # the catalog holds supported accumulations only
+        return family
 
     @property
     def output_precision(self) -> str:
@@ -228,21 +234,71 @@ class GemmCandidate:
 AMP_CONFIG = {"f16": "A16/B16x16/C16", "f32": "A8/B8x16/C16", "f8f143": "AF8/BF8x16/C16"}
 KERNEL_PRECISION = {"f16": "f16", "f32": "f32", "f8f143": "f8"}
 OUTPUT_PRECISION = {"f8f143": "f16"}
+# The kernels of each (input precision, accumulation precision). FP16 inputs accumulate all
+# of K in FP32 (`amp_gemm_f16p32_*` keep an f32 partials panel, rounded to FP16 once at the
+# end) or, when the pipeline allows it (`gemm-partials=f16`), round to FP16 after every
+# 64-deep block (`amp_gemm_f16_*`: cheaper, less accurate). FP8 has FP16 partials only.
+KERNEL_FAMILY = {
+    ("f16", "f32"): "amp_gemm_f16p32_",
+    ("f16", "f16"): "amp_gemm_f16_",
+    ("f32", "f32"): "amp_gemm_f32_",
+    ("f8f143", "f16"): "amp_gemm_f8_",
+}
 ACCUMULATE = {"f16": "f32", "f32": "f32", "f8f143": "f16"}
 ROW_BLOCKS = (16, 32, 64)
+# The explicit, cheaper FP16-partials candidates carry this suffix; they are in the catalog
+# only when the pipeline is told accuracy allows it (graph-to-mid{gemm-partials=f16}).
+F16_PARTIALS_SUFFIX = "_p16"
+PARTIALS_CHOICES = ("f32", "f16")
 
 CATALOG: tuple[GemmCandidate, ...] = tuple(
     GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_r{rb}", p, AMP_CONFIG[p], rb, ACCUMULATE[p])
     for p in ("f16", "f32", "f8f143")
     for rb in ROW_BLOCKS
+) + tuple(
+    GemmCandidate(f"amp_gemm_f16_r{rb}{F16_PARTIALS_SUFFIX}", "f16", AMP_CONFIG["f16"], rb, "f16")
+    for rb in ROW_BLOCKS
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
+
+
+def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
+    """The catalog a pipeline enables when it names none: FP16 partials only when
+    `partials` is "f16" (the user said FP16 accuracy over K is enough)."""
+    if partials not in PARTIALS_CHOICES:
+        raise ValueError(f"gemm-partials={partials}: expected one of {', '.join(PARTIALS_CHOICES)}")
+    return tuple(c.name for c in CATALOG
+                 if partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX))
+
+
+F32_PARTIALS_FAMILY = KERNEL_FAMILY[("f16", "f32")]
+
+
+def kernel_family(precision: str, accumulate: str, inner_blocks: int) -> str | None:
+    """The kernel symbol prefix a plan must use (None: no AMP kernels for this accumulation).
+    With a single 64-deep K block FP16 inputs need no partials panel: the FP16-output kernels
+    compute the one block in FP32 and round once, which is what FP32 partials give."""
+    family = KERNEL_FAMILY.get((precision, accumulate))
+    if family == F32_PARTIALS_FAMILY and inner_blocks == 1:
+        return KERNEL_FAMILY[("f16", "f16")]
+    return family
+
+
+def has_f32_partials_panel(plan: OperatorPlanAttr) -> bool:
+    """Whether the plan keeps an f32 partials panel per output-row tile (its kernels are the
+    FP32-partials ones), converted to the output once per column block."""
+    return (plan.dispatch.init_symbol or "").startswith(F32_PARTIALS_FAMILY)
+
+
+def inner_blocks(problem: GemmProblem) -> int:
+    """nK: 64-deep blocks of the contraction axis."""
+    return ceil_div(problem.k, AMP_BLOCK)
 
 
 def catalog_entries(names: Sequence[str] | None) -> tuple[GemmCandidate, ...]:
     """The enabled catalog entries (all when `names` is empty/None); unknown names raise."""
     if not names:
-        return CATALOG
+        return tuple(c for c in CATALOG if c.name in default_catalog_names())
     by_name = {c.name: c for c in CATALOG}
     unknown = [n for n in names if n not in by_name]
     if unknown:
@@ -325,7 +381,9 @@ def build_gemm_plan(
         for o in GEMM_OPERANDS
     ]
     dispatch = OperatorDispatchAttr(
-        DispatchKind.GEMM_BLOCKS, AMP_BLOCK, AMP_BLOCK, candidate.init_kernel, candidate.accum_kernel
+        DispatchKind.GEMM_BLOCKS, AMP_BLOCK, AMP_BLOCK,
+        f"{candidate.kernel_prefix(inner_blocks(problem))}init",
+        f"{candidate.kernel_prefix(inner_blocks(problem))}accum",
     )
     return OperatorPlanAttr(
         candidate.name,
@@ -373,8 +431,15 @@ def _check_dispatch(plan: OperatorPlanAttr) -> None:
 
 
 def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
-    """Kernel modes: both kernels exist, take (out, left, right), run this precision."""
+    """Kernel modes: both kernels exist, take (out, left, right), run this precision and
+    keep the plan's partials."""
     dispatch = plan.dispatch
+    accumulate = plan.accumulate.data
+    family = kernel_family(problem.precision, accumulate, inner_blocks(problem))
+    if family is None:
+        raise InvalidPlan(
+            f"accumulation precision {accumulate} is not supported by the AMP kernels"
+        )
     for mode, symbol in (("init", dispatch.init_symbol), ("accum", dispatch.accum_symbol)):
         try:
             abi = get_kernel(symbol or "")
@@ -387,12 +452,17 @@ def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
                 f"{mode} kernel @{symbol} takes pointers {abi.pointers}, a gemm kernel "
                 f"takes {GEMM_KERNEL_POINTERS}"
             )
-        if not (symbol or "").startswith(f"amp_gemm_{KERNEL_PRECISION[problem.precision]}_"):
+        if not (symbol or "").startswith(f"amp_gemm_{KERNEL_PRECISION[problem.precision]}"):
             raise InvalidPlan(
                 f"{mode} kernel @{symbol} does not run {problem.precision} operands"
             )
         if not (symbol or "").endswith(f"_{mode}"):
             raise InvalidPlan(f"{mode} kernel @{symbol} is not an {mode} kernel")
+        if symbol != f"{family}{mode}":
+            raise InvalidPlan(
+                f"{mode} kernel @{symbol} does not keep {accumulate} partials (the plan's "
+                f"accumulation); that is @{family}{mode}"
+            )
     for entry in plan.operands.data:
         fmt, o = entry.format, entry.operand.data
         wanted = OUTPUT_PRECISION.get(problem.precision, problem.precision) if o == "out" \
@@ -404,10 +474,6 @@ def _check_kernels(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
         if fmt.scale.data != problem.scale_of(o):
             raise InvalidPlan(f"{o} is stored with FP8 scale {fmt.scale.data}, the operand "
                               f"has scale {problem.scale_of(o)}")
-    if plan.accumulate.data != ACCUMULATE[problem.precision]:
-        raise InvalidPlan(
-            f"accumulation precision {plan.accumulate.data} is not supported by the AMP kernels"
-        )
 
 
 def _check_roles(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
@@ -515,7 +581,7 @@ def row_tile_buffers(
         ))
 
     rhs = plan.operand_plan("rhs")
-    return {
+    buffers = {
         "lhs": buffer("lhs", "its left shard", False),
         "rhs": buffer("rhs", "its right shard", True),
         "out": buffer("out", "its output shard", False),
@@ -527,6 +593,14 @@ def row_tile_buffers(
             True,
         )),
     }
+    if has_f32_partials_panel(plan):
+        out = plan.operand_plan("out")
+        rows = ShardGeometry.from_format(problem.out_shape, out.format).chunk[-2]
+        buffers["partials"] = RowTileBuffer("its f32 partials panel", Request(
+            panel_bytes(rows, "f32"), 0, max(target.pace_alignment, out.alignment.data),
+            True, False,
+        ))
+    return buffers
 
 
 class DoesNotFit(InvalidPlan):
@@ -585,7 +659,7 @@ def _placement_failure(
 
 
 def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
-                     distinct: Sequence[tuple[str, str]]) -> None:
+                     distinct: Sequence[tuple[str, str]]) -> FirstFit[str]:
     allocator: FirstFit[str] = FirstFit(target)
     # interleaved buffers first, like place-memory: they have only one region to go to
     order = [n for n, b in buffers.items() if b.request.interleaved]
@@ -594,13 +668,85 @@ def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
         partners = [b for a, b in distinct if a == name] + [a for a, b in distinct if b == name]
         if allocator.place(name, buffers[name].request, partners) is None:
             raise _placement_failure(allocator, name, partners, buffers)
+    return allocator
 
 
-def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> None:
+# Exchange rows. `schedule-exchange` gives every iteration of an exchange op its own row slot
+# and bump-allocates each op's slots as one range: in the code region while it has room, then
+# in standard memory that no buffer occupies and that lies outside the memory elements of the
+# exchanged buffers (`passes/schedule_exchange.py`, `RowMemory`). The plan's two exchange ops
+# (k = 0 and the accumulating k loop) must find their ranges there, next to its buffers.
+
+
+def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
+                   target: Target) -> list[int]:
+    """Bytes of row slots of each exchange op of the plan (init phases, then the k loop)."""
+    if tiles == 1:
+        return []  # one tile holds every block: no exchange
+    words = block_bytes(problem.precision) // WORD_BYTES
+    # the rows' length depends on the phase's events only past a `delay`'s range: the
+    # farthest receiver on the chip is as long as any phase gets
+    farthest = np.full((2, 2), target.max_latency(tiles))
+    phase = plan_broadcast(0, (1,), words, 0, 0, farthest)
+    stride = slot_stride([sender_instructions(phase), receiver_instructions(phase)])
+    out = ShardGeometry.from_format(problem.out_shape, plan.operand_plan("out").format)
+    lhs = ShardGeometry.from_format(problem.lhs_shape, plan.operand_plan("lhs").format)
+    n_j, n_k = out.padded_shape[-1] // AMP_BLOCK, lhs.padded_shape[-1] // AMP_BLOCK
+    ops = [problem.batch * n_j * stride]
+    if n_k > 1:
+        ops.append(problem.batch * n_j * (n_k - 1) * stride)
+    return ops
+
+
+def row_ranges(allocator: FirstFit[str], exchanged: Sequence[str],
+               target: Target) -> list[list[int]]:
+    """[start, end) ranges rows may use on a tile placed like `allocator` (RowMemory's)."""
+    busy = frozenset().union(*(target.elements_of_range(p.address, p.extent)
+                               for p in allocator.placed if p.key in exchanged))
+    ranges = [list(target.code_region)]
+    cursor = target.code_region[1]
+    taken = sorted((p.address, p.end) for p in allocator.placed)
+    for start, end in [*taken, (target.interleaved_start, target.interleaved_start)]:
+        for element in target.memory_elements:
+            lo, hi = max(cursor, element.start), min(start, element.end)
+            if lo < hi and not element.interleaved and element.index not in busy:
+                if len(ranges) > 1 and ranges[-1][1] == lo:
+                    ranges[-1][1] = hi
+                else:
+                    ranges.append([lo, hi])
+        cursor = max(cursor, end)
+    return ranges
+
+
+def _check_row_slots(allocator: FirstFit[str], plan: OperatorPlanAttr, problem: GemmProblem,
+                     tiles: int, target: Target) -> None:
+    ranges = row_ranges(allocator, ("rhs", "slot"), target)
+    for nbytes in row_slot_bytes(problem, plan, tiles, target):
+        for free in ranges:
+            address = -(-free[0] // SENDPICP_ALIGNMENT) * SENDPICP_ALIGNMENT
+            if address + nbytes <= free[1]:
+                free[0] = address + nbytes
+                break
+        else:
+            largest = max((end - start for start, end in ranges), default=0)
+            raise DoesNotFit(
+                f"an output-row tile has no room for the exchange rows: one exchange needs "
+                f"{nbytes} bytes of row slots in one range of the code region or of standard "
+                f"memory outside the exchanged buffers' memory elements; the largest such "
+                f"range left is {largest} bytes"
+            )
+
+
+def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
+                  target: Target) -> None:
     """The checks `place-memory` makes, for the buffers of an output-row tile."""
     buffers = row_tile_buffers(plan, problem, target)
     _check_capacity(buffers, target)
-    _check_placement(buffers, target, plan.distinct_pairs)
+    distinct = list(plan.distinct_pairs)
+    if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too
+        distinct.append(("partials", "lhs"))
+    allocator = _check_placement(buffers, target, distinct)
+    _check_row_slots(allocator, plan, problem, tiles, target)
 
 
 def validation_failure(
@@ -614,7 +760,7 @@ def validation_failure(
         _check_roles(plan, problem, target)
         _check_tile_groups(plan, tiles)
         _check_divisibility(plan, problem)
-        _check_memory(plan, problem, target)
+        _check_memory(plan, problem, tiles, target)
     except InvalidPlan as reason:
         return reason
     return None

@@ -1,8 +1,9 @@
-"""Choosing a GEMM plan: the toy cost model and selection among the valid candidates.
+"""Choosing a GEMM plan: the cost model and selection among the valid candidates.
 
 `graph-to-mid` calls `select_gemm_plan`: every catalog entry is built and validated
-(`passes/gemm_plans.py`); each valid one is costed by `estimate_cycles`, a model of the
-retained plan's phases from the target's rates; the cheapest wins (the first in catalog
+(`passes/gemm_plans.py`); each valid one is costed by `estimate_cycles`, the cycles the
+device model charges for the plan's tile work, computed with the model's own cycle functions
+(`device/model/cycles.py`; a test holds them equal to modeled runs); the cheapest wins (the first in catalog
 order on ties). When none is valid, `NoValidPlan` names every candidate's reason, and a
 candidate that does not fit tile memory says whether more tiles would help.
 """
@@ -15,21 +16,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from device.layouts import AMP_BLOCK, block_bytes
-from device.target import Target
+from device.model import cycles as device_cycles
+from device.target import WORD_BYTES, Target
 from ipu_dialects.mid import Indivisible, OperatorPlanAttr
 from passes.gemm_plans import (
-    CATALOG,
     DoesNotFit,
     GemmCandidate,
     GemmProblem,
     build_gemm_plan,
+    catalog_entries,
     effective_plan,
+    has_f32_partials_panel,
+    row_tile_buffers,
     validation_failure,
 )
-from passes.shard_geometry import ShardGeometry, ceil_div
+from passes.shard_geometry import ShardGeometry
 
 # ----------------------------------------------------------------------------------------------
-# Toy cost model
+# Cost model: the device model's cycles
 # ----------------------------------------------------------------------------------------------
 
 
@@ -45,35 +49,68 @@ def _latency(target: Target, tiles: int) -> np.ndarray:
     return _LATENCY_CACHE[key]
 
 
+@dataclass(frozen=True)
+class CycleBreakdown:
+    """A plan's modeled cycles by kind of step (what `run_package` charges, summed)."""
+
+    exchange: int  # syncs + exchange events of the rhs broadcasts
+    copies: int  # home tiles copying their own block into their slot
+    amp: int  # the GEMM kernel calls
+    rounding: int  # convert_shard of the f32 partials panels (FP32 partials of FP16 inputs)
+
+    @property
+    def total(self) -> int:
+        return self.exchange + self.copies + self.amp + self.rounding
+
+
+def cycle_breakdown(
+    plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
+) -> CycleBreakdown:
+    """The cycles the device model charges for the plan's tile work (`mid-to-tile`'s
+    gemm_blocks lowering), from the model's own cycle functions (`device.model.cycles`):
+    per batch and (k, j) block, the broadcast of block (k, j) from its home tile to the other
+    output-row tiles (a sync plus `words + max L(home, receiver)` events; no step without a
+    receiver), the home tile's copy into its slot when it is an output-row tile, and one
+    GEMM call on every row tile; per column block, the rounding of the f32 partials panel."""
+    plan, problem = effective_plan(plan), problem.effective()
+    precision = problem.precision
+    formats = {o: plan.operand_plan(o).format for o in ("lhs", "rhs", "out")}
+    lhs = ShardGeometry.from_format(problem.lhs_shape, formats["lhs"])
+    rhs = ShardGeometry.from_format(problem.rhs_shape, formats["rhs"])
+    out = ShardGeometry.from_format(problem.out_shape, formats["out"])
+    row_tiles, rows = out.tiles_used, out.chunk[-2]
+    n_k, n_j = lhs.padded_shape[-1] // AMP_BLOCK, out.padded_shape[-1] // AMP_BLOCK
+    homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j].reshape(-1)
+    words = block_bytes(precision) // WORD_BYTES
+    latency = _latency(target, tiles)[:, :row_tiles].copy()
+    # a home tile that is a row tile does not receive its own broadcast
+    inside = homes < row_tiles
+    latency_to_others = latency[homes]
+    latency_to_others[np.flatnonzero(inside), homes[inside]] = -1
+    farthest = latency_to_others.max(axis=1)
+    with_receivers = farthest >= 0
+    exchange = int(np.sum(target.sync_cycles + words + farthest[with_receivers]))
+    copies = int(np.count_nonzero(inside)) * device_cycles.copy_cycles(
+        block_bytes(precision), target)
+    amp = homes.size * device_cycles.gemm_cycles(rows, precision, target)
+    rounding = 0
+    if has_f32_partials_panel(plan):
+        out_panel, partials_panel = (
+            ShardGeometry((row_tiles * rows, AMP_BLOCK), (rows, AMP_BLOCK), (row_tiles, 1),
+                          (True, True), 1, row_tiles, p, "amp_output")
+            for p in (out.precision, "f32")
+        )
+        rounding = n_j * device_cycles.convert_shard_cycles(out_panel, partials_panel, 0, target)
+    batch = problem.batch
+    return CycleBreakdown(batch * exchange, batch * copies, batch * amp, batch * rounding)
+
+
 def estimate_cycles(
     plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
 ) -> int:
-    """Modeled cycles of the plan: per (batch, k, j) phase a sync, the broadcast of one
-    64x64 right block at `exchange_word_bytes` per cycle plus the farthest receiver's
-    latency, the home tile's local copy when it is also a row tile, and one AMP kernel call
-    on a row shard (AMP MAC rate from the target)."""
-    plan, problem = effective_plan(plan), problem.effective()
-    precision = problem.precision
-    lhs_fmt, rhs_fmt = plan.operand_plan("lhs").format, plan.operand_plan("rhs").format
-    lhs = ShardGeometry.from_format(problem.lhs_shape, lhs_fmt)
-    rhs = ShardGeometry.from_format(problem.rhs_shape, rhs_fmt)
-    row_tiles = lhs.partitions[-2]
-    rows = lhs.chunk[-2]
-    k_padded = lhs.padded_shape[-1]
-    # one phase per real (k, j) block: the rhs padding beyond K and N has no phase
-    n_k, n_j = k_padded // AMP_BLOCK, ceil_div(problem.n, AMP_BLOCK)
-    homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j]
-    latency = _latency(target, tiles)
-    farthest = latency[homes.reshape(-1)][:, :row_tiles].max(axis=1)
-    block_words = block_bytes(precision) // target.exchange_word_bytes
-    copies = int(np.count_nonzero(homes.reshape(-1) < row_tiles))
-    kernel = target.amp_cycles(rows * AMP_BLOCK * AMP_BLOCK, precision)
-    per_batch = (
-        homes.size * (target.sync_cycles + block_words + kernel)
-        + int(farthest.sum())
-        + copies * target.vector_cycles(block_bytes(precision))
-    )
-    return problem.batch * per_batch
+    """Modeled cycles of the plan (`cycle_breakdown`): equal to what the device model
+    charges for the package `mid-to-tile` builds from it."""
+    return cycle_breakdown(plan, problem, tiles, target).total
 
 
 # ----------------------------------------------------------------------------------------------
@@ -94,11 +131,12 @@ def evaluate_candidates(
     tiles: int,
     indivisible: str,
     target: Target,
-    catalog: Sequence[GemmCandidate] = CATALOG,
+    catalog: Sequence[GemmCandidate] | None = None,
 ) -> list[Evaluation]:
-    """Build, validate and (when valid) cost every catalog entry, in catalog order."""
+    """Build, validate and (when valid) cost every catalog entry (default: the default
+    catalog, `catalog_entries(None)`), in catalog order."""
     results: list[Evaluation] = []
-    for candidate in catalog:
+    for candidate in catalog_entries(None) if catalog is None else catalog:
         plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
         failure = validation_failure(plan, problem, tiles, target)
         reason = None if failure is None else str(failure)
@@ -156,7 +194,7 @@ def select_gemm_plan(
     tiles: int,
     indivisible: str = Indivisible.PAD,
     target: Target | None = None,
-    catalog: Sequence[GemmCandidate] = CATALOG,
+    catalog: Sequence[GemmCandidate] | None = None,
 ) -> Evaluation:
     """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none."""
     from device.target import IPU21
@@ -166,4 +204,48 @@ def select_gemm_plan(
     valid = [e for e in evaluations if e.reason is None]
     if not valid:
         raise NoValidPlan(evaluations)
-    return min(valid, key=lambda e: e.cycles)  # min keeps the first of equal costs
+    return min(valid, key=_cycles_of)  # min keeps the first of equal costs
+
+
+def _cycles_of(evaluation: Evaluation) -> int:
+    assert evaluation.cycles is not None  # valid evaluations are costed
+    return evaluation.cycles
+
+
+# ----------------------------------------------------------------------------------------------
+# Explain: what the selector considered
+# ----------------------------------------------------------------------------------------------
+
+
+def row_tile_memory(evaluation: Evaluation, problem: GemmProblem, target: Target) -> int:
+    """Bytes of tile memory an output-row tile holds for the plan (buffers with their tails
+    and alignment padding, as the memory check counts them)."""
+    buffers = row_tile_buffers(effective_plan(evaluation.plan), problem.effective(), target)
+    return sum(b.extent for b in buffers.values())
+
+
+def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisible.PAD,
+                 target: Target | None = None,
+                 catalog: Sequence[GemmCandidate] | None = None) -> list[str]:
+    """One line per candidate, in catalog order: the chosen one marked `*`, its estimated
+    cycles (exchange + copies + AMP + rounding = total), the memory of an output-row tile,
+    or the reason it was rejected."""
+    from device.target import IPU21
+
+    target = target or IPU21
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
+    valid = [e for e in evaluations if e.reason is None]
+    chosen = min(valid, key=_cycles_of) if valid else None
+    lines = []
+    for e in evaluations:
+        mark = "*" if e is chosen else " "
+        if e.reason is not None:
+            lines.append(f"{mark} {e.candidate.name:<22} rejected: {e.reason}")
+            continue
+        parts = cycle_breakdown(e.plan, problem, tiles, target)
+        lines.append(
+            f"{mark} {e.candidate.name:<22} {parts.total:>12,} cycles (exchange {parts.exchange:,}"
+            f", copies {parts.copies:,}, amp {parts.amp:,}, rounding {parts.rounding:,}); "
+            f"{row_tile_memory(e, problem, target):,} bytes per output-row tile"
+        )
+    return lines

@@ -34,7 +34,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
-from passes.gemm_plans import CATALOG_NAMES, catalog_entries, element_precision
+from passes.gemm_plans import catalog_entries, default_catalog_names, element_precision
 from passes.gemm_selection import NoValidPlan as NoValidGemmPlan
 from passes.operators import operator_for_graph
 from passes.operators.base import NoValidPlan, Operator, SelectionContext
@@ -195,6 +195,10 @@ class GraphToMidPass(ModulePass):
     profiling: Literal["off", "cycles"] = "off"
     catalog: tuple[str, ...] = ()
     target: str = "ipu21"
+    # GEMM partial sums over K: f32 (exact FP32 accumulation, one rounding) or f16 (also
+    # enables the cheaper FP16-partials candidates, which round after every 64-deep block).
+    # Only the default catalog depends on it: an explicit `catalog` is taken as given.
+    gemm_partials: Literal["f32", "f16"] = "f32"
 
     def checked_target(self) -> Target:
         try:
@@ -210,6 +214,7 @@ class GraphToMidPass(ModulePass):
             )
         try:
             catalog_entries(self.catalog)
+            default_catalog_names(self.gemm_partials)
         except ValueError as err:
             raise PassFailedException(f"{self.name}: {err}") from None
         return target
@@ -221,7 +226,7 @@ class GraphToMidPass(ModulePass):
             self.tiles,
             self.indivisible,
             self.inputs,
-            self.catalog or CATALOG_NAMES,
+            self.catalog or default_catalog_names(self.gemm_partials),
             mid.SchedulingPolicy.IN_ORDER,
             self.profiling,
         )

@@ -1,7 +1,8 @@
-"""`ipu-pipeline{tiles=N indivisible=pad|reject profiling=off|cycles}`: the default pipeline,
-graph to exchange.
+"""`ipu-pipeline{tiles=N indivisible=pad|reject profiling=off|cycles gemm-partials=f32|f16
+catalog=a,b}`: the default pipeline, graph to exchange.
 
-Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=...}`, `insert-conversions`,
+Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=... gemm-partials=...
+catalog=...}`, `insert-conversions`,
 `normalize-repeats`, `mid-to-tile`, `place-memory`, `schedule-exchange`. The passes are looked
 up in `passes.get_all_passes()` when the pipeline runs, so this module imports without them;
 a stage that cannot be loaded is a diagnostic naming it. Only `graph-to-mid` takes options:
@@ -39,6 +40,11 @@ class IpuPipelinePass(ModulePass):
     tiles: int | None = None
     indivisible: Literal["pad", "reject"] = "pad"
     profiling: Literal["off", "cycles"] = "off"
+    # graph-to-mid's gemm-partials: f16 lets GEMMs round partial sums to FP16 per K block
+    gemm_partials: Literal["f32", "f16"] = "f32"
+    # graph-to-mid's catalog: the GEMM candidates to choose from (default: all but the
+    # FP16-partials ones, unless gemm-partials=f16)
+    catalog: tuple[str, ...] = ()
 
     def stage_passes(self) -> list[ModulePass]:
         from passes import get_all_passes
@@ -57,7 +63,9 @@ class IpuPipelinePass(ModulePass):
 
                 assert issubclass(pass_class, GraphToMidPass)  # the registry's entry
                 stages.append(pass_class(tiles=self.tiles, indivisible=self.indivisible,
-                                         profiling=self.profiling))
+                                         profiling=self.profiling,
+                                         gemm_partials=self.gemm_partials,
+                                         catalog=self.catalog))
             else:
                 stages.append(pass_class())
         return stages

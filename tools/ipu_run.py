@@ -274,8 +274,9 @@ class Comparison:
 
 
 OVERFLOW_NOTE = (
-    "the device result overflows to inf where the reference is finite: the FP16 plan stores "
-    "its partial sums in f16 between 64-wide blocks of K, while the reference sums in float64"
+    "the device result overflows to inf where the reference is finite: with gemm-partials=f16 "
+    "an FP16 GEMM stores its partial sums in f16 between 64-wide blocks of K, while the "
+    "reference sums in float64"
 )
 
 
@@ -304,7 +305,8 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
 
 def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "reject"],
                    profiling: Literal["off", "cycles"] = "off", with_assembly: bool = True,
-                   timer=None, progress: Progress = no_progress):
+                   timer=None, progress: Progress = no_progress,
+                   gemm_partials: Literal["f32", "f16"] = "f32"):
     """Run the default pipeline and build the package; diagnostics propagate (an
     `indivisible` policy from the command line is checked there, by `ipu.config`'s verifier). A
     `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build;
@@ -314,7 +316,8 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
     from tools.pass_timing import PassTimer
 
     timer = PassTimer() if timer is None else timer
-    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling)
+    pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling,
+                               gemm_partials=gemm_partials)
     stages = timer.pipeline([pipeline]).passes
     ctx, previous = make_context(), None
     for stage in progress(stages, "compile", len(stages)):  # the timed pipeline, stage by stage
@@ -325,6 +328,29 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
     package = timer.time("build-package", lambda: build_package(module, with_assembly, progress))
     package.pipeline = str(pipeline.pipeline_pass_spec())
     return package
+
+
+def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str) -> list[str]:
+    """`--explain`: per graph.gemm, the selector's candidates (passes.gemm_selection)."""
+    from ipu_dialects.graph import GemmOp
+    from ipu_dialects.locations import value_label
+    from passes.gemm_plans import GemmProblem, catalog_entries, default_catalog_names
+    from passes.gemm_selection import explain_gemm
+
+    catalog = catalog_entries(default_catalog_names(gemm_partials))
+    lines = []
+    for op in func.walk():
+        if not isinstance(op, GemmOp):
+            continue
+        lhs, rhs, out = (v.type for v in (op.lhs, op.rhs, op.result))
+        assert isinstance(lhs, TensorType) and isinstance(rhs, TensorType)  # the verifier's
+        assert isinstance(out, TensorType)
+        problem = GemmProblem.from_types(lhs, rhs, out, op.transpose_lhs is not None,
+                                         op.transpose_rhs is not None)
+        lines.append(f"explain: graph.gemm {value_label(op.result)} on {tiles} tiles "
+                     "(* = chosen; cycles as the device model charges them):")
+        lines += explain_gemm(problem, tiles, indivisible, catalog=catalog)
+    return lines
 
 
 def print_json(summary: dict) -> None:
@@ -387,6 +413,15 @@ def run(
     quiet: Annotated[
         bool, typer.Option(help="no progress bars (they show on a terminal's stderr only)")
     ] = False,
+    gemm_partials: Annotated[
+        str, typer.Option(help="GEMM partial sums over K: f32 (one rounding) or f16 (cheaper "
+                               "candidates that round after every 64-deep block)")
+    ] = "f32",
+    explain: Annotated[
+        bool, typer.Option(help="print, per graph.gemm, every candidate plan with its "
+                                "estimated cycles and memory per tile, or why it was rejected "
+                                "(on stderr)")
+    ] = False,
 ) -> None:
     """Compile FILE with the default pipeline (or load a saved package), run it on the device
     model, check it against the NumPy reference."""
@@ -395,16 +430,19 @@ def run(
 
         compile_only = {"--tiles": tiles != 16, "--reference": reference,
                         "--function": function is not None, "--indivisible": indivisible != "pad",
-                        "--package": package_dir is not None, "--profile": profile}
+                        "--package": package_dir is not None, "--profile": profile,
+                        "--gemm-partials": gemm_partials != "f32", "--explain": explain}
         sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
                                   [name for name, given in compile_only.items() if given]))
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
-                      indivisible, package_dir, profile, json_output, report_dir, inputs, quiet))
+                      indivisible, package_dir, profile, json_output, report_dir, inputs, quiet,
+                      gemm_partials, explain))
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
              function=None, indivisible="pad", package_dir=None, profile=False,
-             json_output=False, report_dir=None, archive=None, quiet=False) -> int:
+             json_output=False, report_dir=None, archive=None, quiet=False,
+             gemm_partials="f32", explain=False) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
     from tools.pass_timing import PassTimer
 
@@ -447,6 +485,12 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     from device.model import ModelError, run_package
     from device.model.host import stored_of_values, values_of_stored
 
+    if explain:
+        try:
+            print("\n".join(explain_gemms(func, tiles, indivisible, gemm_partials)),
+                  file=sys.stderr)
+        except ValueError as error:  # a bad --gemm-partials: graph-to-mid words it below
+            print(f"ipu-run: --explain: {error}", file=sys.stderr)
     progress = terminal_progress(quiet)
     started = time.perf_counter()
     timer = PassTimer()
@@ -456,7 +500,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         package = compile_module(compiled, tiles, indivisible,
                                  "cycles" if profile else "off",
                                  with_assembly=package_dir is not None, timer=timer,
-                                 progress=progress)
+                                 progress=progress, gemm_partials=gemm_partials)
     except DiagnosticException as error:
         return diagnostic(shown(str(error), text, "ipu-run: compile error"))
     compile_seconds = time.perf_counter() - started

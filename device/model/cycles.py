@@ -161,7 +161,7 @@ _GEMM_PRECISION = {
     for name, precision in (("f16", Precision.F16), ("f32", Precision.F32),
                             ("f8", Precision.F8F143))
     for mode in ("init", "accum")
-}
+} | {f"amp_gemm_f16p32_{mode}": Precision.F16 for mode in ("init", "accum")}
 # Each takes the ABI's descriptors (one per pointer, so the arity varies), then tile, target.
 _DESCRIBED: dict[str, Callable[..., int]] = {
     "convert_shard": convert_shard_cycles,

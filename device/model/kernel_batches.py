@@ -67,13 +67,14 @@ def _element_span(target: Target, address: np.ndarray, nbytes: int) -> tuple[np.
             np.searchsorted(starts, address + nbytes - 1, side="right") - 1)
 
 
-def _amp_memory_ok(batch: KernelBatch, nbytes: int) -> bool:
+def _amp_memory_ok(batch: KernelBatch, nbytes: int, left_bytes: int | None = None) -> bool:
     """`KernelCall.check_amp_memory` for every tile at once."""
     target, out, left = batch.target, batch.pointers["out"], batch.pointers["left"]
     if np.any(out < target.interleaved_start) or np.any(out + nbytes > target.memory_end):
         return False
     out_first, out_last = _element_span(target, out, nbytes)
-    left_first, left_last = _element_span(target, left, nbytes)
+    left_first, left_last = _element_span(target, left,
+                                          nbytes if left_bytes is None else left_bytes)
     return not np.any(np.maximum(out_first, left_first) <= np.minimum(out_last, left_last))
 
 
@@ -89,15 +90,19 @@ def _amp_operand(raw: np.ndarray, shape: tuple[int, ...], order: str,
     return from_order(stored, shape, order, precision).astype(np.float32)
 
 
-def _amp_gemm_batched(precision: str, accumulate: bool) -> BatchedImpl:
+def _amp_gemm_batched(precision: str, accumulate: bool,
+                      out_precision: str | None = None) -> BatchedImpl:
+    stored = out_precision or precision
+
     def run(batch: KernelBatch) -> int | None:
         rows = batch.scalars["rows"]
         panel, block = panel_bytes(rows, precision), block_bytes(precision)
+        out_panel = panel_bytes(rows, stored)
         names = ("out", "left", "right")
         if rows < 1 or not all(batch.aligned(n, batch.target.pace_alignment) for n in names):
             return None
-        if not (batch.inside("out", panel) and batch.inside("left", panel)
-                and batch.inside("right", block) and _amp_memory_ok(batch, panel)):
+        if not (batch.inside("out", out_panel) and batch.inside("left", panel)
+                and batch.inside("right", block) and _amp_memory_ok(batch, out_panel, panel)):
             return None
         count = batch.tiles.size
         shape = (count, rows, AMP_BLOCK)
@@ -112,8 +117,8 @@ def _amp_gemm_batched(precision: str, accumulate: bool) -> BatchedImpl:
             rhs = _amp_operand(right, (count, AMP_BLOCK, AMP_BLOCK), "amp_right", precision)
             result = np.matmul(lhs, rhs)
         if accumulate:
-            result += _amp_operand(batch.read("out", panel), shape, "amp_output", precision)
-        batch.write("out", pack(result, "amp_output", precision))
+            result += _amp_operand(batch.read("out", out_panel), shape, "amp_output", stored)
+        batch.write("out", pack(result, "amp_output", stored))
         return gemm_cycles(rows, precision, batch.target)
 
     return run
@@ -135,5 +140,7 @@ BATCHED: dict[str, BatchedImpl] = {
     "amp_gemm_f16_accum": _amp_gemm_batched(Precision.F16, accumulate=True),
     "amp_gemm_f32_init": _amp_gemm_batched(Precision.F32, accumulate=False),
     "amp_gemm_f32_accum": _amp_gemm_batched(Precision.F32, accumulate=True),
+    "amp_gemm_f16p32_init": _amp_gemm_batched(Precision.F16, False, Precision.F32),
+    "amp_gemm_f16p32_accum": _amp_gemm_batched(Precision.F16, True, Precision.F32),
     "copy_words": _copy_words_batched,
 }

@@ -93,12 +93,17 @@ class KernelCall:
 KernelImpl = Callable[[KernelCall], int]
 
 
-def _amp_gemm(precision: str, accumulate: bool) -> KernelImpl:
+def _amp_gemm(precision: str, accumulate: bool, out_precision: str | None = None) -> KernelImpl:
+    """`out_precision` (default: the inputs') is where the FP32 partials are stored: f32
+    for `amp_gemm_f16p32_*`, which keeps them unrounded across calls."""
+    stored = out_precision or precision
+
     def run(call: KernelCall) -> int:
         rows = call.positive_scalar("rows")
         alignment = call.target.pace_alignment
         out, left, right = (call.aligned_pointer(n, alignment) for n in ("out", "left", "right"))
-        call.check_amp_memory(out, left, panel_bytes(rows, precision))
+        call.check_amp_memory(out, left, panel_bytes(rows, stored),
+                              left_bytes=panel_bytes(rows, precision))
         panel_shape = (rows, AMP_BLOCK)
         lhs = unpack(call.read("left", left, panel_bytes(rows, precision)), panel_shape,
                      "amp_left", precision)
@@ -108,10 +113,10 @@ def _amp_gemm(precision: str, accumulate: bool) -> KernelImpl:
         # the AMP's FP32 partials. One rounding to the storage precision at the store.
         result = lhs.astype(np.float32) @ rhs.astype(np.float32)
         if accumulate:
-            previous = unpack(call.read("out", out, panel_bytes(rows, precision)), panel_shape,
-                              "amp_output", precision)
+            previous = unpack(call.read("out", out, panel_bytes(rows, stored)), panel_shape,
+                              "amp_output", stored)
             result = previous.astype(np.float32) + result
-        call.write("out", out, pack(result, "amp_output", precision))
+        call.write("out", out, pack(result, "amp_output", stored))
         return gemm_cycles(rows, precision, call.target)
 
     return run
@@ -130,6 +135,8 @@ IMPLEMENTATIONS: dict[str, KernelImpl] = {
     "amp_gemm_f16_accum": _amp_gemm(Precision.F16, accumulate=True),
     "amp_gemm_f32_init": _amp_gemm(Precision.F32, accumulate=False),
     "amp_gemm_f32_accum": _amp_gemm(Precision.F32, accumulate=True),
+    "amp_gemm_f16p32_init": _amp_gemm(Precision.F16, accumulate=False, out_precision=Precision.F32),
+    "amp_gemm_f16p32_accum": _amp_gemm(Precision.F16, accumulate=True, out_precision=Precision.F32),
     "copy_words": _copy_words,
     "amp_gemm_f8_init": kernels_gemm_f8.amp_gemm_f8(accumulate=False),
     "amp_gemm_f8_accum": kernels_gemm_f8.amp_gemm_f8(accumulate=True),

@@ -43,3 +43,38 @@ amp_gemm_f16_accum:
     brnzdec $m4, .Lgemm_f16_rows
     exitz   $m15
     .size amp_gemm_f16_accum, .-amp_gemm_f16_accum
+
+// FP32 partials across calls: the same AMP pass, but the partials are loaded from and stored
+// to an f32 amp_output panel without rounding (no `f32v2tof16`), so a GEMM accumulates all of
+// K in FP32 and rounds to FP16 once (convert_shard after the last K block).
+
+// ABI: amp_gemm_f16p32_init(out, left, right; rows) -> void
+// status: Implemented
+// row_specialization: rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)
+    .globl amp_gemm_f16p32_init
+    .type amp_gemm_f16p32_init, @function
+    .align 8
+amp_gemm_f16p32_init:
+    setzi   $m7, 0                    // mode: partials start at zero
+    bri     .Lgemm_f16p32_body
+    .size amp_gemm_f16p32_init, .-amp_gemm_f16p32_init
+
+// ABI: amp_gemm_f16p32_accum(out, left, right; rows) -> void
+// status: Implemented
+// row_specialization: rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)
+    .globl amp_gemm_f16p32_accum
+    .type amp_gemm_f16p32_accum, @function
+    .align 8
+amp_gemm_f16p32_accum:
+    setzi   $m7, 1                    // mode: partials start at the stored FP32 panel
+.Lgemm_f16p32_body:
+    ld32    $m1, $m0, $m15, 0         // out   (f32 amp_output panel, 32-byte aligned)
+    ld32    $m2, $m0, $m15, 1         // left  (f16 amp_left panel, 32-byte aligned)
+    ld32    $m3, $m0, $m15, 2         // right (f16 amp_right 64x64 block, 32-byte aligned)
+    ld32    $m4, $m0, $m15, 3         // rows
+    // ... weight load as amp_gemm_f16; row loop with `f16v4sisoamp`, partials seeded from
+    // the f32 panel (accum) or zero (init) and stored back as f32 pairs (`st64pace`) ...
+.Lgemm_f16p32_rows:
+    brnzdec $m4, .Lgemm_f16p32_rows
+    exitz   $m15
+    .size amp_gemm_f16p32_accum, .-amp_gemm_f16p32_accum

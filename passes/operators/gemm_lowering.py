@@ -7,6 +7,9 @@
         GEMM init kernel: out = panel j of C, left = panel 0 of A, right = slot
         tile.loop %k = 1 to nK            (absent when nK == 1)
           exchange block (k, j) / copy_words / GEMM accum kernel
+        convert_shard: panel j of C = the f32 partials panel, rounded once
+                                          (FP32 partials of FP16 inputs: the kernels' out is
+                                          then that f32 panel, not panel j of C)
 
 so the op count is a constant per GEMM: it grows neither with the tile count nor with the
 number of blocks. Home tiles and byte offsets are affine maps of the loop indices built from
@@ -26,6 +29,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.utils.exceptions import PassFailedException
 
+from device.kernels import descriptor_words
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.target import WORD_BYTES
 from ipu_dialects import mid
@@ -39,7 +43,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map
-from passes.gemm_plans import UNTRANSPOSED_ORDER, effective_format
+from passes.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
 from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_format
 from passes.shard_geometry import ShardGeometry, geometry
 
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
     from passes.operators.tile_lowering import FunctionLowering
 
 COPY_KERNEL = "copy_words"
+CONVERT_KERNEL = "convert_shard"
 
 
 
@@ -69,6 +74,9 @@ class GemmLowering:
     batch: tuple[int, ...]  # the result's batch extents (loops, outermost first)
     init_symbol: str
     accum_symbol: str
+    # FP32 partials across K (FP16 inputs): the kernels accumulate into this f32 panel and
+    # `convert_shard` rounds it into panel j of the output once, after the last K block
+    partials: BufferOp | None = None
     ops: list[Operation] = field(default_factory=list)
 
     @property
@@ -172,7 +180,31 @@ class GemmLowering:
             di = dims(depth + 1)
             for op in self.phase(inner_ivs, di[:-2], di[-1], di[-2], init=False):
                 inner_loop.body.block.add_op(op)
+        if self.partials is not None:
+            column_loop.body.block.add_op(self.round_partials(ivs, d[:-1], d[-1]))
         return [nest[0]]
+
+    def panel_descriptor(self, precision: str) -> ShardGeometry:
+        """One 64-column amp_output panel per output-row tile, as a format: what
+        `convert_shard` reads and writes on each row tile."""
+        tiles = self.row_tiles.count
+        return ShardGeometry((tiles * self.rows, AMP_BLOCK), (self.rows, AMP_BLOCK),
+                             (tiles, 1), (True, True), 1, tiles, precision, "amp_output")
+
+    def round_partials(self, ivs: Sequence[SSAValue], batch: Sequence[AffineExpr],
+                       j: AffineExpr) -> KernelOp:
+        """Panel j of the output = the f32 partials rounded once (after all of K)."""
+        assert self.partials is not None
+        depth = len(ivs)
+        out = scalar_map(depth, self.panel_offset(self.c, batch, j))
+        words = descriptor_words(self.panel_descriptor(self.c.precision),
+                                 self.panel_descriptor(self.partials.precision.data))
+        return KernelOp(
+            CONVERT_KERNEL, [(self.out, out), (self.partials, scalar_map(depth, 0))],
+            list(words), self.row_tiles, ivs,
+            self.provenance(self.op.result,
+                            "round the f32 partials of column block j to the output once"),
+        )
 
     def phase(
         self,
@@ -210,11 +242,12 @@ class GemmLowering:
                 )
             )
         out = scalar_map(depth, self.panel_offset(self.c, batch, j))
+        target = (self.out, out) if self.partials is None else (self.partials, zero)
         left = scalar_map(depth, self.panel_offset(self.a, batch, k))
         ops.append(
             KernelOp(
                 self.init_symbol if init else self.accum_symbol,
-                [(self.out, out), (self.lhs, left), (self.slot, zero)], self.scalars,
+                [target, (self.lhs, left), (self.slot, zero)], self.scalars,
                 self.row_tiles, ivs,
                 self.provenance(
                     self.op.result,
@@ -283,6 +316,12 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
         rhs_fmt.precision.data, "amp_right", "standard",
         roles[mid.OperandRole.RIGHT].alignment.data,
     )
+    partials = None
+    if has_f32_partials_panel(plan):
+        partials = lowering.scratch(
+            f"{out.sym_name.data}_partials", row_tiles, (c.chunk[-2], AMP_BLOCK), "f32",
+            "amp_output", "interleaved", roles[mid.OperandRole.OUTPUT].alignment.data,
+        )
     gemm = GemmLowering(
         op, lhs, rhs, out, slot, a, b, c, row_tiles,
         rows=c.chunk[-2],
@@ -291,6 +330,7 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
         batch=tuple(out_type.get_shape()[:-2]),
         init_symbol=init_symbol,
         accum_symbol=accum_symbol,
+        partials=partials,
     )
     check_rhs_covers(op, gemm)
     return gemm.emit()

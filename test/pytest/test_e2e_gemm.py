@@ -332,7 +332,8 @@ def test_profile_groups_steps_by_work_and_adds_up_to_the_modeled_cycles(tmp_path
     cycles = [int(line.split()[0]) for line in table]
     kinds = {line.split()[3] for line in table}
     assert sum(cycles) == total and cycles == sorted(cycles, reverse=True)
-    assert kinds == {"exchange", "copy_words", "amp_gemm_f16_init", "amp_gemm_f16_accum"}
+    assert kinds == {"exchange", "copy_words", "amp_gemm_f16p32_init", "amp_gemm_f16p32_accum",
+                     "convert_shard"}
     assert not any("[" in line for line in table)  # iterations folded into one line per work
 
 
@@ -353,14 +354,18 @@ def test_cycle_profile_needs_one_count_per_step():
 
 def test_an_f16_partial_sum_overflow_fails_with_an_explanation(tmp_path, capsys):
     """K = 128: block 0 sums to 76800 (> 65504, inf in f16), block 1 cancels it. The reference
-    sums in float64 and gets 0; the FP16 plan stores its partials in f16 between blocks."""
+    sums in float64 and gets 0; with gemm-partials=f16 the plan stores its partials in f16
+    between blocks. The default FP32 partials get it right."""
     path = gemm_file(tmp_path, [64, 128], [128, 64], f16)
     lhs = np.full((64, 128), 30.0, np.float16)
     lhs[:, 64:] = -30.0
     np.save(tmp_path / "a.npy", lhs)
     np.save(tmp_path / "b.npy", np.full((128, 64), 40.0, np.float16))
     inputs = [f"a={tmp_path / 'a.npy'}", f"b={tmp_path / 'b.npy'}"]
-    assert run_main(path, tiles=1, inputs=inputs) == EXIT_FAIL
+    assert run_main(path, tiles=1, inputs=inputs, gemm_partials="f16") == EXIT_FAIL
     out, err = capsys.readouterr()
     assert "check: FAIL" in out
     assert f"note: {ipu_run.OVERFLOW_NOTE}" in err
+    assert run_main(path, tiles=1, inputs=inputs) == EXIT_PASS
+    out, err = capsys.readouterr()
+    assert "check: PASS" in out and "overflows" not in err

@@ -12,12 +12,14 @@ from passes.gemm_plans import (
     GemmProblem,
     build_gemm_plan,
     catalog_entries,
+    default_catalog_names,
     validate_gemm_plan,
 )
 from passes.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
 from passes.shard_geometry import ShardGeometry
 
-F16 = [c for c in CATALOG if c.precision == "f16"]
+F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32"]
+P16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f16"]  # gemm-partials=f16
 F32 = [c for c in CATALOG if c.precision == "f32"]
 
 
@@ -61,8 +63,11 @@ def test_retained_plan_shape_follows_the_spec(tiles, m, k, n):
         assert {e.alignment.data for e in (lhs, rhs, out)} == {IPU21.pace_alignment}
         assert lhs.tail.data == IPU21.amp_left_access_tail_bytes
         assert plan.distinct_pairs == (("out", "lhs"),)
-        assert plan.dispatch.init_symbol == "amp_gemm_f16_init"
-        assert plan.dispatch.accum_symbol == "amp_gemm_f16_accum"
+        # FP32 partials across all of K: the kernels keep an f32 partials panel; a single
+        # K block needs none (one FP32 product, rounded once by the FP16-output kernels)
+        family = "amp_gemm_f16p32" if k > 64 else "amp_gemm_f16"
+        assert plan.dispatch.init_symbol == f"{family}_init"
+        assert plan.dispatch.accum_symbol == f"{family}_accum"
         assert plan.accumulate.data == "f32" and plan.amp.data == "A16/B16x16/C16"
         # every padded output row block lives on exactly one row tile
         g = ShardGeometry.from_format(pr.out_shape, out.format)
@@ -216,7 +221,12 @@ def test_batch_axes_are_not_distributed():
 
 
 def test_catalog_lookup():
-    assert catalog_entries(None) == CATALOG
+    # FP16 partials only when the pipeline is told accuracy allows them
+    assert catalog_entries(None) == tuple(c for c in CATALOG if c not in P16)
+    assert default_catalog_names("f16") == tuple(c.name for c in CATALOG)
+    assert [c.name for c in P16] == [f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)]
+    with pytest.raises(ValueError, match="gemm-partials=f8: expected one of f32, f16"):
+        default_catalog_names("f8")
     assert [c.name for c in catalog_entries(["amp_gemm_f32_r64"])] == ["amp_gemm_f32_r64"]
     with pytest.raises(ValueError, match="unknown GEMM candidate"):
         catalog_entries(["nope"])
@@ -240,7 +250,8 @@ def with_plan(plan: OperatorPlanAttr, **changes) -> OperatorPlanAttr:
     return OperatorPlanAttr(**fields)
 
 
-def with_dispatch(plan, inner=64, columns=64, init="amp_gemm_f16_init", accum="amp_gemm_f16_accum"):
+def with_dispatch(plan, inner=64, columns=64, init="amp_gemm_f16p32_init",
+                  accum="amp_gemm_f16p32_accum"):
     return with_plan(plan, dispatch=OperatorDispatchAttr("gemm_blocks", inner, columns, init, accum))
 
 
@@ -296,8 +307,17 @@ def test_reason_stored_precision_mismatch():
 
 
 def test_reason_accumulation_precision():
-    plan = with_plan(good_plan(), accumulate="f16")
-    assert reason_of(plan) == "accumulation precision f16 is not supported by the AMP kernels"
+    plan = with_plan(good_plan(), accumulate="f8f143")
+    assert reason_of(plan) == "accumulation precision f8f143 is not supported by the AMP kernels"
+
+
+def test_reason_kernels_keep_other_partials():
+    plan = with_plan(good_plan(), accumulate="f16")  # FP16 partials need amp_gemm_f16_*
+    assert reason_of(plan) == ("init kernel @amp_gemm_f16p32_init does not keep f16 partials "
+                               "(the plan's accumulation); that is @amp_gemm_f16_init")
+    narrow = with_dispatch(good_plan(), init="amp_gemm_f16_init", accum="amp_gemm_f16_accum")
+    assert reason_of(narrow) == ("init kernel @amp_gemm_f16_init does not keep f32 partials "
+                                 "(the plan's accumulation); that is @amp_gemm_f16p32_init")
 
 
 def test_reason_wrong_element_order():
@@ -384,11 +404,16 @@ def placement_error(candidate, pr, tiles, target=IPU21):
     (16, 384, 512, 1, False),
 ])
 def test_validation_agrees_with_place_memory(m, k, n, tiles, fits):
+    """`fits` is for the FP16-partials plan (out, lhs, rhs and the slot); the FP32-partials
+    plan also holds an f32 partials panel, so at the boundaries only agreement is fixed."""
     pr = problem(m, k, n)
-    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, tiles, "pad", IPU21), pr, tiles, IPU21)
-    placed = placement_error(F16[0], pr, tiles)
+    reason = validate_gemm_plan(build_gemm_plan(P16[0], pr, tiles, "pad", IPU21), pr, tiles, IPU21)
+    placed = placement_error(P16[0], pr, tiles)
     assert (reason is None) == fits, reason
     assert (placed is None) == fits, placed
+    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, tiles, "pad", IPU21), pr, tiles, IPU21)
+    placed = placement_error(F16[0], pr, tiles)
+    assert (reason is None) == (placed is None), (reason, placed)
 
 
 def test_no_fit_reason_says_whether_more_tiles_help():
@@ -419,11 +444,17 @@ def test_out_and_left_must_be_placeable_in_distinct_elements():
         code_region_bytes=IPU21.sram_bytes - 2 * element - element // 2,
     )
     pr = problem(16, 2048, 64)
-    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, 16, "pad", target), pr, 16, target)
+    reason = validate_gemm_plan(build_gemm_plan(P16[0], pr, 16, "pad", target), pr, 16, target)
     assert reason == (
         "an output-row tile cannot keep its left shard (65536 bytes + 16-byte access tail) in a "
         "memory element apart from the output shard: no free range of its memory class avoids "
         "their elements"
+    )
+    reason = validate_gemm_plan(build_gemm_plan(F16[0], pr, 16, "pad", target), pr, 16, target)
+    assert reason == (
+        "an output-row tile cannot keep its left shard (65536 bytes + 16-byte access tail) in a "
+        "memory element apart from the output shard and f32 partials panel: no free range of "
+        "its memory class avoids their elements"
     )
 
 
@@ -432,7 +463,7 @@ def test_interleaved_buffers_must_fit_the_region_together():
     pr = problem(256, 64, 7680)
     plan = with_format(good_plan(pr, tiles=16), "rhs", memory="interleaved")
     region = IPU21.memory_end - IPU21.interleaved_start
-    out, rhs, slot = 16 * 7680 * 2, 8 * 64 * 64 * 2, 64 * 64 * 2
+    out, rhs, slot = 16 * 7680 * 2, 8 * 64 * 64 * 2, 64 * 64 * 2  # K = 64: no partials panel
     assert reason_of(plan, pr, tiles=16) == (
         f"an output-row tile needs {out + rhs + slot} bytes of interleaved memory, the "
         f"interleaved region holds {region}"
@@ -532,3 +563,21 @@ def test_operand_precision_and_fp8_scale_must_match_the_kernels():
         "lhs is stored with FP8 scale 0, the operand has scale -2")
     assert validate_gemm_plan(_with_lhs_format(chosen, precision="f16", scale=0), pr, 4,
                               IPU21) == "lhs is stored f16 but the lhs of these kernels is f8f143"
+
+
+def test_fit_hint_counts_the_exchange_row_slots():
+    """2944x4096 by 4096x4096: on 255 tiles the buffers fit but the 4032 row slots of the
+    accumulating exchange (16 bytes each) find no free range; schedule-exchange fails there
+    (bench/compile_gemm.py --tiles 255 --shape 2944 4096 4096) and succeeds on 256, which is
+    the tile count the hint names."""
+    pr = problem(2944, 4096, 4096)
+    hinted = {e.candidate.name: e.reason for e in evaluate_candidates(pr, 16, "pad", IPU21)}
+    assert hinted["amp_gemm_f16_r16"].endswith("; it fits on 256 tiles")
+    plan = build_gemm_plan(F16[0], pr, 255, "pad", IPU21)
+    assert validate_gemm_plan(plan, pr, 255, IPU21) == (
+        "an output-row tile has no room for the exchange rows: one exchange needs 64512 bytes "
+        "of row slots in one range of the code region or of standard memory outside the "
+        "exchanged buffers' memory elements; the largest such range left is 31744 bytes"
+    )
+    assert validate_gemm_plan(build_gemm_plan(F16[0], pr, 256, "pad", IPU21), pr, 256,
+                              IPU21) is None

@@ -95,31 +95,47 @@ def test_every_block_comes_from_its_home_and_every_panel_is_used(shapes, tiles, 
     n_j = -(-out_shape[-1] // 64)
     batch = out_shape[:-2]
     rows = buffers["c"].shard_shape[-2]
-    seen_gemm = set()
+    # FP16 inputs keep FP32 partials in one f32 panel, rounded into panel j of c once
+    partials = buffers.get("c_partials")
+    assert (partials is not None) == (precision == "f16")
+    seen_gemm, rounded = set(), set()
     for kernel in ops_of(module, KernelOp):
         if kernel.symbol == "copy_words":
             continue
         loops = [p for p in _parents(kernel) if isinstance(p, LoopOp)]
         bounds = [(loop.lower_bound, loop.upper_bound) for loop in loops]
+        c_shard = buffers["c"].shard_shape
+        if kernel.symbol == "convert_shard":
+            assert [v.owner for v in kernel.views] == [buffers["c"], partials]
+            out_off, src_off = (evaluate_scalar_map(m.data, bounds) for m in kernel.offsets.data)
+            for n, (*bidx, j) in enumerate(iteration_vectors(bounds)):
+                rounded.add((tuple(bidx), int(j)))
+                lin_c = int(np.ravel_multi_index(bidx, batch)) if batch else 0
+                assert out_off[n] == (lin_c * (c_shard[-1] // 64) + j) * panel_bytes(rows, precision)
+                assert src_off[n] == 0
+            continue
         init = kernel.symbol.endswith("_init")
         assert kernel.scalar_values == (rows,)
         out_off, left_off, right_off = (
             evaluate_scalar_map(m.data, bounds) for m in kernel.offsets.data
         )
+        assert kernel.views[0].owner is (buffers["c"] if partials is None else partials)
         for n, ivs in enumerate(iteration_vectors(bounds)):
             *bidx, j = ivs if init else ivs[:-1]
             k = 0 if init else ivs[-1]
             seen_gemm.add((tuple(bidx), int(k), int(j)))
-            # out panel j of this batch, left panel k of the (broadcast) batch
+            # out panel j of this batch (or the partials panel), left panel k of the
+            # (broadcast) batch
             lin_c = int(np.ravel_multi_index(bidx, batch)) if batch else 0
-            c_shard = buffers["c"].shard_shape
-            assert out_off[n] == (lin_c * (c_shard[-1] // 64) + j) * panel_bytes(rows, precision)
+            panel_j = (lin_c * (c_shard[-1] // 64) + j) * panel_bytes(rows, precision)
+            assert out_off[n] == (panel_j if partials is None else 0)
             a_batch = [0 if e == 1 else i for e, i in zip(lhs_shape[:-2], bidx[len(bidx) - (len(lhs_shape) - 2):])]
             lin_a = int(np.ravel_multi_index(a_batch, lhs_shape[:-2])) if a_batch else 0
             a_shard = buffers["a"].shard_shape
             assert left_off[n] == (lin_a * (a_shard[-1] // 64) + k) * panel_bytes(rows, precision)
             assert right_off[n] == 0
     assert len(seen_gemm) == max(1, int(np.prod(batch))) * n_k * n_j
+    assert len(rounded) == (max(1, int(np.prod(batch))) * n_j if partials is not None else 0)
     # every exchange sends block (k, j) from the tile that stores it, at its offset there
     for exchange in ops_of(module, ExchangeOp):
         loops = [p for p in _parents(exchange) if isinstance(p, LoopOp)]

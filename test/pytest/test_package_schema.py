@@ -106,11 +106,11 @@ def row_id_name(directory: Path) -> str:
 
 
 def tiles_name(directory: Path) -> str:
-    return f"step{step_index(directory, 'kernel', 'amp_gemm_f16_init')}_tiles"
+    return f"step{step_index(directory, 'kernel', 'amp_gemm_f16p32_init')}_tiles"
 
 
 def pointers_name(directory: Path) -> str:
-    return f"step{step_index(directory, 'kernel', 'amp_gemm_f16_init')}_pointers"
+    return f"step{step_index(directory, 'kernel', 'amp_gemm_f16p32_init')}_pointers"
 
 
 def overlap_shards(first: str, second: str, offset: int) -> Callable[[Path], None]:
@@ -180,7 +180,7 @@ CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
     ("scalar over 32 bits",
      meta_change(setter("steps", kernel("copy_words"), "scalars", 0, 1 << 32)),
      "metadata.json", "scalars[0]: 4294967296 is outside [-2147483648, 4294967295]"),
-    ("pointer arity", meta_change(setter("steps", kernel("amp_gemm_f16_init"), "symbol",
+    ("pointer arity", meta_change(setter("steps", kernel("amp_gemm_f16p32_init"), "symbol",
                                          "copy_words")),
      "program.npz", "expected 2 columns"),
     ("scalar count list", meta_change(setter("steps", kernel("copy_words"), "scalars",

@@ -79,10 +79,13 @@ def test_memory_per_tile_counts_buffers_and_rows():
     package = compile_module(module, 4, "pad")
     usage = memory_per_tile(module, package)
     assert set(usage) == {"input (standard)", "output (interleaved)", "scratch (standard)",
-                          "exchange rows (code)"}
+                          "scratch (interleaved)", "exchange rows (code)"}
     # a: 64x320 f16 shard (+16 bytes AMP access tail) on every tile; b: 320x64 on tiles 0-2
     assert usage["input (standard)"].tolist() == [81936, 81936, 81936, 40976]
     assert usage["output (interleaved)"].tolist() == [64 * 192 * 2] * 4
+    # the rhs receive slot (64x64 f16) and the f32 partials panel (64 rows x 64 columns)
+    assert usage["scratch (standard)"].tolist() == [64 * 64 * 2] * 4
+    assert usage["scratch (interleaved)"].tolist() == [64 * 64 * 4] * 4
     # the rows the loader writes, each (tile, slot) once
     slow = [sum(4 * len(words) for words in dict(package.tile_image(t)).values())
             for t in range(package.tiles)]

@@ -7,7 +7,7 @@
 
 // Emitting (-t ipu-asm, -t ipu-rows) needs placed, scheduled tile IR; anything else is a
 // diagnostic, not a traceback. From the command line: a message and a non-zero exit.
-// UNPLACED:         package: buffers without addresses: a, b, c, c_rhs_slot (run place-memory)
+// UNPLACED:         package: buffers without addresses: a, b, c, c_rhs_slot, c_partials (run place-memory)
 // UNPLACED-NOT:     Traceback
 // UNSCHEDULED:      package: tile.exchange (rhs block to output-row tiles) has no rows; run schedule-exchange first
 // UNSCHEDULED-NOT:  Traceback

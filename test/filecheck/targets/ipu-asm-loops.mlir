@@ -1,4 +1,7 @@
-// RUN: ipu-opt %s -p 'ipu-pipeline{tiles=4}' -t ipu-asm | filecheck %s
+// RUN: ipu-opt %s -p 'ipu-pipeline{tiles=4 catalog=amp_gemm_f16_r16_p16}' -t ipu-asm | filecheck %s
+
+// The GEMMs are pinned to the 16-row FP16-partials candidates (catalog=...): this file is
+// about the listing's loops, which then see the same lowering whatever the cost model prefers.
 
 // C[64x256] = A[64x512] x B[512x256] on 4 tiles: 4 column blocks j (one per tile as home)
 // by 8 k blocks. Each tile's 32 phases fold into loops: over k = 1..7 within one j, and

@@ -1,5 +1,8 @@
-// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=2}' -t ipu-asm | filecheck %s
-// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=4}' -t ipu-asm | filecheck %s --check-prefix=FOUR
+// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=2 catalog=amp_gemm_f16_r16_p16}' -t ipu-asm | filecheck %s
+// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=4 catalog=amp_gemm_f16_r16_p16}' -t ipu-asm | filecheck %s --check-prefix=FOUR
+
+// The GEMMs are pinned to the 16-row FP16-partials candidates (catalog=...): this file is
+// about the assembly listing, which then see the same lowering whatever the cost model prefers.
 
 // FP16 C[32x128] = A[32x128] x B[128x128] on 2 tiles: each tile owns 16 output rows and the
 // B column block j = its tile id (both k blocks). Per (j, k): a sync and an exchange phase

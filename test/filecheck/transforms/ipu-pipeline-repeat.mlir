@@ -5,14 +5,14 @@
 // 8192 bytes) into @ws_element, which the broadcast sends from: the broadcast's rows do not
 // read the repeat's index (row_loops: only %j), one shared pair of rows and one slot serve
 // every iteration. The rows name the repeat.
-func.func @layers(%x0: tensor<64x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x64xf16>) -> tensor<64x64xf16> {
-  %out = graph.repeat 3 carried(%x = %x0 : tensor<64x64xf16>) invariant(%bias = %b : tensor<64xf16>) sequence(%w = %ws : tensor<3x64x64xf16>) {
-    %y = graph.gemm %x, %w : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
-    %yb = graph.add %y, %bias : (tensor<64x64xf16>, tensor<64xf16>) -> tensor<64x64xf16>
-    %next = graph.add %x, %yb : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
-    graph.yield %next : tensor<64x64xf16>
-  } -> tensor<64x64xf16>
-  func.return %out : tensor<64x64xf16>
+func.func @layers(%x0: tensor<128x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x64xf16>) -> tensor<128x64xf16> {
+  %out = graph.repeat 3 carried(%x = %x0 : tensor<128x64xf16>) invariant(%bias = %b : tensor<64xf16>) sequence(%w = %ws : tensor<3x64x64xf16>) {
+    %y = graph.gemm %x, %w : (tensor<128x64xf16>, tensor<64x64xf16>) -> tensor<128x64xf16>
+    %yb = graph.add %y, %bias : (tensor<128x64xf16>, tensor<64xf16>) -> tensor<128x64xf16>
+    %next = graph.add %x, %yb : (tensor<128x64xf16>, tensor<128x64xf16>) -> tensor<128x64xf16>
+    graph.yield %next : tensor<128x64xf16>
+  } -> tensor<128x64xf16>
+  func.return %out : tensor<128x64xf16>
 }
 // CHECK: %ws_element = tile.buffer @ws_element scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right
 // CHECK: tile.loop %r = 0 to 3

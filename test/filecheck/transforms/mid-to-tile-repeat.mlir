@@ -1,5 +1,8 @@
-// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=2},insert-conversions,normalize-repeats,mid-to-tile' | filecheck %s
-// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=2},insert-conversions,mid-to-tile' | filecheck %s --check-prefix=UNNORMALIZED
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=2 catalog=amp_gemm_f16_r16},insert-conversions,normalize-repeats,mid-to-tile' | filecheck %s
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=2 catalog=amp_gemm_f16_r16},insert-conversions,mid-to-tile' | filecheck %s --check-prefix=UNNORMALIZED
+
+// The GEMMs are held to one candidate (16-row blocks on both tiles) so that the repeat bodies
+// keep an exchange: the cost model alone would run these 64x64 GEMMs on one tile.
 
 // One tile.loop over the count, whatever the count: the carried value lives in the result's
 // buffer %out (filled from %x0 once, before the loop) and the last add writes it in place;

@@ -11,30 +11,32 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x64xf16>) -> tensor<32x64xf
 // ONE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [128, 64] f16 amp_right standard align 32 tail 0 from tensor<128x64xf16, #mid.format<f16, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>
 // ONE-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [32, 64] f16 amp_output interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>>
 // ONE-NEXT:  %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0
+// ONE-NEXT:  %c_partials = tile.buffer @c_partials scratch on #tile.tiles<0 to 1> shard [32, 64] f32 amp_output interleaved align 32 tail 0
 // ONE-NEXT:  tile.loop %j = 0 to 1 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
 // ONE-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> ((d0 * 8192))]) scalars [2048] on #tile.tiles<0 to 1> only (d0) -> (0) iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
-// ONE-NEXT:  tile.kernel @amp_gemm_f16_init(%c[(d0) -> ((d0 * 4096))], %a[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
+// ONE-NEXT:  tile.kernel @amp_gemm_f16p32_init(%c_partials[(d0) -> (0)], %a[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
 // ONE-NEXT:  tile.loop %k = 1 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating inner blocks k"> {
 // ONE-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0, d1) -> (0)], %b[(d0, d1) -> (((d1 * 8192) + (d0 * 8192)))]) scalars [2048] on #tile.tiles<0 to 1> only (d0, d1) -> (0) iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
-// ONE-NEXT:  tile.kernel @amp_gemm_f16_accum(%c[(d0, d1) -> ((d0 * 4096))], %a[(d0, d1) -> ((d1 * 4096))], %c_rhs_slot[(d0, d1) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating gemm phase">
+// ONE-NEXT:  tile.kernel @amp_gemm_f16p32_accum(%c_partials[(d0, d1) -> (0)], %a[(d0, d1) -> ((d1 * 4096))], %c_rhs_slot[(d0, d1) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating gemm phase">
 // ONE-NEXT:  }
+// ONE-NEXT:  tile.kernel @convert_shard(%c[(d0) -> ((d0 * 4096))], %c_partials[(d0) -> (0)]) scalars [2, 32, 64, 32, 64, 1, 1, 1, 1, 1, 1, 1, 3, 0, 2, 32, 64, 32, 64, 1, 1, 1, 1, 1, 1, 0, 3, 0] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "round the f32 partials of column block j to the output once">
 // ONE-NEXT:  }
 // ONE-NEXT:  func.return
 // ONE-NEXT:  }
 // FOUR-LABEL: func.func @f16() {
-// FOUR-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [16, 128] f16 amp_left standard align 32 tail 16 from tensor<32x128xf16, #mid.format<f16, amp_left, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
+// FOUR-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [32, 128] f16 amp_left standard align 32 tail 16 from tensor<32x128xf16, #mid.format<f16, amp_left, [32 x 1 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 from tensor<128x64xf16, #mid.format<f16, amp_right, [64 x 2 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
-// FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 2> shard [16, 64] f16 amp_output interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
-// FOUR-NEXT:  %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+// FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [32, 64] f16 amp_output interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<f16, amp_output, [32 x 1 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
+// FOUR-NEXT:  %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0
+// FOUR-NEXT:  %c_partials = tile.buffer @c_partials scratch on #tile.tiles<0 to 1> shard [32, 64] f32 amp_output interleaved align 32 tail 0
 // FOUR-NEXT:  tile.loop %j = 0 to 1 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0) -> ((d0 * 8192))] on tile (d0) -> (0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
-// FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> ((d0 * 8192))]) scalars [2048] on #tile.tiles<0 to 2> only (d0) -> (0) iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
-// FOUR-NEXT:  tile.kernel @amp_gemm_f16_init(%c[(d0) -> ((d0 * 2048))], %a[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
+// FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> ((d0 * 8192))]) scalars [2048] on #tile.tiles<0 to 1> only (d0) -> (0) iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
+// FOUR-NEXT:  tile.kernel @amp_gemm_f16p32_init(%c_partials[(d0) -> (0)], %a[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
 // FOUR-NEXT:  tile.loop %k = 1 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating inner blocks k"> {
-// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0, d1) -> ((d0 * 8192))] on tile (d0, d1) -> (d1) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
-// FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0, d1) -> (0)], %b[(d0, d1) -> ((d0 * 8192))]) scalars [2048] on #tile.tiles<0 to 2> only (d0, d1) -> (d1) iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
-// FOUR-NEXT:  tile.kernel @amp_gemm_f16_accum(%c[(d0, d1) -> ((d0 * 2048))], %a[(d0, d1) -> ((d1 * 2048))], %c_rhs_slot[(d0, d1) -> (0)]) scalars [16] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating gemm phase">
+// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0, d1) -> ((d0 * 8192))] on tile (d0, d1) -> (d1) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 1> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+// FOUR-NEXT:  tile.kernel @amp_gemm_f16p32_accum(%c_partials[(d0, d1) -> (0)], %a[(d0, d1) -> ((d1 * 4096))], %c_rhs_slot[(d0, d1) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating gemm phase">
 // FOUR-NEXT:  }
+// FOUR-NEXT:  tile.kernel @convert_shard(%c[(d0) -> ((d0 * 4096))], %c_partials[(d0) -> (0)]) scalars [2, 32, 64, 32, 64, 1, 1, 1, 1, 1, 1, 1, 3, 0, 2, 32, 64, 32, 64, 1, 1, 1, 1, 1, 1, 0, 3, 0] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "round the f32 partials of column block j to the output once">
 // FOUR-NEXT:  }
 // FOUR-NEXT:  func.return
 // FOUR-NEXT:  }

@@ -1,6 +1,9 @@
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=1},mid-to-tile,place-memory,schedule-exchange' | filecheck %s --check-prefix=ONE
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=2},mid-to-tile,place-memory,schedule-exchange' | filecheck %s --check-prefix=TWO
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4},mid-to-tile,place-memory,schedule-exchange' | filecheck %s --check-prefix=FOUR
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=1 catalog=amp_gemm_f16_r16_p16,amp_gemm_f32_r16},mid-to-tile,place-memory,schedule-exchange' | filecheck %s --check-prefix=ONE
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=2 catalog=amp_gemm_f16_r16_p16,amp_gemm_f32_r16},mid-to-tile,place-memory,schedule-exchange' | filecheck %s --check-prefix=TWO
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16_p16,amp_gemm_f32_r16},mid-to-tile,place-memory,schedule-exchange' | filecheck %s --check-prefix=FOUR
+
+// The GEMMs are pinned to the 16-row FP16-partials candidates (catalog=...): this file is
+// about the exchange rows, which then see the same lowering whatever the cost model prefers.
 
 // How the expected values follow from the placed buffers and device/target.py (IPU21):
 // - latency L(s, r) = latency_base 6 + |s mod 16 - r mod 16| + 2 * |s div 16 - r div 16|

@@ -1,0 +1,114 @@
+"""The GEMM cost model is the device model: for a sample of shapes and every valid candidate,
+`estimate_cycles` equals the cycles `run_package` charges for the package built from that
+candidate (compiled with `graph-to-mid{catalog=<the candidate>}`)."""
+
+import numpy as np
+import pytest
+from xdsl.parser import Parser
+
+from device.model import run_package
+from device.model.host import values_of_stored
+from device.target import IPU21
+from passes import get_all_passes
+from passes.gemm_plans import GemmProblem, catalog_entries
+from passes.gemm_selection import evaluate_candidates
+from passes.ipu_pipeline import STAGES
+from tools.ipu_run import find_function, make_context, random_inputs
+from tools.package_writer import build_package
+
+
+def gemm_text(lhs, rhs, out, element, flags=""):
+    a, b, c = (f"tensor<{'x'.join(map(str, s))}x{element}>" for s in (lhs, rhs, out))
+    return (f"func.func @g(%a: {a}, %b: {b}) -> {c} {{\n"
+            f"  %c = graph.gemm %a, %b {flags}: ({a}, {b}) -> {c}\n"
+            f"  func.return %c : {c}\n}}\n")
+
+
+def modeled_cycles(text: str, tiles: int, candidate: str) -> int:
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    inputs = random_inputs(find_function(module, None), seed=1)
+    registry = get_all_passes()
+    registry["graph-to-mid"]()(tiles=tiles, catalog=(candidate,)).apply(ctx, module)
+    for stage in STAGES[1:]:
+        registry[stage]()().apply(ctx, module)
+    package = build_package(module, with_assembly=False)
+    feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, inputs, strict=True)}
+    result = run_package(package, feeds)
+    assert not result.exchange_errors
+    # the plan's own work; an FP8 result's cast to its declared storage is a conversion
+    own = [c for step, c in zip(package.steps, result.cycles_by_step, strict=True)
+           if step.provenance.startswith("graph.gemm %c %")]
+    assert len(own) < len(package.steps) or not text.count("f8E4M3FNUZ")
+    return sum(own)
+
+
+SHAPES = [
+    # (lhs, rhs, out, element, flags, tiles)
+    ((96, 200), (200, 70), (96, 70), "f16", "", 4),
+    ((64, 64), (64, 64), (64, 64), "f16", "", 1),
+    ((40, 130), (130, 128), (40, 128), "f32", "", 3),
+    ((2, 48, 128), (128, 96), (2, 48, 96), "f16", "", 5),
+    ((130, 48), (70, 130), (48, 70), "f16", "transpose_lhs transpose_rhs ", 2),
+    ((32, 192), (192, 64), (32, 64), "f8E4M3FNUZ", "", 8),
+]
+
+
+@pytest.mark.parametrize("lhs,rhs,out,element,flags,tiles", SHAPES)
+def test_estimate_equals_modeled_cycles(lhs, rhs, out, element, flags, tiles):
+    from xdsl.dialects.builtin import TensorType
+
+    from ipu_dialects.graph import GemmOp
+
+    text = gemm_text(lhs, rhs, out, element, flags)
+    module = Parser(make_context(), text).parse_module()
+    module.verify()
+    op = next(o for o in module.walk() if isinstance(o, GemmOp))
+    assert isinstance(op.lhs.type, TensorType) and isinstance(op.rhs.type, TensorType)
+    assert isinstance(op.result.type, TensorType)
+    problem = GemmProblem.from_types(op.lhs.type, op.rhs.type, op.result.type,
+                                     op.transpose_lhs is not None, op.transpose_rhs is not None)
+    catalog = catalog_entries([c.name for c in catalog_entries(None)] + [
+        f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)])
+    valid = [e for e in evaluate_candidates(problem, tiles, "pad", IPU21, catalog)
+             if e.reason is None]
+    assert valid, "the sample must exercise at least one plan"
+    for evaluation in valid:
+        assert evaluation.cycles == modeled_cycles(text, tiles, evaluation.candidate.name), \
+            evaluation.candidate.name
+
+
+def test_f32_partials_cost_more_than_f16_partials_by_the_rounding():
+    """Same shape, same tiles: the FP32-partials plan adds one convert per column block."""
+    problem = GemmProblem((64, 256), (256, 128), (64, 128), "f16")
+    catalog = catalog_entries(["amp_gemm_f16_r16", "amp_gemm_f16_r16_p16"])
+    wide, narrow = evaluate_candidates(problem, 4, "pad", IPU21, catalog)
+    assert wide.cycles is not None and narrow.cycles is not None
+    assert wide.cycles > narrow.cycles
+    assert np.isclose(wide.cycles - narrow.cycles, 2 * (IPU21.kernel_call_cycles + 16 * 64 * 4 // 8))
+
+
+def test_ipu_run_explain_lists_candidates_and_the_chosen_cost_is_the_modeled_one(tmp_path,
+                                                                                 capsys):
+    from tools.ipu_run import EXIT_PASS, run_main
+
+    path = tmp_path / "g.mlir"
+    path.write_text(gemm_text((96, 200), (200, 70), (96, 70), "f16"))
+    assert run_main(path, tiles=4, explain=True, quiet=True) == EXIT_PASS
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert lines[0] == ("explain: graph.gemm %c on 4 tiles (* = chosen; cycles as the device "
+                        "model charges them):")
+    chosen = [line for line in lines if line.startswith("* ")]
+    assert len(chosen) == 1
+    estimated = int(chosen[0].split()[2].replace(",", ""))
+    assert f"modeled cycles: {estimated}\n" in out
+    assert "bytes per output-row tile" in chosen[0]
+    assert any(line.endswith("rejected: init kernel @amp_gemm_f32_init does not run f16 "
+                             "operands") for line in lines)
+    assert not any("_p16" in line for line in lines)  # FP16 partials only when asked
+    assert run_main(path, tiles=4, explain=True, quiet=True, gemm_partials="f16") == EXIT_PASS
+    out, err = capsys.readouterr()
+    narrow = [line for line in err.splitlines() if line.startswith("* ")]
+    assert len(narrow) == 1 and "_p16" in narrow[0]
+    assert f"modeled cycles: {int(narrow[0].split()[2].replace(',', ''))}\n" in out
