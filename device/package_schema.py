@@ -14,7 +14,7 @@ input. This module reads it in an order that never allocates more than the check
    total of the arrays is bounded (`MAX_ARRAY_BYTES`);
 4. the array values are checked: row lengths, row ids in [-1, rows), kernel tiles and host
    shard tiles inside the package and unique, kernel pointers and shard bytes inside tile
-   memory (kernel footprints from the registry), shard origins inside the tensor, and no
+   memory (kernel footprints from the registry), shard origins on a grid covering the tensor, and no
    two inputs (no two outputs) sharing a byte of a tile (an input and an output may: memory
    placement reuses a dead input's bytes).
 
@@ -313,15 +313,18 @@ def check_pointers(archive: Archive, name: str, pointers: np.ndarray, abi: Kerne
 
 
 def check_shard_grid(archive: Archive, name: str, origins: np.ndarray, spec: TensorSpec) -> None:
-    """Shards are the cells of a grid of padded rectangles, and every cell has one: an origin
-    off the grid or a cell without a shard would leave elements unwritten or unread."""
+    """Shards are the cells of a grid of padded rectangles from the origin, and every cell has
+    one: an origin off the grid or a cell without a shard would leave elements unwritten or
+    unread. The grid covers the tensor and may extend past it (a format with more partitions
+    than blocks gives a tile a shard that is all padding, which the host writes as zeros)."""
     padded = np.asarray(spec.padded, dtype=np.int64)
     off_grid = np.flatnonzero((origins % padded).any(axis=1))
     if off_grid.size:
         raise archive.error(name, f"shard {int(off_grid[0])} starts at "
                                   f"{origins[off_grid[0]].tolist()}, not a multiple of the "
                                   f"padded shard {list(spec.padded)}")
-    cells = -(-np.asarray(spec.shape, dtype=np.int64) // padded)
+    cells = np.maximum(-(-np.asarray(spec.shape, dtype=np.int64) // padded),
+                       origins.max(axis=0, initial=0) // padded + 1)
     covered = np.unique(origins // padded, axis=0).shape[0]
     if covered != math.prod(cells.tolist()):
         raise archive.error(name, f"the shards cover {covered} of the {math.prod(cells.tolist())} "
@@ -348,8 +351,8 @@ def build_tensor(archive: Archive, meta: Metadata, members: dict, spec: TensorSp
     nbytes = shard_bytes(spec.padded, spec.precision)
     check_range(archive, f"{prefix}_addresses", addresses, target.memory_base,
                 target.memory_end - nbytes, f"shard address (+{nbytes} bytes)", hexadecimal=True)
-    for axis, extent in enumerate(spec.shape):
-        check_range(archive, f"{prefix}_origins", origins[:, axis], 0, extent - 1,
+    for axis, size in enumerate(spec.padded):  # the grid has at most one cell per shard
+        check_range(archive, f"{prefix}_origins", origins[:, axis], 0, size * (count - 1),
                     f"axis {axis} origin")
     check_shard_grid(archive, f"{prefix}_origins", origins, spec)
     return HostTensor(spec.name, spec.shape, spec.precision, spec.order, spec.padded, tiles,

@@ -165,3 +165,22 @@ def test_imported_block_in_f16_runs_on_one_tile(tmp_path, capsys) -> None:
     got = np.load(tmp_path / "results" / "result0.npy").astype(np.float64)
     want = io["y"].astype(np.float64)
     assert np.abs(got - want).max() / np.abs(want).max() <= RELATIVE_TOLERANCE["f16"]
+
+
+def test_saved_block_package_with_an_all_padding_shard_runs_again(tmp_path, capsys) -> None:
+    """On 4 tiles a 384-wide weight is split into 7 partitions of 64 (6 blocks): one tile's
+    shard is all padding (origin 384). Its saved package must load and run (`ipu-run DIR`)."""
+    out = import_fixture("gpt2_block", "f16", tmp_path / "model")
+    arrays = dict(np.load(out / "weights.npz"))
+    arrays["x"] = np.load(EXAMPLES / "gpt2_block.io.npz")["x"]
+    np.savez(tmp_path / "all.npz", **arrays)
+    assert run_main(out / "model.mlir", tiles=4, archive=str(tmp_path / "all.npz"),
+                    package_dir=tmp_path / "pkg") == 0
+    origins = [np.load(tmp_path / "pkg" / "program.npz")[k] for k in
+               np.load(tmp_path / "pkg" / "program.npz").files if k.endswith("_origins")]
+    assert any((o >= 384).any() for o in origins)  # the all-padding shard is in the package
+    capsys.readouterr()
+    from tools.run_package import run_package_main
+
+    assert run_package_main(tmp_path / "pkg") == 0, capsys.readouterr().err  # seeded inputs
+    assert "check: PASS" in capsys.readouterr().out

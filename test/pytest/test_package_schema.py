@@ -247,7 +247,7 @@ CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
     ("shard rows", lambda d: edit_arrays(d, lambda a: a.update(
         inputs0_addresses=a["inputs0_addresses"][:2])), "program.npz", "2 rows for 4 shards"),
     ("origin outside", set_array(lambda d: "inputs0_origins", (0, 0), 64), "program.npz",
-     "axis 0 origin 64 (entry 0) is outside [0, 63]"),
+     "axis 0 origin 64 (entry 0) is outside [0, 48]"),
     ("origin off grid", set_array(lambda d: "inputs0_origins", (1, 0), 17), "program.npz",
      "shard 1 starts at [17, 0], not a multiple of the padded shard [16, 128]"),
     ("origin hole", set_array(lambda d: "inputs0_origins", (1, 0), 0), "program.npz",
