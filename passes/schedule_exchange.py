@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -46,6 +47,7 @@ from device.isa import SENDPICP_ALIGNMENT, Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target
 from ipu_dialects.exchange import RowOp
+from ipu_dialects.locations import located
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
 from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors, map_dims
 from passes.exchange_rows import (
@@ -64,9 +66,9 @@ from passes.pipeline_config import target_and_tiles
 def placed_address(buffer: BufferOp, pass_name: str) -> int:
     address = buffer.address_value
     if address is None:
-        raise PassFailedException(
-            f"{pass_name}: buffer @{buffer.sym_name.data} has no address (run place-memory first)"
-        )
+        raise PassFailedException(located(
+            buffer, f"{pass_name}: buffer @{buffer.sym_name.data} has no address (run "
+            "place-memory first)"))
     return address
 
 
@@ -175,11 +177,12 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
         if conflicts:
             c = conflicts[0]
             kinds = ", ".join(f"{a.kind} at {a.address:#x}" for a in c.accesses)
-            raise PassFailedException(
+            raise PassFailedException(located(
+                op,
                 f"schedule-exchange: {op.name} ({op.provenance.reason.data}): the {role} row "
                 f"at {slot:#x} contends for memory element {c.element} at event {c.event} "
                 f"({kinds}); place exchanged buffers outside the code region's elements"
-            )
+            ))
 
 
 @dataclass
@@ -219,19 +222,20 @@ class RowMemory:
             cursor = max(cursor, end)
         return cls(target.code_region, ranges)
 
-    def allocate(self, nbytes: int, what: str) -> int:
+    def allocate(self, nbytes: int, what: str, op: Operation) -> int:
         for free in self.ranges:
             address = -(-free[0] // SENDPICP_ALIGNMENT) * SENDPICP_ALIGNMENT
             if address + nbytes <= free[1]:
                 free[0] = address + nbytes
                 return address
         left = sorted((end - start for start, end in self.ranges), reverse=True)
-        raise PassFailedException(
+        raise PassFailedException(located(
+            op,
             f"schedule-exchange: the exchange rows of {what} need {nbytes} bytes, but neither "
             f"the code region [{self.code_region[0]:#x}, {self.code_region[1]:#x}) nor the "
             "standard memory that buffers and exchanged buffers' memory elements leave free "
             f"has that much left (largest free range: {left[0] if left else 0} bytes)"
-        )
+        ))
 
 
 Rows = tuple[list[Instruction], list[Instruction]]  # (sender row, receiver row)
@@ -270,7 +274,7 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
         sender_rows.append(-1 if pair is None else table.add("send", n, pair[0]))
         receiver_rows.append(-1 if pair is None else table.add("receive", n, pair[1]))
     stride = slot_stride([t.instructions for t in table.templates])
-    base = code.allocate(len(phases) * stride, what)
+    base = code.allocate(len(phases) * stride, what, op)
     for n, (phase, pair) in enumerate(zip(phases, rows, strict=True)):
         if phase is not None and pair is not None:
             check_memory_elements(op, phase, words[tuple(pair[0])], words[tuple(pair[1])],
@@ -309,8 +313,9 @@ class ScheduleExchangePass(ModulePass):
         rows: list[RowOp] = []
         for index, exchange in enumerate(exchanges):
             if exchange.rows is not None:
-                raise PassFailedException(
+                raise PassFailedException(located(
+                    exchange,
                     f"{self.name}: {exchange.name} is already scheduled (it has rows)"
-                )
+                ))
             rows.extend(schedule_op(exchange, index, target, latency, code))
         op.body.block.add_ops(rows)

@@ -3,10 +3,11 @@
 // RUN: not ipu-opt %examples/gemm_f16.mlir -p 'graph-to-mid{tiles=4},mid-to-tile,schedule-exchange' 2>&1 | filecheck %s --check-prefix=UNPLACED
 
 // The same diagnostics from the command line (no --verify-diagnostics): a clear message
-// and a non-zero exit, no traceback.
+// and a non-zero exit, no traceback; it names the source line (an unplaced input buffer is
+// at its function's line).
 // TWICE:     schedule-exchange: tile.exchange is already scheduled (it has rows)
 // TWICE-NOT: Traceback
-// UNPLACED:     schedule-exchange: buffer @b has no address (run place-memory first)
+// UNPLACED:     gemm_f16.mlir:3:1: error: schedule-exchange: buffer @b has no address (run place-memory first)
 // UNPLACED-NOT: Traceback
 
 // Every pass after graph-to-mid reads the target and tile count from ipu.config.
