@@ -184,3 +184,28 @@ def test_saved_block_package_with_an_all_padding_shard_runs_again(tmp_path, caps
 
     assert run_package_main(tmp_path / "pkg") == 0, capsys.readouterr().err  # seeded inputs
     assert "check: PASS" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("dtype,tiles", [("f32", 16), ("f32", 64), ("f16", 16), ("f16", 64)])
+def test_imported_block_matches_torch_on_the_device_model(dtype, tiles, tmp_path, capsys) -> None:
+    """The block as imported (no repeat), compiled and run on the device model."""
+    out = import_fixture("gpt2_block", dtype, tmp_path / "model")
+    io = np.load(EXAMPLES / "gpt2_block.io.npz")
+    np.save(tmp_path / "x.npy", io["x"])
+    status = run_main(out / "model.mlir", tiles=tiles, inputs=[f"x={tmp_path / 'x.npy'}"],
+                      save_dir=tmp_path / "results", archive=str(out / "weights.npz"))
+    assert status == 0 and "check: PASS" in capsys.readouterr().out
+    got = np.load(tmp_path / "results" / "result0.npy").astype(np.float64)
+    want = io["y"].astype(np.float64)
+    assert np.abs(got - want).max() / np.abs(want).max() <= RELATIVE_TOLERANCE[dtype]
+
+
+def test_imported_block_in_f32_on_one_tile_is_a_diagnostic(tmp_path, capsys) -> None:
+    """772 KiB of f32 weights cannot fit in one tile's 624 KiB: a diagnostic at the GEMM that
+    does not fit, naming the tile count that would, not a wrong or partial run."""
+    out = import_fixture("gpt2_block", "f32", tmp_path / "model")
+    assert run_main(out / "model.mlir", tiles=1, archive=str(out / "weights.npz")) == 2
+    err = capsys.readouterr().err
+    assert "model.mlir:25:5: error: graph.gemm %gemm25: no valid operator plan" in err
+    assert "an output-row tile needs one free range of 262144 bytes" in err
+    assert "it fits on 2 tiles" in err
