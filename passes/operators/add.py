@@ -48,7 +48,8 @@ class AddOperator(Operator):
                 formats[name] = fmt
             return formats
 
-        return evaluate(op, ctx, self.kind, KERNEL, self.operand_names, operand_formats)
+        return evaluate(op, ctx, self.kind, KERNEL, self.operand_names, operand_formats,
+                        aliasable=("lhs", "rhs"))
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:
@@ -56,4 +57,5 @@ class AddOperator(Operator):
 
     def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
         assert isinstance(op, mid.AddOp)
-        return lower_pointwise(op, lowering, [op.lhs, op.rhs], "add, one call per output shard")
+        return lower_pointwise(op, lowering, [op.lhs, op.rhs], "add, one call per output shard",
+                               operand_names=self.operand_names)

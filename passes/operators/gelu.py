@@ -32,7 +32,7 @@ class GeluOperator(Operator):
         src_type = tensor_type(op.input)
         return evaluate(
             op, ctx, self.kind, KERNEL, self.operand_names,
-            lambda out_fmt: {"src": with_storage(out_fmt, src_type)},
+            lambda out_fmt: {"src": with_storage(out_fmt, src_type)}, aliasable=("src",),
         )
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
@@ -41,4 +41,5 @@ class GeluOperator(Operator):
 
     def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
         assert isinstance(op, mid.GeluOp)
-        return lower_pointwise(op, lowering, [op.input], "exact gelu, one call per shard")
+        return lower_pointwise(op, lowering, [op.input], "exact gelu, one call per shard",
+                               operand_names=self.operand_names)

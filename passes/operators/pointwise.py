@@ -11,7 +11,7 @@ from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
-from ipu_dialects.tile import KernelOp, TileSetAttr, WorkProvenanceAttr
+from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Candidate, SelectionContext, current_format, tensor_type
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles
 from passes.operators.formats import descriptor, split_format, with_storage
@@ -63,10 +63,12 @@ def output_formats(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.
 
 def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
              operand_names: Sequence[str], operand_formats: OperandFormats,
-             alias: str = "none", named: Sequence[int] = (),
+             aliasable: Sequence[str] = (), named: Sequence[int] = (),
              outputs: list[tuple[str, mid.TensorFormatAttr]] | None = None) -> list[Candidate]:
     """Candidates for each output format (default `output_formats`); `named`: the kernel's
-    named scalars, for its cost."""
+    named scalars, for its cost; `aliasable`: the operands (in order of preference) the
+    kernel may write its output over, which a plan allows when the operand has the output's
+    shape and format (`alias_of`)."""
     candidates = []
     for name, out_fmt in output_formats(op, ctx) if outputs is None else outputs:
         formats = operand_formats(out_fmt)
@@ -77,6 +79,7 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
             candidates.append(Candidate(placeholder, formats, None))
             continue
         formats["out"] = out_fmt
+        alias = alias_of(op, operand_names, formats, aliasable)
         plan = pointwise_plan(plan_name, symbol, formats, ctx.target.vector_alignment, alias)
         reason = tiles_reason(op, formats, ctx.tiles)
         cycles = None
@@ -87,6 +90,40 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
                 cycles += conversion_cycles(value, formats[operand], ctx)
         candidates.append(Candidate(plan, reason, cycles))
     return candidates
+
+
+def alias_of(op: Operation, operand_names: Sequence[str],
+             formats: dict[str, mid.TensorFormatAttr], aliasable: Sequence[str]) -> str:
+    """The first aliasable operand stored exactly as the output (shape and format): element i
+    of the output is then computed from element i of it alone, so writing over it is safe."""
+    shape = tensor_type(op.results[0]).get_shape()
+    for name in aliasable:
+        value = op.operands[list(operand_names).index(name)]
+        if formats[name] == formats["out"] and tensor_type(value).get_shape() == shape:
+            return name
+    return "none"
+
+
+def in_place_buffer(op: PointwiseOp, lowering: FunctionLowering,
+                    operand_names: Sequence[str]) -> BufferOp | None:
+    """The operand buffer the output is written over, when the plan allows it (`alias`) and
+    the operand dies here: a scratch value computed by an earlier op, used by this op alone,
+    whose buffer meets the output's alignment and access tail; the output is not returned."""
+    plan = op.plan
+    assert isinstance(plan, mid.OperatorPlanAttr)
+    out = op.results[0]
+    if plan.alias.data == "none" or out in lowering.outputs:
+        return None
+    value = op.operands[list(operand_names).index(plan.alias.data)]
+    if not isinstance(value.owner, Operation) or any(u.operation is not op for u in value.uses):
+        return None
+    buffer = lowering.buffers.get(value)
+    if buffer is None or buffer.kind.data != "scratch":
+        return None
+    align, tail = lowering.requirements.get(out, (lowering.target.vector_alignment, 0))
+    if buffer.alignment_bytes < align or buffer.tail_bytes < tail:
+        return None
+    return buffer
 
 
 def plan_types(op: Operation, operand_names: Sequence[str],
@@ -107,11 +144,18 @@ def tiles_reason(op: Operation, formats: dict[str, mid.TensorFormatAttr], tiles:
 
 
 def lower_pointwise(op: PointwiseOp, lowering: FunctionLowering, values: Sequence[SSAValue],
-                    reason: str, named: Sequence[int] = ()) -> list[Operation]:
+                    reason: str, named: Sequence[int] = (),
+                    operand_names: Sequence[str] = ()) -> list[Operation]:
     """One kernel call per output shard: `out` first, then the operands, each at offset 0;
     the kernel's named scalars, then its operands' descriptors (it is specialized on their
-    formats); runs on every tile of the output's format."""
+    formats); runs on every tile of the output's format. The output is written over an
+    operand's buffer where the plan allows it and the operand dies here (`in_place_buffer`)."""
     out = op.results[0]
+    if operand_names and out not in lowering.buffers:
+        buffer = in_place_buffer(op, lowering, operand_names)
+        if buffer is not None:
+            lowering.buffers[out] = buffer
+            lowering.in_place += 1
     buffers = [lowering.result_buffer(out), *(lowering.operand_buffer(op, v) for v in values)]
     scalars = [*named, *(w for value in (out, *values) for w in descriptor(tensor_type(value)))]
     fmt = current_format(out)
