@@ -1,7 +1,7 @@
 // graph-to-mid{inputs=row_major}: the host writes every argument row-major, whole, on tile 0;
 // insert-conversions turns the bridges into rearrangements that mid-to-tile lowers (a gather
 // to the GEMM's 2 row tiles for %a, a local repack to amp_right for %b on tile 0).
-// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4 inputs=row_major}' > %t.mid.mlir
+// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4 inputs=row_major catalog=amp_gemm_f16_r16}' > %t.mid.mlir
 // RUN: ipu-opt %t.mid.mlir -p insert-conversions > %t.conv.mlir
 // RUN: ipu-opt %t.conv.mlir -p mid-to-tile > %t.tile.mlir
 // RUN: ipu-opt %t.tile.mlir -p place-memory > %t.placed.mlir

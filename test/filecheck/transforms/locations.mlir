@@ -2,12 +2,12 @@
 // comes from; work that serves a consumer and a producer (a conversion, the copy of a returned
 // value, a repeat's carry-in copy) carries loc(fused[consumer, producer]), down to the
 // exchange rows and their instructions (ipu_dialects/locations.py, docs/internals.md).
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=16},insert-conversions' --print-debuginfo | filecheck %s --check-prefix=MID
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=16},insert-conversions,normalize-repeats,mid-to-tile' --print-debuginfo | filecheck %s --check-prefix=TILE
-// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=16}' --print-debuginfo | filecheck %s --check-prefix=EXCH
-// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=16}' --print-debuginfo | filecheck %s --check-prefix=KNOWN
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=16 catalog=amp_gemm_f16_r16_p16},insert-conversions' --print-debuginfo | filecheck %s --check-prefix=MID
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=16 catalog=amp_gemm_f16_r16_p16},insert-conversions,normalize-repeats,mid-to-tile' --print-debuginfo | filecheck %s --check-prefix=TILE
+// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=16 catalog=amp_gemm_f16_r16_p16}' --print-debuginfo | filecheck %s --check-prefix=EXCH
+// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=16 catalog=amp_gemm_f16_r16_p16}' --print-debuginfo | filecheck %s --check-prefix=KNOWN
 // The printed fused locations parse back unchanged:
-// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=16}' --print-debuginfo | ipu-opt --split-input-file --print-debuginfo | filecheck %s --check-prefix=EXCH
+// RUN: ipu-opt %s --split-input-file -p 'ipu-pipeline{tiles=16 catalog=amp_gemm_f16_r16_p16}' --print-debuginfo | ipu-opt --split-input-file --print-debuginfo | filecheck %s --check-prefix=EXCH
 
 func.func @f(%x: tensor<64x128xf16>, %w: tensor<128x256xf16>, %v: tensor<256x128xf16>) -> (tensor<64x128xf16>, tensor<64x128xf16>, tensor<64x128xf16>) {
   %y = graph.gemm %x, %w : (tensor<64x128xf16>, tensor<128x256xf16>) -> tensor<64x256xf16> loc("user.py":10:5)

@@ -1,7 +1,7 @@
 // graph.gelu (exact, erf form) through every pass: one `gelu` call per shard with the
 // descriptors of out and src; FP8 storage with a different scale in and out.
 // Each pass runs on its own, on the previous pass's printed output.
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4}' > %t.mid.mlir
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16}' > %t.mid.mlir
 // RUN: ipu-opt %t.mid.mlir --split-input-file -p insert-conversions > %t.conv.mlir
 // RUN: ipu-opt %t.conv.mlir --split-input-file -p mid-to-tile > %t.tile.mlir
 // RUN: ipu-opt %t.tile.mlir --split-input-file -p place-memory > %t.placed.mlir

@@ -2,7 +2,7 @@
 // rate) with FP16 partials, the f8 kernels with the operands' scales as scalars, and the cast
 // of the FP16 partials to the declared FP8 result (one `convert_shard` per shard).
 // Each pass runs on its own, on the previous pass's printed output.
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4}' > %t.mid.mlir
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f8_r16}' > %t.mid.mlir
 // RUN: ipu-opt %t.mid.mlir --split-input-file -p insert-conversions > %t.conv.mlir
 // RUN: ipu-opt %t.conv.mlir --split-input-file -p mid-to-tile > %t.tile.mlir
 // RUN: ipu-opt %t.tile.mlir --split-input-file -p place-memory > %t.placed.mlir

@@ -2,7 +2,7 @@
 // written by the host straight into the transposed AMP layout (amp_left_t / amp_right_t) the
 // plan reads; a transposed intermediate value is rearranged into it by a gather.
 // Each pass runs on its own, on the previous pass's printed output.
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4}' > %t.mid.mlir
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f32_r16}' > %t.mid.mlir
 // RUN: ipu-opt %t.mid.mlir --split-input-file -p insert-conversions > %t.conv.mlir
 // RUN: ipu-opt %t.conv.mlir --split-input-file -p mid-to-tile > %t.tile.mlir
 // RUN: ipu-opt %t.tile.mlir --split-input-file -p place-memory > %t.placed.mlir

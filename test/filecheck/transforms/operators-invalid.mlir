@@ -1,13 +1,17 @@
 // Diagnostics the operators raise along the pipeline, one run per case.
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16}' | filecheck %s --check-prefix=CATALOG
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16_p16}' | filecheck %s --check-prefix=P16
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'ipu-pipeline{tiles=2}' | filecheck %s --check-prefix=MEMORY
 
-// An FP8 GEMM with only an f16 candidate enabled: the kernel cannot run f8f143 operands.
+// An FP8 GEMM with only an f16 candidate enabled. The FP32-partials candidate is rejected for
+// its accumulation (the FP8 AMP kernels keep FP16 partials only); the FP16-partials one because
+// its kernel cannot run f8f143 operands.
 func.func @fp8_f16_catalog(%x: tensor<32x64xf8E4M3FNUZ, #graph.fp8_scale<1>>, %w: tensor<64x64xf8E4M3FNUZ, #graph.fp8_scale<-1>>) -> tensor<32x64xf8E4M3FNUZ> {
   %y = graph.gemm %x, %w : (tensor<32x64xf8E4M3FNUZ, #graph.fp8_scale<1>>, tensor<64x64xf8E4M3FNUZ, #graph.fp8_scale<-1>>) -> tensor<32x64xf8E4M3FNUZ>
   func.return %y : tensor<32x64xf8E4M3FNUZ>
 }
-// CATALOG: graph.gemm %y: no valid operator plan: amp_gemm_f16_r16: init kernel @amp_gemm_f16_init does not run f8f143 operands
+// CATALOG: graph.gemm %y: no valid operator plan: amp_gemm_f16_r16: accumulation precision f32 is not supported by the AMP kernels
+// P16: graph.gemm %y: no valid operator plan: amp_gemm_f16_r16_p16: init kernel @amp_gemm_f16_init does not run f8f143 operands
 
 // -----
 
