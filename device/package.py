@@ -37,6 +37,7 @@ against the schema of `device/package_schema.py` and raises `PackageError` for a
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,8 +236,8 @@ class Package:
 def describe(package: Package) -> dict:
     """A JSON-able summary (for tools and notes)."""
     program = [s for _, s in flat_steps(package.steps)]
-    kernels = sum(isinstance(s, KernelStep) for s in package.executed())
-    exchanges = sum(isinstance(s, ExchangeStep) for s in package.executed())
+    kinds = Counter(type(s) for s in package.executed())
+    kernels, exchanges = kinds[KernelStep], kinds[ExchangeStep]
     return {
         "tiles": package.tiles, "unique_rows": len(package.rows),
         "exchange_steps": exchanges, "kernel_steps": kernels,

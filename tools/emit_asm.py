@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from device.package import ExchangeStep, KernelStep, LoopStep, Package, Step, flat_steps
+from device.package import ExchangeStep, KernelStep, LoopStep, Package, RunStep, Step, flat_steps
 from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, leaf, leaf_skeleton, loop, render
 
 
@@ -139,10 +139,24 @@ def prepare_step(step: ExchangeStep | KernelStep) -> PreparedStep:
 Strided = tuple[Node, list[tuple[int, ...]]]
 
 
+def step_leaves(prepared: PreparedStep, step: RunStep, tile: int) -> list[Leaf]:
+    """Tile `tile`'s statements for one exchange or kernel step: a sync and its row, or the
+    call (none where the tile takes no part)."""
+    if prepared.sync is not None:
+        assert isinstance(step, ExchangeStep)  # only exchange steps are prepared with a sync
+        row = int(step.row_id[tile])
+        if row < 0:
+            return [prepared.sync]
+        return [prepared.sync, Leaf(EXCHANGE_TEXT, (row, step.row_address), EXCHANGE_KINDS,
+                                    leaf_skeleton(EXCHANGE_TEXT, EXCHANGE_KINDS))]
+    if prepared.numbers is None or tile not in prepared.numbers:
+        return []
+    return [Leaf(prepared.text, prepared.numbers[tile], prepared.kinds, prepared.skeleton)]
+
+
 def program_nodes(ctx: AsmContext, steps: list[Step], tile: int, depth: int = 0) -> list[Strided]:
     """Tile `tile`'s statements; a `LoopStep` is one `loop` whose strides are its kernels'
     pointer strides (the package keeps it as a loop, so the listing does too)."""
-    exchange = leaf_skeleton(EXCHANGE_TEXT, EXCHANGE_KINDS)
     nodes: list[Strided] = []
     for step in steps:
         if isinstance(step, LoopStep):
@@ -153,24 +167,20 @@ def program_nodes(ctx: AsmContext, steps: list[Step], tile: int, depth: int = 0)
             outer = [tuple(n for _, levels in body for n in levels[level]) for level in range(depth)]
             nodes.append((loop(step.count, tuple(node for node, _ in body), inner), outer))
             continue
-        prepared = ctx.prepared[id(step)]
-        if prepared.sync is not None:
-            assert isinstance(step, ExchangeStep)  # only exchange steps are prepared with a sync
-            nodes.append((prepared.sync, [(0,) * len(prepared.sync.numbers)] * depth))
-            row = int(step.row_id[tile])
-            if row >= 0:
-                nodes.append((Leaf(EXCHANGE_TEXT, (row, step.row_address), EXCHANGE_KINDS,
-                                   exchange), [(0, 0)] * depth))
-        elif tile in prepared.numbers:
-            assert isinstance(step, KernelStep)
-            numbers = prepared.numbers[tile]
-            unmoved = (0,) * (len(numbers) - step.pointers.shape[1])
-            strides = [tuple(int(v) for v in step.pointer_strides[level]) + unmoved
-                       if step.pointer_strides is not None else (0,) * len(numbers)
-                       for level in range(depth)]
-            nodes.append((Leaf(prepared.text, numbers, prepared.kinds, prepared.skeleton),
-                          strides))
+        for statement in step_leaves(ctx.prepared[id(step)], step, tile):
+            nodes.append((statement, statement_strides(statement, step, depth)))
     return nodes
+
+
+def statement_strides(statement: Leaf, step: RunStep, depth: int) -> list[tuple[int, ...]]:
+    """Per enclosing loop, how the statement's numbers advance: a kernel call's pointers by
+    their strides (its scalars and iteration numbers stay), nothing else moves."""
+    still = (0,) * len(statement.numbers)
+    if not isinstance(step, KernelStep) or step.pointer_strides is None:
+        return [still] * depth
+    unmoved = still[step.pointers.shape[1]:]
+    return [tuple(int(v) for v in step.pointer_strides[level]) + unmoved
+            for level in range(depth)]
 
 
 def program_lines(ctx: AsmContext, tile: int, loops: bool = True) -> list[str]:
@@ -182,18 +192,8 @@ def program_lines(ctx: AsmContext, tile: int, loops: bool = True) -> list[str]:
 
 def unrolled_leaves(ctx: AsmContext, tile: int) -> list[Leaf]:
     """Every statement as the device runs it, loops unrolled (what the loops expand to)."""
-    leaves: list[Leaf] = []
-    for step in ctx.package.executed():
-        prepared = prepare_step(step)
-        if isinstance(step, ExchangeStep) and prepared.sync is not None:
-            leaves.append(prepared.sync)
-            if step.row_id[tile] >= 0:
-                leaves.append(leaf(EXCHANGE_TEXT, (int(step.row_id[tile]), step.row_address),
-                                   EXCHANGE_KINDS))
-        elif prepared.numbers and tile in prepared.numbers:
-            leaves.append(Leaf(prepared.text, prepared.numbers[tile], prepared.kinds,
-                               prepared.skeleton))
-    return leaves
+    return [statement for step in ctx.package.executed()
+            for statement in step_leaves(prepare_step(step), step, tile)]
 
 
 def row_section(ctx: AsmContext) -> list[str]:
