@@ -107,6 +107,7 @@ class MemoryClass(StrEnum):
 
 class DispatchKind(StrEnum):
     GEMM_BLOCKS = "gemm_blocks"
+    GEMM_GRID = "gemm_grid"
     POINTWISE = "pointwise"
     HEAD_SHARDED = "head_sharded"
 
@@ -479,7 +480,7 @@ class OperatorDispatchAttr(ParametrizedAttribute):
                 raise VerifyException(f"dispatch: {key} block size must be >= 1, got {block}")
         if self.init_symbol is None:
             raise VerifyException(f"dispatch: {kind} needs an init kernel symbol")
-        if kind == DispatchKind.GEMM_BLOCKS:
+        if kind in (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID):
             missing = [
                 k
                 for k, v in (
@@ -490,7 +491,7 @@ class OperatorDispatchAttr(ParametrizedAttribute):
                 if v is None
             ]
             if missing:
-                raise VerifyException(f"dispatch: gemm_blocks needs {', '.join(missing)}")
+                raise VerifyException(f"dispatch: {kind} needs {', '.join(missing)}")
 
 
 @irdl_attr_definition

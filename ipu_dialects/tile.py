@@ -114,6 +114,7 @@ that every patch names one of its rows, an instruction of that row and a field o
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar, final
 
 import numpy as np
@@ -561,6 +562,14 @@ def print_map(printer: Printer, affine_map: AffineMap) -> None:
     printer.print_string(str(affine_map))
 
 
+def print_view(printer: Printer, buffer: SSAValue, offset: AffineMap) -> None:
+    """`%buffer[(d0) -> (...)]`"""
+    printer.print_ssa_value(buffer)
+    printer.print_string("[")
+    print_map(printer, offset)
+    printer.print_string("]")
+
+
 def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
     """An integer of the op's text that must fit in the i64 its property stores: a larger
     one is a parse error at the number, not an OverflowError when the property is built."""
@@ -883,6 +892,11 @@ class ExchangeOp(IRDLOperation):
     src_tile = prop_def(AffineMapAttr)
     dst_offset = prop_def(AffineMapAttr)
     dst_tiles = prop_def(TileSetAttr)
+    # Concurrent groups: `groups` G broadcasts in the same phase, group g from tile
+    # `src_tile(ivs, g)` to `dst_tiles` shifted by `dst_shift(ivs, g)` (both maps take the
+    # group index after the loop indices). Absent: one group, shift 0, maps of the ivs only.
+    groups = opt_prop_def(IntegerAttr[I64])
+    dst_shift = opt_prop_def(AffineMapAttr)
     provenance = prop_def(WorkProvenanceAttr)
     # Filled in by schedule-exchange.
     rows = opt_prop_def(ArrayAttr[SymbolRefAttr])
@@ -908,18 +922,29 @@ class ExchangeOp(IRDLOperation):
         dst_tiles: TileSetAttr,
         ivs: Sequence[SSAValue],
         provenance: WorkProvenanceAttr,
+        groups: tuple[int, AffineMap] | None = None,
     ):
-        super().__init__(
-            operands=[src, dst, list(ivs)],
-            properties={
-                "words": int_prop(words),
-                "src_offset": AffineMapAttr(src_offset),
-                "src_tile": AffineMapAttr(src_tile),
-                "dst_offset": AffineMapAttr(dst_offset),
-                "dst_tiles": dst_tiles,
-                "provenance": provenance,
-            },
-        )
+        properties: dict[str, Attribute] = {
+            "words": int_prop(words),
+            "src_offset": AffineMapAttr(src_offset),
+            "src_tile": AffineMapAttr(src_tile),
+            "dst_offset": AffineMapAttr(dst_offset),
+            "dst_tiles": dst_tiles,
+            "provenance": provenance,
+        }
+        if groups is not None:
+            properties["groups"] = int_prop(groups[0])
+            properties["dst_shift"] = AffineMapAttr(groups[1])
+        super().__init__(operands=[src, dst, list(ivs)], properties=properties)
+
+    @property
+    def group_count(self) -> int:
+        """Concurrent broadcasts per phase (1 without `groups`)."""
+        return 1 if self.groups is None else self.groups.value.data
+
+    def group_bounds(self) -> list[tuple[int, int]]:
+        """The group index's range, appended to loop bounds for the group-reading maps."""
+        return [] if self.groups is None else [(0, self.group_count)]
 
     @property
     def source(self) -> SSAValue:
@@ -946,6 +971,9 @@ class ExchangeOp(IRDLOperation):
         print_map(printer, self.dst_offset.data)
         printer.print_string("] on ")
         printer.print_attribute(self.dst_tiles)
+        if self.groups is not None and self.dst_shift is not None:
+            printer.print_string(f" groups {self.group_count} shift ")
+            print_map(printer, self.dst_shift.data)
         print_ivs(printer, self.ivs)
         printer.print_string(" provenance ")
         printer.print_attribute(self.provenance)
@@ -981,6 +1009,11 @@ class ExchangeOp(IRDLOperation):
         dst_tiles = parser.parse_attribute()
         if not isinstance(dst_tiles, TileSetAttr):
             parser.raise_error(f"expected a #tile.tiles<...> set, got {dst_tiles}")
+        groups = None
+        if parser.parse_optional_keyword("groups"):
+            count = parse_i64(parser)
+            parser.parse_keyword("shift")
+            groups = (count, parser.parse_affine_map())
         ivs = parse_ivs(parser)
         parser.parse_keyword("provenance")
         provenance = parser.parse_attribute()
@@ -997,6 +1030,7 @@ class ExchangeOp(IRDLOperation):
             dst_tiles,
             ivs,
             provenance,
+            groups,
         )
         if parser.parse_optional_keyword("rows"):
             op.properties["rows"] = parser.parse_attribute()
@@ -1021,14 +1055,16 @@ class ExchangeOp(IRDLOperation):
         src = defining_buffer(self, "source", self.source)
         dst = defining_buffer(self, "destination", self.destination)
         bounds = check_induction_operands(self, self.ivs)
-        for what, attr in (
-            ("source offset", self.src_offset),
-            ("source tile", self.src_tile),
-            ("destination offset", self.dst_offset),
+        grouped = self.verify_groups(bounds)
+        for what, attr, map_bounds in (
+            ("source offset", self.src_offset, bounds),
+            ("source tile", self.src_tile, grouped),
+            ("destination offset", self.dst_offset, bounds),
         ):
-            check_map(self, what, attr.data, bounds)
+            check_map(self, what, attr.data, map_bounds)
         check_tile_set_fits(self, "destination tile set", self.dst_tiles)
         check_resident(self, "destination buffer", dst, self.dst_tiles)
+        self.verify_group_tiles(dst, grouped)
         nbytes = self.word_count * WORD_BYTES
         for what, buffer, offset in (("source", src, self.src_offset), ("destination", dst, self.dst_offset)):
             check_view_inside(self, what, buffer, offset.data, nbytes, bounds)
@@ -1058,8 +1094,50 @@ class ExchangeOp(IRDLOperation):
                     "again after placement (run the pipeline from place-memory on unscheduled IR)"
                 )
 
+    def verify_groups(self, bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+        """`groups` and `shift` come together; the bounds of the group-reading maps."""
+        if (self.groups is None) != (self.dst_shift is None):
+            raise VerifyException("tile.exchange: 'groups' and its 'shift' map come together")
+        if self.group_count < 1:
+            raise VerifyException(f"tile.exchange: groups must be at least 1, got {self.group_count}")
+        grouped = [*bounds, *self.group_bounds()]
+        if self.dst_shift is not None:
+            check_map(self, "destination shift", self.dst_shift.data, grouped)
+        return grouped
+
+    def verify_group_tiles(self, dst: BufferOp, grouped: Sequence[tuple[int, int]]) -> None:
+        """Every group's receivers hold the destination; within one phase, no tile sends for
+        two groups, receives for two groups, or both sends and receives (one row per tile)."""
+        if self.dst_shift is None:
+            return
+        senders = map_values(self.src_tile.data, grouped)
+        shifts = map_values(self.dst_shift.data, grouped)
+        if senders is None or shifts is None:
+            return
+        groups = self.group_count
+        senders, shifts = senders.reshape(-1, groups), shifts.reshape(-1, groups)
+        base = self.dst_tiles.as_array()
+        holders = dst.tiles.as_array()
+        for n in range(senders.shape[0]):
+            receivers = base[None, :] + shifts[n][:, None]
+            outside = receivers[~np.isin(receivers, holders)]
+            if outside.size:
+                raise VerifyException(
+                    f"tile.exchange: in iteration {n} a group receives on tile {int(outside[0])}, "
+                    f"which does not hold @{dst.sym_name.data} (it lives on {dst.tiles})"
+                )
+            own = receivers == senders[n][:, None]
+            taken = np.concatenate([senders[n], receivers[~own]])
+            values, counts = np.unique(taken, return_counts=True)
+            if np.any(counts > 1):
+                raise VerifyException(
+                    f"tile.exchange: in iteration {n} tile {int(values[np.argmax(counts > 1)])} "
+                    "belongs to two groups (as a sender or a receiver); concurrent groups must "
+                    "use disjoint tiles"
+                )
+
     def verify_source_tiles(self, src: BufferOp, bounds: Sequence[tuple[int, int]]) -> None:
-        tiles = map_values(self.src_tile.data, bounds)
+        tiles = map_values(self.src_tile.data, [*bounds, *self.group_bounds()])
         if tiles is None:
             return
         outside = [int(t) for t in np.unique(tiles) if int(t) not in src.tiles]
@@ -1087,9 +1165,12 @@ class ExchangeOp(IRDLOperation):
                 f"tile.exchange: row_loops {positions} must be increasing positions of the "
                 f"{len(bounds)} enclosing loop(s)"
             )
-        for what, attr in (("source tile", self.src_tile), ("source offset", self.src_offset),
-                           ("destination offset", self.dst_offset)):
-            read = sorted(map_dims(attr.data) - set(positions))
+        maps = [("source tile", self.src_tile), ("source offset", self.src_offset),
+                ("destination offset", self.dst_offset)]
+        if self.dst_shift is not None:
+            maps.append(("destination shift", self.dst_shift))
+        for what, attr in maps:
+            read = sorted(map_dims(attr.data) - set(positions) - {len(bounds)})
             if read:
                 raise VerifyException(
                     f"tile.exchange: the {what} map reads loop index d{read[0]}, which row_loops "
@@ -1099,7 +1180,7 @@ class ExchangeOp(IRDLOperation):
         return [bounds[p] for p in positions]
 
     def verify_schedule(self, bounds: Sequence[tuple[int, int]]) -> None:
-        bounds = self.verify_row_loops(bounds)
+        bounds = [*self.verify_row_loops(bounds), *self.group_bounds()]
         row_count = None if self.rows is None else len(self.rows.data)
         for key in ("sender_rows", "receiver_rows"):
             selection = self.properties.get(key)
@@ -1160,6 +1241,60 @@ class ExchangeOp(IRDLOperation):
                 )
 
 
+@dataclass(frozen=True)
+class HomeView:
+    """`P: %buf[OFFSET] on TILES shift SHIFT` of a `tile.kernel`'s `home [...]`: on every
+    tile of TILES shifted by SHIFT(ivs), ABI pointer P reads `%buf` at OFFSET(ivs)."""
+
+    pointer: int
+    buffer: SSAValue
+    offset: AffineMap
+    tiles: TileSetAttr
+    shift: AffineMap
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f"{self.pointer}: ")
+        print_view(printer, self.buffer, self.offset)
+        printer.print_string(" on ")
+        printer.print_attribute(self.tiles)
+        printer.print_string(" shift ")
+        print_map(printer, self.shift)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> HomeView:
+        pointer = parse_i64(parser, allow_negative=False)
+        parser.parse_punctuation(":")
+        buffer, offset = parse_view(parser)
+        parser.parse_keyword("on")
+        tiles = parser.parse_attribute()
+        if not isinstance(tiles, TileSetAttr):
+            parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
+        parser.parse_keyword("shift")
+        shift = parser.parse_affine_map()
+        return cls(pointer, parser.resolve_operand(buffer, BufferType()), offset, tiles, shift)
+
+    def verify(self, op: KernelOp, label: str, bounds: Sequence[tuple[int, int]],
+               view_bytes: Sequence[int]) -> None:
+        what = f"home view of pointer {self.pointer}"
+        if not 0 <= self.pointer < op.pointer_count:
+            raise VerifyException(f"{label}: {what}: the kernel has {op.pointer_count} pointer(s)")
+        buffer = defining_buffer(op, what, self.buffer)
+        check_map(op, f"{what} offset", self.offset, bounds)
+        check_map(op, f"{what} shift", self.shift, bounds)
+        check_view_inside(op, what, buffer, self.offset, view_bytes[self.pointer], bounds)
+        shifts = map_values(self.shift, bounds)
+        if shifts is None or shifts.size == 0:
+            return
+        homes = self.tiles.as_array()[None, :] + np.unique(shifts)[:, None]
+        for tiles, where in ((op.tiles, "the kernel's tiles"),
+                             (buffer.tiles, f"the tiles of @{buffer.sym_name.data}")):
+            outside = homes[~np.isin(homes, tiles.as_array())]
+            if outside.size:
+                raise VerifyException(
+                    f"{label}: {what} selects tile {int(outside[0])}, outside {where} {tiles}"
+                )
+
+
 @irdl_op_definition
 class KernelOp(IRDLOperation):
     """A kernel run on every tile of a static set, per iteration (see module doc)."""
@@ -1178,6 +1313,12 @@ class KernelOp(IRDLOperation):
     # scalars that change per iteration (e.g. the source tile of a gathered shard): passed
     # before the constant `scalars`, one affine map of the loop indices each
     iv_scalars = opt_prop_def(ArrayAttr[AffineMapAttr])
+    # Home views: on the tiles `home_tiles[i]` shifted by `home_shifts[i](ivs)`, pointer
+    # `home_pointers[i]` reads the view after the ABI pointers' views instead of its own (a
+    # block's home tile reads it where it lives, the others from their receive slot).
+    home_pointers = opt_prop_def(DenseArrayBase)
+    home_tiles = opt_prop_def(ArrayAttr[TileSetAttr])
+    home_shifts = opt_prop_def(ArrayAttr[AffineMapAttr])
     provenance = prop_def(WorkProvenanceAttr)
 
     def __init__(
@@ -1190,10 +1331,12 @@ class KernelOp(IRDLOperation):
         provenance: WorkProvenanceAttr,
         on_tile: AffineMap | None = None,
         iv_scalars: Sequence[AffineMap] = (),
+        homes: Sequence[HomeView] = (),
     ):
+        all_views = [*views, *((h.buffer, h.offset) for h in homes)]
         properties: dict[str, Attribute] = {
             "callee": SymbolRefAttr(callee),
-            "offsets": ArrayAttr(AffineMapAttr(m) for _, m in views),
+            "offsets": ArrayAttr(AffineMapAttr(m) for _, m in all_views),
             "scalars": DenseArrayBase.from_list(i64, list(scalars)),
             "tiles": tiles,
             "provenance": provenance,
@@ -1202,7 +1345,31 @@ class KernelOp(IRDLOperation):
             properties["on_tile"] = AffineMapAttr(on_tile)
         if iv_scalars:
             properties["iv_scalars"] = ArrayAttr(AffineMapAttr(m) for m in iv_scalars)
-        super().__init__(operands=[[v for v, _ in views], list(ivs)], properties=properties)
+        if homes:
+            properties["home_pointers"] = DenseArrayBase.from_list(i64, [h.pointer for h in homes])
+            properties["home_tiles"] = ArrayAttr(h.tiles for h in homes)
+            properties["home_shifts"] = ArrayAttr(AffineMapAttr(h.shift) for h in homes)
+        super().__init__(operands=[[v for v, _ in all_views], list(ivs)], properties=properties)
+
+    @property
+    def pointer_count(self) -> int:
+        """Views that are the ABI's pointers (the rest are home views)."""
+        homes = 0 if self.home_pointers is None else len(self.home_pointers.get_values())
+        return len(self.views) - homes
+
+    @property
+    def pointer_views(self) -> list[tuple[SSAValue, AffineMap]]:
+        return [(v, m.data) for v, m in zip(self.views[:self.pointer_count],
+                                            self.offsets.data[:self.pointer_count])]
+
+    @property
+    def homes(self) -> list[HomeView]:
+        if self.home_pointers is None or self.home_tiles is None or self.home_shifts is None:
+            return []
+        first = self.pointer_count
+        return [HomeView(int(p), v, m.data, t, s.data) for p, v, m, t, s in zip(
+            self.home_pointers.get_values(), self.views[first:], self.offsets.data[first:],
+            self.home_tiles.data, self.home_shifts.data)]
 
     @property
     def symbol(self) -> str:
@@ -1221,13 +1388,10 @@ class KernelOp(IRDLOperation):
         printer.print_string(" ")
         printer.print_attribute(self.callee)
         printer.print_string("(")
-        for index, (view, offset) in enumerate(zip(self.views, self.offsets.data)):
+        for index, (view, offset) in enumerate(self.pointer_views):
             if index:
                 printer.print_string(", ")
-            printer.print_ssa_value(view)
-            printer.print_string("[")
-            print_map(printer, offset.data)
-            printer.print_string("]")
+            print_view(printer, view, offset)
         printer.print_string(")")
         if self.iv_scalars is not None:
             printer.print_string(" iv_scalars [")
@@ -1238,6 +1402,10 @@ class KernelOp(IRDLOperation):
         if self.on_tile is not None:
             printer.print_string(" only ")
             print_map(printer, self.on_tile.data)
+        if self.homes:
+            printer.print_string(" home [")
+            printer.print_list(self.homes, lambda h: h.print(printer))
+            printer.print_string("]")
         print_ivs(printer, self.ivs)
         print_provenance_and_attrs(printer, self, self.provenance)
 
@@ -1259,6 +1427,10 @@ class KernelOp(IRDLOperation):
         if not isinstance(tiles, TileSetAttr):
             parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
         on_tile = parser.parse_affine_map() if parser.parse_optional_keyword("only") else None
+        homes = []
+        if parser.parse_optional_keyword("home"):
+            homes = parser.parse_comma_separated_list(
+                Parser.Delimiter.SQUARE, lambda: HomeView.parse(parser))
         ivs = parse_ivs(parser)
         parser.parse_keyword("provenance")
         provenance = parser.parse_attribute()
@@ -1266,7 +1438,7 @@ class KernelOp(IRDLOperation):
             parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
         buffer_type = BufferType()
         resolved = [(parser.resolve_operand(v, buffer_type), m) for v, m in views]
-        op = cls(callee, resolved, scalars, tiles, ivs, provenance, on_tile, iv_scalars)
+        op = cls(callee, resolved, scalars, tiles, ivs, provenance, on_tile, iv_scalars, homes)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -1280,12 +1452,15 @@ class KernelOp(IRDLOperation):
             raise VerifyException(f"{label}: scalars must be an array<i64: ...>")
         bounds = check_induction_operands(self, self.ivs)
         check_tile_set_fits(self, "tile set", self.tiles)
+        self.verify_home_properties(label)
         view_bytes = self.view_footprints(label)
-        for position, (view, offset) in enumerate(zip(self.views, self.offsets.data)):
+        for position, (view, offset) in enumerate(self.pointer_views):
             buffer = defining_buffer(self, f"view {position}", view)
-            check_map(self, f"view {position} offset", offset.data, bounds)
+            check_map(self, f"view {position} offset", offset, bounds)
             check_resident(self, f"view {position} buffer", buffer, self.tiles)
-            check_view_inside(self, f"operand {position}", buffer, offset.data, view_bytes[position], bounds)
+            check_view_inside(self, f"operand {position}", buffer, offset, view_bytes[position], bounds)
+        for home in self.homes:
+            home.verify(self, label, bounds, view_bytes)
         if self.on_tile is not None:
             check_map(self, "on_tile", self.on_tile.data, bounds)
             self.verify_on_tile(label, bounds)
@@ -1298,22 +1473,38 @@ class KernelOp(IRDLOperation):
         symbols are left to the passes, which report them against the registry."""
         abi = KERNELS.get(self.symbol)
         if abi is None:
-            return [1] * len(self.views)
+            return [1] * self.pointer_count
         # a per-iteration scalar counts as one scalar (its values are checked where it runs)
         scalars = (0,) * len(self.iv_scalar_maps) + tuple(self.scalars.get_values())
-        if len(self.views) != len(abi.pointers) or not abi.accepts_scalars(len(scalars)):
+        if self.pointer_count != len(abi.pointers) or not abi.accepts_scalars(len(scalars)):
             raise VerifyException(
                 f"{label}: the kernel takes {len(abi.pointers)} view(s) ({', '.join(abi.pointers)}) "
                 f"and {len(abi.scalars)} scalar(s) ({', '.join(abi.scalars)}); got "
-                f"{len(self.views)} and {len(scalars)}"
+                f"{self.pointer_count} and {len(scalars)}"
             )
         try:  # a negative count, a malformed descriptor
             footprint = abi.footprint_of(scalars)
         except ValueError as error:
             raise VerifyException(f"{label}: {error}") from None
         if footprint is None:
-            return [1] * len(self.views)
+            return [1] * self.pointer_count
         return [max(1, footprint[name]) for name in abi.pointers]
+
+    def verify_home_properties(self, label: str) -> None:
+        present = [k for k in ("home_pointers", "home_tiles", "home_shifts")
+                   if self.properties.get(k) is not None]
+        if not present:
+            return
+        if len(present) != 3:
+            raise VerifyException(f"{label}: home_pointers, home_tiles and home_shifts come together")
+        assert self.home_pointers is not None and self.home_tiles is not None and self.home_shifts is not None
+        count = len(self.home_pointers.get_values())
+        if self.home_pointers.elt_type != i64 or len(self.home_tiles.data) != count or \
+                len(self.home_shifts.data) != count or count > len(self.views):
+            raise VerifyException(
+                f"{label}: home_pointers (array<i64>), home_tiles and home_shifts need one entry "
+                "per home view"
+            )
 
     def verify_on_tile(self, label: str, bounds: Sequence[tuple[int, int]]) -> None:
         assert self.on_tile is not None

@@ -66,6 +66,7 @@ from passes.exchange_rows import (
     sender_instructions,
     slot_stride,
 )
+from passes.gemm_grid import GRID_ROW_BLOCK, choose_grid
 from passes.memory_allocator import FirstFit, Request, regions
 from passes.shard_geometry import ShardGeometry, ceil_div
 
@@ -77,6 +78,7 @@ ORDER_OF = {
     "out": ElementOrder.AMP_OUTPUT,
 }
 GEMM_KERNEL_POINTERS = ("out", "left", "right")
+GEMM_DISPATCHES = (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -219,6 +221,7 @@ class GemmCandidate:
     amp: str
     row_block: int
     accumulate: str = "f32"
+    layout: str = "rows"  # "rows": output rows over the tiles; "grid": a 2-D output grid
 
     def kernel_prefix(self, inner_blocks: int) -> str:
         family = kernel_family(self.precision, self.accumulate, inner_blocks)
@@ -251,13 +254,21 @@ ROW_BLOCKS = (16, 32, 64)
 F16_PARTIALS_SUFFIX = "_p16"
 PARTIALS_CHOICES = ("f32", "f16")
 
+GRID = "grid"
 CATALOG: tuple[GemmCandidate, ...] = tuple(
     GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_r{rb}", p, AMP_CONFIG[p], rb, ACCUMULATE[p])
     for p in ("f16", "f32", "f8f143")
     for rb in ROW_BLOCKS
 ) + tuple(
+    GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_grid", p, AMP_CONFIG[p], GRID_ROW_BLOCK,
+                  ACCUMULATE[p], GRID)
+    for p in ("f16", "f32", "f8f143")
+) + tuple(
     GemmCandidate(f"amp_gemm_f16_r{rb}{F16_PARTIALS_SUFFIX}", "f16", AMP_CONFIG["f16"], rb, "f16")
     for rb in ROW_BLOCKS
+) + (
+    GemmCandidate(f"amp_gemm_f16_grid{F16_PARTIALS_SUFFIX}", "f16", AMP_CONFIG["f16"],
+                  GRID_ROW_BLOCK, "f16", GRID),
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
 
@@ -344,32 +355,64 @@ def _matrix_format(
     return TensorFormatAttr(precision, order, tiling, 1, group, memory, scale)
 
 
+def partition_counts(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                     target: Target) -> dict[str, tuple[int, int]]:
+    """(row, column) partition counts of each operand's matrix axes. The row plan cuts A and
+    the output by rows only and spreads B's 64x64 blocks; the grid plan cuts all three over
+    the grid it chooses (`passes/gemm_grid.py`). A transposed rhs keeps K whole on each tile
+    (row plan) so that its blocks are numbered the same way in both orders."""
+    if candidate.layout == GRID:
+        f32_partials = has_f32_partials(candidate, problem)
+        grid = choose_grid(problem.m, problem.n, problem.k, tiles, candidate.precision,
+                           candidate.output_precision, f32_partials,
+                           target.amp_left_access_tail_bytes, target, grid_latency(target, tiles))
+        return {"lhs": (grid.rows, grid.cols), "rhs": (grid.rows, grid.cols),
+                "out": (grid.rows, grid.cols)}
+    r = row_partitions(problem.m, candidate.row_block, tiles)
+    p_k, p_n = right_partitions(problem.k, problem.n, tiles)
+    return {"lhs": (r, 1), "rhs": (1 if problem.transpose_rhs else p_k, p_n), "out": (r, 1)}
+
+
+def has_f32_partials(candidate: GemmCandidate, problem: GemmProblem) -> bool:
+    return candidate.kernel_prefix(inner_blocks(problem)) == F32_PARTIALS_FAMILY
+
+
+_LATENCY: dict[tuple[int, int], np.ndarray] = {}
+
+
+def grid_latency(target: Target, tiles: int) -> np.ndarray:
+    """L(s, r) over the tiles, computed once per pipeline (Target holds a dict, so it is not
+    hashable: keyed by identity)."""
+    key = (id(target), tiles)
+    if key not in _LATENCY:
+        _LATENCY.clear()
+        _LATENCY[key] = target.latency_matrix(tiles)
+    return _LATENCY[key]
+
+
 def build_gemm_plan(
     candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
 ) -> OperatorPlanAttr:
     """The complete plan of `candidate` for `problem` (not yet validated). A transposed
-    operand is stored transposed (amp_left_t/amp_right_t); a transposed rhs keeps K whole on
-    each tile so that its 64x64 blocks are numbered the same way in both orders."""
+    operand is stored transposed (amp_left_t/amp_right_t)."""
     p, mode = candidate.precision, str(indivisible)
-    r = row_partitions(problem.m, candidate.row_block, tiles)
-    p_k, p_n = right_partitions(problem.k, problem.n, tiles)
-    if problem.transpose_rhs:
-        p_k = 1
+    parts = partition_counts(candidate, problem, tiles, target)
     rank_of = {o: len(problem.shape_of(o)) for o in GEMM_OPERANDS}
     formats = {
         "lhs": _matrix_format(
             p, ElementOrder.AMP_LEFT, rank_of["lhs"] - 2,
-            (candidate.row_block, r), (AMP_BLOCK, 1), mode, tiles,
+            (candidate.row_block, parts["lhs"][0]), (AMP_BLOCK, parts["lhs"][1]), mode, tiles,
             scale=problem.lhs_scale if p == problem.precision else 0,
         ),
         "rhs": _matrix_format(
             p, ElementOrder.AMP_RIGHT, rank_of["rhs"] - 2,
-            (AMP_BLOCK, p_k), (AMP_BLOCK, p_n), mode, tiles,
+            (AMP_BLOCK, parts["rhs"][0]), (AMP_BLOCK, parts["rhs"][1]), mode, tiles,
             scale=problem.rhs_scale if p == problem.precision else 0,
         ),
         "out": _matrix_format(
             candidate.output_precision, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
-            (candidate.row_block, r), (AMP_BLOCK, 1), mode, tiles, MemoryClass.INTERLEAVED,
+            (candidate.row_block, parts["out"][0]), (AMP_BLOCK, parts["out"][1]), mode, tiles,
+            MemoryClass.INTERLEAVED,
         ),
     }
     for o in ("lhs", "rhs"):
@@ -381,7 +424,8 @@ def build_gemm_plan(
         for o in GEMM_OPERANDS
     ]
     dispatch = OperatorDispatchAttr(
-        DispatchKind.GEMM_BLOCKS, AMP_BLOCK, AMP_BLOCK,
+        DispatchKind.GEMM_GRID if candidate.layout == GRID else DispatchKind.GEMM_BLOCKS,
+        AMP_BLOCK, AMP_BLOCK,
         f"{candidate.kernel_prefix(inner_blocks(problem))}init",
         f"{candidate.kernel_prefix(inner_blocks(problem))}accum",
     )
@@ -409,6 +453,8 @@ def _check_transposes(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
     """A transposed operand is stored transposed, an untransposed one is not."""
     for o in ("lhs", "rhs"):
         stored = plan.operand_plan(o).format.order.data in UNTRANSPOSED_ORDER
+        if plan.dispatch.kind.data == DispatchKind.GEMM_GRID and problem.transposed(o):
+            raise InvalidPlan(f"the grid plan reads {o} untransposed; {o} is transposed")
         if stored != problem.transposed(o):
             flag = "transposed" if problem.transposed(o) else "not transposed"
             raise InvalidPlan(
@@ -420,7 +466,7 @@ def _check_transposes(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
 
 def _check_dispatch(plan: OperatorPlanAttr) -> None:
     dispatch = plan.dispatch
-    if dispatch.kind.data != DispatchKind.GEMM_BLOCKS:
+    if dispatch.kind.data not in GEMM_DISPATCHES:
         raise InvalidPlan(f"dispatch kind {dispatch.kind.data} does not implement a gemm")
     for what, block in (("inner", dispatch.inner_block), ("column", dispatch.column_block)):
         if block != AMP_BLOCK:
@@ -508,14 +554,30 @@ def _check_roles(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -
         raise InvalidPlan("out and lhs must sit in distinct memory elements")
     if lhs.blocks[-1] != AMP_BLOCK or rhs.blocks[-2:] != (AMP_BLOCK, AMP_BLOCK):
         raise InvalidPlan("the contraction axis must be tiled in 64-blocks on lhs and rhs")
-    if lhs.partitions[-1] != 1 or out.partitions[-1] != 1:
-        raise InvalidPlan("each output-row tile must hold all of K (lhs) and N (out)")
     if out.blocks[-1] != AMP_BLOCK:
         raise InvalidPlan("out columns must be tiled in 64-blocks")
     if (lhs.blocks[-2], lhs.partitions[-2]) != (out.blocks[-2], out.partitions[-2]):
         raise InvalidPlan("lhs and out must share the row tiling")
+    if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
+        _check_grid_layout(plan, problem)
+    elif lhs.partitions[-1] != 1 or out.partitions[-1] != 1:
+        raise InvalidPlan("each output-row tile must hold all of K (lhs) and N (out)")
     if lhs.blocks[-2] % 16:
         raise InvalidPlan(f"row block {lhs.blocks[-2]} is not a multiple of the AMP 16 rows")
+
+
+def _check_grid_layout(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
+    """The grid plan: one R x C grid for all three operands, one GEMM (no batch)."""
+    lhs, rhs, out = (plan.operand_plan(o).format for o in GEMM_OPERANDS)
+    if problem.batch != 1:
+        raise InvalidPlan(f"the grid plan runs one GEMM; this one has {problem.batch} batch "
+                          "slices")
+    grid = out.partitions[-2:]
+    if lhs.partitions[-2:] != grid or rhs.partitions[-2:] != grid:
+        raise InvalidPlan(
+            f"lhs, rhs and out must be cut over one grid (out {list(grid)}, lhs "
+            f"{list(lhs.partitions[-2:])}, rhs {list(rhs.partitions[-2:])})"
+        )
 
 
 def _check_tile_groups(plan: OperatorPlanAttr, tiles: int) -> None:
@@ -580,24 +642,33 @@ def row_tile_buffers(
             exchanged,
         ))
 
-    rhs = plan.operand_plan("rhs")
+    rhs, out = plan.operand_plan("rhs"), plan.operand_plan("out")
+    out_geometry = ShardGeometry.from_format(problem.out_shape, out.format)
+    rows = out_geometry.chunk[-2]
+    grid = plan.dispatch.kind.data == DispatchKind.GEMM_GRID
+    # the grid plan receives all its panels' B blocks at once, and keeps partials for them all
+    panels = out_geometry.chunk[-1] // AMP_BLOCK if grid else 1
     buffers = {
-        "lhs": buffer("lhs", "its left shard", False),
+        "lhs": buffer("lhs", "its left shard", grid),
         "rhs": buffer("rhs", "its right shard", True),
         "out": buffer("out", "its output shard", False),
         "slot": RowTileBuffer("its right-block receive slot", Request(
-            block_bytes(problem.precision),
+            panels * block_bytes(problem.precision),
             0,
             max(target.pace_alignment, rhs.alignment.data),
             rhs.format.memory.data == MemoryClass.INTERLEAVED,
             True,
         )),
     }
+    if grid:
+        lhs = plan.operand_plan("lhs")
+        buffers["lhs_slot"] = RowTileBuffer("its left-panel receive slot", Request(
+            panel_bytes(rows, problem.precision), lhs.tail.data,
+            max(target.pace_alignment, lhs.alignment.data), False, True))
     if has_f32_partials_panel(plan):
-        out = plan.operand_plan("out")
-        rows = ShardGeometry.from_format(problem.out_shape, out.format).chunk[-2]
-        buffers["partials"] = RowTileBuffer("its f32 partials panel", Request(
-            panel_bytes(rows, "f32"), 0, max(target.pace_alignment, out.alignment.data),
+        buffers["partials"] = RowTileBuffer(f"its f32 partials panel{'s' if panels > 1 else ''}",
+                                            Request(
+            panels * panel_bytes(rows, "f32"), 0, max(target.pace_alignment, out.alignment.data),
             True, False,
         ))
     return buffers
@@ -683,18 +754,28 @@ def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
     """Bytes of row slots of each exchange op of the plan (init phases, then the k loop)."""
     if tiles == 1:
         return []  # one tile holds every block: no exchange
-    words = block_bytes(problem.precision) // WORD_BYTES
     # the rows' length depends on the phase's events only past a `delay`'s range: the
     # farthest receiver on the chip is as long as any phase gets
     farthest = np.full((2, 2), target.max_latency(tiles))
-    phase = plan_broadcast(0, (1,), words, 0, 0, farthest)
-    stride = slot_stride([sender_instructions(phase), receiver_instructions(phase)])
+
+    def stride(words: int) -> int:
+        phase = plan_broadcast(0, (1,), words, 0, 0, farthest)
+        return slot_stride([sender_instructions(phase), receiver_instructions(phase)])
+
     out = ShardGeometry.from_format(problem.out_shape, plan.operand_plan("out").format)
     lhs = ShardGeometry.from_format(problem.lhs_shape, plan.operand_plan("lhs").format)
+    if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
+        # per K block one A panel and one set of B blocks; the k = 0 ops, then the k loop's
+        n_k = ceil_div(problem.k, AMP_BLOCK)
+        panel = panel_bytes(out.chunk[-2], problem.precision) // WORD_BYTES
+        blocks = out.chunk[-1] // AMP_BLOCK * block_bytes(problem.precision) // WORD_BYTES
+        return [count * stride(words) for count in (1, n_k - 1) if count
+                for words in (panel, blocks)]
+    words = block_bytes(problem.precision) // WORD_BYTES
     n_j, n_k = out.padded_shape[-1] // AMP_BLOCK, lhs.padded_shape[-1] // AMP_BLOCK
-    ops = [problem.batch * n_j * stride]
+    ops = [problem.batch * n_j * stride(words)]
     if n_k > 1:
-        ops.append(problem.batch * n_j * (n_k - 1) * stride)
+        ops.append(problem.batch * n_j * (n_k - 1) * stride(words))
     return ops
 
 
@@ -720,7 +801,9 @@ def row_ranges(allocator: FirstFit[str], exchanged: Sequence[str],
 
 def _check_row_slots(allocator: FirstFit[str], plan: OperatorPlanAttr, problem: GemmProblem,
                      tiles: int, target: Target) -> None:
-    ranges = row_ranges(allocator, ("rhs", "slot"), target)
+    exchanged = [name for name, b in row_tile_buffers(plan, problem, target).items()
+                 if b.request.exchanged]
+    ranges = row_ranges(allocator, exchanged, target)
     for nbytes in row_slot_bytes(problem, plan, tiles, target):
         for free in ranges:
             address = -(-free[0] // SENDPICP_ALIGNMENT) * SENDPICP_ALIGNMENT
@@ -745,6 +828,8 @@ def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
     distinct = list(plan.distinct_pairs)
     if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too
         distinct.append(("partials", "lhs"))
+    if "lhs_slot" in buffers:  # the grid's kernels read A from the slot or from home
+        distinct.extend((o, "lhs_slot") for o in ("out", "partials") if o in buffers)
     allocator = _check_placement(buffers, target, distinct)
     _check_row_slots(allocator, plan, problem, tiles, target)
 

@@ -18,7 +18,8 @@ import numpy as np
 from device.layouts import AMP_BLOCK, block_bytes
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target
-from ipu_dialects.mid import Indivisible, OperatorPlanAttr
+from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
+from passes.gemm_grid import grid_cycles, grid_of
 from passes.gemm_plans import (
     DoesNotFit,
     GemmCandidate,
@@ -78,6 +79,10 @@ def cycle_breakdown(
     lhs = ShardGeometry.from_format(problem.lhs_shape, formats["lhs"])
     rhs = ShardGeometry.from_format(problem.rhs_shape, formats["rhs"])
     out = ShardGeometry.from_format(problem.out_shape, formats["out"])
+    if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
+        grid = grid_cycles(grid_of(out, lhs, rhs), problem.k, precision, out.precision,
+                           has_f32_partials_panel(plan), target, _latency(target, tiles))
+        return CycleBreakdown(grid.exchange, 0, grid.amp, grid.rounding)
     row_tiles, rows = out.tiles_used, out.chunk[-2]
     n_k, n_j = lhs.padded_shape[-1] // AMP_BLOCK, out.padded_shape[-1] // AMP_BLOCK
     homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j].reshape(-1)

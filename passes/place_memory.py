@@ -125,7 +125,8 @@ def reads(op: Operation, buffer: BufferOp) -> bool:
         return op.src.owner is buffer
     if isinstance(op, KernelOp):
         pointers = kernel_pointers(op)
-        return any(v.owner is buffer for name, v in zip(pointers, op.views) if name != "out")
+        return (any(v.owner is buffer for name, v in zip(pointers, op.views) if name != "out")
+                or any(h.buffer.owner is buffer for h in op.homes))
     return True
 
 
@@ -183,10 +184,12 @@ class FunctionPlacement:
             if "out" not in pointers or "left" not in pointers:
                 continue
             out = op.views[pointers.index("out")].owner
-            left = op.views[pointers.index("left")].owner
-            assert isinstance(out, BufferOp) and isinstance(left, BufferOp)
-            partners.setdefault(out, set()).add(left)
-            partners.setdefault(left, set()).add(out)
+            lefts = [op.views[pointers.index("left")].owner] + [
+                h.buffer.owner for h in op.homes if h.pointer == pointers.index("left")]
+            for left in lefts:
+                assert isinstance(out, BufferOp) and isinstance(left, BufferOp)
+                partners.setdefault(out, set()).add(left)
+                partners.setdefault(left, set()).add(out)
         return partners
 
     # -- capacity diagnostics ------------------------------------------------------------

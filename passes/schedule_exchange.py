@@ -117,34 +117,42 @@ def row_loop_positions(op: ExchangeOp) -> list[int]:
     """The enclosing loops whose index the exchange's source tile or offsets read: its rows
     can differ only between their iterations, so only those get their own rows and slots
     (a repeat's body exchanges do not read the repeat's index: one slot for every layer)."""
-    return sorted(set().union(*(map_dims(m.data) for m in (op.src_tile, op.src_offset,
-                                                            op.dst_offset))))
+    maps = [op.src_tile, op.src_offset, op.dst_offset]
+    if op.dst_shift is not None:
+        maps.append(op.dst_shift)
+    group_dim = len(op.ivs)  # the group index of grouped maps is not a loop
+    return sorted(set().union(*(map_dims(m.data) for m in maps)) - {group_dim})
 
 
 def row_iteration_vectors(op: ExchangeOp, positions: list[int]) -> np.ndarray:
-    """Iteration vectors over the loops at `positions`, the others at their lower bound."""
+    """Iteration vectors over the loops at `positions`, the others at their lower bound, and
+    (for grouped exchanges) the group index last, varying fastest."""
     bounds = loop_bounds(enclosing_loops(op))
-    selected = iteration_vectors([bounds[p] for p in positions])
-    ivs = np.tile(np.asarray([lb for lb, _ in bounds], dtype=np.int64), (selected.shape[0], 1))
-    ivs[:, positions] = selected
+    selected = iteration_vectors([bounds[p] for p in positions] + op.group_bounds())
+    ivs = np.tile(np.asarray([lb for lb, _ in bounds] + [0] * len(op.group_bounds()),
+                             dtype=np.int64), (selected.shape[0], 1))
+    ivs[:, positions + [len(bounds)] * len(op.group_bounds())] = selected
     return ivs
 
 
 def phase_per_iteration(op: ExchangeOp, latency: np.ndarray,
                         positions: list[int]) -> list[BroadcastPhase | None]:
-    """The concrete broadcast of every iteration of the loops at `positions` (None: no
-    receiver)."""
+    """The concrete broadcast of every iteration of the loops at `positions` and, for grouped
+    exchanges, of every group of it (group fastest; None: no receiver)."""
     ivs = row_iteration_vectors(op, positions)
+    loop_ivs = ivs[:, :len(op.ivs)]
     src, dst = op.src.owner, op.dst.owner
     assert isinstance(src, BufferOp) and isinstance(dst, BufferOp)
     senders = evaluate_map(op.src_tile.data, ivs)[:, 0]
-    sources = placed_address(src, ScheduleExchangePass.name) + evaluate_map(op.src_offset.data, ivs)[:, 0]
-    dests = placed_address(dst, ScheduleExchangePass.name) + evaluate_map(op.dst_offset.data, ivs)[:, 0]
+    shifts = (np.zeros(len(ivs), dtype=np.int64) if op.dst_shift is None
+              else evaluate_map(op.dst_shift.data, ivs)[:, 0])
+    sources = placed_address(src, ScheduleExchangePass.name) + evaluate_map(op.src_offset.data, loop_ivs)[:, 0]
+    dests = placed_address(dst, ScheduleExchangePass.name) + evaluate_map(op.dst_offset.data, loop_ivs)[:, 0]
     dst_tiles = tuple(int(t) for t in op.dst_tiles.tiles())
     phases: list[BroadcastPhase | None] = []
-    for sender, source, dest in zip(senders.tolist(), sources.tolist(), dests.tolist(),
-                                    strict=True):
-        receivers = tuple(t for t in dst_tiles if t != sender)
+    for sender, shift, source, dest in zip(senders.tolist(), shifts.tolist(), sources.tolist(),
+                                           dests.tolist(), strict=True):
+        receivers = tuple(t + shift for t in dst_tiles if t + shift != sender)
         phases.append(
             plan_broadcast(sender, receivers, op.word_count, source, dest, latency)
             if receivers else None
@@ -274,11 +282,12 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
         sender_rows.append(-1 if pair is None else table.add("send", n, pair[0]))
         receiver_rows.append(-1 if pair is None else table.add("receive", n, pair[1]))
     stride = slot_stride([t.instructions for t in table.templates])
-    base = code.allocate(len(phases) * stride, what, op)
+    groups = op.group_count  # the groups of one iteration run in one phase: one slot
+    base = code.allocate(len(phases) // groups * stride, what, op)
     for n, (phase, pair) in enumerate(zip(phases, rows, strict=True)):
         if phase is not None and pair is not None:
             check_memory_elements(op, phase, words[tuple(pair[0])], words[tuple(pair[1])],
-                                  base + n * stride, target, latency)
+                                  base + n // groups * stride, target, latency)
     templates = table.templates
     op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
     if len(positions) < len(op.ivs):

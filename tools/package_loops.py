@@ -40,6 +40,8 @@ def kernel_moves_only_pointers(op: KernelOp, position: int) -> bool:
         return False
     if any(position in map_dims(m) for m in op.iv_scalar_maps):
         return False
+    if any(position in map_dims(h.shift) for h in op.homes):
+        return False
     return all(linear_in(expr, position) for offset in op.offsets.data
                for expr in offset.data.results)
 

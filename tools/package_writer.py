@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from device import isa
@@ -194,16 +194,25 @@ class Expansion:
         return self.tables[op]
 
     def exchange(self, op: ExchangeOp, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
+        """One phase: every group's sender runs its sender row, its receivers (the
+        destination tiles shifted by the group's shift) their receiver row."""
         table = self.table(op)
+        groups = op.group_count
         n = selected_iteration(bounds, ivs, op.row_loop_positions(len(ivs)))
-        sender_row = table.sender_rows[n]
-        if sender_row < 0:
-            return  # no receiver in this iteration: no traffic, no phase
-        receiver_row = table.receiver_rows[n]
         row_id = np.full(self.tiles, -1, dtype=np.int32)
-        row_id[table.dst_tiles] = self.concrete_row(table, table.symbols[receiver_row], n)
-        row_id[eval_map(op.src_tile.data, ivs)] = self.concrete_row(
-            table, table.symbols[sender_row], n)
+        for g in range(groups):
+            sender_row = table.sender_rows[n * groups + g]
+            if sender_row < 0:
+                continue  # no receiver in this group: no traffic
+            group_ivs = [*ivs, g] if op.groups is not None else ivs
+            shift = 0 if op.dst_shift is None else eval_map(op.dst_shift.data, group_ivs)
+            receiver_row = table.receiver_rows[n * groups + g]
+            row_id[table.dst_tiles + shift] = self.concrete_row(
+                table, table.symbols[receiver_row], n * groups + g)
+            row_id[eval_map(op.src_tile.data, group_ivs)] = self.concrete_row(
+                table, table.symbols[sender_row], n * groups + g)
+        if np.all(row_id < 0):
+            return  # no receiver in this iteration: no traffic, no phase
         address = table.row_address + n * table.stride
         self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, op, ivs, self.folded)))
 
@@ -214,16 +223,24 @@ class Expansion:
             if only not in op.tiles:
                 return
             tiles = np.array([only], dtype=np.int64)
-        pointers = []
-        for view, offset in zip(op.views, op.offsets.data, strict=True):
-            buffer = view.owner
-            assert isinstance(buffer, BufferOp) and buffer.address_value is not None  # placed
-            pointers.append(buffer.address_value + eval_map(offset.data, ivs))
+        pointers = np.broadcast_to(
+            np.asarray([view_address(view, offset, ivs) for view, offset in op.pointer_views],
+                       dtype=np.int64), (len(tiles), op.pointer_count)).copy()
+        for home in op.homes:  # the tiles that read this pointer's block where it lives
+            at_home = np.isin(tiles, home.tiles.as_array() + eval_map(home.shift, ivs))
+            pointers[at_home, home.pointer] = view_address(home.buffer, home.offset, ivs)
         self.steps.append(KernelStep(
             op.symbol, tiles.astype(np.int32),
-            np.broadcast_to(np.asarray(pointers, dtype=np.int64), (len(tiles), len(pointers))).copy(),
+            pointers,
             (*(eval_map(m, ivs) for m in op.iv_scalar_maps), *op.scalar_values),
             provenance_text(op.provenance, op, ivs, self.folded)))
+
+
+def view_address(view: SSAValue, offset, ivs: Sequence[int]) -> int:
+    """The absolute byte address a kernel view points at in iteration `ivs`."""
+    buffer = view.owner
+    assert isinstance(buffer, BufferOp) and buffer.address_value is not None  # placed
+    return buffer.address_value + eval_map(offset, ivs)
 
 
 def host_tensor(buffer: BufferOp, name: str) -> HostTensor:

@@ -44,6 +44,7 @@ from ipu_dialects.tile import (
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
+from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_format
 from passes.shard_geometry import ShardGeometry, geometry
 
@@ -271,10 +272,10 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
     """The tile work of one `mid.gemm` (its plan's gemm_blocks dispatch)."""
     plan = op.plan
     dispatch = plan.dispatch
-    if dispatch.kind.data != mid.DispatchKind.GEMM_BLOCKS:
+    if dispatch.kind.data not in (mid.DispatchKind.GEMM_BLOCKS, mid.DispatchKind.GEMM_GRID):
         raise PassFailedException(
             f"mid-to-tile: mid.gemm {value_label(op.result)}: dispatch "
-            f"'{dispatch.kind.data}' is not gemm_blocks"
+            f"'{dispatch.kind.data}' is not gemm_blocks or gemm_grid"
         )
     inner, columns = dispatch.inner_block, dispatch.column_block
     if inner != AMP_BLOCK or columns != AMP_BLOCK:
@@ -303,6 +304,8 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
                 f"mid-to-tile: mid.gemm {value_label(op.result)}: {what} is stored "
                 f"{fmt.order.data}, the AMP GEMM plan needs {order}"
             )
+    if dispatch.kind.data == mid.DispatchKind.GEMM_GRID:
+        return lower_gemm_grid(op, lowering, roles)
     lhs = lowering.operand_buffer(op, op.lhs)
     rhs = lowering.operand_buffer(op, op.rhs)
     out = lowering.result_buffer(op.result)

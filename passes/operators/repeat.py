@@ -43,7 +43,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
-from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
+from ipu_dialects.tile import BufferOp, ExchangeOp, HomeView, KernelOp, LoopOp, WorkProvenanceAttr
 from passes.operators.base import Operator, tensor_type
 from passes.operators.tile_maps import scalar_map, tensor_format
 from passes.shard_geometry import geometry
@@ -232,18 +232,22 @@ def nest(op: Operation, iv: SSAValue, strides: dict[BufferOp, int], repeat: str)
                 op.body.block.erase_op(inner)
         return op
     if isinstance(op, KernelOp):
-        views = [(v, shifted(m.data, stride_of(v, strides)))
-                 for v, m in zip(op.views, op.offsets.data, strict=True)]
+        views = [(v, shifted(m, stride_of(v, strides))) for v, m in op.pointer_views]
+        homes = [HomeView(h.pointer, h.buffer, shifted(h.offset, stride_of(h.buffer, strides)),
+                          h.tiles, shifted(h.shift)) for h in op.homes]
         new: KernelOp | ExchangeOp = KernelOp(op.symbol, views, op.scalar_values, op.tiles, [iv, *op.ivs],
                        nested_provenance(op.provenance, repeat),
                        shifted(op.on_tile.data) if op.on_tile is not None else None,
-                       [shifted(m) for m in op.iv_scalar_maps])
+                       [shifted(m) for m in op.iv_scalar_maps], homes)
     elif isinstance(op, ExchangeOp):
+        groups = (None if op.dst_shift is None
+                  else (op.group_count, shifted(op.dst_shift.data)))
         new = ExchangeOp(op.word_count, op.src, shifted(op.src_offset.data,
                                                         stride_of(op.src, strides)),
                          shifted(op.src_tile.data), op.dst,
                          shifted(op.dst_offset.data, stride_of(op.dst, strides)),
-                         op.dst_tiles, [iv, *op.ivs], nested_provenance(op.provenance, repeat))
+                         op.dst_tiles, [iv, *op.ivs], nested_provenance(op.provenance, repeat),
+                         groups)
     else:
         raise PassFailedException(f"mid-to-tile: cannot nest {op.name} in a repeat's loop")
     new.attributes.update(op.attributes)

@@ -241,10 +241,11 @@ class FunctionLowering:
         return self.buffer_for(value, "scratch", None)
 
     def scratch(self, wanted: str, tiles: TileSetAttr, shard: tuple[int, ...], precision: str,
-                order: str, memory: str, alignment: int) -> BufferOp:
-        """A staging buffer of an operator's lowering (no value of the program)."""
+                order: str, memory: str, alignment: int, tail: int = 0) -> BufferOp:
+        """A staging buffer of an operator's lowering (no value of the program); `tail`:
+        bytes a kernel's stream may read beyond it (the AMP left operand's)."""
         slot = BufferOp(self.unique_name(wanted), "scratch", tiles, shard, precision, order,
-                        memory, alignment, 0)
+                        memory, alignment, tail)
         slot.buffer.name_hint = slot.sym_name.data
         if self.lowering_ops:  # the op whose work stages data in it
             slot.location = self.lowering_ops[-1].location

@@ -1,0 +1,196 @@
+"""The 2-D grid GEMM plan (`gemm_grid` dispatch): planning, memory and cost.
+
+The output is cut into an R x C grid of blocks, one per tile (tile t = r * C + c holds rows
+block r and columns block c). A is cut the same way along its rows (R) and along K (C
+chunks), B along K (R chunks) and along its columns (C), so every tile stores one shard of
+each and the chip's memory holds each operand once. For every 64-deep K block k, in one
+phase each grid row r broadcasts panel k of its A rows from the tile of that row that holds
+it, and in a second phase each grid column c broadcasts its B blocks (k, columns of c) from
+the tile of that column that holds them: R (then C) concurrent groups on disjoint tiles
+(`tile.exchange ... groups`). Every tile then runs one AMP call per 64-column panel of its
+output block; the tiles that hold panel k of A or the B blocks read them where they live
+(`tile.kernel ... home`), the others from their receive slots. An element of A reaches C
+tiles and one of B reaches R tiles, instead of every output-row tile receiving all of B
+(the row plan): with all tiles computing, exchange per K block is 32 (rows + columns) words
+per tile against rows x columns / 64 cycles of AMP work, which is what brings a GEMM that
+fills the chip near the AMP roofline (../shared/notes/gemm-bsp-bound.md).
+
+The grid shape is chosen here, by the same cycle functions the device model charges
+(`grid_cycles`), among the shapes whose buffers fit tile memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
+from device.model import cycles as device_cycles
+from device.shard_geometry import ShardGeometry
+from device.target import WORD_BYTES, Target
+from passes.shard_geometry import ceil_div
+
+GRID_ROW_BLOCK = 16  # the AMP's row granularity
+
+
+@dataclass(frozen=True)
+class GridShape:
+    """An R x C grid and the block counts it gives each tile."""
+
+    rows: int  # R: grid rows (row blocks of the output)
+    cols: int  # C: grid columns (column blocks of the output)
+    tile_rows: int  # output rows per tile (a multiple of 16)
+    panels: int  # 64-column panels per tile (nb)
+    a_k_blocks: int  # K blocks of A per tile (kpa): A's K is cut into C chunks
+    b_k_blocks: int  # K blocks of B per tile (kpb): B's K is cut into R chunks
+
+    @property
+    def tiles(self) -> int:
+        return self.rows * self.cols
+
+    @classmethod
+    def of(cls, m: int, n: int, k: int, rows: int, cols: int) -> GridShape:
+        n_k = ceil_div(k, AMP_BLOCK)
+        return cls(rows, cols, ceil_div(ceil_div(m, GRID_ROW_BLOCK), rows) * GRID_ROW_BLOCK,
+                   ceil_div(ceil_div(n, AMP_BLOCK), cols), ceil_div(n_k, cols),
+                   ceil_div(n_k, rows))
+
+
+def grid_of(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry) -> GridShape:
+    """The grid a plan's formats describe."""
+    rows, cols = out.partitions[-2], out.partitions[-1]
+    return GridShape(rows, cols, out.chunk[-2], out.chunk[-1] // AMP_BLOCK,
+                     lhs.chunk[-1] // AMP_BLOCK, rhs.chunk[-2] // AMP_BLOCK)
+
+
+def candidate_grids(m: int, n: int, k: int, tiles: int) -> list[GridShape]:
+    """Every grid worth costing: for each panel count per tile, the fewest columns that
+    cover N and as many rows as the tiles left allow (no grid row or column is empty)."""
+    row_blocks, col_blocks = ceil_div(m, GRID_ROW_BLOCK), ceil_div(n, AMP_BLOCK)
+    grids = {}
+    for panels in range(1, col_blocks + 1):
+        cols = ceil_div(col_blocks, panels)
+        if cols > tiles:
+            continue
+        rows = min(tiles // cols, row_blocks)
+        rows = ceil_div(row_blocks, ceil_div(row_blocks, rows))
+        grids[(rows, cols)] = GridShape.of(m, n, k, rows, cols)
+    return list(grids.values())
+
+
+# ---- memory ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GridBytes:
+    """Bytes of each buffer of one grid tile (all tiles hold the same shards)."""
+
+    lhs: int
+    rhs: int
+    out: int
+    partials: int  # 0 without an f32 partials shard
+    lhs_slot: int
+    rhs_slot: int
+
+    @property
+    def total(self) -> int:
+        return self.lhs + self.rhs + self.out + self.partials + self.lhs_slot + self.rhs_slot
+
+
+def grid_bytes(grid: GridShape, precision: str, out_precision: str, f32_partials: bool,
+               lhs_tail: int) -> GridBytes:
+    rows, panels = grid.tile_rows, grid.panels
+    return GridBytes(
+        lhs=grid.a_k_blocks * panel_bytes(rows, precision) + lhs_tail,
+        rhs=grid.b_k_blocks * panels * block_bytes(precision),
+        out=panels * panel_bytes(rows, out_precision),
+        partials=panels * panel_bytes(rows, "f32") if f32_partials else 0,
+        lhs_slot=panel_bytes(rows, precision) + lhs_tail,
+        rhs_slot=panels * block_bytes(precision),
+    )
+
+
+# ---- cycles ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GridCycles:
+    exchange: int
+    amp: int
+    rounding: int
+
+    @property
+    def total(self) -> int:
+        return self.exchange + self.amp + self.rounding
+
+
+def lhs_phase_events(grid: GridShape, k_blocks: int, words: int, latency: np.ndarray) -> np.ndarray:
+    """Events of the A broadcast of each K block: the words, then the farthest receiver of
+    any grid row (no phase when a grid row is one tile)."""
+    if grid.cols == 1:
+        return np.zeros(0, dtype=np.int64)
+    k = np.arange(k_blocks)
+    rows = np.arange(grid.rows)
+    senders = rows[None, :] * grid.cols + (k // grid.a_k_blocks)[:, None]  # [k, r]
+    receivers = rows[:, None] * grid.cols + np.arange(grid.cols)[None, :]  # [r, c]
+    arrival = latency[senders[:, :, None], receivers[None, :, :]]  # [k, r, c]
+    arrival = np.where(receivers[None] == senders[:, :, None], 0, arrival)
+    return words + arrival.max(axis=(1, 2))
+
+
+def rhs_phase_events(grid: GridShape, k_blocks: int, words: int, latency: np.ndarray) -> np.ndarray:
+    """Events of the B broadcast of each K block down every grid column."""
+    if grid.rows == 1:
+        return np.zeros(0, dtype=np.int64)
+    k = np.arange(k_blocks)
+    cols = np.arange(grid.cols)
+    senders = (k // grid.b_k_blocks)[:, None] * grid.cols + cols[None, :]  # [k, c]
+    receivers = np.arange(grid.rows)[None, :] * grid.cols + cols[:, None]  # [c, r]
+    arrival = latency[senders[:, :, None], receivers[None, :, :]]
+    arrival = np.where(receivers[None] == senders[:, :, None], 0, arrival)
+    return words + arrival.max(axis=(1, 2))
+
+
+def grid_cycles(grid: GridShape, k: int, precision: str, out_precision: str,
+                f32_partials: bool, target: Target, latency: np.ndarray) -> GridCycles:
+    """What the device model charges for the grid lowering (`passes/operators/gemm_grid_lowering.py`):
+    per K block a sync and the A phase, a sync and the B phase, one AMP call per panel; then
+    the rounding of the f32 partials shard."""
+    k_blocks = ceil_div(k, AMP_BLOCK)
+    a_words = panel_bytes(grid.tile_rows, precision) // WORD_BYTES
+    b_words = grid.panels * block_bytes(precision) // WORD_BYTES
+    events = np.concatenate([lhs_phase_events(grid, k_blocks, a_words, latency),
+                             rhs_phase_events(grid, k_blocks, b_words, latency)])
+    exchange = int(events.sum()) + events.size * target.sync_cycles
+    amp = k_blocks * grid.panels * device_cycles.gemm_cycles(grid.tile_rows, precision, target)
+    rounding = 0
+    if f32_partials:
+        out, partials = (shard_descriptor(grid, p) for p in (out_precision, "f32"))
+        rounding = device_cycles.convert_shard_cycles(out, partials, 0, target)
+    return GridCycles(exchange, amp, rounding)
+
+
+def shard_descriptor(grid: GridShape, precision: str) -> ShardGeometry:
+    """One grid tile's output block as a format: what `convert_shard` reads and writes."""
+    rows, cols = grid.tile_rows, grid.panels * AMP_BLOCK
+    return ShardGeometry((grid.tiles * rows, cols), (rows, cols), (grid.tiles, 1), (True, True),
+                         1, grid.tiles, precision, "amp_output")
+
+
+def usable_bytes(target: Target) -> int:
+    return target.sram_bytes - target.code_region_bytes
+
+
+def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
+                f32_partials: bool, lhs_tail: int, target: Target,
+                latency: np.ndarray) -> GridShape:
+    """The cheapest grid whose shards fit a tile (the smallest one when none fits: validation
+    then says why)."""
+    grids = candidate_grids(m, n, k, tiles)
+
+    def size(g: GridShape) -> int:
+        return grid_bytes(g, precision, out_precision, f32_partials, lhs_tail).total
+
+    fitting = [g for g in grids if size(g) <= usable_bytes(target)]
+    if not fitting:
+        return min(grids, key=size)
+    return min(fitting, key=lambda g: (grid_cycles(g, k, precision, out_precision,
+                                                   f32_partials, target, latency).total,
+                                       g.tiles))
