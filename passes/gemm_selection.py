@@ -21,9 +21,11 @@ from device.target import WORD_BYTES, Target
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
 from passes.gemm_grid import grid_cycles, grid_of
 from passes.gemm_plans import (
+    GRID,
     DoesNotFit,
     GemmCandidate,
     GemmProblem,
+    InvalidPlan,
     build_gemm_plan,
     catalog_entries,
     effective_plan,
@@ -122,6 +124,13 @@ def estimate_cycles(
 # Selection
 # ----------------------------------------------------------------------------------------------
 
+# A repeat's loop stays one loop in the package only when every kernel pointer advances by
+# the same stride on every tile; a grid GEMM's tiles read a block from home or from a slot,
+# which advance differently when the block is a per-iteration sequence element.
+GRID_IN_REPEAT = ("grid plans are not offered in a graph.repeat body: their tiles read a block "
+                  "from its home or from a receive slot, which would advance differently "
+                  "across the repeat's iterations and unroll its loop")
+
 
 @dataclass(frozen=True)
 class Evaluation:
@@ -137,13 +146,17 @@ def evaluate_candidates(
     indivisible: str,
     target: Target,
     catalog: Sequence[GemmCandidate] | None = None,
+    in_repeat: bool = False,
 ) -> list[Evaluation]:
     """Build, validate and (when valid) cost every catalog entry (default: the default
-    catalog, `catalog_entries(None)`), in catalog order."""
+    catalog, `catalog_entries(None)`), in catalog order. `in_repeat`: the GEMM is in a
+    `graph.repeat` body."""
     results: list[Evaluation] = []
     for candidate in catalog_entries(None) if catalog is None else catalog:
         plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
         failure = validation_failure(plan, problem, tiles, target)
+        if failure is None and in_repeat and candidate.layout == GRID:
+            failure = InvalidPlan(GRID_IN_REPEAT)
         reason = None if failure is None else str(failure)
         if isinstance(failure, DoesNotFit):
             reason = f"{reason}; {_tile_count_hint(candidate, problem, tiles, indivisible, target)}"
@@ -200,12 +213,13 @@ def select_gemm_plan(
     indivisible: str = Indivisible.PAD,
     target: Target | None = None,
     catalog: Sequence[GemmCandidate] | None = None,
+    in_repeat: bool = False,
 ) -> Evaluation:
     """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none."""
     from device.target import IPU21
 
     target = target or IPU21
-    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog, in_repeat)
     valid = [e for e in evaluations if e.reason is None]
     if not valid:
         raise NoValidPlan(evaluations)
@@ -231,14 +245,15 @@ def row_tile_memory(evaluation: Evaluation, problem: GemmProblem, target: Target
 
 def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisible.PAD,
                  target: Target | None = None,
-                 catalog: Sequence[GemmCandidate] | None = None) -> list[str]:
+                 catalog: Sequence[GemmCandidate] | None = None,
+                 in_repeat: bool = False) -> list[str]:
     """One line per candidate, in catalog order: the chosen one marked `*`, its estimated
     cycles (exchange + copies + AMP + rounding = total), the memory of an output-row tile,
     or the reason it was rejected."""
     from device.target import IPU21
 
     target = target or IPU21
-    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog, in_repeat)
     valid = [e for e in evaluations if e.reason is None]
     chosen = min(valid, key=_cycles_of) if valid else None
     lines = []

@@ -306,7 +306,8 @@ def compare(results: list[np.ndarray], references: list[np.ndarray], types) -> C
 def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "reject"],
                    profiling: Literal["off", "cycles"] = "off", with_assembly: bool = True,
                    timer=None, progress: Progress = no_progress,
-                   gemm_partials: Literal["f32", "f16"] = "f32"):
+                   gemm_partials: Literal["f32", "f16"] = "f32",
+                   catalog: tuple[str, ...] = ()):
     """Run the default pipeline and build the package; diagnostics propagate (an
     `indivisible` policy from the command line is checked there, by `ipu.config`'s verifier). A
     `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build;
@@ -317,7 +318,7 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
 
     timer = PassTimer() if timer is None else timer
     pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling,
-                               gemm_partials=gemm_partials)
+                               gemm_partials=gemm_partials, catalog=catalog)
     stages = timer.pipeline([pipeline]).passes
     ctx, previous = make_context(), None
     for stage in progress(stages, "compile", len(stages)):  # the timed pipeline, stage by stage
@@ -332,7 +333,7 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
 
 def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str) -> list[str]:
     """`--explain`: per graph.gemm, the selector's candidates (passes.gemm_selection)."""
-    from ipu_dialects.graph import GemmOp
+    from ipu_dialects.graph import GemmOp, RepeatOp
     from ipu_dialects.locations import value_label
     from passes.gemm_plans import GemmProblem, catalog_entries, default_catalog_names
     from passes.gemm_selection import explain_gemm
@@ -349,7 +350,8 @@ def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str
                                          op.transpose_rhs is not None)
         lines.append(f"explain: graph.gemm {value_label(op.result)} on {tiles} tiles "
                      "(* = chosen; cycles as the device model charges them):")
-        lines += explain_gemm(problem, tiles, indivisible, catalog=catalog)
+        lines += explain_gemm(problem, tiles, indivisible, catalog=catalog,
+                              in_repeat=isinstance(op.parent_op(), RepeatOp))
     return lines
 
 

@@ -21,6 +21,7 @@ from device.model.host import stored_of_values, values_of_stored
 from device.package import Package
 from frontend.builder import GraphBuilder
 from interpreters.graph import find_function, run_function
+from passes.gemm_plans import catalog_entries
 from tools.ipu_run import compare, compile_module, random_inputs
 
 
@@ -47,13 +48,18 @@ class CompiledCase:
     result_types: list
 
 
+# The row plan's candidates (the default catalog without the grid plans): for tests whose
+# subject is that plan's broadcasts and kernel calls.
+ROW_PLANS = tuple(c.name for c in catalog_entries(None) if c.layout == "rows")
+
+
 def compile_case(module: ModuleOp, tiles: int, indivisible: str = "pad",
-                 seed: int = 0) -> CompiledCase:
+                 seed: int = 0, catalog: tuple[str, ...] = ()) -> CompiledCase:
     func = find_function(module)
     arrays = random_inputs(func, seed)
     expected = run_function(module, arrays)
     result_types = list(func.function_type.outputs.data)
-    package = compile_module(module.clone(), tiles, indivisible)
+    package = compile_module(module.clone(), tiles, indivisible, catalog=catalog)
     feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, arrays, strict=True)}
     return CompiledCase(package, feeds, expected, result_types)
 

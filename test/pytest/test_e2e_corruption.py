@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
-from e2e_support import CompiledCase, compile_case, gemm_module, run_verdict
+from e2e_support import ROW_PLANS, CompiledCase, compile_case, gemm_module, run_verdict
 
 from device import isa
 from device.exchange_timeline import row_timeline
@@ -28,8 +28,9 @@ from device.target import IPU21
 from frontend.builder import f16, f32
 from passes.exchange_rows import plan_broadcast
 
-# M = 32 rows on two output-row tiles of four: some broadcasts have one receiver only, so
-# that receiver's row is the longest of its phase (a shorter delay then shortens the phase).
+# M = 32 rows on two output-row tiles of four (the row plan): some broadcasts have one
+# receiver only, so that receiver's row is the longest of its phase (a shorter delay then
+# shortens the phase). The grid plan's concurrent groups have their own tests below.
 SHAPE = ([32, 128], [128, 128])
 TILES = 4
 
@@ -37,7 +38,7 @@ TILES = 4
 @pytest.fixture(scope="module", params=["f16", "f32"])
 def case(request) -> CompiledCase:
     element_type = {"f16": f16, "f32": f32}[request.param]
-    compiled = compile_case(gemm_module(*SHAPE, element_type), TILES, seed=3)
+    compiled = compile_case(gemm_module(*SHAPE, element_type), TILES, seed=3, catalog=ROW_PLANS)
     assert run_verdict(compiled) is None  # the uncorrupted package PASSes
     return compiled
 

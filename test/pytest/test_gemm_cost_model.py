@@ -52,6 +52,10 @@ SHAPES = [
     ((2, 48, 128), (128, 96), (2, 48, 96), "f16", "", 5),
     ((130, 48), (70, 130), (48, 70), "f16", "transpose_lhs transpose_rhs ", 2),
     ((32, 192), (192, 64), (32, 64), "f8E4M3FNUZ", "", 8),
+    # grids with both broadcasts, several panels per tile, padding on every axis
+    ((200, 300), (300, 330), (200, 330), "f16", "", 16),
+    ((96, 256), (256, 200), (96, 200), "f32", "", 12),
+    ((128, 320), (320, 256), (128, 256), "f8E4M3FNUZ", "", 16),
 ]
 
 
@@ -70,7 +74,7 @@ def test_estimate_equals_modeled_cycles(lhs, rhs, out, element, flags, tiles):
     problem = GemmProblem.from_types(op.lhs.type, op.rhs.type, op.result.type,
                                      op.transpose_lhs is not None, op.transpose_rhs is not None)
     catalog = catalog_entries([c.name for c in catalog_entries(None)] + [
-        f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)])
+        f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)] + ["amp_gemm_f16_grid_p16"])
     valid = [e for e in evaluate_candidates(problem, tiles, "pad", IPU21, catalog)
              if e.reason is None]
     assert valid, "the sample must exercise at least one plan"
