@@ -1282,6 +1282,7 @@ class HomeView:
         check_map(op, f"{what} offset", self.offset, bounds)
         check_map(op, f"{what} shift", self.shift, bounds)
         check_view_inside(op, what, buffer, self.offset, view_bytes[self.pointer], bounds)
+        check_tile_set_fits(op, f"{what} tile set", self.tiles)
         shifts = map_values(self.shift, bounds)
         if shifts is None or shifts.size == 0:
             return

@@ -554,14 +554,14 @@ def _check_roles(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -
         raise InvalidPlan("out and lhs must sit in distinct memory elements")
     if lhs.blocks[-1] != AMP_BLOCK or rhs.blocks[-2:] != (AMP_BLOCK, AMP_BLOCK):
         raise InvalidPlan("the contraction axis must be tiled in 64-blocks on lhs and rhs")
-    if out.blocks[-1] != AMP_BLOCK:
-        raise InvalidPlan("out columns must be tiled in 64-blocks")
-    if (lhs.blocks[-2], lhs.partitions[-2]) != (out.blocks[-2], out.partitions[-2]):
-        raise InvalidPlan("lhs and out must share the row tiling")
     if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
         _check_grid_layout(plan, problem)
     elif lhs.partitions[-1] != 1 or out.partitions[-1] != 1:
         raise InvalidPlan("each output-row tile must hold all of K (lhs) and N (out)")
+    if out.blocks[-1] != AMP_BLOCK:
+        raise InvalidPlan("out columns must be tiled in 64-blocks")
+    if (lhs.blocks[-2], lhs.partitions[-2]) != (out.blocks[-2], out.partitions[-2]):
+        raise InvalidPlan("lhs and out must share the row tiling")
     if lhs.blocks[-2] % 16:
         raise InvalidPlan(f"row block {lhs.blocks[-2]} is not a multiple of the AMP 16 rows")
 

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 import pytest
+from e2e_support import ROW_PLANS
 from typer.testing import CliRunner
 from xdsl.parser import Parser
 
@@ -29,8 +30,9 @@ func.func @gemm(%a: tensor<64x512xf16>, %b: tensor<512x256xf16>) -> tensor<64x25
 
 @pytest.fixture(scope="module")
 def package():
+    # the row plan: its j and k loops are the nest the listing test below expects
     return compile_module(Parser(make_context(), GEMM).parse_module(), 4, "pad",
-                          with_assembly=False)
+                          with_assembly=False, catalog=ROW_PLANS)
 
 
 TERM = re.compile(r"([+-])(0x[0-9a-f]+|\d+)\*(i\d+)")
@@ -82,6 +84,15 @@ def statements(listing: str) -> list[str]:
     """Statement lines with whitespace normalised (padding before comments differs)."""
     return [re.sub(r"\s+", " ", line.strip()) for line in listing
             if not line.startswith("#")]
+
+
+def test_a_grid_plan_listing_expands_to_its_flat_listing():
+    grid = compile_module(Parser(make_context(), GEMM).parse_module(), 16, "pad",
+                          with_assembly=False, catalog=("amp_gemm_f16_grid",))
+    looped = emit_asm.format_assembly(grid)
+    flat = emit_asm.format_assembly(grid, loops=False)
+    assert "loop i0" in looped  # the panel loop stays a loop
+    assert statements(expand(looped)) == statements(line.strip() for line in flat.splitlines())
 
 
 def test_the_listing_has_loops_and_expands_to_the_flat_listing(package):

@@ -18,12 +18,16 @@ from xdsl.parser import Parser
 
 from device import isa
 from device.package import ExchangeStep, KernelStep, LoopStep, Package
+from device.target import IPU21
 from frontend.builder import f16, f32
 from passes import get_all_passes
 from passes.ipu_pipeline import STAGES
 from tools.ipu_run import make_context
 
 GRID_F16 = ("amp_gemm_f16_grid",)
+GEMM_64 = ("func.func @g(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x64xf16> {\n"
+           "  %c = graph.gemm %a, %b : (tensor<64x128xf16>, tensor<128x64xf16>) -> "
+           "tensor<64x64xf16>\n  func.return %c : tensor<64x64xf16>\n}\n")
 
 
 @pytest.mark.parametrize("lhs,rhs,element,tiles,catalog", [
@@ -122,3 +126,38 @@ def op_counts(tiles: int) -> list[int]:
 
 def test_op_counts_do_not_grow_with_the_tile_count():
     assert op_counts(16) == op_counts(64) == op_counts(1472)
+
+
+def test_mid_to_tile_names_a_dispatch_that_is_no_gemm_plan(tmp_path, capsys):
+    from tools.ipu_opt import IpuOptMain
+
+    source = tmp_path / "g.mlir"
+    source.write_text(GEMM_64)
+    mid_text = tmp_path / "mid.mlir"
+    IpuOptMain(args=[str(source), "-p", "graph-to-mid{tiles=4}", "-o", str(mid_text)]).run()
+    mid_text.write_text(mid_text.read_text().replace("dispatch<gemm_grid", "dispatch<pointwise"))
+    with pytest.raises(SystemExit) as exited:
+        IpuOptMain(args=[str(mid_text), "-p", "mid-to-tile"]).run()
+    assert exited.value.code == 1
+    assert ("mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks or gemm_grid"
+            in capsys.readouterr().err)
+
+
+def test_a_grid_plan_whose_operands_are_cut_over_different_grids_is_invalid():
+    from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorPlanAttr
+    from passes.gemm_plans import CATALOG, GemmProblem, build_gemm_plan, validate_gemm_plan
+
+    grid = next(c for c in CATALOG if c.name == "amp_gemm_f16_grid")
+    problem = GemmProblem((256, 256), (256, 256), (256, 256), "f16")
+    plan = build_gemm_plan(grid, problem, 16, "pad", IPU21)
+    operands = []
+    for e in plan.operands.data:
+        fmt = e.format
+        if e.operand.data == "rhs":
+            fmt = fmt.with_changes(tiling=[AxisTilingAttr(64, 2), AxisTilingAttr(64, 8)])
+        operands.append(OperandPlanAttr(e.operand.data, e.role.data, fmt, e.alignment.data,
+                                        e.tail.data))
+    broken = OperatorPlanAttr(plan.candidate.data, plan.dispatch, plan.accumulate.data,
+                              plan.amp.data, operands, plan.distinct_pairs, plan.alias.data)
+    assert validate_gemm_plan(broken, problem, 16, IPU21) == (
+        "lhs, rhs and out must be cut over one grid (out [4, 4], lhs [4, 4], rhs [2, 8])")

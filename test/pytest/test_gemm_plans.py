@@ -18,9 +18,10 @@ from passes.gemm_plans import (
 from passes.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
 from passes.shard_geometry import ShardGeometry
 
-F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32"]
+# the row plan's candidates (the grid plan has tests of its own below)
+F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32" and c.layout == "rows"]
 P16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f16"]  # gemm-partials=f16
-F32 = [c for c in CATALOG if c.precision == "f32"]
+F32 = [c for c in CATALOG if c.precision == "f32" and c.layout == "rows"]
 
 
 def problem(m, k, n, precision="f16", batch_lhs=(), batch_rhs=(), **flags):
@@ -194,8 +195,40 @@ def test_selection_picks_the_cheapest_valid_candidate(tiles, m):
 
 
 def test_selection_is_real_different_shapes_choose_different_candidates():
-    assert select_gemm_plan(problem(96, 64, 64), 4).candidate.name == "amp_gemm_f16_r32"
-    assert select_gemm_plan(problem(128, 64, 64), 4).candidate.name == "amp_gemm_f16_r16"
+    # among the row plans, the row block follows the shape
+    rows = catalog_entries([c.name for c in F16])
+    assert select_gemm_plan(problem(96, 64, 64), 4, catalog=rows).candidate.name == "amp_gemm_f16_r32"
+    assert select_gemm_plan(problem(128, 64, 64), 4, catalog=rows).candidate.name == "amp_gemm_f16_r16"
+    # with the grid plan: a long K on few output rows keeps the row plan (the grid's A panel
+    # broadcasts would cost more than its B blocks save); a square GEMM takes the grid
+    assert select_gemm_plan(problem(16, 4096, 64), 4).candidate.name == "amp_gemm_f16_r16"
+    assert select_gemm_plan(problem(256, 256, 256), 16).candidate.name == "amp_gemm_f16_grid"
+
+
+def test_grid_plan_cuts_all_three_operands_over_one_grid_of_every_tile():
+    grid = next(c for c in CATALOG if c.name == "amp_gemm_f16_grid")
+    pr = problem(1024, 1024, 1024)
+    plan = build_gemm_plan(grid, pr, 256, "pad", IPU21)
+    assert validate_gemm_plan(plan, pr, 256, IPU21) is None
+    parts = {o: plan.operand_plan(o).format.partitions for o in ("lhs", "rhs", "out")}
+    assert parts["lhs"] == parts["rhs"] == parts["out"]
+    rows, cols = parts["out"]
+    assert rows * cols == 256  # every tile computes
+
+
+def test_grid_plan_reasons():
+    grid = next(c for c in CATALOG if c.name == "amp_gemm_f16_grid")
+    batched = problem(32, 64, 64, batch_lhs=(2,))
+    assert validate_gemm_plan(build_gemm_plan(grid, batched, 4, "pad", IPU21), batched, 4,
+                              IPU21) == "the grid plan runs one GEMM; this one has 2 batch slices"
+    transposed = problem(32, 64, 64, transpose_rhs=True)
+    assert validate_gemm_plan(build_gemm_plan(grid, transposed, 4, "pad", IPU21), transposed,
+                              4, IPU21) == "the grid plan reads rhs untransposed; rhs is transposed"
+    square = problem(64, 64, 64)
+    evaluations = evaluate_candidates(square, 4, "pad", IPU21, in_repeat=True)
+    reasons = {e.candidate.name: e.reason for e in evaluations}
+    assert reasons["amp_gemm_f16_grid"].startswith("grid plans are not offered in a graph.repeat body")
+    assert reasons["amp_gemm_f16_r16"] is None
 
 
 def test_cost_model_grows_with_work_and_shrinks_with_tiles():
@@ -224,7 +257,8 @@ def test_catalog_lookup():
     # FP16 partials only when the pipeline is told accuracy allows them
     assert catalog_entries(None) == tuple(c for c in CATALOG if c not in P16)
     assert default_catalog_names("f16") == tuple(c.name for c in CATALOG)
-    assert [c.name for c in P16] == [f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)]
+    assert [c.name for c in P16] == [f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)] + [
+        "amp_gemm_f16_grid_p16"]
     with pytest.raises(ValueError, match="gemm-partials=f8: expected one of f32, f16"):
         default_catalog_names("f8")
     assert [c.name for c in catalog_entries(["amp_gemm_f32_r64"])] == ["amp_gemm_f32_r64"]

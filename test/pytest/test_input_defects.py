@@ -4,9 +4,11 @@ the documented exit status, never a traceback or click's bare "Aborted."."""
 from __future__ import annotations
 
 import io
+import re
 
 import numpy as np
 import pytest
+from e2e_support import ROW_PLANS
 from typer.testing import CliRunner
 from xdsl.printer import Printer
 
@@ -24,9 +26,19 @@ GEMM = (
 
 @pytest.fixture(scope="module")
 def scheduled() -> str:
-    """The GEMM at the tile and exchange levels, as ipu-opt prints it."""
+    """The GEMM at the tile and exchange levels, as ipu-opt prints it (the row plan)."""
+    return scheduled_text(ROW_PLANS)
+
+
+@pytest.fixture(scope="module")
+def scheduled_grid() -> str:
+    """The same GEMM with the grid plan: grouped exchanges and home views."""
+    return scheduled_text(("amp_gemm_f16_grid",))
+
+
+def scheduled_text(catalog: tuple[str, ...]) -> str:
     module = parse_located_module(make_context(), GEMM, "gemm.mlir")
-    IpuPipelinePass(tiles=2).apply(make_context(), module)
+    IpuPipelinePass(tiles=2, catalog=catalog).apply(make_context(), module)
     stream = io.StringIO()
     Printer(stream=stream).print_op(module)
     return stream.getvalue()
@@ -92,6 +104,19 @@ def test_integers_beyond_i64_in_tile_text(scheduled, tmp_path, capsys, old, new)
     assert old in scheduled
     path = tmp_path / "t.mlir"
     path.write_text(scheduled.replace(old, new, 1))
+    status, err = ipu_opt(capsys, path)
+    assert status == 1
+    assert "does not fit in 64 bits (i64)" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("pattern, new", [
+    (r" groups \d+ shift", f" groups {HUGE} shift"),
+    (r" home \[\d+:", f" home [{HUGE}:"),
+], ids=["groups", "home-pointer"])
+def test_integers_beyond_i64_in_grid_text(scheduled_grid, tmp_path, capsys, pattern, new):
+    assert re.search(pattern, scheduled_grid)
+    path = tmp_path / "t.mlir"
+    path.write_text(re.sub(pattern, new, scheduled_grid, count=1))
     status, err = ipu_opt(capsys, path)
     assert status == 1
     assert "does not fit in 64 bits (i64)" in err and "Traceback" not in err

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from e2e_support import ROW_PLANS
 from typer.testing import CliRunner
 
 from device import package_metadata, package_schema
 from device.package import FORMAT_VERSION, Package, PackageError
 from tools import ipu_objdump, ipu_run
-from tools.ipu_run import run_main
+from tools.ipu_run import compile_module, module_text, parse_module, run_main
 
 SOURCE = (
     "func.func @gemm(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x64xf16> {\n"
@@ -37,10 +38,35 @@ def base(tmp_path_factory) -> Path:
     return directory / "pkg"
 
 
+@pytest.fixture(scope="module")
+def row_base(tmp_path_factory) -> Path:
+    """The same GEMM compiled with the row plan, whose home tiles copy blocks (`copy_words`):
+    the corruptions of a one-scalar kernel call below use that call."""
+    directory = tmp_path_factory.mktemp("schema_rows")
+    module = parse_module(directory / "gemm.mlir", SOURCE)
+    package = compile_module(module.clone(), 4, "pad", catalog=ROW_PLANS)
+    package.source = module_text(module)
+    package.save(directory / "pkg")
+    return directory / "pkg"
+
+
+# the corruptions of a one-scalar kernel call, which use the row plan's `copy_words`
+ROW_PLAN_CASES = {"unknown kernel", "scalar count", "scalar over 32 bits", "scalar count list"}
+
+
 @pytest.fixture
-def package(base, tmp_path) -> Path:
+def package(base, row_base, tmp_path, request) -> Path:
+    callspec = getattr(request.node, "callspec", None)
+    name = callspec.params.get("name") if callspec is not None else None
     copy = tmp_path / "pkg"
-    shutil.copytree(base, copy)
+    shutil.copytree(row_base if name in ROW_PLAN_CASES else base, copy)
+    return copy
+
+
+@pytest.fixture
+def row_package(row_base, tmp_path) -> Path:
+    copy = tmp_path / "pkg"
+    shutil.copytree(row_base, copy)
     return copy
 
 
@@ -420,12 +446,12 @@ def test_ipu_run_package_json_and_outputs(package, tmp_path):
     assert np.load(tmp_path / "out" / "result0.npy", allow_pickle=False).shape == (64, 64)
 
 
-def test_a_well_formed_but_wrong_package_fails_the_check(package):
+def test_a_well_formed_but_wrong_package_fails_the_check(row_package):
     """A copy of half the block is schema-valid: only the reference check can see it, and
     ipu-run DIR does (the bare API would return wrong outputs: see bench/robustness.py)."""
-    edit_metadata(package, setter("steps", kernel("copy_words"), "scalars", [1024]))
-    Package.load(package)
-    result = CliRunner().invoke(ipu_run.app, [str(package)])
+    edit_metadata(row_package, setter("steps", kernel("copy_words"), "scalars", [1024]))
+    Package.load(row_package)
+    result = CliRunner().invoke(ipu_run.app, [str(row_package)])
     assert result.exit_code == 1 and "check: FAIL" in result.output
 
 

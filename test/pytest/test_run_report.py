@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from e2e_support import ROW_PLANS
 
 from tools.ipu_run import EXIT_DIAGNOSTIC, EXIT_PASS, compile_module, parse_module, run_main
 from tools.run_summary import code_bytes_per_tile, exchange_bytes_per_tile, memory_per_tile
@@ -67,8 +68,8 @@ def test_json_reports_a_diagnostic_as_an_object_too(capsys, tmp_path):
 
 
 def test_exchange_bytes_add_up_to_the_broadcast_rhs():
-    """Each 64x64 f16 block of the 320x192 rhs is sent once, by its home tile."""
-    package = compile_module(parse_module(GEMM), 4, "pad")
+    """Each 64x64 f16 block of the 320x192 rhs is sent once, by its home tile (the row plan)."""
+    package = compile_module(parse_module(GEMM), 4, "pad", catalog=ROW_PLANS)
     sent = exchange_bytes_per_tile(package)
     assert sent.sum() == 320 * 192 * 2
     assert sent[3] == 0 and (sent[:3] > 0).all()  # 15 blocks on home tiles j // 2 ... of 3
@@ -76,7 +77,7 @@ def test_exchange_bytes_add_up_to_the_broadcast_rhs():
 
 def test_memory_per_tile_counts_buffers_and_rows():
     module = parse_module(GEMM)
-    package = compile_module(module, 4, "pad")
+    package = compile_module(module, 4, "pad", catalog=ROW_PLANS)  # the layout described below
     usage = memory_per_tile(module, package)
     assert set(usage) == {"input (standard)", "output (interleaved)", "scratch (standard)",
                           "scratch (interleaved)", "exchange rows (code)"}
