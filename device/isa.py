@@ -275,7 +275,7 @@ def encode(instrs: list[Instruction] | tuple[Instruction, ...], base_address: in
         raise EncodeError(f"row address {base_address:#x} is not {WORD_BYTES}-byte aligned")
     words: list[int] = []
     for instr in instrs:
-        byte_address = base_address + 4 * len(words)
+        byte_address = base_address + WORD_BYTES * len(words)
         if isinstance(instr, SendPicP) and byte_address % SENDPICP_ALIGNMENT:
             raise EncodeError(
                 f"{format_instruction(instr)}: sendpicp would start at byte address "
@@ -383,7 +383,7 @@ def decode(words, base_address: int = 0) -> list[Instruction]:
     index = 0
     count = len(words)
     while index < count:
-        instr = decode_at(words, index, base_address + 4 * index)
+        instr = decode_at(words, index, base_address + WORD_BYTES * index)
         instrs.append(instr)
         index += instr.words
     return instrs

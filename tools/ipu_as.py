@@ -108,7 +108,7 @@ def assemble_row(row: SourceRow, base: int) -> list[int]:
     for number, statement in row.statements:
         try:
             instr = parse_instruction(statement)
-            words.extend(encode([instr], base + 4 * len(words)))
+            words.extend(encode([instr], base + WORD_BYTES * len(words)))
         except (AsmSyntaxError, EncodeError) as error:
             raise type(error)(f"line {number}: {error}") from None
     return words

@@ -95,7 +95,7 @@ def decode_prefix(words: list[int], base_address: int) -> tuple[list[Instruction
     index = 0
     while index < len(words):
         try:
-            instr = decode_at(words, index, base_address + 4 * index)
+            instr = decode_at(words, index, base_address + WORD_BYTES * index)
         except DecodeError as error:
             return instrs, error
         instrs.append(instr)
@@ -135,7 +135,7 @@ def disassemble(words: list[int], base_address: int = 0) -> tuple[str, str | Non
     lines = [f"# row at {base_address:#x}: {len(words)} words, {total} events"]
     index = 0
     for position, instr in enumerate(instrs):
-        address = base_address + 4 * index
+        address = base_address + WORD_BYTES * index
         hex_words = " ".join(f"{w:08x}" for w in words[index : index + instr.words])
         start, end = intervals[position]
         comment = "; ".join([f"events [{start}, {end})", *effects(timeline, position)])
