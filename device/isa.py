@@ -4,7 +4,8 @@ The contract is `../shared/spec/exchange-isa.md` ("Recovered encodings"). Every 
 field is an *assembler operand* of the spec, stored exactly as encoded: counts are
 `events - 1` / `words - 1`, addresses are tile-memory *word* addresses.
 
-Field ranges are the widths of the spec's bit masks:
+Field ranges are the widths of the spec's bit masks. The `bits` of each dataclass field below
+is their one definition; this table restates them for readers (test_isa checks it):
 
 | instruction | fields (bits) |
 |---|---|
