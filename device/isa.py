@@ -4,7 +4,8 @@ The contract is `../shared/spec/exchange-isa.md` ("Recovered encodings"). Every 
 field is an *assembler operand* of the spec, stored exactly as encoded: counts are
 `events - 1` / `words - 1`, addresses are tile-memory *word* addresses.
 
-Field ranges are the widths of the spec's bit masks:
+Field ranges are the widths of the spec's bit masks. The `bits` of each dataclass field below
+is their one definition; this table restates them for readers (test_isa checks it):
 
 | instruction | fields (bits) |
 |---|---|
@@ -45,7 +46,8 @@ from __future__ import annotations
 
 import numbers
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.utils.exceptions import DiagnosticException
@@ -98,96 +100,83 @@ def is_integer(value) -> bool:
 
 
 # ---- instructions ------------------------------------------------------------------------
+# Each instruction is a dataclass whose fields are the spec's operands in operand order; a
+# field's `bits` metadata is its encoding width. This is the one definition of the fields:
+# `FIELD_BITS`, the range checks and the `exchange` dialect's ops are derived from it.
+def _bits(width: int) -> Any:
+    """A dataclass field `width` bits wide in the encoding."""
+    return field(metadata={"bits": width})
+
+
+class _Instruction:
+    """What every instruction shares: its first operand is its count (events or words) - 1."""
+
+    __slots__ = ()
+    __match_args__: ClassVar[tuple[str, ...]]  # the operands, in order (from @dataclass)
+    mnemonic: ClassVar[str]
+    words: ClassVar[int] = 1  # encoded words
+
+    @property
+    def events(self) -> int:
+        return getattr(self, self.__match_args__[0]) + 1
+
+
 @dataclass(frozen=True, slots=True)
-class Delay:
-    events_m1: int
+class Delay(_Instruction):
+    events_m1: int = _bits(DELAY_EVENTS_BITS)
     mnemonic = "delay"
-    words = 1
-
-    @property
-    def events(self) -> int:
-        return self.events_m1 + 1
 
 
 @dataclass(frozen=True, slots=True)
-class DelayPic:
-    events_m1: int
-    selector: int
-    value: int
+class DelayPic(_Instruction):
+    events_m1: int = _bits(DELAYPIC_EVENTS_BITS)
+    selector: int = _bits(1)
+    value: int = _bits(PIC_VALUE_BITS)
     mnemonic = "delaypic"
-    words = 1
-
-    @property
-    def events(self) -> int:
-        return self.events_m1 + 1
 
 
 @dataclass(frozen=True, slots=True)
-class DelayXpic:
-    events_m1: int
-    selector: int
-    value: int
+class DelayXpic(_Instruction):
+    events_m1: int = _bits(DELAYXPIC_EVENTS_BITS)
+    selector: int = _bits(1)
+    value: int = _bits(XPIC_VALUE_BITS)
     mnemonic = "delayxpic"
-    words = 1
-
-    @property
-    def events(self) -> int:
-        return self.events_m1 + 1
 
 
 @dataclass(frozen=True, slots=True)
-class Send:
-    words_m1: int
-    address: int
-    sctl: int
+class Send(_Instruction):
+    words_m1: int = _bits(SEND_WORDS_BITS)
+    address: int = _bits(ADDRESS_BITS)
+    sctl: int = _bits(SCTL_BITS)
     mnemonic = "send"
-    words = 1
-
-    @property
-    def events(self) -> int:
-        return self.words_m1 + 1
 
 
 @dataclass(frozen=True, slots=True)
-class SendOff:
-    words_m1: int
-    delta: int
-    sctl: int
+class SendOff(_Instruction):
+    words_m1: int = _bits(SENDOFF_WORDS_BITS)
+    delta: int = _bits(SENDOFF_DELTA_BITS)
+    sctl: int = _bits(SCTL_BITS)
     mnemonic = "sendoff"
-    words = 1
-
-    @property
-    def events(self) -> int:
-        return self.words_m1 + 1
 
 
 @dataclass(frozen=True, slots=True)
-class SendPic:
-    words_m1: int
-    selector: int
-    value: int
+class SendPic(_Instruction):
+    words_m1: int = _bits(SEND_WORDS_BITS)
+    selector: int = _bits(2)
+    value: int = _bits(PIC_VALUE_BITS)
     mnemonic = "sendpic"
-    words = 1
-
-    @property
-    def events(self) -> int:
-        return self.words_m1 + 1
 
 
 @dataclass(frozen=True, slots=True)
-class SendPicP:
-    words_m1: int
-    address: int
-    sctl: int
-    pic_selector: int
-    xpic: int
-    pic: int
+class SendPicP(_Instruction):
+    words_m1: int = _bits(SEND_WORDS_BITS)
+    address: int = _bits(ADDRESS_BITS)
+    sctl: int = _bits(SCTL_BITS)
+    pic_selector: int = _bits(1)
+    xpic: int = _bits(XPIC_CONFIG_BITS)
+    pic: int = _bits(PIC_VALUE_BITS)
     mnemonic = "sendpicp"
     words = 2
-
-    @property
-    def events(self) -> int:
-        return self.words_m1 + 1
 
 
 Instruction = Delay | DelayPic | DelayXpic | Send | SendOff | SendPic | SendPicP
@@ -198,28 +187,30 @@ BY_MNEMONIC: dict[str, type[Instruction]] = {cls.mnemonic: cls for cls in INSTRU
 
 # Width in bits of every field, per instruction class, in operand order.
 FIELD_BITS: dict[type, dict[str, int]] = {
-    Delay: {"events_m1": DELAY_EVENTS_BITS},
-    DelayPic: {"events_m1": DELAYPIC_EVENTS_BITS, "selector": 1, "value": PIC_VALUE_BITS},
-    DelayXpic: {"events_m1": DELAYXPIC_EVENTS_BITS, "selector": 1, "value": XPIC_VALUE_BITS},
-    Send: {"words_m1": SEND_WORDS_BITS, "address": ADDRESS_BITS, "sctl": SCTL_BITS},
-    SendOff: {"words_m1": SENDOFF_WORDS_BITS, "delta": SENDOFF_DELTA_BITS, "sctl": SCTL_BITS},
-    SendPic: {"words_m1": SEND_WORDS_BITS, "selector": 2, "value": PIC_VALUE_BITS},
-    SendPicP: {
-        "words_m1": SEND_WORDS_BITS,
-        "address": ADDRESS_BITS,
-        "sctl": SCTL_BITS,
-        "pic_selector": 1,
-        "xpic": XPIC_CONFIG_BITS,
-        "pic": PIC_VALUE_BITS,
-    },
+    cls: {f.name: f.metadata["bits"] for f in fields(cls)} for cls in INSTRUCTION_CLASSES
 }
+
+
+def max_count(cls: type[Instruction]) -> int:
+    """The largest count (events or words) an instruction encodes: its first field + 1."""
+    return 1 << next(iter(FIELD_BITS[cls].values()))
+
+
+def is_xpic_immediate(instr: Instruction | None, field_name: str) -> bool:
+    """`sendpic`'s value with an XPIC selector (0 or 1): 13 bits in an 18-bit field."""
+    return (isinstance(instr, SendPic) and field_name == "value"
+            and is_integer(instr.selector) and instr.selector in (0, 1))
+
+
+def xpic_immediate_note(instr: Instruction, field_name: str) -> str:
+    """The diagnostic's explanation of a `sendpic` value out of its 13-bit XPIC range."""
+    return " (an XPIC immediate in sendpic is 13 bits)" if is_xpic_immediate(instr, field_name) else ""
 
 
 def field_range(cls: type, field_name: str, instr: Instruction | None = None) -> tuple[int, int]:
     """Inclusive [lo, hi] of a field; `sendpic`'s value narrows to 13 bits for XPIC selectors."""
     bits = FIELD_BITS[cls][field_name]
-    if (cls is SendPic and field_name == "value" and isinstance(instr, SendPic)
-            and is_integer(instr.selector) and instr.selector in (0, 1)):
+    if cls is SendPic and is_xpic_immediate(instr, field_name):
         bits = XPIC_VALUE_BITS
     return 0, (1 << bits) - 1
 
@@ -247,12 +238,9 @@ def check_fields(instr: Instruction) -> None:
                 f"{format_instruction(instr)}: field '{name}' = {value!r} is not an integer "
                 f"(a {type(value).__name__})"
             )
-        extra = ""
-        if type(instr) is SendPic and name == "value" and instr.selector in (0, 1):
-            extra = " (an XPIC immediate in sendpic is 13 bits)"
         raise EncodeError(
             f"{format_instruction(instr)}: field '{name}' = {value} is out of range "
-            f"[{lo}, {hi:#x}]{extra}"
+            f"[{lo}, {hi:#x}]{xpic_immediate_note(instr, name)}"
         )
 
 
@@ -288,7 +276,7 @@ def encode(instrs: list[Instruction] | tuple[Instruction, ...], base_address: in
         raise EncodeError(f"row address {base_address:#x} is not {WORD_BYTES}-byte aligned")
     words: list[int] = []
     for instr in instrs:
-        byte_address = base_address + 4 * len(words)
+        byte_address = base_address + WORD_BYTES * len(words)
         if isinstance(instr, SendPicP) and byte_address % SENDPICP_ALIGNMENT:
             raise EncodeError(
                 f"{format_instruction(instr)}: sendpicp would start at byte address "
@@ -396,7 +384,7 @@ def decode(words, base_address: int = 0) -> list[Instruction]:
     index = 0
     count = len(words)
     while index < count:
-        instr = decode_at(words, index, base_address + 4 * index)
+        instr = decode_at(words, index, base_address + WORD_BYTES * index)
         instrs.append(instr)
         index += instr.words
     return instrs

@@ -28,11 +28,29 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from xdsl.utils.str_enum import StrEnum
 
 from device.target import BYTES_PER_ELEMENT, Precision
 
+
+class ElementOrder(StrEnum):
+    """The element orders of a shard (the module docstring describes each layout).
+
+    Their position is the order code of a kernel descriptor (`device.shard_geometry`).
+    """
+
+    ROW_MAJOR = "row_major"
+    AMP_LEFT = "amp_left"
+    AMP_RIGHT = "amp_right"
+    AMP_OUTPUT = "amp_output"
+    AMP_LEFT_T = "amp_left_t"  # a transposed GEMM operand, stored as amp_left of its transpose
+    AMP_RIGHT_T = "amp_right_t"
+
+
 AMP_BLOCK = 64
-ORDERS = ("row_major", "amp_left", "amp_right", "amp_output", "amp_left_t", "amp_right_t")
+ORDERS: tuple[str, ...] = tuple(order.value for order in ElementOrder)
+# The orders the AMP reads and writes (PACE operands), which need `Target.pace_alignment`.
+AMP_ORDERS: tuple[str, ...] = tuple(order for order in ORDERS if order != ElementOrder.ROW_MAJOR)
 TRANSPOSED_SUFFIX = "_t"
 FP8_MAX = 240.0
 # [C] Poplar QUARTER metadata: a signed power-of-two scale s in -31..31, value = q * 2**s.

@@ -37,7 +37,6 @@ against the schema of `device/package_schema.py` and raises `PackageError` for a
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,17 +230,3 @@ class Package:
         from device.package_schema import load_package
 
         return load_package(directory)
-
-
-def describe(package: Package) -> dict:
-    """A JSON-able summary (for tools and notes)."""
-    program = [s for _, s in flat_steps(package.steps)]
-    kinds = Counter(type(s) for s in package.executed())
-    kernels, exchanges = kinds[KernelStep], kinds[ExchangeStep]
-    return {
-        "tiles": package.tiles, "unique_rows": len(package.rows),
-        "exchange_steps": exchanges, "kernel_steps": kernels,
-        "program_steps": len(program), "loops": sum(isinstance(s, LoopStep) for s in program),
-        "inputs": [t.name for t in package.inputs],
-        "outputs": [t.name for t in package.outputs],
-    }

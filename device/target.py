@@ -23,6 +23,13 @@ class Precision(StrEnum):
     F32 = "f32"
 
 
+class MemoryClass(StrEnum):
+    """Where a buffer lives in tile memory: anywhere, or in the interleaved region."""
+
+    STANDARD = "standard"
+    INTERLEAVED = "interleaved"
+
+
 BYTES_PER_ELEMENT: dict[str, int] = {Precision.F8F143: 1, Precision.F16: 2, Precision.F32: 4}
 # [C] the supervisor's instruction words, exchange items and PIC/send word addresses are
 # 32-bit words (spec: exchange-isa.md).

@@ -219,14 +219,32 @@ def run_block(block: Block, env: Env) -> list[np.ndarray]:
 # ----------------------------------------------------------------------------------------------
 
 
-def find_function(module: ModuleOp, function: str | None = None) -> FuncOp:
+def find_function(module: ModuleOp, function: str | None = None,
+                  choose_with: str | None = None) -> FuncOp:
+    """The named `func.func`, or unnamed the first one.
+
+    A driver passes `choose_with`, its way to name a function (`ipu-run`: `--function`): then
+    an unnamed choice must be the only defined function and the function must have results,
+    since running whichever comes first would check a function nobody chose.
+    """
     funcs = [op for op in module.ops if isinstance(op, FuncOp)]
     if function is not None:
         funcs = [f for f in funcs if f.sym_name.data == function]
+    elif choose_with is not None:  # a declaration cannot be run; don't count it as a choice
+        funcs = [f for f in funcs if not f.is_declaration] or funcs
     if not funcs:
         raise InterpreterError(
             f"no func.func @{function} in the module" if function else "no func.func in the module"
         )
+    if choose_with is None:
+        return funcs[0]
+    if len(funcs) > 1:
+        names = ", ".join(f"@{f.sym_name.data}" for f in funcs)
+        raise InterpreterError(f"the input holds {len(funcs)} functions ({names}): choose one "
+                               f"with {choose_with}")
+    if not funcs[0].function_type.outputs.data:
+        raise InterpreterError(f"@{funcs[0].sym_name.data} has no results: nothing to run or "
+                               f"check")
     return funcs[0]
 
 

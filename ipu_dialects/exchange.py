@@ -1,7 +1,8 @@
 """The `exchange` dialect: IPU21 supervisor exchange instructions grouped into rows.
 
-One op per instruction of `spec/exchange-isa.md`; properties are the assembler operands of
-`device.isa` (counts are `events - 1` / `words - 1`, addresses are word addresses). The
+One op per instruction of `spec/exchange-isa.md`, generated from its `device.isa` dataclass
+(the one definition of the fields): properties are the assembler operands there (counts are
+`events - 1` / `words - 1`, addresses are word addresses), range-checked as there. The
 custom syntax is the spec's text form; integers may be written in hex or decimal:
 
 ```mlir
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from abc import ABC
 from collections.abc import Sequence
-from dataclasses import astuple, fields
+from dataclasses import astuple
 from functools import lru_cache
 from typing import ClassVar
 
@@ -52,16 +53,16 @@ def _i64(value: int) -> IntegerAttr:
 class InstructionOp(IRDLOperation, OneLineAssemblyPrintable, ABC):
     """Shared behaviour of the seven instruction ops (not itself an op)."""
 
-    ISA_CLASS: ClassVar[type]
+    ISA_CLASS: ClassVar[type[isa.Instruction]]
 
     def __init__(self, *args: int, **kwargs: int):
-        names = [f.name for f in fields(self.ISA_CLASS)]
+        names = self.field_names()
         values = dict(zip(names, args)) | kwargs
         super().__init__(properties={n: _i64(values[n]) for n in names})
 
     @classmethod
     def field_names(cls) -> list[str]:
-        return [f.name for f in fields(cls.ISA_CLASS)]
+        return list(isa.FIELD_BITS[cls.ISA_CLASS])
 
     def field_value(self, name: str) -> int:
         attr = self.properties[name]
@@ -76,8 +77,7 @@ class InstructionOp(IRDLOperation, OneLineAssemblyPrintable, ABC):
         for name, value, lo, hi in isa.field_errors(instr):
             raise VerifyException(
                 f"{self.name}: field '{name}' = {value} is out of range [{lo}, {hi}]"
-                + (" (an XPIC immediate in sendpic is 13 bits)"
-                   if isinstance(instr, isa.SendPic) and name == "value" else "")
+                + isa.xpic_immediate_note(instr, name)
             )
 
     @classmethod
@@ -106,73 +106,23 @@ class InstructionOp(IRDLOperation, OneLineAssemblyPrintable, ABC):
                                              StringAttr(words))
 
 
-@irdl_op_definition
-class DelayOp(InstructionOp):
-    name = "exchange.delay"
-    ISA_CLASS: ClassVar[type] = isa.Delay
-    events_m1 = prop_def(IntegerAttr[I64])
+def _instruction_op(isa_class: type[isa.Instruction]) -> type[InstructionOp]:
+    """The op of one instruction: an i64 property per field of `isa_class`, named as there."""
+    body: dict = {
+        "__module__": __name__,
+        "__annotations__": {"ISA_CLASS": "ClassVar[type[isa.Instruction]]"},
+        "__doc__": f"`{isa_class.mnemonic}`: the op form of `device.isa.{isa_class.__name__}`.",
+        "name": f"exchange.{isa_class.mnemonic}",
+        "ISA_CLASS": isa_class,
+    }
+    body |= {field_name: prop_def(IntegerAttr[I64]) for field_name in isa.FIELD_BITS[isa_class]}
+    return irdl_op_definition(type(f"{isa_class.__name__}Op", (InstructionOp,), body))
 
 
-@irdl_op_definition
-class DelayPicOp(InstructionOp):
-    name = "exchange.delaypic"
-    ISA_CLASS: ClassVar[type] = isa.DelayPic
-    events_m1 = prop_def(IntegerAttr[I64])
-    selector = prop_def(IntegerAttr[I64])
-    value = prop_def(IntegerAttr[I64])
-
-
-@irdl_op_definition
-class DelayXpicOp(InstructionOp):
-    name = "exchange.delayxpic"
-    ISA_CLASS: ClassVar[type] = isa.DelayXpic
-    events_m1 = prop_def(IntegerAttr[I64])
-    selector = prop_def(IntegerAttr[I64])
-    value = prop_def(IntegerAttr[I64])
-
-
-@irdl_op_definition
-class SendOp(InstructionOp):
-    name = "exchange.send"
-    ISA_CLASS: ClassVar[type] = isa.Send
-    words_m1 = prop_def(IntegerAttr[I64])
-    address = prop_def(IntegerAttr[I64])
-    sctl = prop_def(IntegerAttr[I64])
-
-
-@irdl_op_definition
-class SendOffOp(InstructionOp):
-    name = "exchange.sendoff"
-    ISA_CLASS: ClassVar[type] = isa.SendOff
-    words_m1 = prop_def(IntegerAttr[I64])
-    delta = prop_def(IntegerAttr[I64])
-    sctl = prop_def(IntegerAttr[I64])
-
-
-@irdl_op_definition
-class SendPicOp(InstructionOp):
-    name = "exchange.sendpic"
-    ISA_CLASS: ClassVar[type] = isa.SendPic
-    words_m1 = prop_def(IntegerAttr[I64])
-    selector = prop_def(IntegerAttr[I64])
-    value = prop_def(IntegerAttr[I64])
-
-
-@irdl_op_definition
-class SendPicPOp(InstructionOp):
-    name = "exchange.sendpicp"
-    ISA_CLASS: ClassVar[type] = isa.SendPicP
-    words_m1 = prop_def(IntegerAttr[I64])
-    address = prop_def(IntegerAttr[I64])
-    sctl = prop_def(IntegerAttr[I64])
-    pic_selector = prop_def(IntegerAttr[I64])
-    xpic = prop_def(IntegerAttr[I64])
-    pic = prop_def(IntegerAttr[I64])
-
-
-INSTRUCTION_OPS: tuple[type[InstructionOp], ...] = (
-    DelayOp, DelayPicOp, DelayXpicOp, SendOp, SendOffOp, SendPicOp, SendPicPOp,
+INSTRUCTION_OPS: tuple[type[InstructionOp], ...] = tuple(
+    _instruction_op(isa_class) for isa_class in isa.INSTRUCTION_CLASSES
 )
+DelayOp, DelayPicOp, DelayXpicOp, SendOp, SendOffOp, SendPicOp, SendPicPOp = INSTRUCTION_OPS
 OP_BY_ISA: dict[type, type[InstructionOp]] = {op.ISA_CLASS: op for op in INSTRUCTION_OPS}
 
 

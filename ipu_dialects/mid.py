@@ -80,29 +80,17 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from device.layouts import FP8_SCALE_RANGE
+from device.layouts import ElementOrder as ElementOrder
+from device.target import MemoryClass as MemoryClass
 from device.target import Precision as StoragePrecision
 from device.target import get_target
 from ipu_dialects.graph import concat_result_shape, slice_result_shape
 from ipu_dialects.shapes import broadcast_shapes, fmt_shape
 
 
-class ElementOrder(StrEnum):
-    ROW_MAJOR = "row_major"
-    AMP_LEFT = "amp_left"
-    AMP_RIGHT = "amp_right"
-    AMP_OUTPUT = "amp_output"
-    AMP_LEFT_T = "amp_left_t"  # a transposed GEMM operand, stored as amp_left of its transpose
-    AMP_RIGHT_T = "amp_right_t"
-
-
 class Indivisible(StrEnum):
     PAD = "pad"
     REJECT = "reject"
-
-
-class MemoryClass(StrEnum):
-    STANDARD = "standard"
-    INTERLEAVED = "interleaved"
 
 
 class DispatchKind(StrEnum):

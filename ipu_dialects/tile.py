@@ -171,14 +171,14 @@ from xdsl.utils.exceptions import VerifyException
 
 from device.kernels import KERNELS
 from device.layouts import ORDERS, shard_bytes
-from device.target import BYTES_PER_ELEMENT, WORD_BYTES
+from device.target import BYTES_PER_ELEMENT, WORD_BYTES, MemoryClass
 from ipu_dialects.exchange import InstructionOp, RowOp
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count, map_dims
 
 BUFFER_KINDS = ("input", "output", "scratch")
 PRECISIONS = tuple(BYTES_PER_ELEMENT)
-MEMORY_CLASSES = ("standard", "interleaved")
+MEMORY_CLASSES = tuple(memory.value for memory in MemoryClass)
 # Verifiers evaluate maps over the whole iteration space only up to this many iterations.
 MAX_VERIFIED_ITERATIONS = 1 << 16
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1

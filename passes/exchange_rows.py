@@ -33,9 +33,9 @@ from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_ro
 from device.target import WORD_BYTES
 
 # Field limits, from the encodings (spec: exchange-isa.md).
-SEND_MAX_WORDS = 64  # send: words - 1 in 6 bits
-SENDOFF_MAX_WORDS = 4096  # sendoff: words - 1 in 12 bits (split field)
-DELAY_MAX_EVENTS = 1 << 19  # delay: events - 1 in 19 bits
+SEND_MAX_WORDS = isa.max_count(isa.Send)
+SENDOFF_MAX_WORDS = isa.max_count(isa.SendOff)
+DELAY_MAX_EVENTS = isa.max_count(isa.Delay)
 
 XPIC_SOURCE = 0  # XPIC selector 0: select the source tile (DESIGN.md section 5)
 PIC_ABSOLUTE = 0  # sendpicp pic_selector 0: absolute incoming word address

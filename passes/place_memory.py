@@ -36,14 +36,13 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from device.kernels import UnknownKernelError, get_kernel
+from device.layouts import AMP_ORDERS
 from device.target import Target, get_target
 from ipu_dialects.locations import located
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_count
 from passes.memory_allocator import FirstFit, Request
 from passes.pipeline_config import configured_target
-
-PACE_ORDERS = ("amp_left", "amp_right", "amp_output", "amp_left_t", "amp_right_t")
 
 
 def module_target(module: ModuleOp) -> Target:
@@ -158,7 +157,7 @@ class FunctionPlacement:
 
     # -- facts about buffers -------------------------------------------------------------
     def alignment(self, buffer: BufferOp) -> int:
-        pace = self.target.pace_alignment if buffer.order.data in PACE_ORDERS else 1
+        pace = self.target.pace_alignment if buffer.order.data in AMP_ORDERS else 1
         return max(pace, buffer.alignment_bytes)
 
     @staticmethod

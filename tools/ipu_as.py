@@ -33,7 +33,8 @@ import typer
 
 from device.isa import AsmSyntaxError, EncodeError, encode, parse_instruction
 from device.target import WORD_BYTES
-from tools.ipu_objdump import UsageError, checked_address, parse_address
+from tools.ipu_objdump import checked_address, parse_address
+from tools.usage import EXIT_USAGE, UsageError
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -108,7 +109,7 @@ def assemble_row(row: SourceRow, base: int) -> list[int]:
     for number, statement in row.statements:
         try:
             instr = parse_instruction(statement)
-            words.extend(encode([instr], base + 4 * len(words)))
+            words.extend(encode([instr], base + WORD_BYTES * len(words)))
         except (AsmSyntaxError, EncodeError) as error:
             raise type(error)(f"line {number}: {error}") from None
     return words
@@ -133,7 +134,7 @@ def assemble(text: str, address: int | None = None) -> list[int]:
     return rows[0][1]
 
 
-def format_rows(rows: list[tuple[int, list[int], bool]]) -> str:
+def format_hex_words(rows: list[tuple[int, list[int], bool]]) -> str:
     """One word per line; rows that came with a header get `# row at 0xADDR: N words`."""
     lines = []
     for base, words, had_header in rows:
@@ -153,7 +154,7 @@ def assemble_command(
         base = None if address is None else checked_address(parse_address(address), "--address")
     except UsageError as error:  # the same --address rules as ipu-objdump
         typer.echo(f"ipu-as: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     try:
         text = file.read_text() if file is not None else sys.stdin.read()
         rows = assemble_rows(text, base)
@@ -164,7 +165,7 @@ def assemble_command(
     except (AsmSyntaxError, EncodeError, OSError) as error:
         typer.echo(f"ipu-as: {error}", err=True)
         raise typer.Exit(1) from None
-    typer.echo(format_rows(rows), nl=False)
+    typer.echo(format_hex_words(rows), nl=False)
 
 
 def main() -> None:

@@ -16,10 +16,11 @@ listing back (it ignores the address/word columns and comments and places each r
 `# row at` header), so `ipu-as(ipu-objdump(words)) == words`, row by row for a package tile.
 
 Exit status: 0; 1 with a diagnostic when a word cannot be read or decoded, or a row has no
-valid event timeline (the decoded instructions are still listed), or no input / several
-inputs are given; 2 for a package that does not pass the package schema (`PackageError`,
-naming the file and field), a tile outside the package, `--tile` without `--package`, or a
-misaligned or non-integer `--address`.
+valid event timeline (the decoded instructions are still listed); 2 (a usage error,
+`tools/usage.py`) when no input or several inputs are given, for a package that does not pass
+the package schema (`PackageError`, naming the file and field), a tile outside the package,
+`--tile` without `--package` or `--package` without `--tile`, or a misaligned or
+non-integer `--address`.
 """  # noqa: E501 (the listing line above is shown as the tool prints it)
 
 from __future__ import annotations
@@ -34,16 +35,13 @@ import typer
 from device.exchange_timeline import RowTimeline, TimelineError, instruction_intervals, row_timeline
 from device.isa import DecodeError, Instruction, decode_at, format_instruction
 from device.target import WORD_BYTES
+from tools.usage import EXIT_USAGE, UsageError
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
 
 class InputError(Exception):
     """Unreadable input (exit 1)."""
-
-
-class UsageError(Exception):
-    """A bad command line (exit 2)."""
 
 
 # `# row at 0x4c000: 4 words` (objdump's own header, and what ipu-as writes per row).
@@ -95,7 +93,7 @@ def decode_prefix(words: list[int], base_address: int) -> tuple[list[Instruction
     index = 0
     while index < len(words):
         try:
-            instr = decode_at(words, index, base_address + 4 * index)
+            instr = decode_at(words, index, base_address + WORD_BYTES * index)
         except DecodeError as error:
             return instrs, error
         instrs.append(instr)
@@ -135,7 +133,7 @@ def disassemble(words: list[int], base_address: int = 0) -> tuple[str, str | Non
     lines = [f"# row at {base_address:#x}: {len(words)} words, {total} events"]
     index = 0
     for position, instr in enumerate(instrs):
-        address = base_address + 4 * index
+        address = base_address + WORD_BYTES * index
         hex_words = " ".join(f"{w:08x}" for w in words[index : index + instr.words])
         start, end = intervals[position]
         comment = "; ".join([f"events [{start}, {end})", *effects(timeline, position)])
@@ -154,14 +152,13 @@ def disassemble(words: list[int], base_address: int = 0) -> tuple[str, str | Non
 def load_segments(words: list[str] | None, file: Path | None, package: Path | None,
                   tile: int | None, address: int) -> list[tuple[int, list[int]]]:
     sources = sum(x is not None and x != [] for x in (words, file, package))
-    # (exit 1, as test_diagnostics_coverage pins for these two)
     if sources != 1:
-        raise InputError("give exactly one of: hex words, --file, or --package with --tile")
+        raise UsageError("give exactly one of: hex words, --file, or --package with --tile")
     if tile is not None and package is None:
         raise UsageError("--tile needs --package")
     if package is not None:
         if tile is None:
-            raise InputError("--package needs --tile")
+            raise UsageError("--package needs --tile")
         return package_segments(package, tile)
     address = checked_address(address, "--address")
     if file is not None:
@@ -201,7 +198,7 @@ def objdump(
         segments = load_segments(words, file, package, tile, parse_address(address))
     except (UsageError, PackageError) as error:
         typer.echo(f"ipu-objdump: {error}", err=True)
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
     except (InputError, OSError, ValueError) as error:  # ValueError: non-UTF-8, bad package
         typer.echo(f"ipu-objdump: {error}", err=True)
         raise typer.Exit(1) from None

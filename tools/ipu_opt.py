@@ -22,6 +22,7 @@ from tools.pass_help import passes_help
 from tools.pass_timing import PassTimer
 from tools.registry import opt_dialects, opt_passes
 from tools.source_locations import parse_located_module, verify_with_locations
+from tools.usage import EXIT_USAGE
 
 
 def mlir_pipeline(spec: str) -> str:
@@ -32,7 +33,7 @@ def mlir_pipeline(spec: str) -> str:
 
 def usage_error(message: str):
     print(f"ipu-opt: error: {message}", file=sys.stderr)
-    sys.exit(1)
+    sys.exit(EXIT_USAGE)
 
 
 def ipu_stack_version() -> str:

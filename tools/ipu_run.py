@@ -52,19 +52,17 @@ from xdsl.dialects.func import FuncOp
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from interpreters.graph import find_function
 from tools.progress import Progress, no_progress, terminal_progress
 from tools.registry import make_context
 from tools.source_locations import located_message, parse_located_module, verify_with_locations
+from tools.usage import UsageError
 
 EXIT_PASS, EXIT_FAIL, EXIT_DIAGNOSTIC = 0, 1, 2
 
 # Largest accepted error relative to the reference's largest magnitude, by result type.
 # FP16 results are rounded once per accumulating phase; FP32 only by summation order.
 RELATIVE_TOLERANCE = {"f32": 1e-4, "f16": 1e-2, "f8E4M3FNUZ": 1.5e-1}
-
-
-class UsageError(Exception):
-    """A problem with the command line or the input files (exit 2)."""
 
 
 def read_source(path: Path) -> str:
@@ -122,23 +120,6 @@ def diagnostic_text(error: Exception, text: str) -> str:
 def shown(message: str, text: str, prefix: str) -> str:
     """A located message with its source line under it; any other after `prefix: `."""
     return with_source_line(message, text) if LOCATED.match(message) else f"{prefix}: {message}"
-
-
-def find_function(module: ModuleOp, name: str | None) -> FuncOp:
-    funcs = [op for op in module.ops if isinstance(op, FuncOp)]
-    if name is not None:
-        funcs = [f for f in funcs if f.sym_name.data == name]
-    if name is None:  # a declaration cannot be run; don't count it as a choice
-        funcs = [f for f in funcs if not f.is_declaration] or funcs
-    if not funcs:
-        raise UsageError(f"no func.func{' @' + name if name else ''} in the input")
-    if len(funcs) > 1:  # running whichever comes first would check a function nobody chose
-        names = ", ".join(f"@{f.sym_name.data}" for f in funcs)
-        raise UsageError(f"the input holds {len(funcs)} functions ({names}): choose one with "
-                         f"--function")
-    if not funcs[0].function_type.outputs.data:
-        raise UsageError(f"@{funcs[0].sym_name.data} has no results: nothing to run or check")
-    return funcs[0]
 
 
 def argument_types(func: FuncOp) -> list[TensorType]:
@@ -458,7 +439,7 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     try:
         text = read_source(Path(file))
         module = parse_module(Path(file), text)
-        func = find_function(module, function)
+        func = find_function(module, function, "--function")
         check_runnable(func)
         save_dir = output_directory("--save-outputs", save_dir)
         package_dir = output_directory("--package", package_dir)

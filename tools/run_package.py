@@ -21,14 +21,13 @@ from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from device.package import Package, PackageError
+from interpreters.graph import find_function
 from tools.ipu_run import (
     EXIT_DIAGNOSTIC,
     EXIT_FAIL,
     EXIT_PASS,
-    UsageError,
     compare,
     diagnostic_text,
-    find_function,
     load_inputs,
     output_directory,
     output_names,
@@ -37,6 +36,7 @@ from tools.ipu_run import (
     run_report,
     save_outputs,
 )
+from tools.usage import UsageError
 
 
 def check_signature(package: Package, func: FuncOp, names: list[str], where: str) -> None:
@@ -69,7 +69,7 @@ def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
                            "source graph to check a run against (save it with ipu-run "
                            "FILE.mlir --package DIR)")
     module = parse_module(directory / "source.mlir", package.source)
-    func = find_function(module, package.function)
+    func = find_function(module, package.function, "--function")
     check_runnable(func)
     check_signature(package, func, input_names(func), str(directory / "metadata.json"))
     return package, module, func

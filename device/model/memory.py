@@ -22,7 +22,6 @@ class TileMemory:
         self.end = target.memory_end
         self._bytes = np.zeros((tiles, self.end - self.base), dtype=np.uint8)
         self._words = self._bytes.view("<u4")
-        self._written = np.zeros(tiles, dtype=bool)
 
     # ---- checks ---------------------------------------------------------------------
     def check_tile(self, tile: int, what: str = "access") -> None:
@@ -47,12 +46,7 @@ class TileMemory:
         return (self.end - self.base) // WORD_BYTES
 
     # ---- storage --------------------------------------------------------------------
-    def allocated(self, tile: int) -> bool:
-        """Whether anything was ever written to `tile`."""
-        return bool(self._written[tile])
-
     def _storage(self, tile: int) -> np.ndarray:
-        self._written[tile] = True
         return self._bytes[tile]
 
     def words(self, tile: int) -> np.ndarray:
@@ -92,14 +86,12 @@ class TileMemory:
     def scatter_words(self, tiles: np.ndarray, indices: np.ndarray, values: np.ndarray) -> None:
         """Store `values[i]` at word `indices[i]` of tile `tiles[i]` (range-checked; each
         (tile, index) pair at most once)."""
-        self._written[tiles] = True
         self._words[tiles, indices] = values
 
     def copy_words(self, source: int, source_index: int, receivers: np.ndarray,
                    target_index: int, count: int) -> None:
         """Copy `count` words at `source_index` of `source` to `target_index` of each of
         `receivers` (range-checked; the source block is not among the targets)."""
-        self._written[receivers] = True
         self._words[receivers, target_index:target_index + count] = (
             self._words[source, source_index:source_index + count])
 
@@ -131,7 +123,6 @@ class TileMemory:
         nbytes = data.shape[1]
         self.check_ranges(tiles, address, nbytes, what)
         tiles = np.asarray(tiles)
-        self._written[tiles] = True
         offsets = np.asarray(address, dtype=np.int64) - self.base
         if offsets.ndim == 0:
             self._bytes[tiles, int(offsets):int(offsets) + nbytes] = data

@@ -34,6 +34,7 @@ from tools.ipu_objdump import app as objdump_app
 from tools.ipu_opt import IpuOptMain
 from tools.ipu_run import EXIT_DIAGNOSTIC, run_main
 from tools.registry import make_context
+from tools.usage import EXIT_USAGE
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ def ipu_opt(args: list[str], capsys) -> tuple[int, str]:
 def test_ipu_opt_bad_pipeline_is_a_usage_error(pipeline, message, tmp_path, capsys):
     path = write(tmp_path, GEMM.format(name="f", t="f32"))
     status, err = ipu_opt([str(path), "-p", pipeline], capsys)
-    assert status == 1
+    assert status == EXIT_USAGE
     assert err.startswith(f"ipu-opt: error: pass pipeline '{pipeline}': ") and message in err, err
     assert "Traceback" not in err
 
@@ -86,7 +87,7 @@ def test_ipu_opt_unreadable_input_is_a_usage_error(name, message, tmp_path, caps
     write(tmp_path, GEMM.format(name="f", t="f32"), "input.txt")
     (tmp_path / "a_directory").mkdir()
     status, err = ipu_opt([str(tmp_path / name)], capsys)
-    assert status == 1
+    assert status == EXIT_USAGE
     assert err.startswith(f"ipu-opt: error: input {tmp_path / name}: ") and message in err, err
 
 
@@ -213,7 +214,7 @@ def test_command_lines_never_print_a_traceback(tmp_path):
     opt = subprocess.run([sys.executable, "-m", "tools.ipu_opt", str(two), "-p",
                           "graph-to-mid{tiles=4 bogus=1}"],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert opt.returncode == 1 and "Traceback" not in opt.stderr
+    assert opt.returncode == EXIT_USAGE and "Traceback" not in opt.stderr
     assert "ipu-opt: error: pass pipeline" in opt.stderr
     run = subprocess.run([sys.executable, "-m", "tools.ipu_run", str(two), "--seed", "-1"],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
@@ -223,14 +224,14 @@ def test_command_lines_never_print_a_traceback(tmp_path):
 
 # ---- ipu-objdump -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,message", [
-    (["100000000"], "'100000000' does not fit in 32 bits"),
-    ([], "give exactly one of: hex words, --file, or --package with --tile"),
-    (["--package", "pkg"], "--package needs --tile"),
+@pytest.mark.parametrize("args,message,status", [
+    (["100000000"], "'100000000' does not fit in 32 bits", 1),
+    ([], "give exactly one of: hex words, --file, or --package with --tile", EXIT_USAGE),
+    (["--package", "pkg"], "--package needs --tile", EXIT_USAGE),
 ])
-def test_objdump_usage_errors(args, message):
+def test_objdump_usage_errors(args, message, status):
     result = CliRunner().invoke(objdump_app, args)
-    assert result.exit_code == 1
+    assert result.exit_code == status
     assert f"ipu-objdump: {message}" in result.output
 
 
@@ -447,3 +448,36 @@ def test_mid_to_tile_rejects_modules_it_cannot_lower(old, new, message):
     with pytest.raises(PassFailedException) as info:
         lower_mid(text.replace(old, new))
     assert str(info.value) == message
+
+
+# ---- one exit status for a usage error, in every tool ------------------------------------------
+
+def usage_error_status(tool: str, tmp_path: Path, capsys) -> tuple[int, str]:
+    """(exit status, stderr or output) of `tool` given a bad command line."""
+    from tools.ipu_as import app as as_app
+    from tools.ipu_import import import_main
+
+    if tool == "ipu-opt":
+        return ipu_opt([str(write(tmp_path, GEMM.format(name="f", t="f32"))), "-p", "bogus"], capsys)
+    if tool == "ipu-run":
+        status = run_main(write(tmp_path, GEMM.format(name="f", t="f32")), tiles=2, seed=-1)
+        return status, capsys.readouterr().err
+    if tool == "ipu-import":
+        return import_main(tmp_path / "missing.onnx", tmp_path / "out"), capsys.readouterr().err
+    app = objdump_app if tool == "ipu-objdump" else as_app
+    result = CliRunner().invoke(app, ["--address", "zz"])
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("tool,message", [
+    ("ipu-opt", "ipu-opt: error: pass pipeline 'bogus': "),
+    ("ipu-run", "ipu-run: error: --seed must be >= 0, got -1"),
+    ("ipu-objdump", "ipu-objdump: --address 'zz' is not an integer"),
+    ("ipu-as", "ipu-as: --address 'zz' is not an integer"),
+    ("ipu-import", "ipu-import: error: cannot read '"),
+])
+def test_every_tool_exits_2_for_a_usage_error(tool, message, tmp_path, capsys):
+    """As click and typer do for a bad command line: `tools.usage.EXIT_USAGE`."""
+    status, text = usage_error_status(tool, tmp_path, capsys)
+    assert EXIT_USAGE == 2 and status == EXIT_USAGE, text
+    assert message in text and "Traceback" not in text, text

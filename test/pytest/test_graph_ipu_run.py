@@ -218,7 +218,7 @@ def test_ipu_opt_non_utf8_input_is_a_usage_error(tmp_path):
     path.write_bytes(b"func.func @f() {\xff\xfe}\n")
     proc = subprocess.run([sys.executable, "-m", "tools.ipu_opt", str(path)],
                           cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"ipu-opt: error: input {path} is not UTF-8 text"), proc.stderr
 
 

@@ -522,3 +522,14 @@ def test_timeline_rejects_a_continuation_without_a_send(instr):
         row_timeline([instr])
     assert str(info.value).endswith(
         f"at event 0: {instr.mnemonic} continues the outgoing stream but no send has started one")
+
+
+def test_the_documented_field_table_is_the_field_definition():
+    """`device/isa.py`'s docstring restates the widths for readers; it must not drift from the
+    dataclass fields that define them (their `bits` metadata, `FIELD_BITS`)."""
+    import re
+
+    documented = {}
+    for mnemonic, operands in re.findall(r"^\| `(\w+)` +\| (.+) \|$", isa.__doc__, re.M):
+        documented[mnemonic] = {name: int(bits) for name, bits in re.findall(r"(\w+) \((\d+)", operands)}
+    assert documented == {cls.mnemonic: isa.FIELD_BITS[cls] for cls in isa.INSTRUCTION_CLASSES}

@@ -79,7 +79,7 @@ def test_objdump_file_input_and_usage_errors(tmp_path):
     result = runner.invoke(ipu_objdump.app, ["zz"])
     assert result.exit_code == 1 and "'zz' is not a hexadecimal word" in result.output
     result = runner.invoke(ipu_objdump.app, [])
-    assert result.exit_code == 1 and "give exactly one of" in result.output
+    assert result.exit_code == 2 and "give exactly one of" in result.output
 
 
 # ---- whole package tiles: ipu-as reads a multi-row listing row by row --------------------
