@@ -48,7 +48,7 @@ from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_forma
 from passes.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
+    from passes.operators.base import TileLowering as FunctionLowering
 
 COPY_KERNEL = "copy_words"
 CONVERT_KERNEL = "convert_shard"

@@ -35,9 +35,9 @@ ALLOWED: dict[tuple[str, str], str] = {
         "operator lowerings emit only tile.loop, tile.kernel and tile.exchange work",
     ("passes/ipu_pipeline.py", "is not available"):
         "the pipeline's stages are fixed names of passes/stages.py's registry",
-    ("passes/operators/tile_lowering.py", "before it is computed"):
+    ("passes/mid_to_tile.py", "before it is computed"):
         "SSA dominance: a verified single-block body defines a value before using it",
-    ("passes/operators/tile_lowering.py", "does not end with func.return"):
+    ("passes/mid_to_tile.py", "does not end with func.return"):
         "a verified func.func body ends with a terminator, and func.return is the only one "
         "allowed directly in it",
     ("interpreters/graph.py", "no reference semantics for element type"):
