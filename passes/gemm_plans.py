@@ -66,8 +66,8 @@ from passes.exchange_rows import (
     sender_instructions,
     slot_stride,
 )
-from passes.memory_allocator import FirstFit, Request, regions
-from passes.shard_geometry import ShardGeometry, ceil_div
+from planning.memory_allocator import FirstFit, Request, regions
+from planning.shard_geometry import ShardGeometry, ceil_div
 
 GEMM_OPERANDS = ("lhs", "rhs", "out")
 ROLE_OF = {"lhs": OperandRole.LEFT, "rhs": OperandRole.RIGHT, "out": OperandRole.OUTPUT}

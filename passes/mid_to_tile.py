@@ -50,8 +50,8 @@ from passes.operators.conversions import CONVERT_KERNEL
 from passes.operators.formats import descriptor
 from passes.operators.repeat import unify_carried_requirements
 from passes.operators.tile_maps import scalar_map
-from passes.pipeline_config import configured_target, pipeline_config
-from passes.shard_geometry import geometry
+from planning.pipeline_config import configured_target, pipeline_config
+from planning.shard_geometry import geometry
 
 
 @dataclass

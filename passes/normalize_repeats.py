@@ -41,8 +41,8 @@ from ipu_dialects import mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from passes.insert_conversions import conversion_ops
 from passes.operators.repeat import normalized_format
-from passes.pipeline_config import configured_target, pipeline_config
-from passes.shard_geometry import geometry
+from planning.pipeline_config import configured_target, pipeline_config
+from planning.shard_geometry import geometry
 
 MAX_PAD_STEPS = 4  # block sizes tried per axis, in units of the alignment
 

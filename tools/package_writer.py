@@ -43,8 +43,8 @@ from ipu_dialects.tile import (
 )
 from ipu_dialects.tile_iteration import selected_iteration
 from passes.exchange_rows import instantiate, slot_stride
-from passes.pipeline_config import pipeline_config, target_and_tiles
-from passes.shard_geometry import ShardGeometry
+from planning.pipeline_config import pipeline_config, target_and_tiles
+from planning.shard_geometry import ShardGeometry
 from tools.asm_listing import format_assembly
 from tools.package_loops import folds, loop_body
 from tools.progress import Progress, no_progress

@@ -26,7 +26,7 @@ from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkPro
 from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, shard_words
 from passes.operators.tile_maps import scalar_map
-from passes.shard_geometry import ShardGeometry, geometry
+from planning.shard_geometry import ShardGeometry, geometry
 
 CONVERT_KERNEL = "convert_shard"
 GATHER_KERNEL = "gather_shard"

@@ -20,7 +20,7 @@ from xdsl.ir import SSAValue
 from device.target import WORD_BYTES
 from ipu_dialects import graph, mid
 from passes.gemm_plans import element_precision
-from passes.shard_geometry import geometry
+from planning.shard_geometry import geometry
 
 
 def storage_of(value_type: TensorType) -> tuple[str, int]:

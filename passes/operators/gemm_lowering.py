@@ -45,7 +45,7 @@ from ipu_dialects.tile import (
 from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
 from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_format
-from passes.shard_geometry import ShardGeometry, geometry
+from planning.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering as FunctionLowering

@@ -15,7 +15,7 @@ from passes.operators.base import Candidate, SelectionContext, TileLowering, cur
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles
 from passes.operators.formats import descriptor, split_format, with_storage
 from passes.operators.tile_maps import scalar_map
-from passes.shard_geometry import geometry
+from planning.shard_geometry import geometry
 
 # The mid ops lowered to one kernel call per output shard.
 PointwiseOp = mid.AddOp | mid.GeluOp | mid.AttentionOp | mid.LayerNormOp

@@ -51,7 +51,7 @@ from passes.operators.formats import (
     with_format,
 )
 from passes.operators.tile_maps import scalar_map, tensor_format
-from passes.shard_geometry import geometry
+from planning.shard_geometry import geometry
 
 YIELD_COPY_REASON = (
     "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
