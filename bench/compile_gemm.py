@@ -33,7 +33,7 @@ def op_count(module: ModuleOp) -> int:
 
 def compile_once(tiles: int, m: int, k: int, n: int) -> list[tuple[str, float, int | str]]:
     from passes import get_all_passes
-    from tools.emit_asm import format_assembly
+    from tools.asm_listing import format_assembly
     from tools.package_writer import build_package
 
     ctx = make_context()

@@ -24,7 +24,7 @@ from typing import Any
 
 from device.kernels import KERNELS
 from device.layouts import FP8_SCALE_RANGE, ORDERS, check_order, shard_bytes
-from device.package import FORMAT_VERSION, PackageError
+from device.package_parts import FORMAT_VERSION, PackageError
 from device.target import IPU21, WORD_BYTES, Precision, Target
 
 METADATA, ARCHIVE, ASSEMBLY, SOURCE = "metadata.json", "program.npz", "program.s", "source.mlir"

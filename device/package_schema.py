@@ -19,7 +19,7 @@ input. This module reads it in an order that never allocates more than the check
    placement reuses a dead input's bytes).
 
 Steps 1 and 2 are `device/package_metadata.py`'s; this module checks the archive and its
-values (3 and 4) and builds the `Package` (`load_package`).
+values (3 and 4) and gives the `Package`'s fields (`package_fields`).
 
 Every violation is one `PackageError` whose message starts with the file and the field,
 ``pkg/metadata.json: steps[3].row_address: ...``. Word values need no range check: the row
@@ -42,15 +42,6 @@ import numpy as np
 
 from device.kernels import KERNELS, KernelAbi
 from device.layouts import shard_bytes
-from device.package import (
-    ExchangeStep,
-    HostTensor,
-    KernelStep,
-    LoopStep,
-    Package,
-    PackageError,
-    Step,
-)
 from device.package_metadata import (
     ARCHIVE,
     ASSEMBLY,
@@ -63,6 +54,14 @@ from device.package_metadata import (
     parse_metadata,
     read_file,
     read_text,
+)
+from device.package_parts import (
+    ExchangeStep,
+    HostTensor,
+    KernelStep,
+    LoopStep,
+    PackageError,
+    Step,
 )
 from device.target import WORD_BYTES, Target
 
@@ -397,7 +396,8 @@ def check_disjoint_roles(archive: Archive, tensors: list[HostTensor],
 # ---- the whole package -----------------------------------------------------------------------
 
 
-def load_package(directory: str | Path) -> Package:
+def package_fields(directory: str | Path) -> dict[str, Any]:
+    """The checked contents of a package directory: the arguments of `Package`."""
     directory = Path(directory)
     if not directory.is_dir():
         raise PackageError(f"{directory}: is not a package directory")
@@ -413,9 +413,10 @@ def load_package(directory: str | Path) -> Package:
         check_disjoint_roles(archive, tensors, meta.tensors)
     assembly = read_text(directory, ASSEMBLY, required=False) or ""
     source = read_text(directory, SOURCE, required=False) or ""
-    return Package(
-        meta.target.name, meta.tiles, rows, steps,
-        [t for t, s in zip(tensors, meta.tensors, strict=True) if s.role == "inputs"],
-        [t for t, s in zip(tensors, meta.tensors, strict=True) if s.role == "outputs"],
-        meta.function, assembly, meta.extra, source=source, pipeline=meta.pipeline,
+    return dict(
+        target=meta.target.name, tiles=meta.tiles, rows=rows, steps=steps,
+        inputs=[t for t, s in zip(tensors, meta.tensors, strict=True) if s.role == "inputs"],
+        outputs=[t for t, s in zip(tensors, meta.tensors, strict=True) if s.role == "outputs"],
+        function=meta.function, assembly=assembly, metadata=meta.extra, source=source,
+        pipeline=meta.pipeline,
     )

@@ -2,7 +2,7 @@
 
 One place used by lowering (`mid-to-tile`), placement, the host metadata and the kernels of
 the executable model, so that the shard of a tile can only be computed one way
-(docs/internals.md, "mid level"). The device layer owns it; `passes/shard_geometry.py`
+(docs/internals.md, "mid level"). The device layer owns it; `planning/shard_geometry.py`
 re-exports it next to the adapter from a `#mid.format`.
 
 - axis `i` of extent `E` with tiling `block x partitions` is cut into `partitions` contiguous
@@ -133,7 +133,7 @@ class ShardGeometry:
     @classmethod
     def from_format(cls, shape: Sequence[int], fmt: FormatParts) -> ShardGeometry:
         """From a logical shape and a `mid.TensorFormatAttr`, read through its attributes so
-        that the device layer does not import the dialects (`passes.shard_geometry.geometry`
+        that the device layer does not import the dialects (`planning.shard_geometry.geometry`
         is the typed spelling passes use)."""
         return cls(
             tuple(shape),

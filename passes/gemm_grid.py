@@ -29,7 +29,7 @@ from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.model import cycles as device_cycles
 from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Target
-from passes.shard_geometry import ceil_div
+from planning.shard_geometry import ceil_div
 
 GRID_ROW_BLOCK = 16  # the AMP's row granularity
 

@@ -67,8 +67,8 @@ from passes.exchange_rows import (
     slot_stride,
 )
 from passes.gemm_grid import GRID_ROW_BLOCK, choose_grid
-from passes.memory_allocator import FirstFit, Request, regions
-from passes.shard_geometry import ShardGeometry, ceil_div
+from planning.memory_allocator import FirstFit, Request, regions
+from planning.shard_geometry import ShardGeometry, ceil_div
 
 GEMM_OPERANDS = ("lhs", "rhs", "out")
 ROLE_OF = {"lhs": OperandRole.LEFT, "rhs": OperandRole.RIGHT, "out": OperandRole.OUTPUT}

@@ -33,7 +33,7 @@ from passes.gemm_plans import (
     row_tile_buffers,
     validation_failure,
 )
-from passes.shard_geometry import ShardGeometry
+from planning.shard_geometry import ShardGeometry
 
 # ----------------------------------------------------------------------------------------------
 # Cost model: the device model's cycles

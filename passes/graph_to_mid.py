@@ -34,48 +34,23 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
-from passes.gemm_plans import catalog_entries, default_catalog_names, element_precision
+from passes.gemm_plans import catalog_entries, default_catalog_names
 from passes.gemm_selection import NoValidPlan as NoValidGemmPlan
 from passes.operators import operator_for_graph
 from passes.operators.base import NoValidPlan, Operator, SelectionContext
-from passes.operators.formats import with_storage
+from passes.operators.formats import (
+    is_graph_tensor,
+    row_major_format,
+    tensor_format_of,
+    with_format,
+    with_storage,
+)
 from passes.operators.repeat import is_body_argument, lower_repeat
 
 
 def op_label(op: Operation) -> str:
     """`graph.gemm %c`: the op named by its first result, as the user wrote it."""
     return f"{op.name} {value_label(op.results[0])}" if op.results else op.name
-
-
-def row_major_format(value_type: TensorType, indivisible: str) -> mid.TensorFormatAttr:
-    """Graph-input policy `row_major`: the whole tensor, row-major, on one tile."""
-    rank = len(value_type.get_shape())
-    return mid.TensorFormatAttr(
-        element_precision(value_type.get_element_type()),
-        mid.ElementOrder.ROW_MAJOR,
-        [mid.AxisTilingAttr(1, 1, indivisible)] * rank,
-        replication=1,
-        group=1,
-        scale=graph.fp8_scale(value_type)
-        if isinstance(value_type.encoding, graph.Fp8ScaleAttr)
-        else 0,
-    )
-
-
-def tensor_format_of(value: SSAValue) -> mid.TensorFormatAttr:
-    assert isinstance(value.type, TensorType)
-    assert isinstance(value.type.encoding, mid.TensorFormatAttr)
-    return value.type.encoding
-
-
-def is_graph_tensor(value: SSAValue) -> bool:
-    return isinstance(value.type, TensorType) and not isinstance(
-        value.type.encoding, mid.TensorFormatAttr
-    )
-
-
-def with_format(value_type: TensorType, fmt: mid.TensorFormatAttr) -> TensorType:
-    return TensorType(value_type.get_element_type(), value_type.get_shape(), fmt)
 
 
 @dataclass

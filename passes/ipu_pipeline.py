@@ -4,7 +4,7 @@ catalog=a,b}`: the default pipeline, graph to exchange.
 Runs, in order: `graph-to-mid{tiles=N indivisible=... profiling=... gemm-partials=...
 catalog=...}`, `insert-conversions`,
 `normalize-repeats`, `mid-to-tile`, `place-memory`, `schedule-exchange`. The passes are looked
-up in `passes.get_all_passes()` when the pipeline runs, so this module imports without them;
+up in `passes.stages.get_stage_passes()` when the pipeline runs, so this module imports without them;
 a stage that cannot be loaded is a diagnostic naming it. Only `graph-to-mid` takes options:
 every later pass reads the tile count and target from the module's `ipu.config`.
 
@@ -22,6 +22,8 @@ from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
+
+from passes.stages import get_stage_passes
 
 STAGES = (
     "graph-to-mid",
@@ -47,9 +49,7 @@ class IpuPipelinePass(ModulePass):
     catalog: tuple[str, ...] = ()
 
     def stage_passes(self) -> list[ModulePass]:
-        from passes import get_all_passes
-
-        registry = get_all_passes()
+        registry = get_stage_passes()
         stages: list[ModulePass] = []
         for stage in STAGES:
             try:

@@ -40,14 +40,9 @@ from xdsl.utils.exceptions import PassFailedException
 from ipu_dialects import mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from passes.insert_conversions import conversion_ops
-from passes.pipeline_config import configured_target, pipeline_config
-from passes.shard_geometry import geometry
-
-
-def normalized_format(element: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
-    """The sequence format whose per-tile block i is element i in format `element`."""
-    return element.with_changes(tiling=[mid.AxisTilingAttr(1, 1), *element.tiling.data])
-
+from passes.operators.repeat import normalized_format
+from planning.pipeline_config import configured_target, pipeline_config
+from planning.shard_geometry import geometry
 
 MAX_PAD_STEPS = 4  # block sizes tried per axis, in units of the alignment
 

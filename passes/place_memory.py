@@ -2,7 +2,7 @@
 
 The placement rules (code region, exchanged buffers outside the code's memory elements,
 interleaved and standard regions, access tails, partners in distinct elements, no overlap on
-a shared tile) are those of `passes/memory_allocator.py`, which graph-to-mid's plan check
+a shared tile) are those of `planning/memory_allocator.py`, which graph-to-mid's plan check
 uses too. This pass adds what it knows from the IR:
 - PACE operands (`amp_*` element orders) are aligned to `Target.pace_alignment`, every buffer
   to its own declared alignment (the larger of the two wins);
@@ -41,8 +41,8 @@ from device.target import Target, get_target
 from ipu_dialects.locations import located
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_count
-from passes.memory_allocator import FirstFit, Request
-from passes.pipeline_config import configured_target
+from planning.memory_allocator import FirstFit, Request
+from planning.pipeline_config import configured_target
 
 
 def module_target(module: ModuleOp) -> Target:

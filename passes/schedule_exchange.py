@@ -60,7 +60,7 @@ from passes.exchange_rows import (
     structure,
     varying_fields,
 )
-from passes.pipeline_config import target_and_tiles
+from planning.pipeline_config import target_and_tiles
 
 
 def placed_address(buffer: BufferOp, pass_name: str) -> int:

@@ -15,7 +15,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from device.package import ExchangeStep, Package, flat_steps
-from tools.emit_asm import format_tile_set
+from tools.asm_listing import format_tile_set
 
 
 def row_uses(package: Package) -> dict[int, list[tuple[int, int, np.ndarray]]]:

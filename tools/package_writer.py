@@ -43,8 +43,9 @@ from ipu_dialects.tile import (
 )
 from ipu_dialects.tile_iteration import selected_iteration
 from passes.exchange_rows import instantiate, slot_stride
-from passes.pipeline_config import pipeline_config, target_and_tiles
-from passes.shard_geometry import ShardGeometry
+from planning.pipeline_config import pipeline_config, target_and_tiles
+from planning.shard_geometry import ShardGeometry
+from tools.asm_listing import format_assembly
 from tools.package_loops import folds, loop_body
 from tools.progress import Progress, no_progress
 
@@ -294,8 +295,6 @@ def build_package(module: ModuleOp, with_assembly: bool = True,
     """The package of a scheduled module; `with_assembly` also formats `package.assembly`
     (the `-t ipu-asm` text, which `Package.save` writes as program.s), which a run that
     keeps no package and `-t ipu-rows` skip. `progress` wraps the outermost loops."""
-    from tools.emit_asm import format_assembly
-
     target, tiles = target_and_tiles(module, "package")
     profiling = pipeline_config(module, "package").profiling.data
     func = single_function(module)

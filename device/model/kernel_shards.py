@@ -16,8 +16,8 @@ import numpy as np
 from device.layouts import element_bytes, from_order, pack, to_order, unpack
 from device.shard_geometry import DescriptorError, ShardGeometry, decode_descriptors
 
-if TYPE_CHECKING:  # kernel_impls registers the kernels built on this module
-    from device.model.kernel_impls import KernelCall
+if TYPE_CHECKING:
+    from device.model.kernel_call import KernelCall
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]
 

@@ -34,7 +34,7 @@ from device.model.kernel_shards import (
 from device.shard_geometry import ShardGeometry
 
 if TYPE_CHECKING:
-    from device.model.kernel_impls import KernelCall
+    from device.model.kernel_call import KernelCall
 
 
 def _check_shapes(call: KernelCall, formats: dict[str, ShardGeometry]) -> None:

@@ -19,7 +19,7 @@ from device.model.cycles import gemm_cycles
 from device.target import Precision
 
 if TYPE_CHECKING:
-    from device.model.kernel_impls import KernelCall, KernelImpl
+    from device.model.kernel_call import KernelCall, KernelImpl
 
 F8, F16 = Precision.F8F143, Precision.F16
 

@@ -28,7 +28,7 @@ from device.model.kernel_shards import (
 from device.shard_geometry import ShardGeometry
 
 if TYPE_CHECKING:
-    from device.model.kernel_impls import KernelCall
+    from device.model.kernel_call import KernelCall
 
 
 def _whole_vector(call: KernelCall, name: str, fmt: ShardGeometry, width: int) -> np.ndarray:

@@ -35,7 +35,7 @@ from device.model.kernel_shards import (
 from device.target import WORD_BYTES
 
 if TYPE_CHECKING:
-    from device.model.kernel_impls import KernelCall
+    from device.model.kernel_call import KernelCall
 
 
 def fill_zero(call: KernelCall) -> int:

@@ -28,7 +28,7 @@ from device.numerics import gelu as exact_gelu
 from device.shard_geometry import ShardGeometry
 
 if TYPE_CHECKING:
-    from device.model.kernel_impls import KernelCall
+    from device.model.kernel_call import KernelCall
 
 
 def gelu(call: KernelCall) -> int:

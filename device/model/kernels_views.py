@@ -19,7 +19,7 @@ from device.model.kernel_shards import box_on, read_codes, write_codes
 from device.shard_geometry import DescriptorError, ShardGeometry
 
 if TYPE_CHECKING:
-    from device.model.kernel_impls import KernelCall
+    from device.model.kernel_call import KernelCall
 
 
 def _operands(call: KernelCall, source: str) -> tuple[ShardGeometry, ShardGeometry, IndexView]:

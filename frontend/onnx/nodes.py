@@ -8,17 +8,28 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import onnx
 
-from frontend.builder import GraphValue
+from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import shape_of
 from frontend.onnx.folding import attributes, normalized_axis, reshape_target, slice_indices
 
-if TYPE_CHECKING:
-    from frontend.onnx.importer import Importer
+
+class Importer(Protocol):
+    """What a handler uses of the importer (`frontend.onnx.importer.Importer`), which calls
+    the handlers: the model, its values and constants, and the graph builder."""
+
+    graph: onnx.GraphProto
+    nodes: list[onnx.NodeProto]
+    constants: dict[str, np.ndarray]
+    builder: GraphBuilder
+
+    def value(self, name: str, at: str) -> GraphValue: ...
+
+    def constant(self, name: str, at: str, what: str) -> np.ndarray: ...
 
 FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16}
 

@@ -12,18 +12,14 @@ counting the conversions it needs, wins.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import graph, mid
-from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
+from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
 from passes.operators.formats import broadcast_operand_format
 from passes.operators.pointwise import evaluate, lower_pointwise
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
 
 KERNEL = "add"
 
@@ -55,7 +51,7 @@ class AddOperator(Operator):
                   plan: mid.OperatorPlanAttr) -> Operation:
         return mid.AddOp(operands[0], operands[1], result_type, plan)
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.AddOp)
         return lower_pointwise(op, lowering, [op.lhs, op.rhs], "add, one call per output shard",
                                operand_names=self.operand_names)

@@ -14,20 +14,16 @@ FP32 inside the kernel; the result is rounded once to the output precision.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from device.kernels import f32_bits
 from ipu_dialects import graph, mid
-from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
+from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles
 from passes.operators.formats import split_format
 from passes.operators.pointwise import lower_pointwise, plan_types, pointwise_plan
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
 
 KERNEL = "attention"
 
@@ -85,7 +81,7 @@ class AttentionOperator(Operator):
         return mid.AttentionOp(operands[0], operands[1], operands[2], result_type, plan,
                                op.effective_scale(), op.causal is not None)
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.AttentionOp)
         return lower_pointwise(
             op, lowering, [op.query, op.key, op.value], "attention, one call per output shard",

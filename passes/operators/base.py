@@ -19,16 +19,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Protocol
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from device.target import Target
 from ipu_dialects import mid
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
+from ipu_dialects.tile import BufferOp, TileSetAttr
 
 
 @dataclass(frozen=True)
@@ -81,6 +79,47 @@ def cheapest(candidates: Sequence[Candidate]) -> Candidate:
     return min(valid, key=lambda c: c.valid_cycles)
 
 
+class GraphLowering(Protocol):
+    """What an operator's graph-to-mid part uses of the pass lowering its function
+    (`passes.graph_to_mid.FunctionLowering`): a region op lowers its body with it."""
+
+    config: mid.PipelineConfigAttr
+
+    def lower_block(self, block: Block) -> None: ...
+
+    def operand_in_format(self, value: SSAValue, fmt: mid.TensorFormatAttr,
+                          before: Operation) -> SSAValue: ...
+
+
+class TileLowering(Protocol):
+    """What an operator's lowering uses of the pass lowering its function to tile work
+    (`passes.mid_to_tile.FunctionLowering`): the buffers of values and staging slots, and the
+    lowering of nested ops (a repeat's body)."""
+
+    target: Target
+    buffers: dict[SSAValue, BufferOp]
+    outputs: dict[SSAValue, int]  # returned values -> result position
+    requirements: dict[SSAValue, tuple[int, int]]  # value -> (alignment, access tail)
+    yield_copies: int
+    in_place: int
+
+    def lower_op(self, op: Operation) -> list[Operation]: ...
+
+    def new_buffer(self, value: SSAValue, kind: str, index: int | None,
+                   name: str | None = None) -> BufferOp: ...
+
+    def operand_buffer(self, op: Operation, value: SSAValue) -> BufferOp: ...
+
+    def result_buffer(self, value: SSAValue) -> BufferOp: ...
+
+    def scratch(self, wanted: str, tiles: TileSetAttr, shard: tuple[int, ...], precision: str,
+                order: str, memory: str, alignment: int, tail: int = 0) -> BufferOp: ...
+
+    def source_of(self, op: Operation) -> str: ...
+
+    def source_of_repeat(self, op: Operation) -> str: ...
+
+
 def tensor_type(value: SSAValue) -> TensorType:
     assert isinstance(value.type, TensorType)
     return value.type
@@ -121,5 +160,5 @@ class Operator(ABC):
 
     # ---- mid-to-tile ----------------------------------------------------------------------
     @abstractmethod
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         """The tile work of one mid op (outermost ops, in order)."""

@@ -15,7 +15,6 @@ The op count is constant: the gather is one loop whatever the tile count.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -24,13 +23,10 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
-from passes.operators.base import Operator, tensor_type
+from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, shard_words
 from passes.operators.tile_maps import scalar_map
-from passes.shard_geometry import ShardGeometry, geometry
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
+from planning.shard_geometry import ShardGeometry, geometry
 
 CONVERT_KERNEL = "convert_shard"
 GATHER_KERNEL = "gather_shard"
@@ -50,11 +46,11 @@ def is_local(src: TensorType, dst: TensorType) -> bool:
     return (a.chunk, a.partitions) == (b.chunk, b.partitions) and b.replication <= a.replication
 
 
-def provenance(lowering: FunctionLowering, op: Operation, reason: str) -> WorkProvenanceAttr:
+def provenance(lowering: TileLowering, op: Operation, reason: str) -> WorkProvenanceAttr:
     return WorkProvenanceAttr(lowering.source_of(op), value_label(op.results[0]), reason)
 
 
-def lower_local(op: Operation, lowering: FunctionLowering, reason: str) -> list[Operation]:
+def lower_local(op: Operation, lowering: TileLowering, reason: str) -> list[Operation]:
     src, dst = op.operands[0], op.results[0]
     out = lowering.result_buffer(dst)
     inp = lowering.operand_buffer(op, src)
@@ -65,7 +61,7 @@ def lower_local(op: Operation, lowering: FunctionLowering, reason: str) -> list[
                      provenance(lowering, op, reason))]
 
 
-def lower_gather(op: Operation, lowering: FunctionLowering, source: SSAValue | None = None,
+def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None = None,
                  kernel: str = GATHER_KERNEL, view_words: Sequence[int] = (),
                  zero_padding: bool = True) -> list[Operation]:
     """Gather `source` (default: the op's only operand) into the op's result; a layout op
@@ -117,7 +113,7 @@ class CastOperator(Operator):
     mid_op = mid.CastPrecisionOp
     operand_names = ("src",)
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.CastPrecisionOp)
         return lower_local(op, lowering, "cast precision, one call per shard")
 
@@ -127,7 +123,7 @@ class RearrangeOperator(Operator):
     mid_op = mid.RearrangeOp
     operand_names = ("src",)
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.RearrangeOp)
         if is_local(tensor_type(op.input), tensor_type(op.result)):
             return lower_local(op, lowering, "repack each shard on its tile")

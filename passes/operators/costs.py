@@ -18,7 +18,7 @@ from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
 from passes.operators.base import SelectionContext, current_format, tensor_type
 from passes.operators.formats import descriptor, shard_words, split_format
-from passes.shard_geometry import geometry
+from planning.shard_geometry import geometry
 
 
 def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
 
 from device.target import WORD_BYTES
 from ipu_dialects import graph, mid
 from passes.gemm_plans import element_precision
-from passes.shard_geometry import geometry
+from planning.shard_geometry import geometry
 
 
 def storage_of(value_type: TensorType) -> tuple[str, int]:
@@ -99,3 +100,37 @@ def shard_words(value_type: TensorType) -> int:
     assert isinstance(fmt, mid.TensorFormatAttr)
     nbytes = geometry(value_type.get_shape(), fmt).shard_bytes()
     return -(-nbytes // WORD_BYTES)
+
+
+# ---- graph values taking their formats (graph-to-mid) -----------------------------------------
+
+
+def row_major_format(value_type: TensorType, indivisible: str) -> mid.TensorFormatAttr:
+    """Graph-input policy `row_major`: the whole tensor, row-major, on one tile."""
+    rank = len(value_type.get_shape())
+    return mid.TensorFormatAttr(
+        element_precision(value_type.get_element_type()),
+        mid.ElementOrder.ROW_MAJOR,
+        [mid.AxisTilingAttr(1, 1, indivisible)] * rank,
+        replication=1,
+        group=1,
+        scale=graph.fp8_scale(value_type)
+        if isinstance(value_type.encoding, graph.Fp8ScaleAttr)
+        else 0,
+    )
+
+
+def tensor_format_of(value: SSAValue) -> mid.TensorFormatAttr:
+    assert isinstance(value.type, TensorType)
+    assert isinstance(value.type.encoding, mid.TensorFormatAttr)
+    return value.type.encoding
+
+
+def is_graph_tensor(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and not isinstance(
+        value.type.encoding, mid.TensorFormatAttr
+    )
+
+
+def with_format(value_type: TensorType, fmt: mid.TensorFormatAttr) -> TensorType:
+    return TensorType(value_type.get_element_type(), value_type.get_shape(), fmt)

@@ -5,18 +5,14 @@ may differ), so following the producer's format costs no conversion."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import graph, mid
-from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
+from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
 from passes.operators.formats import with_storage
 from passes.operators.pointwise import evaluate, lower_pointwise
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
 
 KERNEL = "gelu"
 
@@ -39,7 +35,7 @@ class GeluOperator(Operator):
                   plan: mid.OperatorPlanAttr) -> Operation:
         return mid.GeluOp(operands[0], result_type, plan)
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.GeluOp)
         return lower_pointwise(op, lowering, [op.input], "exact gelu, one call per shard",
                                operand_names=self.operand_names)

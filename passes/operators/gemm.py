@@ -19,7 +19,7 @@ from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.gemm_lowering import lower_gemm
 
 if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
+    from passes.operators.base import TileLowering as FunctionLowering
 
 
 class GemmOperator(Operator):

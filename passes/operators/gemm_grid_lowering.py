@@ -41,10 +41,10 @@ from ipu_dialects.tile import (
 from passes.gemm_grid import GridShape, grid_of, shard_descriptor
 from passes.gemm_plans import has_f32_partials_panel
 from passes.operators.tile_maps import scalar_map, tensor_format
-from passes.shard_geometry import ShardGeometry, geometry
+from planning.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
+    from passes.operators.base import TileLowering
 
 CONVERT_KERNEL = "convert_shard"
 
@@ -175,7 +175,7 @@ class GridLowering:
         )
 
 
-def lower_gemm_grid(op: mid.GemmOp, lowering: FunctionLowering,
+def lower_gemm_grid(op: mid.GemmOp, lowering: TileLowering,
                     roles: dict[str, mid.OperandPlanAttr]) -> list[Operation]:
     """The tile work of one `mid.gemm` whose plan has the gemm_grid dispatch."""
     plan, dispatch = op.plan, op.plan.dispatch

@@ -13,7 +13,7 @@
 
 so the op count is a constant per GEMM: it grows neither with the tile count nor with the
 number of blocks. Home tiles and byte offsets are affine maps of the loop indices built from
-the formats' geometry (`passes/shard_geometry.py`) and the byte layouts (`device/layouts.py`);
+the formats' geometry (`planning/shard_geometry.py`) and the byte layouts (`device/layouts.py`);
 broadcast batch axes get stride 0.
 """
 
@@ -46,10 +46,10 @@ from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_format
-from passes.shard_geometry import ShardGeometry, geometry
+from planning.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
+    from passes.operators.base import TileLowering as FunctionLowering
 
 COPY_KERNEL = "copy_words"
 CONVERT_KERNEL = "convert_shard"

@@ -12,19 +12,15 @@ bias ([C]) are whole on every tile of the output, replicated as add's broadcast 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from device.kernels import f32_bits
 from ipu_dialects import graph, mid
-from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
+from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
 from passes.operators.formats import broadcast_operand_format, split_format, with_storage
 from passes.operators.pointwise import evaluate, lower_pointwise, output_formats
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
 
 KERNEL = "layer_norm"
 
@@ -70,7 +66,7 @@ class LayerNormOperator(Operator):
         return mid.LayerNormOp(operands[0], operands[1], operands[2], result_type, plan,
                                op.eps.value.data)
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.LayerNormOp)
         return lower_pointwise(op, lowering, [op.input, op.weight, op.bias],
                                "layer_norm, one call per output shard (whole rows)",

@@ -19,7 +19,6 @@ functions). The result's padding is zeroed once, before the copies.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -33,6 +32,7 @@ from passes.operators.base import (
     Candidate,
     Operator,
     SelectionContext,
+    TileLowering,
     current_format,
     tensor_type,
 )
@@ -40,9 +40,6 @@ from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather,
 from passes.operators.formats import descriptor, shard_words, split_format, storage_of
 from passes.operators.pointwise import pointwise_plan
 from passes.operators.tile_maps import scalar_map
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
 
 LOCAL_KERNEL = "view_shard"
 GATHER_KERNEL = "gather_view"
@@ -218,7 +215,7 @@ class LayoutOperator(Operator):
             candidates.append(Candidate(plan, None, cycles))
         return candidates
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         out_value = op.results[0]
         out_type = tensor_type(out_value)
         out = lowering.result_buffer(out_value)

@@ -4,7 +4,6 @@ or cut one axis, their validation, cost and lowering to one local kernel call pe
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -12,14 +11,11 @@ from xdsl.ir import Operation, SSAValue
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
-from passes.operators.base import Candidate, SelectionContext, current_format, tensor_type
+from passes.operators.base import Candidate, SelectionContext, TileLowering, current_format, tensor_type
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles
 from passes.operators.formats import descriptor, split_format, with_storage
 from passes.operators.tile_maps import scalar_map
-from passes.shard_geometry import geometry
-
-if TYPE_CHECKING:
-    from passes.operators.tile_lowering import FunctionLowering
+from planning.shard_geometry import geometry
 
 # The mid ops lowered to one kernel call per output shard.
 PointwiseOp = mid.AddOp | mid.GeluOp | mid.AttentionOp | mid.LayerNormOp
@@ -104,7 +100,7 @@ def alias_of(op: Operation, operand_names: Sequence[str],
     return "none"
 
 
-def in_place_buffer(op: PointwiseOp, lowering: FunctionLowering,
+def in_place_buffer(op: PointwiseOp, lowering: TileLowering,
                     operand_names: Sequence[str]) -> BufferOp | None:
     """The operand buffer the output is written over, when the plan allows it (`alias`) and
     the operand dies here: a scratch value computed by an earlier op, used by this op alone,
@@ -143,7 +139,7 @@ def tiles_reason(op: Operation, formats: dict[str, mid.TensorFormatAttr], tiles:
     return None
 
 
-def lower_pointwise(op: PointwiseOp, lowering: FunctionLowering, values: Sequence[SSAValue],
+def lower_pointwise(op: PointwiseOp, lowering: TileLowering, values: Sequence[SSAValue],
                     reason: str, named: Sequence[int] = (),
                     operand_names: Sequence[str] = ()) -> list[Operation]:
     """One kernel call per output shard: `out` first, then the operands, each at offset 0;

@@ -33,7 +33,6 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
@@ -44,13 +43,15 @@ from xdsl.utils.exceptions import PassFailedException
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from ipu_dialects.tile import BufferOp, ExchangeOp, HomeView, KernelOp, LoopOp, WorkProvenanceAttr
-from passes.operators.base import Operator, tensor_type
+from passes.operators.base import GraphLowering, Operator, TileLowering, tensor_type
+from passes.operators.formats import (
+    is_graph_tensor,
+    row_major_format,
+    tensor_format_of,
+    with_format,
+)
 from passes.operators.tile_maps import scalar_map, tensor_format
-from passes.shard_geometry import geometry
-
-if TYPE_CHECKING:
-    from passes.graph_to_mid import FunctionLowering as GraphLowering
-    from passes.operators.tile_lowering import FunctionLowering
+from planning.shard_geometry import geometry
 
 YIELD_COPY_REASON = (
     "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
@@ -82,8 +83,6 @@ def repeat_label(op: Operation) -> str:
 
 def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     """`op`'s body lowered, then the `mid.repeat` that replaces it (see the module doc)."""
-    from passes.graph_to_mid import is_graph_tensor, row_major_format, tensor_format_of, with_format
-
     block = op.body.block
     lowering.lower_block(block)
     for arg in block.args:  # unused or only yielded: row-major on one tile
@@ -115,8 +114,6 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
 def typed_sequence(lowering: GraphLowering, op: graph.RepeatOp, index: int) -> SSAValue:
     """A sequence keeps its producer's format; a fresh graph value gets a row-major one (its
     normalized format is `normalize-repeats`' choice)."""
-    from passes.graph_to_mid import is_graph_tensor, row_major_format, with_format
-
     value = op.sequences[index]
     if is_graph_tensor(value):
         assert isinstance(value.type, TensorType)
@@ -128,7 +125,12 @@ def typed_sequence(lowering: GraphLowering, op: graph.RepeatOp, index: int) -> S
 # ---- mid-to-tile ----------------------------------------------------------------------------
 
 
-def unify_carried_requirements(lowering: FunctionLowering, ops: Sequence[Operation]) -> None:
+def normalized_format(element: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
+    """The sequence format whose per-tile block i is element i in format `element`."""
+    return element.with_changes(tiling=[mid.AxisTilingAttr(1, 1), *element.tiling.data])
+
+
+def unify_carried_requirements(lowering: TileLowering, ops: Sequence[Operation]) -> None:
     """A buffer shared by several values must satisfy each one's largest alignment and tail:
     carried (init, body argument, yield, result), invariant and sequence (operand, body
     argument). Innermost repeats first, so that their needs reach the outer ones."""
@@ -186,7 +188,7 @@ def in_carried_buffer(value: SSAValue, arg: SSAValue) -> bool:
     return False
 
 
-def copy_kernel(lowering: FunctionLowering, dst: BufferOp, src: BufferOp, value: SSAValue,
+def copy_kernel(lowering: TileLowering, dst: BufferOp, src: BufferOp, value: SSAValue,
                 source: str, reason: str, for_op: Operation) -> KernelOp:
     """A copy of `value` done for `for_op` (the repeat, or its yield): located at
     `fused[for_op, value's producer]`."""
@@ -260,7 +262,7 @@ class RepeatOperator(Operator):
     mid_op = mid.RepeatOp
     operand_names = ()
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.RepeatOp)
         label = lowering.source_of_repeat(op)
         before: list[Operation] = []
@@ -298,7 +300,7 @@ class RepeatOperator(Operator):
         return [*before, loop]
 
     @staticmethod
-    def carried_buffer(op: mid.RepeatOp, index: int, lowering: FunctionLowering, label: str,
+    def carried_buffer(op: mid.RepeatOp, index: int, lowering: TileLowering, label: str,
                        before: list[Operation]) -> BufferOp:
         """The buffer of carried value `index`: the initial value's own when the repeat may
         take it over (its only use, not a returned result; a scratch value or an enclosing
@@ -321,7 +323,7 @@ class RepeatOperator(Operator):
         return buffer
 
 
-def stage_sent_sequences(op: mid.RepeatOp, lowering: FunctionLowering, body: list[Operation],
+def stage_sent_sequences(op: mid.RepeatOp, lowering: TileLowering, body: list[Operation],
                          label: str) -> list[Operation]:
     """Copies that start the body: the current element of every sequence an exchange sends
     from, into a staging buffer of one element that the exchanges send from instead.
@@ -363,8 +365,6 @@ def sends(exchange: ExchangeOp) -> bool:
 def sequence_stride(op: mid.RepeatOp, index: int, buffer: BufferOp) -> int:
     """Bytes between element i and i + 1 of sequence `index` on every tile: one element's
     shard, when the sequence is normalized (`normalize-repeats`); else a diagnostic."""
-    from passes.normalize_repeats import normalized_format
-
     seq, arg = op.sequences[index], op.sequence_args[index]
     seq_type = tensor_type(seq)
     arg_type, arg_format = tensor_format(op, f"sequence body argument #{index}", arg)

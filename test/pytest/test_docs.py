@@ -29,7 +29,7 @@ DOCS = [README, INTERNALS]
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 FILE_SUFFIXES = (".py", ".mlir", ".S", ".md", ".toml")
-PACKAGES = ("ipu_dialects", "passes", "device", "tools", "interpreters", "frontend")
+PACKAGES = ("ipu_dialects", "planning", "passes", "device", "tools", "interpreters", "frontend")
 
 
 def fenced_blocks(text: str, language: str | None = None) -> list[str]:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from xdsl.parser import Parser
 
 from device.package import ExchangeStep
-from tools import emit_asm, ipu_as
+from tools import asm_listing, ipu_as, package_writer
 from tools.asm_loops import Loop, fold, leaf, render
 from tools.ipu_run import compile_module, make_context
 
@@ -89,15 +89,15 @@ def statements(listing: str) -> list[str]:
 def test_a_grid_plan_listing_expands_to_its_flat_listing():
     grid = compile_module(Parser(make_context(), GEMM).parse_module(), 16, "pad",
                           with_assembly=False, catalog=("amp_gemm_f16_grid",))
-    looped = emit_asm.format_assembly(grid)
-    flat = emit_asm.format_assembly(grid, loops=False)
+    looped = asm_listing.format_assembly(grid)
+    flat = asm_listing.format_assembly(grid, loops=False)
     assert "loop i0" in looped  # the panel loop stays a loop
     assert statements(expand(looped)) == statements(line.strip() for line in flat.splitlines())
 
 
 def test_the_listing_has_loops_and_expands_to_the_flat_listing(package):
-    looped = emit_asm.format_assembly(package)
-    flat = emit_asm.format_assembly(package, loops=False)
+    looped = asm_listing.format_assembly(package)
+    flat = asm_listing.format_assembly(package, loops=False)
     assert "loop i0, 7" in looped and "loop i1, 7" in looped  # nested: j outer, k inner
     assert len(looped.splitlines()) * 2 < len(flat.splitlines())
     assert statements(expand(looped)) == statements(line.strip() for line in flat.splitlines())
@@ -115,7 +115,7 @@ def test_fold_and_render_round_trip_negative_strides_and_tails():
 
 
 def test_ipu_as_stops_at_the_first_supervisor_line_with_its_line_number(package):
-    listing = emit_asm.format_assembly(package)
+    listing = asm_listing.format_assembly(package)
     first = next(number for number, line in enumerate(listing.splitlines(), start=1)
                  if line.strip().startswith("sync"))
     result = CliRunner().invoke(ipu_as.app, [], input=listing)
@@ -126,7 +126,7 @@ def test_ipu_as_stops_at_the_first_supervisor_line_with_its_line_number(package)
 
 
 def test_each_rows_instruction_text_assembles_back_to_its_words(package):
-    listing = emit_asm.format_assembly(package).split(".section .exchange_rows")[1]
+    listing = asm_listing.format_assembly(package).split(".section .exchange_rows")[1]
     texts: dict[str, list[str]] = {}
     for line in listing.splitlines():
         if line.startswith(".L"):
@@ -156,7 +156,7 @@ def test_ipu_rows_does_not_format_the_assembly(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("-t ipu-rows formatted the assembly")
 
-    monkeypatch.setattr(emit_asm, "format_assembly", refuse)
+    monkeypatch.setattr(package_writer, "format_assembly", refuse)  # where the writer looks it up
     import io
 
     output = io.StringIO()

@@ -16,7 +16,7 @@ from passes.gemm_plans import (
     validate_gemm_plan,
 )
 from passes.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
-from passes.shard_geometry import ShardGeometry
+from planning.shard_geometry import ShardGeometry
 
 # the row plan's candidates (the grid plan has tests of its own below)
 F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32" and c.layout == "rows"]

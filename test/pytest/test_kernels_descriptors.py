@@ -16,7 +16,7 @@ from device.shard_geometry import (
     decode_descriptors,
 )
 from ipu_dialects.mid import AxisTilingAttr, TensorFormatAttr
-from passes.shard_geometry import geometry
+from planning.shard_geometry import geometry
 
 
 @st.composite

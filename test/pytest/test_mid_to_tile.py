@@ -17,7 +17,7 @@ from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_vectors
 from passes.gemm_plans import CATALOG, GemmProblem, build_gemm_plan
 from passes.mid_to_tile import MidToTilePass
-from passes.shard_geometry import geometry
+from planning.shard_geometry import geometry
 
 
 def with_format(shape, element, fmt: mid.TensorFormatAttr) -> TensorType:

@@ -1,4 +1,4 @@
-"""Shard geometry of a TensorFormat: padding, shards, tiles (passes/shard_geometry.py)."""
+"""Shard geometry of a TensorFormat: padding, shards, tiles (planning/shard_geometry.py)."""
 
 import math
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipu_dialects.mid import AxisTilingAttr, TensorFormatAttr
-from passes.shard_geometry import ShardGeometry, axis_chunk, padded_extent
+from planning.shard_geometry import ShardGeometry, axis_chunk, padded_extent
 
 
 @st.composite
