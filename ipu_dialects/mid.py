@@ -32,7 +32,7 @@ Ops (syntax)
     %y = mid.rearrange %x : T_x -> T_y
 
 The shard arithmetic of a format (chunks, padding, tiles of partitions) lives in
-`planning/shard_geometry.py`; plans are built and chosen in `passes/gemm_plans.py`.
+`planning/shard_geometry.py`; plans are built and chosen in `planning/gemm_plans.py`.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ Parts:
   `ipu_dialects.tile_iteration.selected_iteration`, selecting the entry
   of `rows` that the source tile / every other tile of TILES runs, or -1 for an iteration
   without traffic), `patches` and `row_address` (the code-region slot of iteration 0;
-  iteration n runs at `row_address + n * passes.exchange_rows.slot_stride(rows)`).
+  iteration n runs at `row_address + n * planning.exchange_rows.slot_stride(rows)`).
 - `#tile.patch<@row, I, "FIELD", array<i64: ...>>` (`RowPatchAttr`): the per-iteration values
   of field FIELD (a `device.isa` field name: `address`, `sctl`, `xpic`, `pic`, `events_m1`,
   ...) of instruction I of a shared row, one value per linearized iteration; the row itself

@@ -34,8 +34,6 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
-from passes.gemm_plans import catalog_entries, default_catalog_names
-from passes.gemm_selection import NoValidPlan as NoValidGemmPlan
 from passes.operators import operator_for_graph
 from passes.operators.base import NoValidPlan, Operator, SelectionContext
 from passes.operators.formats import (
@@ -46,6 +44,8 @@ from passes.operators.formats import (
     with_storage,
 )
 from passes.operators.repeat import is_body_argument, lower_repeat
+from planning.gemm_plans import catalog_entries, default_catalog_names
+from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 
 
 def op_label(op: Operation) -> str:

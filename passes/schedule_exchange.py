@@ -1,7 +1,7 @@
 """`schedule-exchange`: turn every `tile.exchange` into checked, placed exchange rows.
 
 For each exchange phase and each iteration of its loop nest, the phase program builder
-(`passes.exchange_rows`) derives the broadcast schedule from the placed buffers and the
+(`planning.exchange_rows`) derives the broadcast schedule from the placed buffers and the
 target's latency L(s, r) and builds the sender's and the receivers' rows. Every distinct
 concrete row is encoded, decoded and checked against its schedule (`device.row_checker`)
 before it is used; a disagreement is reported as a compiler bug.
@@ -50,7 +50,7 @@ from ipu_dialects.exchange import RowOp
 from ipu_dialects.locations import located
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
 from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors, map_dims
-from passes.exchange_rows import (
+from planning.exchange_rows import (
     BroadcastPhase,
     checked_row,
     plan_broadcast,

@@ -313,11 +313,11 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
 
 
 def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str) -> list[str]:
-    """`--explain`: per graph.gemm, the selector's candidates (passes.gemm_selection)."""
+    """`--explain`: per graph.gemm, the selector's candidates (planning.gemm_selection)."""
     from ipu_dialects.graph import GemmOp, RepeatOp
     from ipu_dialects.locations import value_label
-    from passes.gemm_plans import GemmProblem, catalog_entries, default_catalog_names
-    from passes.gemm_selection import explain_gemm
+    from planning.gemm_plans import GemmProblem, catalog_entries, default_catalog_names
+    from planning.gemm_selection import explain_gemm
 
     catalog = catalog_entries(default_catalog_names(gemm_partials))
     lines = []

@@ -7,7 +7,7 @@ here, in Python over iterations, and per-tile differences become dense arrays of
 and their shared `exchange.row`s.
 
 - Exchange, iteration n: the concrete rows are the shared rows with their `#tile.patch`
-  values at n (`passes.exchange_rows.instantiate`); each distinct row of a shared row is
+  values at n (`planning.exchange_rows.instantiate`); each distinct row of a shared row is
   encoded once (`RowInterner`; a new row must also have a well-defined timeline) and named `<row>.<n>`
   when patched. The step is an `ExchangeStep` at `row_address + n * slot_stride(rows)` whose
   `row_id` gives the receiver row to every destination tile, the sender row to the source
@@ -42,7 +42,7 @@ from ipu_dialects.tile import (
     enclosing_loops,
 )
 from ipu_dialects.tile_iteration import selected_iteration
-from passes.exchange_rows import instantiate, slot_stride
+from planning.exchange_rows import instantiate, slot_stride
 from planning.pipeline_config import pipeline_config, target_and_tiles
 from planning.shard_geometry import ShardGeometry
 from tools.asm_listing import format_assembly

@@ -1,7 +1,7 @@
 """The GEMM operator: `graph.gemm` -> `mid.gemm` -> the retained AMP plan's block loops.
 
-Candidates, validation and the tile-count hints are `passes/gemm_plans.py`; cost and
-selection `passes/gemm_selection.py`; the tile work `passes/operators/gemm_lowering.py`.
+Candidates, validation and the tile-count hints are `planning/gemm_plans.py`; cost and
+selection `planning/gemm_selection.py`; the tile work `passes/operators/gemm_lowering.py`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import graph, mid
-from passes.gemm_plans import GemmProblem, catalog_entries
-from passes.gemm_selection import select_gemm_plan
 from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.gemm_lowering import lower_gemm
+from planning.gemm_plans import GemmProblem, catalog_entries
+from planning.gemm_selection import select_gemm_plan
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering as FunctionLowering

@@ -1,4 +1,4 @@
-"""The tile work of the 2-D grid GEMM plan (`gemm_grid` dispatch, `passes/gemm_grid.py`).
+"""The tile work of the 2-D grid GEMM plan (`gemm_grid` dispatch, `planning/gemm_grid.py`).
 
 On an R x C grid (tile r * C + c), with kpa / kpb the K blocks of A / B per tile:
 
@@ -38,9 +38,9 @@ from ipu_dialects.tile import (
     TileSetAttr,
     WorkProvenanceAttr,
 )
-from passes.gemm_grid import GridShape, grid_of, shard_descriptor
-from passes.gemm_plans import has_f32_partials_panel
 from passes.operators.tile_maps import scalar_map, tensor_format
+from planning.gemm_grid import GridShape, grid_of, shard_descriptor
+from planning.gemm_plans import has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:

@@ -43,9 +43,9 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map
-from passes.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_format
+from planning.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:

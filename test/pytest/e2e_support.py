@@ -21,7 +21,7 @@ from device.model.host import stored_of_values, values_of_stored
 from device.package import Package
 from frontend.builder import GraphBuilder
 from interpreters.graph import find_function, run_function
-from passes.gemm_plans import catalog_entries
+from planning.gemm_plans import catalog_entries
 from tools.ipu_run import compare, compile_module, random_inputs
 
 

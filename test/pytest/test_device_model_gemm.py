@@ -1,5 +1,5 @@
 """A small multi-tile GEMM in the retained plan's shape, with rows from the compiler's
-broadcast row builder (`passes.exchange_rows`), run on the model."""
+broadcast row builder (`planning.exchange_rows`), run on the model."""
 
 import numpy as np
 from test_device_model_support import DATA, OUTPUT, ROW_SLOT, SLOT, T, kernel, tensor
@@ -7,7 +7,7 @@ from test_device_model_support import DATA, OUTPUT, ROW_SLOT, SLOT, T, kernel, t
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.model import run_package
 from device.package import ExchangeStep, Package
-from passes.exchange_rows import (
+from planning.exchange_rows import (
     checked_row,
     plan_broadcast,
     receiver_instructions,

@@ -103,7 +103,7 @@ def resolve_dotted(name: str) -> object:
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_named_python_objects_exist(doc: Path):
-    """`passes.exchange_rows.instantiate`, `device.model.ModelError`, ... resolve."""
+    """`planning.exchange_rows.instantiate`, `device.model.ModelError`, ... resolve."""
     pattern = re.compile(rf"^(?:{'|'.join(PACKAGES)})(?:\.\w+)+")
     names = sorted({m.group(0) for span in inline_code(doc.read_text())
                     if (m := pattern.match(span.strip()))})

@@ -8,7 +8,7 @@ Row corruptions go through the tile images: the corrupted row is added to the pa
 only one tile, in one exchange step, is pointed at it, so exactly one word of one tile's
 image changes (checked). The model fetches rows from tile memory, so this is the word it runs.
 The row checker (`device.row_checker.check_row`) rejects the same corrupted words against the
-schedule `passes.exchange_rows.plan_broadcast` builds for that broadcast.
+schedule `planning.exchange_rows.plan_broadcast` builds for that broadcast.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from device.package import ExchangeStep, KernelStep, Package
 from device.row_checker import RowMismatch, RowSchedule, check_row
 from device.target import IPU21
 from frontend.builder import f16, f32
-from passes.exchange_rows import plan_broadcast
+from planning.exchange_rows import plan_broadcast
 
 # M = 32 rows on two output-row tiles of four (the row plan): some broadcasts have one
 # receiver only, so that receiver's row is the longest of its phase (a shorter delay then

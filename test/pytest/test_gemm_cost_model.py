@@ -10,9 +10,9 @@ from device.model import run_package
 from device.model.host import values_of_stored
 from device.target import IPU21
 from passes import get_all_passes
-from passes.gemm_plans import GemmProblem, catalog_entries
-from passes.gemm_selection import evaluate_candidates
 from passes.ipu_pipeline import STAGES
+from planning.gemm_plans import GemmProblem, catalog_entries
+from planning.gemm_selection import evaluate_candidates
 from tools.ipu_run import find_function, make_context, random_inputs
 from tools.package_writer import build_package
 

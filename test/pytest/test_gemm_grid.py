@@ -1,4 +1,4 @@
-"""The 2-D grid GEMM plan (`passes/gemm_grid.py`) on the device model.
+"""The 2-D grid GEMM plan (`planning/gemm_grid.py`) on the device model.
 
 The plan's exchange phases are concurrent groups (one sender per grid row or column, all in
 one phase) and its kernels read the blocks a tile holds in place (`home` views). These tests
@@ -145,7 +145,7 @@ def test_mid_to_tile_names_a_dispatch_that_is_no_gemm_plan(tmp_path, capsys):
 
 def test_a_grid_plan_whose_operands_are_cut_over_different_grids_is_invalid():
     from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorPlanAttr
-    from passes.gemm_plans import CATALOG, GemmProblem, build_gemm_plan, validate_gemm_plan
+    from planning.gemm_plans import CATALOG, GemmProblem, build_gemm_plan, validate_gemm_plan
 
     grid = next(c for c in CATALOG if c.name == "amp_gemm_f16_grid")
     problem = GemmProblem((256, 256), (256, 256), (256, 256), "f16")

@@ -7,7 +7,7 @@ import pytest
 from device.layouts import AMP_BLOCK
 from device.target import IPU21
 from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorDispatchAttr, OperatorPlanAttr
-from passes.gemm_plans import (
+from planning.gemm_plans import (
     CATALOG,
     GemmProblem,
     build_gemm_plan,
@@ -15,7 +15,7 @@ from passes.gemm_plans import (
     default_catalog_names,
     validate_gemm_plan,
 )
-from passes.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
+from planning.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
 from planning.shard_geometry import ShardGeometry
 
 # the row plan's candidates (the grid plan has tests of its own below)
@@ -569,7 +569,7 @@ def test_reason_kernel_with_other_pointers():
 def test_element_without_storage_precision():
     from xdsl.dialects.builtin import i32
 
-    from passes.gemm_plans import element_precision
+    from planning.gemm_plans import element_precision
 
     with pytest.raises(ValueError) as info:
         element_precision(i32)

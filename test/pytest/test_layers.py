@@ -77,17 +77,6 @@ PENDING: dict[tuple[str, str], str] = {
     ("ipu_dialects.tile", "ipu_dialects.mid"):
         "the tile verifier reads the tile count of `#mid.config`, which mid.py defines; "
         "the config attribute moves below both dialects once the enum rework of mid.py lands",
-    ("passes.operators.gemm", "passes.gemm_plans"):
-        "gemm_plans.py (GEMM candidates) is being rewritten; it moves to planning/ after",
-    ("passes.operators.gemm", "passes.gemm_selection"):
-        "gemm_selection.py (GEMM cost model) is being rewritten; it moves to planning/ after",
-    ("passes.operators.gemm_lowering", "passes.gemm_plans"):
-        "gemm_plans.py (GEMM candidates) is being rewritten; it moves to planning/ after",
-    ("passes.operators.formats", "passes.gemm_plans"):
-        "element_precision lives in gemm_plans.py, which is being rewritten; it moves to "
-        "planning/ after",
-    ("tools.package_writer", "passes.exchange_rows"):
-        "exchange_rows.py (row building) is being rewritten; it moves to planning/ after",
 }
 
 # Cycles that stay for now, as sets of modules, with why.

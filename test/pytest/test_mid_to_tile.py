@@ -15,8 +15,8 @@ from device.target import IPU21
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_vectors
-from passes.gemm_plans import CATALOG, GemmProblem, build_gemm_plan
 from passes.mid_to_tile import MidToTilePass
+from planning.gemm_plans import CATALOG, GemmProblem, build_gemm_plan
 from planning.shard_geometry import geometry
 
 

@@ -27,8 +27,8 @@ from frontend.builder import GraphBuilder
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.tile import BufferOp, ExchangeOp, LoopOp
 from ipu_dialects.tile_iteration import selected_iteration
-from passes.exchange_rows import instantiate
 from passes.ipu_pipeline import IpuPipelinePass
+from planning.exchange_rows import instantiate
 from tools.ipu_run import make_context
 
 WORD = 4
@@ -318,7 +318,7 @@ def test_a_row_without_a_valid_timeline_is_an_internal_compiler_error(monkeypatc
 
 
 def test_checked_row_reports_an_inconsistent_schedule_as_a_compiler_bug():
-    from passes.exchange_rows import checked_row
+    from planning.exchange_rows import checked_row
 
     schedule = RowSchedule(8, [SendInterval(0, 10, 0x100, 1)])
     with pytest.raises(PassFailedException,

@@ -25,7 +25,7 @@ all with 32-byte (`IPU21.pace_alignment`) alignment, the left stream's access ta
 full, then validated against the operand types and against the per-tile memory limits
 `place-memory` enforces (a first-fit placement of an output-row tile's buffers by its rules).
 A candidate that does not fit says which limit it exceeds, with byte counts
-(`passes/gemm_selection.py` adds whether more tiles would help and picks the cheapest valid
+(`planning/gemm_selection.py` adds whether more tiles would help and picks the cheapest valid
 candidate by the toy cost model).
 """
 
@@ -60,13 +60,13 @@ from ipu_dialects.mid import (
     OperatorPlanAttr,
     TensorFormatAttr,
 )
-from passes.exchange_rows import (
+from planning.exchange_rows import (
     plan_broadcast,
     receiver_instructions,
     sender_instructions,
     slot_stride,
 )
-from passes.gemm_grid import GRID_ROW_BLOCK, choose_grid
+from planning.gemm_grid import GRID_ROW_BLOCK, choose_grid
 from planning.memory_allocator import FirstFit, Request, regions
 from planning.shard_geometry import ShardGeometry, ceil_div
 
@@ -359,7 +359,7 @@ def partition_counts(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
                      target: Target) -> dict[str, tuple[int, int]]:
     """(row, column) partition counts of each operand's matrix axes. The row plan cuts A and
     the output by rows only and spreads B's 64x64 blocks; the grid plan cuts all three over
-    the grid it chooses (`passes/gemm_grid.py`). A transposed rhs keeps K whole on each tile
+    the grid it chooses (`planning/gemm_grid.py`). A transposed rhs keeps K whole on each tile
     (row plan) so that its blocks are numbered the same way in both orders."""
     if candidate.layout == GRID:
         f32_partials = has_f32_partials(candidate, problem)

@@ -1,7 +1,7 @@
 """Choosing a GEMM plan: the cost model and selection among the valid candidates.
 
 `graph-to-mid` calls `select_gemm_plan`: every catalog entry is built and validated
-(`passes/gemm_plans.py`); each valid one is costed by `estimate_cycles`, the cycles the
+(`planning/gemm_plans.py`); each valid one is costed by `estimate_cycles`, the cycles the
 device model charges for the plan's tile work, computed with the model's own cycle functions
 (`device/model/cycles.py`; a test holds them equal to modeled runs); the cheapest wins (the first in catalog
 order on ties). When none is valid, `NoValidPlan` names every candidate's reason, and a
@@ -19,8 +19,8 @@ from device.layouts import AMP_BLOCK, block_bytes
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
-from passes.gemm_grid import grid_cycles, grid_of
-from passes.gemm_plans import (
+from planning.gemm_grid import grid_cycles, grid_of
+from planning.gemm_plans import (
     GRID,
     DoesNotFit,
     GemmCandidate,
