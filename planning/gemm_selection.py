@@ -177,6 +177,14 @@ def _tile_count_hint(
     def fits(count: int) -> bool:
         return validation_failure(plan_on(count), problem, count, target) is None
 
+    if (tiles >= target.tiles or not fits(target.tiles)) and candidate.layout == GRID:
+        out = plan_on(target.tiles).operand_plan("out").format
+        rows, cols = out.partitions[-2:]
+        return (
+            f"no tile count helps: the grid plan cuts the output into at most {rows} x {cols} "
+            f"blocks of 16 rows by 64 columns here, and on all {target.tiles} tiles a grid "
+            "tile still does not fit"
+        )
     if tiles >= target.tiles or not fits(target.tiles):
         out = plan_on(target.tiles).operand_plan("out").format
         rows = ShardGeometry.from_format(problem.out_shape, out).chunk[-2]

@@ -13,7 +13,7 @@ from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
 from tools.ipu_run import compile_module, find_function, make_context
 
-M, K, N, TILES = 16, 4096, 64, 4
+M, K, N, TILES = 64, 4096, 128, 8
 
 
 def gemm_text() -> str:
@@ -23,10 +23,12 @@ def gemm_text() -> str:
             f"  func.return %c : {c}\n}}\n")
 
 
-def run_gemm(a: np.ndarray, b: np.ndarray, partials: str) -> np.ndarray:
+def run_gemm(a: np.ndarray, b: np.ndarray, partials: str,
+             catalog: tuple[str, ...] = ()) -> np.ndarray:
     module = Parser(make_context(), gemm_text()).parse_module()
     find_function(module, None)
-    package = compile_module(module, TILES, "pad", with_assembly=False, gemm_partials=partials)
+    package = compile_module(module, TILES, "pad", with_assembly=False, gemm_partials=partials,
+                             catalog=catalog)
     feeds = {t.name: values_of_stored(t, x) for t, x in zip(package.inputs, (a, b), strict=True)}
     result = run_package(package, feeds)
     assert not result.exchange_errors
@@ -49,9 +51,11 @@ def operands():
     return a, b, exact, relative_error(numpy_f32.astype(np.float64), exact)
 
 
-def test_fp32_partials_within_2x_of_numpy_f32_accumulation(operands):
+@pytest.mark.parametrize("catalog", [("amp_gemm_f16_r16",), ("amp_gemm_f16_grid",)],
+                         ids=["rows", "grid"])
+def test_fp32_partials_within_2x_of_numpy_f32_accumulation(operands, catalog):
     a, b, exact, numpy_error = operands
-    ours = relative_error(run_gemm(a, b, "f32"), exact)
+    ours = relative_error(run_gemm(a, b, "f32", catalog), exact)
     assert ours <= 2 * numpy_error, (ours, numpy_error)
 
 

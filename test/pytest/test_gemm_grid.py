@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,3 +162,36 @@ def test_a_grid_plan_whose_operands_are_cut_over_different_grids_is_invalid():
                               plan.amp.data, operands, plan.distinct_pairs, plan.alias.data)
     assert validate_gemm_plan(broken, problem, 16, IPU21) == (
         "lhs, rhs and out must be cut over one grid (out [4, 4], lhs [4, 4], rhs [2, 8])")
+
+
+def test_a_grid_that_cannot_fit_says_no_tile_count_helps():
+    from planning.gemm_plans import GemmProblem, catalog_entries
+    from planning.gemm_selection import evaluate_candidates
+
+    # one 16x64 output block: the grid is 1 x 1 whatever the tiles, with all of K on it
+    problem = GemmProblem((16, 8192), (8192, 64), (16, 64), "f16")
+    (grid,) = evaluate_candidates(problem, 4, "pad", IPU21, catalog_entries(GRID_F16))
+    assert grid.reason is not None and grid.reason.endswith(
+        "no tile count helps: the grid plan cuts the output into at most 1 x 1 blocks of 16 "
+        "rows by 64 columns here, and on all 1472 tiles a grid tile still does not fit")
+
+
+def test_the_grid_fit_hint_names_a_tile_count_the_whole_pipeline_compiles_on():
+    import re
+
+    from planning.gemm_plans import GemmProblem, catalog_entries
+    from planning.gemm_selection import evaluate_candidates
+    from tools.ipu_run import compile_module, parse_module
+
+    problem = GemmProblem((64, 4096), (4096, 128), (64, 128), "f16")
+    (grid,) = evaluate_candidates(problem, 4, "pad", IPU21, catalog_entries(GRID_F16))
+    hinted = re.search(r"it fits on (\d+) tiles$", grid.reason or "")
+    assert hinted, grid.reason
+    fits = int(hinted.group(1))
+    text = ("func.func @g(%a: tensor<64x4096xf16>, %b: tensor<4096x128xf16>) -> "
+            "tensor<64x128xf16> {\n  %c = graph.gemm %a, %b : (tensor<64x4096xf16>, "
+            "tensor<4096x128xf16>) -> tensor<64x128xf16>\n  func.return %c : tensor<64x128xf16>\n}\n")
+    compile_module(parse_module(Path("g.mlir"), text), fits, "pad", with_assembly=False,
+                   catalog=GRID_F16)  # places and schedules: no diagnostic
+    (one_less,) = evaluate_candidates(problem, fits - 1, "pad", IPU21, catalog_entries(GRID_F16))
+    assert one_less.reason is not None
