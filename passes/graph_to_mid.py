@@ -40,6 +40,7 @@ from passes.operators import operator_for_graph
 from passes.operators.base import NoValidPlan, Operator, SelectionContext
 from passes.operators.formats import with_storage
 from passes.operators.repeat import is_body_argument, lower_repeat
+from passes.pipeline_config import PipelineOptions
 
 
 def op_label(op: Operation) -> str:
@@ -184,21 +185,16 @@ class FunctionLowering:
 
 
 @dataclass(frozen=True)
-class GraphToMidPass(ModulePass):
-    """-p 'graph-to-mid{tiles=16 indivisible=pad inputs=consumer profiling=off}'"""
+class GraphToMidPass(PipelineOptions, ModulePass):
+    """-p 'graph-to-mid{tiles=16 indivisible=pad inputs=consumer profiling=off}'
+
+    The options shared with `ipu-pipeline` are `PipelineOptions`' (passes/pipeline_config.py);
+    `inputs` and `target` are graph-to-mid's own."""
 
     name = "graph-to-mid"
 
-    tiles: int | None = None
-    indivisible: Literal["pad", "reject"] = "pad"
     inputs: Literal["consumer", "row_major"] = "consumer"
-    profiling: Literal["off", "cycles"] = "off"
-    catalog: tuple[str, ...] = ()
     target: str = "ipu21"
-    # GEMM partial sums over K: f32 (exact FP32 accumulation, one rounding) or f16 (also
-    # enables the cheaper FP16-partials candidates, which round after every 64-deep block).
-    # Only the default catalog depends on it: an explicit `catalog` is taken as given.
-    gemm_partials: Literal["f32", "f16"] = "f32"
 
     def checked_target(self) -> Target:
         try:
