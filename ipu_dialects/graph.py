@@ -255,6 +255,12 @@ def located_format_errors(op_class: type[IRDLOperation]) -> type[IRDLOperation]:
     xDSL's declarative parser checks operand types against their constraints (e.g. "f32 should
     be of base attribute tensor") with a bare VerifyException that carries no position; re-raise
     it as a ParseError pointing at the op's text.
+
+    Why a wrapper around the generated method rather than an xDSL hook: xDSL 0.74 has none.
+    `FormatProgram.parse` runs those checks (`resolve_constraint_variables`) after all format
+    elements are parsed, outside any custom directive; `irdl_op_definition` rejects a class
+    that defines `parse` next to `assembly_format` and then sets the generated `parse` on the
+    class itself, so neither a directive, an override nor a base class can catch the error.
     """
     format_parse = op_class.parse
 
