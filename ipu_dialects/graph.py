@@ -59,7 +59,7 @@ iteration), the invariants (read-only), and one slice per sequence (`sequence(%s
 `%seq` has a leading axis of extent N and iteration `i` sees `%seq[i]`). In every group the type
 after the colon is the type of the outer operand; a sequence's block argument has that type
 without the leading axis. Its results are the final carried values. The body sees only its
-block arguments (no implicit captures): outside values enter as invariants, which keeps the
+block arguments (no implicit captures: the op is IsolatedFromAbove): outside values enter as invariants, which keeps the
 three kinds of inputs explicit for the lowering. `-> types` after the body repeats the result
 types for readability; it is required when there are carried values and must list their types.
 """
@@ -90,7 +90,6 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import (
     Attribute,
-    Block,
     BlockArgument,
     Dialect,
     Operation,
@@ -115,7 +114,15 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, NoTerminator, OpTrait, Pure, RecursiveMemoryEffect
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    OpTrait,
+    Pure,
+    RecursiveMemoryEffect,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import FP8_SCALE_RANGE
@@ -248,6 +255,12 @@ def located_format_errors(op_class: type[IRDLOperation]) -> type[IRDLOperation]:
     xDSL's declarative parser checks operand types against their constraints (e.g. "f32 should
     be of base attribute tensor") with a bare VerifyException that carries no position; re-raise
     it as a ParseError pointing at the op's text.
+
+    Why a wrapper around the generated method rather than an xDSL hook: xDSL 0.74 has none.
+    `FormatProgram.parse` runs those checks (`resolve_constraint_variables`) after all format
+    elements are parsed, outside any custom directive; `irdl_op_definition` rejects a class
+    that defines `parse` next to `assembly_format` and then sets the generated `parse` on the
+    class itself, so neither a directive, an override nor a base class can catch the error.
     """
     format_parse = op_class.parse
 
@@ -969,6 +982,30 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[values])
 
 
+@dataclass(frozen=True)
+class IsolatedRepeatBody(IsolatedFromAbove):
+    """xDSL's IsolatedFromAbove, with a violation reported in the repeat's terms.
+
+    xDSL's message ("Operation using value defined out of its IsolatedFromAbove parent: <the
+    op's text>") names neither the repeat nor the remedy; this names both, and the op.
+    """
+
+    def verify(self, op: Operation) -> None:
+        try:
+            super().verify(op)
+        except VerifyException:
+            user = next(
+                inner
+                for region in op.regions
+                for inner in region.walk()
+                if any(v.owner is op or not op.is_ancestor(v.owner) for v in inner.operands)
+            )
+            raise VerifyException(
+                f"{op.name}: {user.name} in the body uses a value defined outside the repeat; "
+                "pass it in as an invariant"
+            ) from None
+
+
 @irdl_op_definition
 class RepeatOp(IRDLOperation):
     """Runs its body `count` times over carried values, invariants and per-iteration slices."""
@@ -984,7 +1021,11 @@ class RepeatOp(IRDLOperation):
     # NoTerminator only switches off xDSL's generic terminator check, which names the body's
     # last op ("graph.gelu terminates block ... but is not a terminator") and runs before
     # verify_; verify_yield requires the graph.yield itself, in the repeat's terms.
-    traits = traits_def(RecursiveMemoryEffect(), NoTerminator(), GraphOpRules())
+    # IsolatedRepeatBody: the body sees only its block arguments, so outside values must be
+    # passed in as invariants.
+    traits = traits_def(
+        RecursiveMemoryEffect(), NoTerminator(), GraphOpRules(), IsolatedRepeatBody()
+    )
 
     def __init__(
         self,
@@ -1029,7 +1070,6 @@ class RepeatOp(IRDLOperation):
         self.verify_operands(count)
         self.verify_block_arguments()
         self.verify_yield()
-        self.verify_no_implicit_captures()
 
     def verify_operands(self, count: int) -> None:
         for kind, values in (("carried", self.carried), ("invariant", self.invariants)):
@@ -1091,26 +1131,6 @@ class RepeatOp(IRDLOperation):
                 raise VerifyException(
                     f"{self.name}: graph.yield value #{i} has type {y}, but carried value #{i} has type {c}"
                 )
-
-    def verify_no_implicit_captures(self) -> None:
-        """The body sees only its block arguments: outside values must be passed as invariants."""
-        for op in self.body.walk():
-            for operand in op.operands:
-                if not self.is_ancestor_of(operand):
-                    raise VerifyException(
-                        f"{self.name}: {op.name} in the body uses a value defined outside the "
-                        "repeat; pass it in as an invariant"
-                    )
-
-    def is_ancestor_of(self, value: SSAValue) -> bool:
-        owner = value.owner
-        block = owner if isinstance(owner, Block) else owner.parent_block()
-        while block is not None:
-            if block.parent_op() is self:
-                return True
-            parent = block.parent_op()
-            block = parent.parent_block() if parent is not None else None
-        return False
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.count.value.data}")

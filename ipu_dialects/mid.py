@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -57,7 +57,17 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+    SSAValue,
+)
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -123,17 +133,80 @@ class ProfilingPolicy(StrEnum):
     CYCLES = "cycles"
 
 
-I64_MAX = 2**63 - 1  # tensor extents are i64
+# The enum-valued parameters of mid attributes (and of tile.buffer). Inside the attributes
+# that hold them they print as the bare value (`f16`, `amp_left`); standalone, e.g. as an op
+# property in generic form, as `#mid<order amp_left>`.
 
-E = TypeVar("E", bound=StrEnum)
+
+@irdl_attr_definition
+class PrecisionAttr(EnumAttribute[StoragePrecision], SpacedOpaqueSyntaxAttribute):
+    name = "mid.precision"
 
 
-def _checked_enum(enum: type[E], value: str, what: str) -> E:
+@irdl_attr_definition
+class ElementOrderAttr(EnumAttribute[ElementOrder], SpacedOpaqueSyntaxAttribute):
+    name = "mid.order"
+
+
+@irdl_attr_definition
+class IndivisibleAttr(EnumAttribute[Indivisible], SpacedOpaqueSyntaxAttribute):
+    name = "mid.indivisible"
+
+
+@irdl_attr_definition
+class MemoryClassAttr(EnumAttribute[MemoryClass], SpacedOpaqueSyntaxAttribute):
+    name = "mid.memory"
+
+
+@irdl_attr_definition
+class DispatchKindAttr(EnumAttribute[DispatchKind], SpacedOpaqueSyntaxAttribute):
+    name = "mid.dispatch_kind"
+
+
+@irdl_attr_definition
+class OperandRoleAttr(EnumAttribute[OperandRole], SpacedOpaqueSyntaxAttribute):
+    name = "mid.role"
+
+
+@irdl_attr_definition
+class InputPolicyAttr(EnumAttribute[InputPolicy], SpacedOpaqueSyntaxAttribute):
+    name = "mid.inputs"
+
+
+@irdl_attr_definition
+class SchedulingPolicyAttr(EnumAttribute[SchedulingPolicy], SpacedOpaqueSyntaxAttribute):
+    name = "mid.scheduling"
+
+
+@irdl_attr_definition
+class ProfilingPolicyAttr(EnumAttribute[ProfilingPolicy], SpacedOpaqueSyntaxAttribute):
+    name = "mid.profiling"
+
+
+ENUM_ATTRS = (
+    PrecisionAttr, ElementOrderAttr, IndivisibleAttr, MemoryClassAttr, DispatchKindAttr,
+    OperandRoleAttr, InputPolicyAttr, SchedulingPolicyAttr, ProfilingPolicyAttr,
+)
+
+EnumAttr = TypeVar("EnumAttr", bound=EnumAttribute[Any])
+
+
+def enum_attr(attr_class: type[EnumAttr], value: str | EnumAttr, what: str) -> EnumAttr:
+    """`value` (an enum member, its text or the attribute itself) as an `attr_class`.
+
+    The parsers read enum values with `parse_str_enum`; this is for Python callers, whose
+    misspelt string gets a diagnostic naming `what` rather than a bare ValueError.
+    """
+    if isinstance(value, attr_class):
+        return value
     try:
-        return enum(value)
+        return attr_class(attr_class.enum_type(value))
     except ValueError:
-        allowed = ", ".join(e.value for e in enum)
-        raise VerifyException(f"{what} '{value}' is not one of: {allowed}") from None
+        allowed = ", ".join(attr_class.enum_type)
+        raise VerifyException(f"{what} '{value}' is not one of {allowed}") from None
+
+
+I64_MAX = 2**63 - 1  # tensor extents are i64
 
 
 def _key(parser: AttrParser, keyword: str) -> None:
@@ -162,10 +235,14 @@ class AxisTilingAttr(ParametrizedAttribute):
     name = "mid.axis"
     block: IntAttr
     partitions: IntAttr
-    indivisible: StringAttr
+    indivisible: IndivisibleAttr
 
     def __init__(self, block: int, partitions: int, indivisible: str = Indivisible.PAD):
-        super().__init__(IntAttr(block), IntAttr(partitions), StringAttr(str(indivisible)))
+        super().__init__(
+            IntAttr(block),
+            IntAttr(partitions),
+            enum_attr(IndivisibleAttr, indivisible, "axis tiling: indivisible mode"),
+        )
 
     @property
     def pad(self) -> bool:
@@ -181,8 +258,8 @@ class AxisTilingAttr(ParametrizedAttribute):
         block = parser.parse_integer(allow_boolean=False)
         parser.parse_keyword("x")
         partitions = parser.parse_integer(allow_boolean=False)
-        mode = parser.parse_str_enum(Indivisible)
-        return (IntAttr(block), IntAttr(partitions), StringAttr(mode.value))
+        mode = IndivisibleAttr(parser.parse_str_enum(Indivisible))
+        return (IntAttr(block), IntAttr(partitions), mode)
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
@@ -199,7 +276,6 @@ class AxisTilingAttr(ParametrizedAttribute):
                 raise VerifyException(f"axis tiling: {what} must be >= 1, got {value}")
             if value > I64_MAX:
                 raise VerifyException(f"axis tiling: {what} {value} does not fit a tensor extent (i64)")
-        _checked_enum(Indivisible, self.indivisible.data, "axis tiling: indivisible mode")
 
 
 @irdl_attr_definition
@@ -208,13 +284,13 @@ class TensorFormatAttr(ParametrizedAttribute):
     tile-group size, memory class. Used as the encoding of mid tensors."""
 
     name = "mid.format"
-    precision: StringAttr
+    precision: PrecisionAttr
     scale: IntAttr
-    order: StringAttr
+    order: ElementOrderAttr
     tiling: ArrayAttr[AxisTilingAttr]
     replication: IntAttr
     group: IntAttr
-    memory: StringAttr
+    memory: MemoryClassAttr
 
     def __init__(
         self,
@@ -227,13 +303,13 @@ class TensorFormatAttr(ParametrizedAttribute):
         scale: int = 0,
     ):
         super().__init__(
-            StringAttr(str(precision)),
+            enum_attr(PrecisionAttr, precision, "format: precision"),
             IntAttr(scale),
-            StringAttr(str(order)),
+            enum_attr(ElementOrderAttr, order, "format: element order"),
             ArrayAttr(tiling),
             IntAttr(replication),
             IntAttr(group),
-            StringAttr(str(memory)),
+            enum_attr(MemoryClassAttr, memory, "format: memory class"),
         )
 
     # -- Python accessors (plain values) -------------------------------------------------------
@@ -296,19 +372,19 @@ class TensorFormatAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             memory = parser.parse_str_enum(MemoryClass)
         return (
-            StringAttr(precision.value),
+            PrecisionAttr(precision),
             IntAttr(scale),
-            StringAttr(order.value),
+            ElementOrderAttr(order),
             ArrayAttr(tiling),
             IntAttr(replication),
             IntAttr(group),
-            StringAttr(memory.value),
+            MemoryClassAttr(memory),
         )
 
     def precision_text(self) -> str:
         if self.precision.data == StoragePrecision.F8F143:
             return f"{self.precision.data}<{self.scale.data}>"
-        return self.precision.data
+        return str(self.precision.data)
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
@@ -321,9 +397,7 @@ class TensorFormatAttr(ParametrizedAttribute):
             )
 
     def verify(self) -> None:
-        precision = _checked_enum(StoragePrecision, self.precision.data, "format: precision")
-        _checked_enum(ElementOrder, self.order.data, "format: element order")
-        _checked_enum(MemoryClass, self.memory.data, "format: memory class")
+        precision = self.precision.data
         scale = self.scale.data
         if precision == StoragePrecision.F8F143:
             if scale not in FP8_SCALE_RANGE:
@@ -386,7 +460,7 @@ class OperatorDispatchAttr(ParametrizedAttribute):
     """Whole-device recipe: dispatch kind, inner/column block sizes, init/accum kernels."""
 
     name = "mid.dispatch"
-    kind: StringAttr
+    kind: DispatchKindAttr
     inner: IntAttr | NoneAttr
     columns: IntAttr | NoneAttr
     init: SymbolRefAttr | NoneAttr
@@ -401,7 +475,7 @@ class OperatorDispatchAttr(ParametrizedAttribute):
         accum: str | None = None,
     ):
         super().__init__(
-            StringAttr(str(kind)),
+            enum_attr(DispatchKindAttr, kind, "dispatch: kind"),
             IntAttr(inner) if inner is not None else NoneAttr(),
             IntAttr(columns) if columns is not None else NoneAttr(),
             SymbolRefAttr(init) if init is not None else NoneAttr(),
@@ -444,13 +518,13 @@ class OperatorDispatchAttr(ParametrizedAttribute):
                 else:
                     values[key] = SymbolRefAttr(parser.parse_symbol_name())
         return (
-            StringAttr(kind.value),
+            DispatchKindAttr(kind),
             *(values.get(k, NoneAttr()) for k in ("inner", "columns", "init", "accum")),
         )
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
-            printer.print_string(self.kind.data)
+            printer.print_string(str(self.kind.data))
             _print_optional_fields(
                 printer,
                 [
@@ -462,7 +536,7 @@ class OperatorDispatchAttr(ParametrizedAttribute):
             )
 
     def verify(self) -> None:
-        kind = _checked_enum(DispatchKind, self.kind.data, "dispatch: kind")
+        kind = self.kind.data
         for key, block in (("inner", self.inner_block), ("columns", self.column_block)):
             if block is not None and block < 1:
                 raise VerifyException(f"dispatch: {key} block size must be >= 1, got {block}")
@@ -488,7 +562,7 @@ class OperandPlanAttr(ParametrizedAttribute):
 
     name = "mid.operand"
     operand: StringAttr
-    role: StringAttr
+    role: OperandRoleAttr
     format: TensorFormatAttr
     alignment: IntAttr
     tail: IntAttr
@@ -497,7 +571,11 @@ class OperandPlanAttr(ParametrizedAttribute):
         self, operand: str, role: str, format: TensorFormatAttr, alignment: int, tail: int = 0
     ):
         super().__init__(
-            StringAttr(operand), StringAttr(str(role)), format, IntAttr(alignment), IntAttr(tail)
+            StringAttr(operand),
+            enum_attr(OperandRoleAttr, role, f"operand {operand}: role"),
+            format,
+            IntAttr(alignment),
+            IntAttr(tail),
         )
 
     @classmethod
@@ -514,7 +592,7 @@ class OperandPlanAttr(ParametrizedAttribute):
             parser.parse_punctuation(",")
             _key(parser, "tail")
             tail = parser.parse_integer(allow_boolean=False)
-        return (StringAttr(operand), StringAttr(role.value), fmt, IntAttr(alignment), IntAttr(tail))
+        return (StringAttr(operand), OperandRoleAttr(role), fmt, IntAttr(alignment), IntAttr(tail))
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
@@ -523,7 +601,6 @@ class OperandPlanAttr(ParametrizedAttribute):
             printer.print_string(f", align = {self.alignment.data}, tail = {self.tail.data}")
 
     def verify(self) -> None:
-        _checked_enum(OperandRole, self.role.data, f"operand {self.operand.data}: role")
         align = self.alignment.data
         if align < 1 or align & (align - 1):
             raise VerifyException(
@@ -542,7 +619,7 @@ class OperatorPlanAttr(ParametrizedAttribute):
     name = "mid.plan"
     candidate: StringAttr
     dispatch: OperatorDispatchAttr
-    accumulate: StringAttr
+    accumulate: PrecisionAttr
     amp: StringAttr
     operands: ArrayAttr[OperandPlanAttr]
     distinct: ArrayAttr[ArrayAttr[StringAttr]]
@@ -561,7 +638,7 @@ class OperatorPlanAttr(ParametrizedAttribute):
         super().__init__(
             StringAttr(candidate),
             dispatch,
-            StringAttr(str(accumulate)),
+            enum_attr(PrecisionAttr, accumulate, f"plan {candidate}: accumulation precision"),
             StringAttr(amp),
             ArrayAttr(operands),
             ArrayAttr(ArrayAttr((StringAttr(a), StringAttr(b))) for a, b in distinct),
@@ -612,7 +689,7 @@ class OperatorPlanAttr(ParametrizedAttribute):
         return (
             StringAttr(candidate),
             dispatch,
-            StringAttr(accumulate.value),
+            PrecisionAttr(accumulate),
             StringAttr(amp),
             ArrayAttr(operands),
             ArrayAttr(distinct),
@@ -641,7 +718,6 @@ class OperatorPlanAttr(ParametrizedAttribute):
 
     def verify(self) -> None:
         name = self.candidate.data
-        _checked_enum(StoragePrecision, self.accumulate.data, f"plan {name}: accumulation precision")
         names = [entry.operand.data for entry in self.operands.data]
         if len(set(names)) != len(names):
             raise VerifyException(f"plan {name}: operand names repeat: {', '.join(names)}")
@@ -674,11 +750,11 @@ class PipelineConfigAttr(ParametrizedAttribute):
     name = "mid.config"
     target: StringAttr
     tiles: IntAttr
-    indivisible: StringAttr
-    inputs: StringAttr
+    indivisible: IndivisibleAttr
+    inputs: InputPolicyAttr
     catalog: ArrayAttr[StringAttr]
-    scheduling: StringAttr
-    profiling: StringAttr
+    scheduling: SchedulingPolicyAttr
+    profiling: ProfilingPolicyAttr
 
     def __init__(
         self,
@@ -693,11 +769,11 @@ class PipelineConfigAttr(ParametrizedAttribute):
         super().__init__(
             StringAttr(target),
             IntAttr(tiles),
-            StringAttr(str(indivisible)),
-            StringAttr(str(inputs)),
+            enum_attr(IndivisibleAttr, indivisible, "config: indivisible policy"),
+            enum_attr(InputPolicyAttr, inputs, "config: graph-input format policy"),
             ArrayAttr(StringAttr(c) for c in catalog),
-            StringAttr(str(scheduling)),
-            StringAttr(str(profiling)),
+            enum_attr(SchedulingPolicyAttr, scheduling, "config: scheduling policy"),
+            enum_attr(ProfilingPolicyAttr, profiling, "config: profiling policy"),
         )
 
     @property
@@ -732,11 +808,11 @@ class PipelineConfigAttr(ParametrizedAttribute):
         return (
             StringAttr(target),
             IntAttr(tiles),
-            StringAttr(indivisible.value),
-            StringAttr(inputs.value),
+            IndivisibleAttr(indivisible),
+            InputPolicyAttr(inputs),
             ArrayAttr(catalog),
-            StringAttr(scheduling.value),
-            StringAttr(profiling.value),
+            SchedulingPolicyAttr(scheduling),
+            ProfilingPolicyAttr(profiling),
         )
 
     def print_parameters(self, printer: Printer) -> None:
@@ -763,10 +839,6 @@ class PipelineConfigAttr(ParametrizedAttribute):
             raise VerifyException(
                 f"config: tile count {tiles} is outside 1..{target.tiles} for target {target.name}"
             )
-        _checked_enum(Indivisible, self.indivisible.data, "config: indivisible policy")
-        _checked_enum(InputPolicy, self.inputs.data, "config: graph-input format policy")
-        _checked_enum(SchedulingPolicy, self.scheduling.data, "config: scheduling policy")
-        _checked_enum(ProfilingPolicy, self.profiling.data, "config: profiling policy")
         names = self.catalog_names
         if len(set(names)) != len(names):
             raise VerifyException(f"config: operator catalog repeats a name: {list(names)}")
@@ -1372,5 +1444,6 @@ Mid = Dialect(
         OperandPlanAttr,
         OperatorPlanAttr,
         PipelineConfigAttr,
+        *ENUM_ATTRS,
     ],
 )

@@ -133,6 +133,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
@@ -140,6 +141,7 @@ from xdsl.ir import (
     Operation,
     ParametrizedAttribute,
     Region,
+    SpacedOpaqueSyntaxAttribute,
     SSAValue,
     TypeAttribute,
 )
@@ -168,17 +170,24 @@ from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from device.kernels import KERNELS
-from device.layouts import ORDERS, shard_bytes
-from device.target import BYTES_PER_ELEMENT, WORD_BYTES, MemoryClass
+from device.layouts import shard_bytes
+from device.target import WORD_BYTES
 from ipu_dialects.exchange import InstructionOp, RowOp
-from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
+from ipu_dialects.mid import (
+    CONFIG_ATTR_NAME,
+    ElementOrderAttr,
+    EnumAttr,
+    MemoryClass,
+    MemoryClassAttr,
+    PipelineConfigAttr,
+    PrecisionAttr,
+    enum_attr,
+)
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count, map_dims
 
-BUFFER_KINDS = ("input", "output", "scratch")
-PRECISIONS = tuple(BYTES_PER_ELEMENT)
-MEMORY_CLASSES = tuple(memory.value for memory in MemoryClass)
 # Verifiers evaluate maps over the whole iteration space only up to this many iterations.
 MAX_VERIFIED_ITERATIONS = 1 << 16
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -196,6 +205,17 @@ class BufferType(ParametrizedAttribute, TypeAttribute):
     """`!tile.buffer`: a distributed per-tile buffer (its shape lives on the `tile.buffer`)."""
 
     name = "tile.buffer"
+
+
+class BufferKind(StrEnum):
+    INPUT = "input"
+    OUTPUT = "output"
+    SCRATCH = "scratch"
+
+
+@irdl_attr_definition
+class BufferKindAttr(EnumAttribute[BufferKind], SpacedOpaqueSyntaxAttribute):
+    name = "tile.buffer_kind"
 
 
 @irdl_attr_definition
@@ -580,6 +600,16 @@ def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
     return value
 
 
+def parse_enum(parser: AttrParser, attr_class: type[EnumAttr], what: str, hint: str) -> EnumAttr:
+    """An enum value of the op's text; a misspelt one is a parse error at the word."""
+    start = parser.pos
+    text = parser.parse_identifier(hint)
+    try:
+        return enum_attr(attr_class, text, what)
+    except VerifyException as error:
+        parser.raise_error(str(error), start, start + len(text))
+
+
 def parse_view(parser: Parser) -> tuple[UnresolvedOperand, AffineMap]:
     """`%buffer[(d0) -> (...)]`"""
     operand = parser.parse_unresolved_operand()
@@ -626,13 +656,13 @@ class BufferOp(IRDLOperation):
     name = "tile.buffer"
 
     sym_name = prop_def(StringAttr)
-    kind = prop_def(StringAttr)
+    kind = prop_def(BufferKindAttr)
     index = opt_prop_def(IntegerAttr[I64])
     tiles = prop_def(TileSetAttr)
     shape = prop_def(DenseArrayBase)
-    precision = prop_def(StringAttr)
-    order = prop_def(StringAttr)
-    memory = prop_def(StringAttr)
+    precision = prop_def(PrecisionAttr)
+    order = prop_def(ElementOrderAttr)
+    memory = prop_def(MemoryClassAttr)
     alignment = prop_def(IntegerAttr[I64])
     tail = prop_def(IntegerAttr[I64])
     origin = opt_prop_def(TensorType)
@@ -643,12 +673,12 @@ class BufferOp(IRDLOperation):
     def __init__(
         self,
         name: str,
-        kind: str,
+        kind: str | BufferKindAttr,
         tiles: TileSetAttr,
         shape: Sequence[int],
-        precision: str,
-        order: str,
-        memory: str,
+        precision: str | PrecisionAttr,
+        order: str | ElementOrderAttr,
+        memory: str | MemoryClassAttr,
         alignment: int,
         tail: int,
         *,
@@ -656,14 +686,15 @@ class BufferOp(IRDLOperation):
         origin: TensorType | None = None,
         address: int | None = None,
     ):
+        label = f"tile.buffer @{name}"
         properties: dict[str, Attribute] = {
             "sym_name": StringAttr(name),
-            "kind": StringAttr(kind),
+            "kind": enum_attr(BufferKindAttr, kind, f"{label}: kind"),
             "tiles": tiles,
             "shape": DenseArrayBase.from_list(i64, list(shape)),
-            "precision": StringAttr(precision),
-            "order": StringAttr(order),
-            "memory": StringAttr(memory),
+            "precision": enum_attr(PrecisionAttr, precision, f"{label}: precision"),
+            "order": enum_attr(ElementOrderAttr, order, f"{label}: element order"),
+            "memory": enum_attr(MemoryClassAttr, memory, f"{label}: memory class"),
             "alignment": int_prop(alignment),
             "tail": int_prop(tail),
         }
@@ -700,7 +731,7 @@ class BufferOp(IRDLOperation):
 
     @property
     def interleaved(self) -> bool:
-        return self.memory.data == "interleaved"
+        return self.memory.data == MemoryClass.INTERLEAVED
 
     @property
     def format(self) -> Attribute | None:
@@ -732,9 +763,11 @@ class BufferOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> BufferOp:
         name = parser.parse_symbol_name().data
-        kind = parser.parse_identifier(" (buffer kind: input, output or scratch)")
+        label = f"tile.buffer @{name}"
+        kind = parse_enum(parser, BufferKindAttr, f"{label}: kind",
+                          " (buffer kind: input, output or scratch)")
         index = None
-        if kind in ("input", "output"):
+        if kind.data != BufferKind.SCRATCH:
             index = parse_i64(parser, allow_negative=False)
         parser.parse_keyword("on")
         tiles = parser.parse_attribute()
@@ -744,9 +777,9 @@ class BufferOp(IRDLOperation):
         shape = parser.parse_comma_separated_list(
             Parser.Delimiter.SQUARE, lambda: parse_i64(parser)
         )
-        precision = parser.parse_identifier(" (precision)")
-        order = parser.parse_identifier(" (element order)")
-        memory = parser.parse_identifier(" (memory class)")
+        precision = parse_enum(parser, PrecisionAttr, f"{label}: precision", " (precision)")
+        order = parse_enum(parser, ElementOrderAttr, f"{label}: element order", " (element order)")
+        memory = parse_enum(parser, MemoryClassAttr, f"{label}: memory class", " (memory class)")
         parser.parse_keyword("align")
         alignment = parse_i64(parser)
         parser.parse_keyword("tail")
@@ -770,22 +803,10 @@ class BufferOp(IRDLOperation):
     def verify_(self) -> None:
         label = f"tile.buffer @{self.sym_name.data}"
         kind = self.kind.data
-        if kind not in BUFFER_KINDS:
-            raise VerifyException(f"{label}: kind '{kind}' is not one of {', '.join(BUFFER_KINDS)}")
-        if (self.index is None) != (kind == "scratch"):
+        if (self.index is None) != (kind == BufferKind.SCRATCH):
             raise VerifyException(f"{label}: 'input' and 'output' buffers take an index, 'scratch' none")
         if self.index is not None and self.index.value.data < 0:
             raise VerifyException(f"{label}: {kind} index must be >= 0")
-        if self.precision.data not in PRECISIONS:
-            raise VerifyException(
-                f"{label}: precision '{self.precision.data}' is not one of {', '.join(PRECISIONS)}"
-            )
-        if self.order.data not in ORDERS:
-            raise VerifyException(f"{label}: element order '{self.order.data}' is not one of {', '.join(ORDERS)}")
-        if self.memory.data not in MEMORY_CLASSES:
-            raise VerifyException(
-                f"{label}: memory class '{self.memory.data}' is not one of {', '.join(MEMORY_CLASSES)}"
-            )
         shape = self.shard_shape
         if self.shape.elt_type != i64 or not shape or any(d < 1 for d in shape):
             raise VerifyException(f"{label}: shard shape {list(shape)} must be non-empty with extents >= 1")
@@ -1525,5 +1546,5 @@ class KernelOp(IRDLOperation):
 Tile = Dialect(
     "tile",
     [BufferOp, LoopOp, ExchangeOp, KernelOp],
-    [BufferType, TileSetAttr, WorkProvenanceAttr, RowPatchAttr],
+    [BufferType, BufferKindAttr, TileSetAttr, WorkProvenanceAttr, RowPatchAttr],
 )

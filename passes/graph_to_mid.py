@@ -46,6 +46,7 @@ from passes.operators.formats import (
 from passes.operators.repeat import is_body_argument, lower_repeat
 from planning.gemm_plans import catalog_entries, default_catalog_names
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
+from planning.pipeline_config import PipelineOptions
 
 
 def op_label(op: Operation) -> str:
@@ -159,21 +160,16 @@ class FunctionLowering:
 
 
 @dataclass(frozen=True)
-class GraphToMidPass(ModulePass):
-    """-p 'graph-to-mid{tiles=16 indivisible=pad inputs=consumer profiling=off}'"""
+class GraphToMidPass(PipelineOptions, ModulePass):
+    """-p 'graph-to-mid{tiles=16 indivisible=pad inputs=consumer profiling=off}'
+
+    The options shared with `ipu-pipeline` are `PipelineOptions`' (planning/pipeline_config.py);
+    `inputs` and `target` are graph-to-mid's own."""
 
     name = "graph-to-mid"
 
-    tiles: int | None = None
-    indivisible: Literal["pad", "reject"] = "pad"
     inputs: Literal["consumer", "row_major"] = "consumer"
-    profiling: Literal["off", "cycles"] = "off"
-    catalog: tuple[str, ...] = ()
     target: str = "ipu21"
-    # GEMM partial sums over K: f32 (exact FP32 accumulation, one rounding) or f16 (also
-    # enables the cheaper FP16-partials candidates, which round after every 64-deep block).
-    # Only the default catalog depends on it: an explicit `catalog` is taken as given.
-    gemm_partials: Literal["f32", "f16"] = "f32"
 
     def checked_target(self) -> Target:
         try:

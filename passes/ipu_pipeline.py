@@ -16,7 +16,6 @@ stage at a time (`tools/pass_timing.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
@@ -24,6 +23,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import PassFailedException
 
 from passes.stages import get_stage_passes
+from planning.pipeline_config import PipelineOptions
 
 STAGES = (
     "graph-to-mid",
@@ -36,17 +36,10 @@ STAGES = (
 
 
 @dataclass(frozen=True)
-class IpuPipelinePass(ModulePass):
-    name = "ipu-pipeline"
+class IpuPipelinePass(PipelineOptions, ModulePass):
+    """Its options are `PipelineOptions`, graph-to-mid's, declared once for both passes."""
 
-    tiles: int | None = None
-    indivisible: Literal["pad", "reject"] = "pad"
-    profiling: Literal["off", "cycles"] = "off"
-    # graph-to-mid's gemm-partials: f16 lets GEMMs round partial sums to FP16 per K block
-    gemm_partials: Literal["f32", "f16"] = "f32"
-    # graph-to-mid's catalog: the GEMM candidates to choose from (default: all but the
-    # FP16-partials ones, unless gemm-partials=f16)
-    catalog: tuple[str, ...] = ()
+    name = "ipu-pipeline"
 
     def stage_passes(self) -> list[ModulePass]:
         registry = get_stage_passes()
@@ -62,10 +55,7 @@ class IpuPipelinePass(ModulePass):
                 from passes.graph_to_mid import GraphToMidPass
 
                 assert issubclass(pass_class, GraphToMidPass)  # the registry's entry
-                stages.append(pass_class(tiles=self.tiles, indivisible=self.indivisible,
-                                         profiling=self.profiling,
-                                         gemm_partials=self.gemm_partials,
-                                         catalog=self.catalog))
+                stages.append(pass_class(**self.pipeline_options()))
             else:
                 stages.append(pass_class())
         return stages

@@ -1,12 +1,38 @@
-"""Reading the module's `PipelineConfig` (`ipu.config`), the same way in every pass."""
+"""The pipeline's options (declared once, for `graph-to-mid` and `ipu-pipeline`), and reading
+the module's `PipelineConfig` (`ipu.config`) the same way in every pass."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
 from device.target import Target, get_target
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """The options `ipu-pipeline` hands to `graph-to-mid` (both passes inherit them, so the
+    CLI spells them the same: `tiles=N indivisible=... profiling=... gemm-partials=...
+    catalog=a,b`). `graph-to-mid` records them in the module's `ipu.config`."""
+
+    tiles: int | None = None
+    indivisible: Literal["pad", "reject"] = "pad"
+    profiling: Literal["off", "cycles"] = "off"
+    # GEMM partial sums over K: f32 (exact FP32 accumulation, one rounding) or f16 (also
+    # enables the cheaper FP16-partials candidates, which round after every 64-deep block).
+    # Only the default catalog depends on it: an explicit `catalog` is taken as given.
+    gemm_partials: Literal["f32", "f16"] = "f32"
+    # The GEMM candidates to choose from (default: all but the FP16-partials ones, unless
+    # gemm-partials=f16).
+    catalog: tuple[str, ...] = ()
+
+    def pipeline_options(self) -> dict[str, Any]:
+        """These options (only), as keyword arguments for another `PipelineOptions` pass."""
+        return {f.name: getattr(self, f.name) for f in fields(PipelineOptions)}
 
 
 def pipeline_config(module: ModuleOp, pass_name: str) -> PipelineConfigAttr:

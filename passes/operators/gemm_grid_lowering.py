@@ -176,7 +176,7 @@ class GridLowering:
 
 
 def lower_gemm_grid(op: mid.GemmOp, lowering: TileLowering,
-                    roles: dict[str, mid.OperandPlanAttr]) -> list[Operation]:
+                    roles: dict[mid.OperandRole, mid.OperandPlanAttr]) -> list[Operation]:
     """The tile work of one `mid.gemm` whose plan has the gemm_grid dispatch."""
     plan, dispatch = op.plan, op.plan.dispatch
     lhs_type, lhs_fmt = tensor_format(op, "lhs", op.lhs)

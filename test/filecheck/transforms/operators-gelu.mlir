@@ -100,4 +100,4 @@ func.func @fp8(%x: tensor<3x10xf8E4M3FNUZ, #graph.fp8_scale<1>>) -> tensor<3x10x
 // GENERIC-LABEL: "func.func"() <{sym_name = "fp8"
 // GENERIC:       "mid.gelu"(%x) <{plan = #mid.plan<"gelu_split1"
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "fp8"
-// TILE-GENERIC:  "tile.buffer"() <{sym_name = "x", kind = "input", tiles = #tile.tiles<0 to 4>, shape = array<i64: 3, 3>, precision = "f8f143"
+// TILE-GENERIC:  "tile.buffer"() <{sym_name = "x", kind = #tile<buffer_kind input>, tiles = #tile.tiles<0 to 4>, shape = array<i64: 3, 3>, precision = #mid<precision f8f143>

@@ -70,7 +70,7 @@ func.func @transposed_args(%a: tensor<64x32xf16>, %b: tensor<64x64xf16>, %c: ten
 // GENERIC:       %l = "mid.gemm"(%a, %b) <{transpose_lhs, plan = #mid.plan<"amp_gemm_f16_r16"
 // GENERIC:       %r = "mid.gemm"(%{{.*}}, %c) <{transpose_rhs, plan = #mid.plan<"amp_gemm_f16_r16"
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "transposed_args"
-// TILE-GENERIC:  "tile.buffer"() <{sym_name = "a", kind = "input", tiles = #tile.tiles<0 to 2>, shape = array<i64: 64, 16>, precision = "f16", order = "amp_left_t"
+// TILE-GENERIC:  "tile.buffer"() <{sym_name = "a", kind = #tile<buffer_kind input>, tiles = #tile.tiles<0 to 2>, shape = array<i64: 64, 16>, precision = #mid<precision f16>, order = #mid<order amp_left_t>
 
 // -----
 

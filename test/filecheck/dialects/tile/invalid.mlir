@@ -1,4 +1,4 @@
-// RUN: ipu-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: ipu-opt %s --split-input-file --parsing-diagnostics --verify-diagnostics | filecheck %s
 
 func.func @empty_range() {
   %a = tile.buffer @a scratch on #tile.tiles<3 to 3> shard [4] f32 row_major standard align 4 tail 0
@@ -25,7 +25,7 @@ func.func @bad_kind() {
 // -----
 
 func.func @scratch_with_index() {
-  %a = "tile.buffer"() <{sym_name = "a", kind = "scratch", index = 0 : i64, tiles = #tile.tiles<0 to 1>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
+  %a = "tile.buffer"() <{sym_name = "a", kind = #tile<buffer_kind scratch>, index = 0 : i64, tiles = #tile.tiles<0 to 1>, shape = array<i64: 4>, precision = #mid<precision f32>, order = #mid<order row_major>, memory = #mid<memory standard>, alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
   func.return
 }
 // CHECK: tile.buffer @a: 'input' and 'output' buffers take an index, 'scratch' none
@@ -288,7 +288,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 
 // The custom syntax cannot spell a negative index; the generic form can.
 func.func @negative_index() {
-  %a = "tile.buffer"() <{sym_name = "a", kind = "input", index = -1 : i64, tiles = #tile.tiles<0 to 2>, shape = array<i64: 4>, precision = "f32", order = "row_major", memory = "standard", alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
+  %a = "tile.buffer"() <{sym_name = "a", kind = #tile<buffer_kind input>, index = -1 : i64, tiles = #tile.tiles<0 to 2>, shape = array<i64: 4>, precision = #mid<precision f32>, order = #mid<order row_major>, memory = #mid<memory standard>, alignment = 4 : i64, tail = 0 : i64}> : () -> !tile.buffer
   func.return
 }
 // CHECK: tile.buffer @a: input index must be >= 0

@@ -41,10 +41,10 @@ exchange.row @r1 {
 // CHECK-NEXT:    func.return
 // CHECK-NEXT:  }
 
-// CHECK-GENERIC:      %a = "tile.buffer"() <{sym_name = "a", kind = "input", tiles = #tile.tiles<0 to 2>, shape = array<i64: 16, 128>, precision = "f16", order = "amp_left", memory = "standard", alignment = 32 : i64, tail = 128 : i64, index = 0 : i64, origin = tensor<32x128xf16>, address = 344064 : i64}> : () -> !tile.buffer
-// CHECK-GENERIC-NEXT: %b = "tile.buffer"() <{sym_name = "b", kind = "input", tiles = #tile.tiles<[0, 1, 3]>, {{.*}}index = 1 : i64}> : () -> !tile.buffer
-// CHECK-GENERIC-NEXT: %c = "tile.buffer"() <{sym_name = "c", kind = "output", {{.*}} memory = "interleaved", {{.*}}}> {note = "x"} : () -> !tile.buffer
-// CHECK-GENERIC-NEXT: %s = "tile.buffer"() <{sym_name = "slot", kind = "scratch", {{.*}}tail = 0 : i64}> : () -> !tile.buffer
+// CHECK-GENERIC:      %a = "tile.buffer"() <{sym_name = "a", kind = #tile<buffer_kind input>, tiles = #tile.tiles<0 to 2>, shape = array<i64: 16, 128>, precision = #mid<precision f16>, order = #mid<order amp_left>, memory = #mid<memory standard>, alignment = 32 : i64, tail = 128 : i64, index = 0 : i64, origin = tensor<32x128xf16>, address = 344064 : i64}> : () -> !tile.buffer
+// CHECK-GENERIC-NEXT: %b = "tile.buffer"() <{sym_name = "b", kind = #tile<buffer_kind input>, tiles = #tile.tiles<[0, 1, 3]>, {{.*}}index = 1 : i64}> : () -> !tile.buffer
+// CHECK-GENERIC-NEXT: %c = "tile.buffer"() <{sym_name = "c", kind = #tile<buffer_kind output>, {{.*}} memory = #mid<memory interleaved>, {{.*}}}> {note = "x"} : () -> !tile.buffer
+// CHECK-GENERIC-NEXT: %s = "tile.buffer"() <{sym_name = "slot", kind = #tile<buffer_kind scratch>, {{.*}}tail = 0 : i64}> : () -> !tile.buffer
 // CHECK-GENERIC-NEXT: "tile.exchange"(%b, %s) <{words = 2048 : i64, src_offset = affine_map<() -> (0)>, src_tile = affine_map<() -> (0)>, dst_offset = affine_map<() -> (0)>, dst_tiles = #tile.tiles<0 to 2>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "rhs block to output-row tiles">}> : (!tile.buffer, !tile.buffer) -> ()
 // CHECK-GENERIC-NEXT: "tile.kernel"(%s, %b) <{callee = @copy_words, offsets = [affine_map<() -> (0)>, affine_map<() -> (0)>], scalars = array<i64: 2048>, tiles = #tile.tiles<0 to 2>, provenance = {{.*}}, on_tile = affine_map<() -> (0)>, operandSegmentSizes = array<i32: 2, 0>}> : (!tile.buffer, !tile.buffer) -> ()
 // CHECK-GENERIC-NEXT: "tile.loop"() <{lower = 0 : i64, upper = 2 : i64, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "batch">}> ({
