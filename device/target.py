@@ -169,7 +169,7 @@ class Target:
         )
 
     def max_latency(self, tiles: int) -> int:
-        return int(self.latency_matrix(tiles).max()) if tiles > 1 else self.latency_base
+        return int(latency_table(self, tiles).max()) if tiles > 1 else self.latency_base
 
     # ---- compute ------------------------------------------------------------------
     def amp_cycles(self, macs: int, precision: str) -> int:
@@ -178,6 +178,23 @@ class Target:
 
     def vector_cycles(self, nbytes: int) -> int:
         return self.kernel_call_cycles + -(-nbytes // self.vector_bytes_per_cycle)
+
+
+_LATENCY_TABLES: dict[tuple[int, int], np.ndarray] = {}
+
+
+def latency_table(target: Target, tiles: int) -> np.ndarray:
+    """`target.latency_matrix(tiles)`, computed once per target and tile count and read-only:
+    the GEMM planner, its cost model and schedule-exchange all read it (1472 x 1472 takes
+    about 40 ms). Keyed by identity: a Target holds a dict, so it is not hashable."""
+    key = (id(target), tiles)
+    if key not in _LATENCY_TABLES:
+        if len(_LATENCY_TABLES) > 4:
+            _LATENCY_TABLES.clear()
+        table = target.latency_matrix(tiles)
+        table.setflags(write=False)
+        _LATENCY_TABLES[key] = table
+    return _LATENCY_TABLES[key]
 
 
 IPU21 = Target()

@@ -45,7 +45,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.isa import SENDPICP_ALIGNMENT, Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
-from device.target import WORD_BYTES, Target
+from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.locations import located
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
@@ -317,7 +317,7 @@ class ScheduleExchangePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target, tiles = target_and_tiles(op, self.name)
         code = RowMemory.for_module(op, target)
-        latency = target.latency_matrix(tiles)
+        latency = latency_table(target, tiles)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]
         rows: list[RowOp] = []
         for index, exchange in enumerate(exchanges):

@@ -47,7 +47,7 @@ from xdsl.ir import Attribute
 from device.isa import SENDPICP_ALIGNMENT
 from device.kernels import UnknownKernelError, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
-from device.target import WORD_BYTES, Target
+from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
 from ipu_dialects.mid import (
     AxisTilingAttr,
@@ -365,7 +365,7 @@ def partition_counts(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
         f32_partials = has_f32_partials(candidate, problem)
         grid = choose_grid(problem.m, problem.n, problem.k, tiles, candidate.precision,
                            candidate.output_precision, f32_partials,
-                           target.amp_left_access_tail_bytes, target, grid_latency(target, tiles))
+                           target.amp_left_access_tail_bytes, target, latency_table(target, tiles))
         return {"lhs": (grid.rows, grid.cols), "rhs": (grid.rows, grid.cols),
                 "out": (grid.rows, grid.cols)}
     r = row_partitions(problem.m, candidate.row_block, tiles)
@@ -377,17 +377,6 @@ def has_f32_partials(candidate: GemmCandidate, problem: GemmProblem) -> bool:
     return candidate.kernel_prefix(inner_blocks(problem)) == F32_PARTIALS_FAMILY
 
 
-_LATENCY: dict[tuple[int, int], np.ndarray] = {}
-
-
-def grid_latency(target: Target, tiles: int) -> np.ndarray:
-    """L(s, r) over the tiles, computed once per pipeline (Target holds a dict, so it is not
-    hashable: keyed by identity)."""
-    key = (id(target), tiles)
-    if key not in _LATENCY:
-        _LATENCY.clear()
-        _LATENCY[key] = target.latency_matrix(tiles)
-    return _LATENCY[key]
 
 
 def build_gemm_plan(

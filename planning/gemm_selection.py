@@ -17,7 +17,7 @@ import numpy as np
 
 from device.layouts import AMP_BLOCK, block_bytes
 from device.model import cycles as device_cycles
-from device.target import WORD_BYTES, Target
+from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
 from planning.gemm_grid import grid_cycles, grid_of
 from planning.gemm_plans import (
@@ -40,16 +40,6 @@ from planning.shard_geometry import ShardGeometry
 # ----------------------------------------------------------------------------------------------
 
 
-_LATENCY_CACHE: dict[tuple[int, int], np.ndarray] = {}
-
-
-def _latency(target: Target, tiles: int) -> np.ndarray:
-    # Target holds a dict, so it is not hashable: key the cache by identity.
-    key = (id(target), tiles)
-    if key not in _LATENCY_CACHE:
-        _LATENCY_CACHE.clear()  # one pipeline uses one target and tile count
-        _LATENCY_CACHE[key] = target.latency_matrix(tiles)
-    return _LATENCY_CACHE[key]
 
 
 @dataclass(frozen=True)
@@ -83,13 +73,13 @@ def cycle_breakdown(
     out = ShardGeometry.from_format(problem.out_shape, formats["out"])
     if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
         grid = grid_cycles(grid_of(out, lhs, rhs), problem.k, precision, out.precision,
-                           has_f32_partials_panel(plan), target, _latency(target, tiles))
+                           has_f32_partials_panel(plan), target, latency_table(target, tiles))
         return CycleBreakdown(grid.exchange, 0, grid.amp, grid.rounding)
     row_tiles, rows = out.tiles_used, out.chunk[-2]
     n_k, n_j = lhs.padded_shape[-1] // AMP_BLOCK, out.padded_shape[-1] // AMP_BLOCK
     homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j].reshape(-1)
     words = block_bytes(precision) // WORD_BYTES
-    latency = _latency(target, tiles)[:, :row_tiles].copy()
+    latency = latency_table(target, tiles)[:, :row_tiles].copy()
     # a home tile that is a row tile does not receive its own broadcast
     inside = homes < row_tiles
     latency_to_others = latency[homes]

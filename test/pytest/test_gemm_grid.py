@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from e2e_support import compile_case, gemm_module, run_verdict
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.parser import Parser
 
 from device import isa
@@ -195,3 +197,22 @@ def test_the_grid_fit_hint_names_a_tile_count_the_whole_pipeline_compiles_on():
                    catalog=GRID_F16)  # places and schedules: no diagnostic
     (one_less,) = evaluate_candidates(problem, fits - 1, "pad", IPU21, catalog_entries(GRID_F16))
     assert one_less.reason is not None
+
+
+@st.composite
+def grid_cases(draw):
+    extent = st.integers(1, 300)
+    m, k, n = draw(extent), draw(extent), draw(extent)
+    element, catalog = draw(st.sampled_from([
+        (f16, GRID_F16), (f32, ("amp_gemm_f32_grid",)), (f16, ("amp_gemm_f16_grid_p16",))]))
+    tiles = draw(st.sampled_from([1, 2, 3, 5, 8, 16, 24, 64]))
+    return (m, k), (k, n), element, catalog, tiles
+
+
+@settings(max_examples=12, deadline=None)
+@given(grid_cases(), st.integers(0, 2**16))
+def test_grid_plan_differential(case, seed):
+    """Random shapes (padding on every axis) and tile counts with the grid plan forced."""
+    lhs, rhs, element, catalog, tiles = case
+    compiled = compile_case(gemm_module(lhs, rhs, element), tiles, seed=seed, catalog=catalog)
+    assert run_verdict(compiled) is None, case
