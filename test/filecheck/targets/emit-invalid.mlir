@@ -7,9 +7,9 @@
 
 // Emitting (-t ipu-asm, -t ipu-rows) needs placed, scheduled tile IR; anything else is a
 // diagnostic, not a traceback. From the command line: a message and a non-zero exit.
-// UNPLACED:         package: buffers without addresses: a, b, c, c_rhs_slot, c_partials (run place-memory)
+// UNPLACED:         package: buffers without addresses: a, b, c, c_lhs_slot, c_rhs_slot, c_partials (run place-memory)
 // UNPLACED-NOT:     Traceback
-// UNSCHEDULED:      package: tile.exchange (rhs block to output-row tiles) has no rows; run schedule-exchange first
+// UNSCHEDULED:      package: tile.exchange (rhs blocks k down every grid column) has no rows; run schedule-exchange first
 // UNSCHEDULED-NOT:  Traceback
 // An op above the tile level is not dropped from the program: it is a diagnostic.
 // UNLOWERED:        package: mid.gemm is not at the tile level; the package is built from the output of the whole pipeline (ipu-pipeline, or through schedule-exchange)

@@ -1,5 +1,7 @@
-// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=16}' | filecheck %s
-// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=1}' | filecheck %s --check-prefix=T1
+// The catalog is pinned to the row-plan candidates (the default catalog before the grid plan):
+// this file tests the row plan; the grid plan has mid-to-tile-gemm-grid.mlir.
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=16 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64}' | filecheck %s
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=1 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64}' | filecheck %s --check-prefix=T1
 
 // graph-to-mid rejects a plan that place-memory could not place, and says which per-tile
 // limit it exceeds, with byte counts, and whether more tiles would help.

@@ -1,7 +1,9 @@
-// RUN: ipu-opt %s -p 'graph-to-mid{tiles=1}' | filecheck %s --check-prefixes=CHECK,T1
-// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4}' | filecheck %s --check-prefixes=CHECK,T4
-// RUN: ipu-opt %s --pass-pipeline='builtin.module(graph-to-mid{tiles=4})' | filecheck %s --check-prefixes=CHECK,T4
-// RUN: ipu-opt %s -p 'graph-to-mid{tiles=16}' | filecheck %s --check-prefixes=CHECK,T16
+// The catalog is pinned to the row-plan candidates (the default catalog before the grid plan):
+// this file tests the row plan; the grid plan has mid-to-tile-gemm-grid.mlir.
+// RUN: ipu-opt %s -p 'graph-to-mid{tiles=1 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64}' | filecheck %s --check-prefixes=CHECK,T1
+// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64}' | filecheck %s --check-prefixes=CHECK,T4
+// RUN: ipu-opt %s --pass-pipeline='builtin.module(graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64})' | filecheck %s --check-prefixes=CHECK,T4
+// RUN: ipu-opt %s -p 'graph-to-mid{tiles=16 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64}' | filecheck %s --check-prefixes=CHECK,T16
 
 // FP16 128x256 @ 256x64: rows in 16-blocks over R = min(T, 8) tiles, K in one 64-block
 // partition on the left, right blocks (4 x 1) spread over min(4, T) tiles along K.

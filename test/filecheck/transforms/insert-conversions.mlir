@@ -1,5 +1,7 @@
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4},insert-conversions' | filecheck %s
-// RUN: ipu-opt %s --split-input-file --pass-pipeline='builtin.module(graph-to-mid{tiles=4},insert-conversions)' | filecheck %s
+// The catalog is pinned to the row-plan candidates (the default catalog before the grid plan):
+// this file tests the row plan; the grid plan has mid-to-tile-gemm-grid.mlir.
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64},insert-conversions' | filecheck %s
+// RUN: ipu-opt %s --split-input-file --pass-pipeline='builtin.module(graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64},insert-conversions)' | filecheck %s
 
 // Two chained GEMMs: the first one's amp_output (interleaved) result feeds the second one's
 // amp_left operand, so one explicit rearrangement is inserted; %c is returned in its own format.

@@ -1,5 +1,7 @@
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=1},mid-to-tile' | filecheck %s --check-prefix=ONE
-// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4},mid-to-tile' | filecheck %s --check-prefix=FOUR
+// The catalog is pinned to the row-plan candidates (the default catalog before the grid plan):
+// this file tests the row plan; the grid plan has mid-to-tile-gemm-grid.mlir.
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=1 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64},mid-to-tile' | filecheck %s --check-prefix=ONE
+// RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64},mid-to-tile' | filecheck %s --check-prefix=FOUR
 
 // FP16, 32x128 by 128x64: one output-column block, two inner blocks.
 func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x64xf16>) -> tensor<32x64xf16> {

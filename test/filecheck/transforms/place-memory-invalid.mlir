@@ -1,7 +1,7 @@
 // RUN: ipu-opt %s --split-input-file -p place-memory --verify-diagnostics | filecheck %s
 // Placing again after scheduling would move buffers under the rows' absolute addresses.
 // RUN: not ipu-opt %examples/gemm_f16.mlir -p 'ipu-pipeline{tiles=4},place-memory' 2>&1 | filecheck %s --check-prefix=SCHEDULED
-// SCHEDULED: place-memory: the module is scheduled already (tile.exchange 'rhs block to output-row tiles' has rows, which hold buffer addresses); place buffers before schedule-exchange
+// SCHEDULED: place-memory: the module is scheduled already (tile.exchange 'rhs blocks k down every grid column' has rows, which hold buffer addresses); place buffers before schedule-exchange
 
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
   func.func @too_big() {

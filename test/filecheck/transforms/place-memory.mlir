@@ -1,4 +1,6 @@
-// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4},mid-to-tile,place-memory' | filecheck %s
+// The catalog is pinned to the row-plan candidates (the default catalog before the grid plan):
+// this file tests the row plan; the grid plan has mid-to-tile-gemm-grid.mlir.
+// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64},mid-to-tile,place-memory' | filecheck %s
 
 // Code region [0x4c000, 0x54000) stays free; a (left stream, 8192 bytes + 16 tail) first,
 // right after it. b and the slot are exchanged (b is sent, the slot receives), so they stay

@@ -1,0 +1,163 @@
+// RUN: ipu-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// The verifier of concurrent exchange groups and kernel home views (ipu_dialects/tile.py).
+
+// A group count without its shift map (only the generic form can say this).
+func.func @groups_without_shift() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  "tile.exchange"(%a, %l) <{words = 512 : i64, src_offset = affine_map<() -> (0)>, src_tile = affine_map<(d0) -> ((d0 * 2))>, dst_offset = affine_map<() -> (0)>, dst_tiles = #tile.tiles<0 to 2>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, groups = 2 : i64}> : (!tile.buffer, !tile.buffer) -> ()
+  func.return
+}
+// CHECK: tile.exchange: 'groups' and its 'shift' map come together
+
+// -----
+
+func.func @shift_without_groups() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  "tile.exchange"(%a, %l) <{words = 512 : i64, src_offset = affine_map<() -> (0)>, src_tile = affine_map<() -> (0)>, dst_offset = affine_map<() -> (0)>, dst_tiles = #tile.tiles<0 to 2>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, dst_shift = affine_map<(d0) -> ((d0 * 2))>}> : (!tile.buffer, !tile.buffer) -> ()
+  func.return
+}
+// CHECK: tile.exchange: 'groups' and its 'shift' map come together
+
+// -----
+
+func.func @no_groups() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.exchange 512 words from %a[() -> (0)] on tile (d0) -> ((d0 * 2)) to %l[() -> (0)] on #tile.tiles<0 to 2> groups 0 shift (d0) -> ((d0 * 2)) iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: groups must be at least 1, got 0
+
+// -----
+
+// Group 1's receivers are tiles 0..2 shifted by 2: tiles 2 and 3, and @r2 lives on 0 and 1.
+func.func @receiver_without_destination() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.exchange 2048 words from %b[() -> (0)] on tile (d0) -> ((d0 * 2)) to %r2[() -> (0)] on #tile.tiles<0 to 2> groups 2 shift (d0) -> ((d0 * 2)) iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: in iteration 0 a group receives on tile 2, which does not hold @r2 (it lives on #tile.tiles<0 to 2>)
+
+// -----
+
+// Shifts 0 and 1 of receivers 0..2: tile 1 receives for both groups.
+func.func @overlapping_groups() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.exchange 512 words from %a[() -> (0)] on tile (d0) -> ((d0 * 2)) to %l[() -> (0)] on #tile.tiles<0 to 2> groups 2 shift (d0) -> (d0) iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: in iteration 0 tile 1 belongs to two groups (as a sender or a receiver); concurrent groups must use disjoint tiles
+
+// -----
+
+// Groups 0 and 1 send from tiles 0 and 2 to one tile each: in iteration 0 to themselves, in
+// iteration 1 of the k loop to each other's sender (tiles 2 and 0).
+func.func @sender_in_another_group() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.loop %k = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
+    tile.exchange 512 words from %a[(d0) -> (0)] on tile (d0, d1) -> ((d1 * 2)) to %l[(d0) -> (0)] on #tile.tiles<[0]> groups 2 shift (d0, d1) -> ((((d1 * 2) + (d0 * 2)) mod 4)) iv(%k) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  }
+  func.return
+}
+// CHECK: tile.exchange: in iteration 1 tile 0 belongs to two groups (as a sender or a receiver); concurrent groups must use disjoint tiles
+
+// -----
+
+func.func @home_pointer_out_of_range() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.kernel @amp_gemm_f16_accum(%c[() -> (0)], %l[() -> (0)], %r[() -> (0)]) scalars [16] on #tile.tiles<0 to 4> home [3: %a[() -> (0)] on #tile.tiles<[0, 2]> shift () -> (0)] iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: home view of pointer 3: the kernel has 3 pointer(s)
+
+// -----
+
+// Shifted by 3, tiles [0, 2] are 3 and 5: the kernel runs on 0..4.
+func.func @home_outside_kernel_tiles() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.kernel @amp_gemm_f16_accum(%c[() -> (0)], %l[() -> (0)], %r[() -> (0)]) scalars [16] on #tile.tiles<0 to 4> home [1: %a[() -> (0)] on #tile.tiles<[0, 2]> shift () -> (3)] iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: home view of pointer 1 selects tile 5, outside the kernel's tiles #tile.tiles<0 to 4>
+
+// -----
+
+// @r2 lives on tiles 0 and 1; the home view reads it on tiles 2 and 3.
+func.func @home_outside_buffer_tiles() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  tile.kernel @amp_gemm_f16_accum(%c[() -> (0)], %l[() -> (0)], %r[() -> (0)]) scalars [16] on #tile.tiles<0 to 4> home [2: %r2[() -> (0)] on #tile.tiles<0 to 2> shift () -> (2)] iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: home view of pointer 2 selects tile 2, outside the tiles of @r2 #tile.tiles<0 to 2>
+
+// -----
+
+func.func @home_properties_apart() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  "tile.kernel"(%c, %l, %r, %a) <{callee = @amp_gemm_f16_accum, offsets = [affine_map<() -> (0)>, affine_map<() -> (0)>, affine_map<() -> (0)>, affine_map<() -> (0)>], scalars = array<i64: 16>, tiles = #tile.tiles<0 to 4>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, home_pointers = array<i64: 1>, operandSegmentSizes = array<i32: 4, 0>}> : (!tile.buffer, !tile.buffer, !tile.buffer, !tile.buffer) -> ()
+  func.return
+}
+// CHECK: home_pointers, home_tiles and home_shifts come together
+
+// -----
+
+func.func @home_properties_miscounted() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %r = tile.buffer @r scratch on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
+  %r2 = tile.buffer @r2 scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+  "tile.kernel"(%c, %l, %r, %a) <{callee = @amp_gemm_f16_accum, offsets = [affine_map<() -> (0)>, affine_map<() -> (0)>, affine_map<() -> (0)>, affine_map<() -> (0)>], scalars = array<i64: 16>, tiles = #tile.tiles<0 to 4>, provenance = #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">, home_pointers = array<i64: 1>, home_tiles = [#tile.tiles<[0, 2]>, #tile.tiles<0 to 2>], home_shifts = [affine_map<() -> (0)>], operandSegmentSizes = array<i32: 4, 0>}> : (!tile.buffer, !tile.buffer, !tile.buffer, !tile.buffer) -> ()
+  func.return
+}
+// CHECK: home_pointers (array<i64>), home_tiles and home_shifts need one entry per home view
