@@ -188,7 +188,13 @@ def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precisio
     def size(g: GridShape) -> int:
         return grid_bytes(g, precision, out_precision, f32_partials, lhs_tail).total
 
-    fitting = [g for g in grids if size(g) <= usable_bytes(target)]
+    def fits(g: GridShape) -> bool:
+        sizes = grid_bytes(g, precision, out_precision, f32_partials, lhs_tail)
+        interleaved = sizes.out + sizes.partials  # the output and partials live there
+        return (sizes.total <= usable_bytes(target)
+                and interleaved <= target.memory_end - target.interleaved_start)
+
+    fitting = [g for g in grids if fits(g)]
     if not fitting:
         return min(grids, key=size)
     return min(fitting, key=lambda g: (grid_cycles(g, k, precision, out_precision,

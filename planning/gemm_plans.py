@@ -667,39 +667,39 @@ class DoesNotFit(InvalidPlan):
     """The plan's buffers do not fit the memory of an output-row tile."""
 
 
-def _check_capacity(buffers: dict[str, RowTileBuffer], target: Target) -> None:
+def _check_capacity(buffers: dict[str, RowTileBuffer], target: Target, who: str) -> None:
     available = target.sram_bytes - target.code_region_bytes
     needed = sum(b.extent for b in buffers.values())
     if needed > available:
         raise DoesNotFit(
-            f"an output-row tile needs {needed} bytes, tile memory holds {available} outside "
+            f"{who} needs {needed} bytes, tile memory holds {available} outside "
             "the code region"
         )
     region = target.memory_end - target.interleaved_start
     for b in buffers.values():
         if b.request.interleaved and b.extent > region:
             raise DoesNotFit(
-                f"an output-row tile needs {b.extent} bytes of interleaved memory for "
+                f"{who} needs {b.extent} bytes of interleaved memory for "
                 f"{b.what}, the interleaved region holds {region}"
             )
     interleaved = sum(b.extent for b in buffers.values() if b.request.interleaved)
     if interleaved > region:
         raise DoesNotFit(
-            f"an output-row tile needs {interleaved} bytes of interleaved memory, the "
+            f"{who} needs {interleaved} bytes of interleaved memory, the "
             f"interleaved region holds {region}"
         )
 
 
 def _placement_failure(
     allocator: FirstFit[str], name: str, partner_names: Sequence[str],
-    buffers: dict[str, RowTileBuffer],
+    buffers: dict[str, RowTileBuffer], who: str,
 ) -> DoesNotFit:
     target = allocator.target
     buffer = buffers[name]
     if partner_names and allocator.find_address(name, buffer.request) is not None:
         others = " and ".join(buffers[p].what.removeprefix("its ") for p in partner_names)
         return DoesNotFit(
-            f"an output-row tile cannot keep {buffer.described()} in a memory element apart "
+            f"{who} cannot keep {buffer.described()} in a memory element apart "
             f"from the {others}: no free range of its memory class avoids their elements"
         )
     standard = (
@@ -713,13 +713,13 @@ def _placement_failure(
         for start, stop in regions(buffer.request, target)
     ]
     return DoesNotFit(
-        f"an output-row tile needs one free range of {buffer.extent} bytes for "
+        f"{who} needs one free range of {buffer.extent} bytes for "
         f"{buffer.described()}; the largest free ranges left are {' and '.join(free)}"
     )
 
 
 def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
-                     distinct: Sequence[tuple[str, str]]) -> FirstFit[str]:
+                     distinct: Sequence[tuple[str, str]], who: str) -> FirstFit[str]:
     allocator: FirstFit[str] = FirstFit(target)
     # interleaved buffers first, like place-memory: they have only one region to go to
     order = [n for n, b in buffers.items() if b.request.interleaved]
@@ -727,7 +727,7 @@ def _check_placement(buffers: dict[str, RowTileBuffer], target: Target,
     for name in order:
         partners = [b for a, b in distinct if a == name] + [a for a, b in distinct if b == name]
         if allocator.place(name, buffers[name].request, partners) is None:
-            raise _placement_failure(allocator, name, partners, buffers)
+            raise _placement_failure(allocator, name, partners, buffers, who)
     return allocator
 
 
@@ -789,7 +789,7 @@ def row_ranges(allocator: FirstFit[str], exchanged: Sequence[str],
 
 
 def _check_row_slots(allocator: FirstFit[str], plan: OperatorPlanAttr, problem: GemmProblem,
-                     tiles: int, target: Target) -> None:
+                     tiles: int, target: Target, who: str) -> None:
     exchanged = [name for name, b in row_tile_buffers(plan, problem, target).items()
                  if b.request.exchanged]
     ranges = row_ranges(allocator, exchanged, target)
@@ -802,7 +802,7 @@ def _check_row_slots(allocator: FirstFit[str], plan: OperatorPlanAttr, problem: 
         else:
             largest = max((end - start for start, end in ranges), default=0)
             raise DoesNotFit(
-                f"an output-row tile has no room for the exchange rows: one exchange needs "
+                f"{who} has no room for the exchange rows: one exchange needs "
                 f"{nbytes} bytes of row slots in one range of the code region or of standard "
                 f"memory outside the exchanged buffers' memory elements; the largest such "
                 f"range left is {largest} bytes"
@@ -813,14 +813,15 @@ def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
                   target: Target) -> None:
     """The checks `place-memory` makes, for the buffers of an output-row tile."""
     buffers = row_tile_buffers(plan, problem, target)
-    _check_capacity(buffers, target)
+    who = "a grid tile" if plan.dispatch.kind.data == DispatchKind.GEMM_GRID else "an output-row tile"
+    _check_capacity(buffers, target, who)
     distinct = list(plan.distinct_pairs)
     if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too
         distinct.append(("partials", "lhs"))
     if "lhs_slot" in buffers:  # the grid's kernels read A from the slot or from home
         distinct.extend((o, "lhs_slot") for o in ("out", "partials") if o in buffers)
-    allocator = _check_placement(buffers, target, distinct)
-    _check_row_slots(allocator, plan, problem, tiles, target)
+    allocator = _check_placement(buffers, target, distinct, who)
+    _check_row_slots(allocator, plan, problem, tiles, target, who)
 
 
 def validation_failure(

@@ -201,7 +201,7 @@ def test_the_grid_fit_hint_names_a_tile_count_the_whole_pipeline_compiles_on():
 
 @st.composite
 def grid_cases(draw):
-    extent = st.integers(1, 300)
+    extent = st.integers(1, 200)  # every grid of these fits a tile, even on one tile
     m, k, n = draw(extent), draw(extent), draw(extent)
     element, catalog = draw(st.sampled_from([
         (f16, GRID_F16), (f32, ("amp_gemm_f32_grid",)), (f16, ("amp_gemm_f16_grid_p16",))]))
@@ -216,3 +216,15 @@ def test_grid_plan_differential(case, seed):
     lhs, rhs, element, catalog, tiles = case
     compiled = compile_case(gemm_module(lhs, rhs, element), tiles, seed=seed, catalog=catalog)
     assert run_verdict(compiled) is None, case
+
+
+def test_the_grid_chooser_keeps_the_output_inside_the_interleaved_region():
+    """256x64 by 64x8192 on 18 tiles: a 1 x 16 grid fits tile memory in total but not its
+    262144-byte output shard in the interleaved region; the 2 x 9 grid fits both."""
+    from planning.gemm_plans import GemmProblem, catalog_entries
+    from planning.gemm_selection import evaluate_candidates
+
+    problem = GemmProblem((256, 64), (64, 8192), (256, 8192), "f16")
+    (grid,) = evaluate_candidates(problem, 18, "pad", IPU21, catalog_entries(GRID_F16))
+    assert grid.reason is None
+    assert grid.plan.operand_plan("out").format.partitions == (2, 9)
