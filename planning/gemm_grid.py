@@ -121,31 +121,31 @@ class GridCycles:
         return self.exchange + self.amp + self.rounding
 
 
-def lhs_phase_events(grid: GridShape, k_blocks: int, words: int, latency: np.ndarray) -> np.ndarray:
-    """Events of the A broadcast of each K block: the words, then the farthest receiver of
-    any grid row (no phase when a grid row is one tile)."""
-    if grid.cols == 1:
-        return np.zeros(0, dtype=np.int64)
-    k = np.arange(k_blocks)
-    rows = np.arange(grid.rows)
-    senders = rows[None, :] * grid.cols + (k // grid.a_k_blocks)[:, None]  # [k, r]
-    receivers = rows[:, None] * grid.cols + np.arange(grid.cols)[None, :]  # [r, c]
-    arrival = latency[senders[:, :, None], receivers[None, :, :]]  # [k, r, c]
-    arrival = np.where(receivers[None] == senders[:, :, None], 0, arrival)
-    return words + arrival.max(axis=(1, 2))
-
-
-def rhs_phase_events(grid: GridShape, k_blocks: int, words: int, latency: np.ndarray) -> np.ndarray:
-    """Events of the B broadcast of each K block down every grid column."""
-    if grid.rows == 1:
-        return np.zeros(0, dtype=np.int64)
-    k = np.arange(k_blocks)
-    cols = np.arange(grid.cols)
-    senders = (k // grid.b_k_blocks)[:, None] * grid.cols + cols[None, :]  # [k, c]
-    receivers = np.arange(grid.rows)[None, :] * grid.cols + cols[:, None]  # [c, r]
+def phase_events(senders: np.ndarray, receivers: np.ndarray, words: int,
+                 latency: np.ndarray) -> np.ndarray:
+    """Events of each phase of concurrent broadcasts: its words, then the farthest receiver
+    of any group. `senders` [phase, group], `receivers` [group, tile] (a group's sender among
+    its receivers receives nothing)."""
     arrival = latency[senders[:, :, None], receivers[None, :, :]]
     arrival = np.where(receivers[None] == senders[:, :, None], 0, arrival)
     return words + arrival.max(axis=(1, 2))
+
+
+def grid_phase_events(grid: GridShape, k_blocks: int, a_words: int, b_words: int,
+                      latency: np.ndarray) -> np.ndarray:
+    """Per K block, the A phase along the grid rows, then the B phase down the grid columns
+    (none when a grid row, or column, is one tile)."""
+    k, rows, cols = np.arange(k_blocks), np.arange(grid.rows), np.arange(grid.cols)
+    events = []
+    if grid.cols > 1:
+        senders = rows[None, :] * grid.cols + (k // grid.a_k_blocks)[:, None]
+        events.append(phase_events(senders, rows[:, None] * grid.cols + cols[None, :],
+                                   a_words, latency))
+    if grid.rows > 1:
+        senders = (k // grid.b_k_blocks)[:, None] * grid.cols + cols[None, :]
+        events.append(phase_events(senders, rows[None, :] * grid.cols + cols[:, None],
+                                   b_words, latency))
+    return np.concatenate(events) if events else np.zeros(0, dtype=np.int64)
 
 
 def grid_cycles(grid: GridShape, k: int, precision: str, out_precision: str,
@@ -156,9 +156,8 @@ def grid_cycles(grid: GridShape, k: int, precision: str, out_precision: str,
     k_blocks = ceil_div(k, AMP_BLOCK)
     a_words = panel_bytes(grid.tile_rows, precision) // WORD_BYTES
     b_words = grid.panels * block_bytes(precision) // WORD_BYTES
-    events = np.concatenate([lhs_phase_events(grid, k_blocks, a_words, latency),
-                             rhs_phase_events(grid, k_blocks, b_words, latency)])
-    exchange = int(events.sum()) + events.size * target.sync_cycles
+    events = grid_phase_events(grid, k_blocks, a_words, b_words, latency)
+    exchange = sum(device_cycles.exchange_step_cycles(int(e), target) for e in events)
     amp = k_blocks * grid.panels * device_cycles.gemm_cycles(grid.tile_rows, precision, target)
     rounding = 0
     if f32_partials:
