@@ -43,7 +43,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from device.isa import SENDPICP_ALIGNMENT, Instruction
+from device.isa import Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.exchange import RowOp
@@ -53,11 +53,13 @@ from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors, map_dim
 from planning.exchange_rows import (
     BroadcastPhase,
     checked_row,
+    free_row_ranges,
     plan_broadcast,
     receiver_instructions,
     sender_instructions,
     slot_stride,
     structure,
+    take_row_range,
     varying_fields,
 )
 from planning.pipeline_config import target_and_tiles
@@ -217,25 +219,13 @@ class RowMemory:
             target.elements_of_range(b.address_value, b.byte_size + b.tail_bytes)
             for b in exchanged if isinstance(b, BufferOp) and b.address_value is not None
         ))
-        ranges = [list(target.code_region)]
-        cursor = target.code_region[1]
-        for start, end in [*taken, (target.interleaved_start, target.interleaved_start)]:
-            for element in target.memory_elements:
-                lo, hi = max(cursor, element.start), min(start, element.end)
-                if lo < hi and not element.interleaved and element.index not in busy:
-                    if len(ranges) > 1 and ranges[-1][1] == lo:  # the next element: one range
-                        ranges[-1][1] = hi
-                    else:
-                        ranges.append([lo, hi])
-            cursor = max(cursor, end)
+        ranges = free_row_ranges(taken, busy, target)
         return cls(target.code_region, ranges)
 
     def allocate(self, nbytes: int, what: str, op: Operation) -> int:
-        for free in self.ranges:
-            address = -(-free[0] // SENDPICP_ALIGNMENT) * SENDPICP_ALIGNMENT
-            if address + nbytes <= free[1]:
-                free[0] = address + nbytes
-                return address
+        address = take_row_range(self.ranges, nbytes)
+        if address is not None:
+            return address
         left = sorted((end - start for start, end in self.ranges), reverse=True)
         raise PassFailedException(located(
             op,

@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 from device import isa
 from device.exchange_timeline import ControlEvent, SendInterval, TimelineError
 from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_row
-from device.target import WORD_BYTES
+from device.target import WORD_BYTES, Target
 
 # Field limits, from the encodings (spec: exchange-isa.md).
 SEND_MAX_WORDS = isa.max_count(isa.Send)
@@ -174,3 +174,36 @@ def with_field(instr: isa.Instruction, name: str, value: int) -> isa.Instruction
     changed = {f.name: getattr(instr, f.name) for f in fields(instr)}
     changed[name] = value
     return type(instr)(**changed)
+
+
+# ---- where row slots go --------------------------------------------------------------------
+def free_row_ranges(taken: list[tuple[int, int]], busy: frozenset[int],
+                    target: Target) -> list[list[int]]:
+    """[start, end) ranges row slots may use, in allocation order: the code region, then the
+    standard memory that no buffer occupies (`taken`: sorted [start, end) of the placed
+    buffers), outside every memory element in `busy` (those an exchange sends from or
+    receives into: no row's fetch may contend with them). Code lives in non-interleaved
+    memory ([C] ipu21-facts): the interleaved region is never used."""
+    ranges = [list(target.code_region)]
+    cursor = target.code_region[1]
+    for start, end in [*taken, (target.interleaved_start, target.interleaved_start)]:
+        for element in target.memory_elements:
+            lo, hi = max(cursor, element.start), min(start, element.end)
+            if lo < hi and not element.interleaved and element.index not in busy:
+                if len(ranges) > 1 and ranges[-1][1] == lo:  # the next element: one range
+                    ranges[-1][1] = hi
+                else:
+                    ranges.append([lo, hi])
+        cursor = max(cursor, end)
+    return ranges
+
+
+def take_row_range(ranges: list[list[int]], nbytes: int) -> int | None:
+    """Bump-allocate `nbytes` of row slots (8-byte aligned for `sendpicp`) from the first
+    range with room; None when none has."""
+    for free in ranges:
+        address = -(-free[0] // isa.SENDPICP_ALIGNMENT) * isa.SENDPICP_ALIGNMENT
+        if address + nbytes <= free[1]:
+            free[0] = address + nbytes
+            return address
+    return None

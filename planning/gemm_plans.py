@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from device.isa import SENDPICP_ALIGNMENT
 from device.kernels import UnknownKernelError, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.target import WORD_BYTES, Target, latency_table
@@ -61,10 +60,12 @@ from ipu_dialects.mid import (
     TensorFormatAttr,
 )
 from planning.exchange_rows import (
+    free_row_ranges,
     plan_broadcast,
     receiver_instructions,
     sender_instructions,
     slot_stride,
+    take_row_range,
 )
 from planning.gemm_grid import GRID_ROW_BLOCK, choose_grid
 from planning.memory_allocator import FirstFit, Request, regions
@@ -770,22 +771,10 @@ def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
 
 def row_ranges(allocator: FirstFit[str], exchanged: Sequence[str],
                target: Target) -> list[list[int]]:
-    """[start, end) ranges rows may use on a tile placed like `allocator` (RowMemory's)."""
+    """The ranges `schedule-exchange` would give row slots on a tile placed like `allocator`."""
     busy = frozenset().union(*(target.elements_of_range(p.address, p.extent)
                                for p in allocator.placed if p.key in exchanged))
-    ranges = [list(target.code_region)]
-    cursor = target.code_region[1]
-    taken = sorted((p.address, p.end) for p in allocator.placed)
-    for start, end in [*taken, (target.interleaved_start, target.interleaved_start)]:
-        for element in target.memory_elements:
-            lo, hi = max(cursor, element.start), min(start, element.end)
-            if lo < hi and not element.interleaved and element.index not in busy:
-                if len(ranges) > 1 and ranges[-1][1] == lo:
-                    ranges[-1][1] = hi
-                else:
-                    ranges.append([lo, hi])
-        cursor = max(cursor, end)
-    return ranges
+    return free_row_ranges(sorted((p.address, p.end) for p in allocator.placed), busy, target)
 
 
 def _check_row_slots(allocator: FirstFit[str], plan: OperatorPlanAttr, problem: GemmProblem,
@@ -794,12 +783,7 @@ def _check_row_slots(allocator: FirstFit[str], plan: OperatorPlanAttr, problem: 
                  if b.request.exchanged]
     ranges = row_ranges(allocator, exchanged, target)
     for nbytes in row_slot_bytes(problem, plan, tiles, target):
-        for free in ranges:
-            address = -(-free[0] // SENDPICP_ALIGNMENT) * SENDPICP_ALIGNMENT
-            if address + nbytes <= free[1]:
-                free[0] = address + nbytes
-                break
-        else:
+        if take_row_range(ranges, nbytes) is None:
             largest = max((end - start for start, end in ranges), default=0)
             raise DoesNotFit(
                 f"{who} has no room for the exchange rows: one exchange needs "
