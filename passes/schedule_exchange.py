@@ -18,7 +18,10 @@ slot for every iteration of the repeat, so depth costs neither IR nor tile memor
 receivers run (-1 where an iteration has no receiver and so no traffic); `row_address` is
 the slot of iteration 0 and iteration n uses `row_address + n * slot_stride(rows)`, so tile
 images hold every iteration's row. Slots fill the code region, then standard memory left
-free by the buffers (`RowMemory`).
+free by the buffers (`RowMemory`). A grouped exchange (`groups G shift MAP`) has G
+broadcasts per iteration, each built and checked like one; its selections and patches have
+one entry per (iteration, group), and the groups of an iteration share its slot: they run on
+different tiles.
 
 The pass also checks, with `device.memory_conflicts`, that no row's instruction fetch, send
 read or incoming write contend for one memory element.
