@@ -48,6 +48,8 @@ class ElementOrder(StrEnum):
 
 
 AMP_BLOCK = 64
+# the AMP computes 16 output rows at a time: GEMM row chunks are multiples of it
+AMP_ROWS = 16
 ORDERS: tuple[str, ...] = tuple(order.value for order in ElementOrder)
 # The orders the AMP reads and writes (PACE operands), which need `Target.pace_alignment`.
 AMP_ORDERS: tuple[str, ...] = tuple(order for order in ORDERS if order != ElementOrder.ROW_MAJOR)

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
+from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
 from device.model import cycles as device_cycles
 from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Target
 from planning.shard_geometry import ceil_div
 
-GRID_ROW_BLOCK = 16  # the AMP's row granularity
+GRID_ROW_BLOCK = AMP_ROWS  # rows per grid tile are a multiple of the AMP's 16
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from device.kernels import UnknownKernelError, get_kernel
-from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
+from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
 from ipu_dialects.mid import (
@@ -552,8 +552,8 @@ def _check_roles(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -
         raise InvalidPlan("out columns must be tiled in 64-blocks")
     if (lhs.blocks[-2], lhs.partitions[-2]) != (out.blocks[-2], out.partitions[-2]):
         raise InvalidPlan("lhs and out must share the row tiling")
-    if lhs.blocks[-2] % 16:
-        raise InvalidPlan(f"row block {lhs.blocks[-2]} is not a multiple of the AMP 16 rows")
+    if lhs.blocks[-2] % AMP_ROWS:
+        raise InvalidPlan(f"row block {lhs.blocks[-2]} is not a multiple of the AMP {AMP_ROWS} rows")
 
 
 def _check_grid_layout(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
