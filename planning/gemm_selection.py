@@ -264,6 +264,7 @@ def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisibl
         lines.append(
             f"{mark} {e.candidate.name:<22} {parts.total:>12,} cycles (exchange {parts.exchange:,}"
             f", copies {parts.copies:,}, amp {parts.amp:,}, rounding {parts.rounding:,}); "
-            f"{row_tile_memory(e, problem, target):,} bytes per output-row tile"
+            f"{row_tile_memory(e, problem, target):,} bytes per "
+            f"{'grid' if e.candidate.layout == GRID else 'output-row'} tile"
         )
     return lines

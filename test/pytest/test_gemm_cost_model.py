@@ -108,7 +108,10 @@ def test_ipu_run_explain_lists_candidates_and_the_chosen_cost_is_the_modeled_one
     assert len(chosen) == 1
     estimated = int(chosen[0].split()[2].replace(",", ""))
     assert f"modeled cycles: {estimated}\n" in out
-    assert "bytes per output-row tile" in chosen[0]
+    # 96 x 70 on 4 tiles: the grid plan (2 x 2 output blocks) is the cheapest
+    assert "amp_gemm_f16_grid" in chosen[0] and "bytes per grid tile" in chosen[0]
+    assert any("amp_gemm_f16_r16" in line and "bytes per output-row tile" in line
+               for line in lines)
     assert any(line.endswith("rejected: init kernel @amp_gemm_f32_init does not run f16 "
                              "operands") for line in lines)
     assert not any("_p16" in line for line in lines)  # FP16 partials only when asked
