@@ -174,16 +174,14 @@ from xdsl.utils.str_enum import StrEnum
 
 from device.kernels import KERNELS
 from device.layouts import shard_bytes
-from device.target import WORD_BYTES
+from device.target import WORD_BYTES, MemoryClass
 from ipu_dialects.exchange import InstructionOp, RowOp
-from ipu_dialects.mid import (
-    CONFIG_ATTR_NAME,
+from ipu_dialects.shared_attrs import (
     ElementOrderAttr,
     EnumAttr,
-    MemoryClass,
     MemoryClassAttr,
-    PipelineConfigAttr,
     PrecisionAttr,
+    configured_tile_count,
     enum_attr,
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count, map_dims
@@ -397,15 +395,6 @@ class RowPatchAttr(ParametrizedAttribute):
 # ----------------------------------------------------------------------------------------------
 # Shared syntax and verification helpers
 # ----------------------------------------------------------------------------------------------
-
-
-def configured_tile_count(op: Operation) -> int | None:
-    """The tile count of the module's `ipu.config` (`PipelineConfigAttr`), if there is one."""
-    module = op.get_toplevel_object()
-    if not isinstance(module, ModuleOp):
-        return None
-    config = module.attributes.get(CONFIG_ATTR_NAME)
-    return config.tiles.data if isinstance(config, PipelineConfigAttr) else None
 
 
 def check_patch_target(row: RowOp, patch: RowPatchAttr) -> None:
