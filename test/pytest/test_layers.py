@@ -77,12 +77,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
 PENDING: dict[tuple[str, str], str] = {}
 
 # Cycles that stay for now, as sets of modules, with why.
-PENDING_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"tools.ipu_run", "tools.run_package"}):
-        "`ipu-run DIR` (run_package.py) shares ipu_run.py's exit codes, UsageError and "
-        "input/output helpers while ipu_run.py dispatches to it; the usage errors are being "
-        "unified elsewhere, then the shared helpers move to a module of their own",
-}
+PENDING_CYCLES: dict[frozenset[str], str] = {}
 
 
 def module_name(path: Path) -> str:
