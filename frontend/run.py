@@ -69,8 +69,8 @@ def compile_and_run(module: ModuleOp, tiles: int = 16,
     from device.model.host import stored_of_values, values_of_stored
     from interpreters.graph import check_runnable, find_function, run_function
     from tools.ipu_run import compile_module
-    from tools.run_io import compare, output_names
     from tools.pass_timing import PassTimer
+    from tools.run_io import compare, output_names
     from tools.run_summary import RunFacts
 
     func = find_function(module, function)
