@@ -54,6 +54,8 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "ipu_dialects.mid": "mid dialect",
     "ipu_dialects.exchange": "exchange dialect",
     "ipu_dialects.tile": "tile dialect",
+    "ipu_dialects.tile_syntax": "tile dialect",
+    "ipu_dialects.tile_checks": "tile dialect",
     "ipu_dialects": "dialect registry",
     "interpreters": "interpreters",
     "frontend": "importers",
