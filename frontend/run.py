@@ -42,7 +42,7 @@ def complete_inputs(func, inputs, seed: int) -> list[np.ndarray]:
     """The given inputs (by name or in order) as storage arrays of the argument types (FP8
     arguments take the stored q, as `run_function`), random ones (as ipu-run) for the rest."""
     from interpreters.graph import InterpreterError, input_names, inputs_in_order, storage_dtype
-    from tools.ipu_run import argument_types, random_inputs
+    from tools.run_io import argument_types, random_inputs
 
     arrays = random_inputs(func, seed)
     if inputs is None:
@@ -68,8 +68,9 @@ def compile_and_run(module: ModuleOp, tiles: int = 16,
     from device.model import run_package
     from device.model.host import stored_of_values, values_of_stored
     from interpreters.graph import check_runnable, find_function, run_function
-    from tools.ipu_run import compare, compile_module, output_names
+    from tools.ipu_run import compile_module
     from tools.pass_timing import PassTimer
+    from tools.run_io import compare, output_names
     from tools.run_summary import RunFacts
 
     func = find_function(module, function)

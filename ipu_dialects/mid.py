@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -96,6 +95,13 @@ from device.target import Precision as StoragePrecision
 from device.target import get_target
 from ipu_dialects.graph import concat_result_shape, slice_result_shape
 from ipu_dialects.shapes import broadcast_shapes, fmt_shape
+from ipu_dialects.shared_attrs import CONFIG_ATTR_NAME as CONFIG_ATTR_NAME
+from ipu_dialects.shared_attrs import ConfiguresTileCount
+from ipu_dialects.shared_attrs import ElementOrderAttr as ElementOrderAttr
+from ipu_dialects.shared_attrs import EnumAttr as EnumAttr
+from ipu_dialects.shared_attrs import MemoryClassAttr as MemoryClassAttr
+from ipu_dialects.shared_attrs import PrecisionAttr as PrecisionAttr
+from ipu_dialects.shared_attrs import enum_attr as enum_attr
 
 
 class Indivisible(StrEnum):
@@ -133,29 +139,15 @@ class ProfilingPolicy(StrEnum):
     CYCLES = "cycles"
 
 
-# The enum-valued parameters of mid attributes (and of tile.buffer). Inside the attributes
-# that hold them they print as the bare value (`f16`, `amp_left`); standalone, e.g. as an op
-# property in generic form, as `#mid<order amp_left>`.
-
-
-@irdl_attr_definition
-class PrecisionAttr(EnumAttribute[StoragePrecision], SpacedOpaqueSyntaxAttribute):
-    name = "mid.precision"
-
-
-@irdl_attr_definition
-class ElementOrderAttr(EnumAttribute[ElementOrder], SpacedOpaqueSyntaxAttribute):
-    name = "mid.order"
+# The enum-valued parameters of mid attributes (those tile.buffer shares with them, precision,
+# element order and memory class, are defined in `ipu_dialects/shared_attrs.py`). Inside the
+# attributes that hold them they print as the bare value (`f16`, `amp_left`); standalone, e.g.
+# as an op property in generic form, as `#mid<order amp_left>`.
 
 
 @irdl_attr_definition
 class IndivisibleAttr(EnumAttribute[Indivisible], SpacedOpaqueSyntaxAttribute):
     name = "mid.indivisible"
-
-
-@irdl_attr_definition
-class MemoryClassAttr(EnumAttribute[MemoryClass], SpacedOpaqueSyntaxAttribute):
-    name = "mid.memory"
 
 
 @irdl_attr_definition
@@ -187,24 +179,6 @@ ENUM_ATTRS = (
     PrecisionAttr, ElementOrderAttr, IndivisibleAttr, MemoryClassAttr, DispatchKindAttr,
     OperandRoleAttr, InputPolicyAttr, SchedulingPolicyAttr, ProfilingPolicyAttr,
 )
-
-EnumAttr = TypeVar("EnumAttr", bound=EnumAttribute[Any])
-
-
-def enum_attr(attr_class: type[EnumAttr], value: str | EnumAttr, what: str) -> EnumAttr:
-    """`value` (an enum member, its text or the attribute itself) as an `attr_class`.
-
-    The parsers read enum values with `parse_str_enum`; this is for Python callers, whose
-    misspelt string gets a diagnostic naming `what` rather than a bare ValueError.
-    """
-    if isinstance(value, attr_class):
-        return value
-    try:
-        return attr_class(attr_class.enum_type(value))
-    except ValueError:
-        allowed = ", ".join(attr_class.enum_type)
-        raise VerifyException(f"{what} '{value}' is not one of {allowed}") from None
-
 
 I64_MAX = 2**63 - 1  # tensor extents are i64
 
@@ -743,7 +717,7 @@ class OperatorPlanAttr(ParametrizedAttribute):
 
 
 @irdl_attr_definition
-class PipelineConfigAttr(ParametrizedAttribute):
+class PipelineConfigAttr(ParametrizedAttribute, ConfiguresTileCount):
     """`PipelineConfig`, stored on the module as `ipu.config`: target, tile count, graph-input
     format policy, operator catalog, scheduling and profiling policy."""
 
@@ -775,6 +749,9 @@ class PipelineConfigAttr(ParametrizedAttribute):
             enum_attr(SchedulingPolicyAttr, scheduling, "config: scheduling policy"),
             enum_attr(ProfilingPolicyAttr, profiling, "config: profiling policy"),
         )
+
+    def configured_tiles(self) -> int:
+        return self.tiles.data
 
     @property
     def catalog_names(self) -> tuple[str, ...]:
@@ -844,7 +821,6 @@ class PipelineConfigAttr(ParametrizedAttribute):
             raise VerifyException(f"config: operator catalog repeats a name: {list(names)}")
 
 
-CONFIG_ATTR_NAME = "ipu.config"
 # On a conversion op (and graph-to-mid's bridge before it): the graph op that consumes the
 # converted value, e.g. "graph.gemm %y"; its tile work names it as its provenance.
 CONSUMER_ATTR_NAME = "ipu.for"

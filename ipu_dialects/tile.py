@@ -7,108 +7,9 @@ block, byte offsets into a buffer) are builtin `affine_map`s over the indices of
 affine ops. There are no SRAM addresses until `place-memory`, and no exchange rows until
 `schedule-exchange`; both fill in optional properties of the ops defined here.
 
-Example: `examples/gemm_f16.mlir` (256x320 by 320x192, FP16) on 2 tiles, as
-`ipu-opt examples/gemm_f16.mlir -p 'graph-to-mid{tiles=2},mid-to-tile,place-memory,schedule-exchange'`
-prints it, trimmed: the module's `ipu.config` attribute, the inner `tile.loop %k = 1 to 5`
-(the same exchange, copy and `amp_gemm_f16_accum` over `iv(%j, %k)`) and its rows `@x1_*`
-are left out, and each op, printed on one line, is wrapped here for reading:
-
-    func.func @gemm() {
-      %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [128, 320] f16 amp_left standard
-          align 32 tail 16 from tensor<256x320xf16, #mid.format<f16, amp_left,
-          [16 x 2 pad, 64 x 1 pad], replication = 1, group = 2, standard>> address 0x54000
-      %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [320, 128] f16 amp_right standard
-          align 32 tail 0 from tensor<320x192xf16, #mid.format<f16, amp_right,
-          [64 x 1 pad, 64 x 2 pad], replication = 1, group = 2, standard>> address 0x68020
-      %c = tile.buffer @c output 0 on #tile.tiles<0 to 2> shard [128, 192] f16 amp_output
-          interleaved align 32 tail 0 from tensor<256x192xf16, #mid.format<f16, amp_output,
-          [16 x 2 pad, 64 x 1 pad], replication = 1, group = 2, interleaved>> address 0xac000
-      %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16
-          amp_right standard align 32 tail 0 address 0x7c020
-      tile.loop %j = 0 to 3 provenance #tile.provenance<op = "graph.gemm %c", value = "%c",
-          reason = "output-column blocks j"> {
-        tile.exchange 2048 words from %b[(d0) -> (((d0 mod 2) * 8192))]
-            on tile (d0) -> ((d0 floordiv 2)) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2>
-            iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b",
-            reason = "rhs block to output-row tiles">
-            rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0>
-            receiver_rows array<i32: 1, 1, 1>
-            patches [#tile.patch<@x0_send, 0, "address", array<i64: 106504, 108552, 106504>>,
-                     #tile.patch<@x0_send, 0, "sctl", array<i64: 1, 1, 2>>,
-                     #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 1, 2>>,
-                     #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 0, 1>>]
-            row_address 0x4c000
-        tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> (((d0 mod 2) * 8192))])
-            scalars [2048] on #tile.tiles<0 to 2> only (d0) -> ((d0 floordiv 2)) iv(%j)
-            provenance #tile.provenance<op = "graph.gemm %c", value = "%b",
-            reason = "home tile copies its own rhs block into its slot">
-        tile.kernel @amp_gemm_f16_init(%c[(d0) -> ((d0 * 16384))], %a[(d0) -> (0)],
-            %c_rhs_slot[(d0) -> (0)]) scalars [128] on #tile.tiles<0 to 2> iv(%j)
-            provenance #tile.provenance<op = "graph.gemm %c", value = "%c",
-            reason = "initializing gemm phase k = 0">
-      }
-      func.return
-    }
-    exchange.row @x0_send provenance "graph.gemm %c %b: rhs block to output-row tiles" {
-      exchange.send 63, 0x1a008, 1
-      exchange.sendoff 1983, 0x0, 1
-    }
-    exchange.row @x0_receive provenance "graph.gemm %c %b: rhs block to output-row tiles" {
-      exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x1f008
-      exchange.delay 2053
-    }
-
-Iteration j broadcasts rhs block (0, j) from its home tile `j floordiv 2`; the shared rows
-`@x0_send`/`@x0_receive` hold the values of iteration 0, and the patches replace, per
-iteration, the send's source word address, both directions (`sctl` 2 = towards lower ids,
-in j = 2 where tile 1 sends to tile 0) and the receiver's XPIC (the source tile).
-
-Parts:
-- `!tile.buffer` (`BufferType`): the value of a `tile.buffer`.
-- `#tile.tiles<a to b>` or `#tile.tiles<[t0, t1, ...]>` (`TileSetAttr`): a half-open range or
-  an explicit, strictly increasing list of tile ids. `tiles()`, `count`, `in`.
-- `#tile.provenance<op = "...", value = "...", reason = "...">` (`WorkProvenanceAttr`): the
-  graph op, the mid value and why this work exists. Carried by every loop, exchange, kernel.
-- `tile.buffer @name KIND on TILES shard [dims] PRECISION ORDER MEMORY align A tail T
-  [from TENSOR_TYPE] [address ADDR]` (`BufferOp`): one distributed buffer, the same shard shape
-  on every tile of its set. KIND is `input N`, `output N` or `scratch`. `from` names the mid
-  tensor type (logical shape + `#mid.format`) it stores; `address` (absolute byte address, the
-  same on every tile of the set) is set by `place-memory`.
-- `tile.loop %i = LB to UB provenance P { ... }` (`LoopOp`): runs its body for i in [LB, UB).
-- `tile.exchange WORDS words from %src[MAP] on tile MAP to %dst[MAP] on TILES iv(%i, ...)
-  provenance P [rows [@r, ...]] [row_loops array<i64: ...>] [sender_rows array<i32: ...>]
-  [receiver_rows array<i32: ...>] [patches [#tile.patch<...>, ...]] [row_address N]`
-  (`ExchangeOp`): one synchronized
-  exchange phase per iteration: WORDS 32-bit words move from `src` at byte offset
-  `src_offset(ivs)` on tile `src_tile(ivs)` to `dst` at byte offset `dst_offset(ivs)` on
-  every tile of TILES except the source tile. `schedule-exchange` adds `rows` (symbols of
-  shared `exchange.row`s of the module), `row_loops` (the positions of the enclosing loops the
-  rows vary with, outermost first; absent: all of them; the maps may read no other loop's
-  index), `sender_rows`/`receiver_rows` (one entry per linearized iteration of those loops,
-  `ipu_dialects.tile_iteration.selected_iteration`, selecting the entry
-  of `rows` that the source tile / every other tile of TILES runs, or -1 for an iteration
-  without traffic), `patches` and `row_address` (the code-region slot of iteration 0;
-  iteration n runs at `row_address + n * planning.exchange_rows.slot_stride(rows)`).
-- `#tile.patch<@row, I, "FIELD", array<i64: ...>>` (`RowPatchAttr`): the per-iteration values
-  of field FIELD (a `device.isa` field name: `address`, `sctl`, `xpic`, `pic`, `events_m1`,
-  ...) of instruction I of a shared row, one value per linearized iteration; the row itself
-  holds the values of the first iteration that runs it.
-- `tile.kernel @symbol(%buf[MAP], ...) scalars [s, ...] on TILES [only MAP] iv(...)
-  provenance P` (`KernelOp`): one kernel run on every tile of TILES, per iteration; views are
-  in ABI pointer order (`device/kernels.py`), one resident view (buffer + byte-offset map) per
-  pointer. With `only MAP` the run happens, per iteration, on tile `MAP(ivs)` alone, and on
-  no tile at all in an iteration where `MAP(ivs)` is not in TILES (a guarded run, e.g. the
-  home tile's copy of its own block).
-
-Maps are written without the `affine_map<...>` wrapper inside `[...]`, `on tile` and `only`;
-each takes exactly the `iv(...)` operands, which must be the induction variables of the
-enclosing loops, outermost first. Verifiers check the map arities, that tile sets fit in the
-module's configured tile count (`ipu.config`), that kernel views and exchange ends are
-resident on the tiles that use them, and (when the nest has at most
-`MAX_VERIFIED_ITERATIONS` iterations) that every offset stays inside its buffer for every
-iteration. A scheduled `tile.exchange` also checks that its row selections and patches have
-one entry per iteration, that every `rows` symbol is an `exchange.row` of the module, and
-that every patch names one of its rows, an instruction of that row and a field of it.
+The syntax of every op and attribute, and a worked example (a GEMM after `schedule-exchange`),
+are in docs/internals.md, "tile level". Shared syntax pieces: `ipu_dialects/tile_syntax.py`;
+shared verification helpers: `ipu_dialects/tile_checks.py`.
 """
 
 from __future__ import annotations
@@ -146,11 +47,6 @@ from xdsl.ir import (
     TypeAttribute,
 )
 from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
     AffineMap,
 )
 from xdsl.irdl import (
@@ -166,7 +62,7 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.parser import AttrParser, Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import NoTerminator, SymbolTable
 from xdsl.utils.exceptions import VerifyException
@@ -174,25 +70,38 @@ from xdsl.utils.str_enum import StrEnum
 
 from device.kernels import KERNELS
 from device.layouts import shard_bytes
-from device.target import WORD_BYTES
-from ipu_dialects.exchange import InstructionOp, RowOp
-from ipu_dialects.mid import (
-    CONFIG_ATTR_NAME,
+from device.target import WORD_BYTES, MemoryClass
+from ipu_dialects.exchange import RowOp
+from ipu_dialects.shared_attrs import (
     ElementOrderAttr,
-    EnumAttr,
-    MemoryClass,
     MemoryClassAttr,
-    PipelineConfigAttr,
     PrecisionAttr,
+    configured_tile_count,
     enum_attr,
 )
-from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count, map_dims
-
-# Verifiers evaluate maps over the whole iteration space only up to this many iterations.
-MAX_VERIFIED_ITERATIONS = 1 << 16
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
-DIVISIONS = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
-
+from ipu_dialects.tile_checks import (
+    NamedInDiagnostics,
+    check_map,
+    check_patch_target,
+    check_resident,
+    check_tile_set_fits,
+    check_view_inside,
+    check_word_aligned,
+    describe,
+    map_values,
+)
+from ipu_dialects.tile_iteration import iteration_count, map_dims
+from ipu_dialects.tile_syntax import (
+    int_prop,
+    parse_enum,
+    parse_i64,
+    parse_ivs,
+    parse_view,
+    print_ivs,
+    print_map,
+    print_provenance_and_attrs,
+    print_view,
+)
 
 # ----------------------------------------------------------------------------------------------
 # Types and attributes
@@ -395,51 +304,9 @@ class RowPatchAttr(ParametrizedAttribute):
 
 
 # ----------------------------------------------------------------------------------------------
-# Shared syntax and verification helpers
+# Loop-nest queries (the syntax and the other verification helpers: tile_syntax.py,
+# tile_checks.py)
 # ----------------------------------------------------------------------------------------------
-
-
-def configured_tile_count(op: Operation) -> int | None:
-    """The tile count of the module's `ipu.config` (`PipelineConfigAttr`), if there is one."""
-    module = op.get_toplevel_object()
-    if not isinstance(module, ModuleOp):
-        return None
-    config = module.attributes.get(CONFIG_ATTR_NAME)
-    return config.tiles.data if isinstance(config, PipelineConfigAttr) else None
-
-
-def check_patch_target(row: RowOp, patch: RowPatchAttr) -> None:
-    """A patch must name an instruction of its row and one of that instruction's fields."""
-    instructions = list(row.body.block.ops)
-    index = patch.instruction.data
-    if index >= len(instructions):
-        raise VerifyException(
-            f"tile.exchange: the patch of @{patch.row_name} names instruction {index}, but the "
-            f"row has {len(instructions)} instruction(s)"
-        )
-    instr = instructions[index]
-    assert isinstance(instr, InstructionOp)
-    if patch.field.data not in instr.field_names():
-        raise VerifyException(
-            f"tile.exchange: the patch of @{patch.row_name} instruction {index} ({instr.name}) "
-            f"names field '{patch.field.data}'; its fields are {', '.join(instr.field_names())}"
-        )
-
-
-def describe(op: Operation) -> str:
-    """How diagnostics name an op: kernels by their symbol."""
-    if isinstance(op, KernelOp):
-        return f"tile.kernel @{op.symbol}"
-    return op.name
-
-
-def check_tile_set_fits(op: Operation, what: str, tile_set: TileSetAttr) -> None:
-    total = configured_tile_count(op)
-    if total is not None and tile_set.stop.data > total:
-        raise VerifyException(
-            f"{describe(op)}: {what} {tile_set} reaches tile {tile_set.stop.data - 1}, "
-            f"but the module is configured for {total} tiles"
-        )
 
 
 def enclosing_loops(op: Operation) -> list[LoopOp]:
@@ -473,175 +340,6 @@ def check_induction_operands(op: Operation, ivs: Sequence[SSAValue]) -> list[tup
             f"outermost first; got {len(ivs)} operand(s)"
         )
     return loop_bounds(loops)
-
-
-def check_map(op: Operation, what: str, affine_map: AffineMap,
-              bounds: Sequence[tuple[int, int]]) -> None:
-    depth = len(bounds)
-    if affine_map.num_dims != depth:
-        raise VerifyException(
-            f"{describe(op)}: {what} map {affine_map} takes {affine_map.num_dims} indices, "
-            f"but the op has {depth} index operand(s)"
-        )
-    if affine_map.num_symbols != 0 or len(affine_map.results) != 1:
-        raise VerifyException(
-            f"{describe(op)}: {what} map {affine_map} must have no symbols and exactly one result"
-        )
-    for divisor in divisors(affine_map.results[0]):
-        if not isinstance(divisor, AffineConstantExpr) or divisor.value < 1:
-            raise VerifyException(
-                f"{describe(op)}: {what} map {affine_map} divides by {divisor}; floordiv, "
-                "ceildiv and mod need a positive constant"
-            )
-    if magnitude_bound(affine_map.results[0], bounds) > I64_MAX:
-        raise VerifyException(
-            f"{describe(op)}: {what} map {affine_map} can exceed 64-bit integers over the "
-            "loop bounds"
-        )
-
-
-def magnitude_bound(expr: AffineExpr, bounds: Sequence[tuple[int, int]]) -> int:
-    """An upper bound of |expr| over the nest, in Python integers: the maps are evaluated in
-    int64 arrays, which would wrap silently past 2**63."""
-    if isinstance(expr, AffineConstantExpr):
-        return abs(expr.value)
-    if isinstance(expr, AffineDimExpr):
-        return max(abs(bounds[expr.position][0]), abs(bounds[expr.position][1]))
-    assert isinstance(expr, AffineBinaryOpExpr)
-    lhs, rhs = magnitude_bound(expr.lhs, bounds), magnitude_bound(expr.rhs, bounds)
-    if expr.kind == AffineBinaryOpKind.Mul:
-        return lhs * rhs
-    if expr.kind == AffineBinaryOpKind.Mod:
-        return rhs
-    return lhs + rhs  # add, and floordiv/ceildiv by a positive constant (|q| <= |lhs| + 1)
-
-
-def divisors(expr: AffineExpr) -> list[AffineExpr]:
-    """Right-hand sides of every floordiv, ceildiv and mod in `expr`."""
-    if not isinstance(expr, AffineBinaryOpExpr):
-        return []
-    own = [expr.rhs] if expr.kind in DIVISIONS else []
-    return own + divisors(expr.lhs) + divisors(expr.rhs)
-
-
-def map_values(affine_map: AffineMap, bounds: Sequence[tuple[int, int]]) -> np.ndarray | None:
-    """The map over every iteration, or None when the nest is too large to check cheaply."""
-    if iteration_count(bounds) > MAX_VERIFIED_ITERATIONS:
-        return None
-    return evaluate_scalar_map(affine_map, bounds)
-
-
-def check_view_inside(
-    op: Operation,
-    what: str,
-    buffer: BufferOp,
-    offset_map: AffineMap,
-    view_bytes: int,
-    bounds: Sequence[tuple[int, int]],
-) -> None:
-    offsets = map_values(offset_map, bounds)
-    if offsets is None or offsets.size == 0:
-        return
-    size = buffer.byte_size
-    lo, hi = int(offsets.min()), int(offsets.max())
-    if lo < 0 or hi + view_bytes > size:
-        bad = lo if lo < 0 else hi
-        raise VerifyException(
-            f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset {bad} "
-            f"({view_bytes} bytes) leaves the buffer ({size} bytes)"
-        )
-
-
-def check_word_aligned(
-    op: Operation, what: str, buffer: BufferOp, offset_map: AffineMap, bounds: Sequence[tuple[int, int]]
-) -> None:
-    """Exchanges stream 32-bit words: a view that is not word aligned cannot be addressed."""
-    if buffer.alignment_bytes % WORD_BYTES:
-        raise VerifyException(
-            f"{describe(op)}: {what} buffer @{buffer.sym_name.data} is only "
-            f"{buffer.alignment_bytes}-byte aligned; exchanged buffers need {WORD_BYTES}-byte alignment"
-        )
-    offsets = map_values(offset_map, bounds)
-    misaligned = [] if offsets is None else offsets[offsets % WORD_BYTES != 0]
-    if len(misaligned):
-        raise VerifyException(
-            f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset "
-            f"{int(misaligned[0])} is not a multiple of {WORD_BYTES}; exchanges move whole words"
-        )
-
-
-def check_resident(op: Operation, what: str, buffer: BufferOp, tiles: TileSetAttr) -> None:
-    if not tiles.issubset(buffer.tiles):
-        raise VerifyException(
-            f"{describe(op)}: {what} @{buffer.sym_name.data} lives on {buffer.tiles}, "
-            f"not on every tile of {tiles}"
-        )
-
-
-def print_map(printer: Printer, affine_map: AffineMap) -> None:
-    printer.print_string(str(affine_map))
-
-
-def print_view(printer: Printer, buffer: SSAValue, offset: AffineMap) -> None:
-    """`%buffer[(d0) -> (...)]`"""
-    printer.print_ssa_value(buffer)
-    printer.print_string("[")
-    print_map(printer, offset)
-    printer.print_string("]")
-
-
-def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
-    """An integer of the op's text that must fit in the i64 its property stores: a larger
-    one is a parse error at the number, not an OverflowError when the property is built."""
-    start = parser.pos
-    value = parser.parse_integer(allow_boolean=False, allow_negative=allow_negative)
-    if not I64_MIN <= value <= I64_MAX:
-        parser.raise_error(f"integer {value} does not fit in 64 bits (i64)", start, parser.pos)
-    return value
-
-
-def parse_enum(parser: AttrParser, attr_class: type[EnumAttr], what: str, hint: str) -> EnumAttr:
-    """An enum value of the op's text; a misspelt one is a parse error at the word."""
-    start = parser.pos
-    text = parser.parse_identifier(hint)
-    try:
-        return enum_attr(attr_class, text, what)
-    except VerifyException as error:
-        parser.raise_error(str(error), start, start + len(text))
-
-
-def parse_view(parser: Parser) -> tuple[UnresolvedOperand, AffineMap]:
-    """`%buffer[(d0) -> (...)]`"""
-    operand = parser.parse_unresolved_operand()
-    parser.parse_punctuation("[")
-    affine_map = parser.parse_affine_map()
-    parser.parse_punctuation("]")
-    return operand, affine_map
-
-
-def parse_ivs(parser: Parser) -> list[SSAValue]:
-    """`iv(%i, %j)` -> the index operands."""
-    parser.parse_keyword("iv")
-    unresolved = parser.parse_comma_separated_list(
-        Parser.Delimiter.PAREN, parser.parse_unresolved_operand
-    )
-    return [parser.resolve_operand(u, IndexType()) for u in unresolved]
-
-
-def print_ivs(printer: Printer, ivs: Sequence[SSAValue]) -> None:
-    printer.print_string(" iv(")
-    printer.print_list(ivs, printer.print_ssa_value)
-    printer.print_string(")")
-
-
-def print_provenance_and_attrs(printer: Printer, op: Operation, provenance: Attribute) -> None:
-    printer.print_string(" provenance ")
-    printer.print_attribute(provenance)
-    printer.print_op_attributes(op.attributes)
-
-
-def int_prop(value: int) -> IntegerAttr:
-    return IntegerAttr(value, i64)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -900,7 +598,7 @@ class LoopOp(IRDLOperation):
 
 @irdl_op_definition
 class ExchangeOp(IRDLOperation):
-    """One synchronized exchange phase per iteration of the enclosing loops (see module doc)."""
+    """One synchronized exchange phase per iteration of the enclosing loops (docs/internals.md)."""
 
     name = "tile.exchange"
 
@@ -1318,8 +1016,8 @@ class HomeView:
 
 
 @irdl_op_definition
-class KernelOp(IRDLOperation):
-    """A kernel run on every tile of a static set, per iteration (see module doc)."""
+class KernelOp(IRDLOperation, NamedInDiagnostics):
+    """A kernel run on every tile of a static set, per iteration (docs/internals.md)."""
 
     name = "tile.kernel"
 
@@ -1396,6 +1094,9 @@ class KernelOp(IRDLOperation):
     @property
     def symbol(self) -> str:
         return self.callee.string_value()
+
+    def diagnostic_name(self) -> str:
+        return f"tile.kernel @{self.symbol}"
 
     @property
     def scalar_values(self) -> tuple[int, ...]:

@@ -40,7 +40,8 @@ from device.layouts import AMP_ORDERS
 from device.target import Target, get_target
 from ipu_dialects.locations import located
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
-from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, configured_tile_count
+from ipu_dialects.shared_attrs import configured_tile_count
+from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp
 from planning.memory_allocator import FirstFit, Request
 from planning.pipeline_config import configured_target
 

@@ -22,7 +22,7 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from device.package import Package, PackageError
 from interpreters.graph import find_function
-from tools.ipu_run import (
+from tools.run_io import (
     EXIT_DIAGNOSTIC,
     EXIT_FAIL,
     EXIT_PASS,

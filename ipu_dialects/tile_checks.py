@@ -1,0 +1,218 @@
+"""Verification helpers the tile ops share (no IR definitions): affine maps that must be
+well-formed and stay in 64 bits over the loop nest, views that stay inside their buffer and on
+word boundaries, buffers resident where they are used, tile sets within the module's
+configured tile count, row patches that name a real instruction field.
+
+They see the tile ops through the small protocols below (a buffer, a tile set, a row patch)
+rather than by importing `ipu_dialects/tile.py`, which imports them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Protocol, Self
+
+import numpy as np
+from xdsl.dialects.builtin import IntAttr, StringAttr
+from xdsl.ir import Operation
+from xdsl.ir.affine import (
+    AffineBinaryOpExpr,
+    AffineBinaryOpKind,
+    AffineConstantExpr,
+    AffineDimExpr,
+    AffineExpr,
+    AffineMap,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from device.target import WORD_BYTES
+from ipu_dialects.exchange import InstructionOp, RowOp
+from ipu_dialects.shared_attrs import configured_tile_count
+from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
+from ipu_dialects.tile_syntax import I64_MAX
+
+# Verifiers evaluate maps over the whole iteration space only up to this many iterations.
+MAX_VERIFIED_ITERATIONS = 1 << 16
+DIVISIONS = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
+
+
+class TileSet(Protocol):
+    """`#tile.tiles` as the checks see it."""
+
+    @property
+    def stop(self) -> IntAttr: ...
+
+    def issubset(self, other: Self) -> bool: ...
+
+
+class Buffer(Protocol):
+    """`tile.buffer` as the checks see it."""
+
+    @property
+    def sym_name(self) -> StringAttr: ...
+
+    @property
+    def tiles(self) -> TileSet: ...
+
+    @property
+    def byte_size(self) -> int: ...
+
+    @property
+    def alignment_bytes(self) -> int: ...
+
+
+class RowPatch(Protocol):
+    """`#tile.patch` as the checks see it."""
+
+    @property
+    def row_name(self) -> str: ...
+
+    @property
+    def instruction(self) -> IntAttr: ...
+
+    @property
+    def field(self) -> StringAttr: ...
+
+
+class NamedInDiagnostics(ABC):
+    """An op whose diagnostics name more than its op name (`tile.kernel @symbol`)."""
+
+    @abstractmethod
+    def diagnostic_name(self) -> str: ...
+
+
+def describe(op: Operation) -> str:
+    """How diagnostics name an op: by its `diagnostic_name` where it has one (kernels name
+    their symbol), else by its op name."""
+    return op.diagnostic_name() if isinstance(op, NamedInDiagnostics) else op.name
+
+
+def check_tile_set_fits(op: Operation, what: str, tile_set: TileSet) -> None:
+    total = configured_tile_count(op)
+    if total is not None and tile_set.stop.data > total:
+        raise VerifyException(
+            f"{describe(op)}: {what} {tile_set} reaches tile {tile_set.stop.data - 1}, "
+            f"but the module is configured for {total} tiles"
+        )
+
+
+def check_map(op: Operation, what: str, affine_map: AffineMap,
+              bounds: Sequence[tuple[int, int]]) -> None:
+    depth = len(bounds)
+    if affine_map.num_dims != depth:
+        raise VerifyException(
+            f"{describe(op)}: {what} map {affine_map} takes {affine_map.num_dims} indices, "
+            f"but the op has {depth} index operand(s)"
+        )
+    if affine_map.num_symbols != 0 or len(affine_map.results) != 1:
+        raise VerifyException(
+            f"{describe(op)}: {what} map {affine_map} must have no symbols and exactly one result"
+        )
+    for divisor in divisors(affine_map.results[0]):
+        if not isinstance(divisor, AffineConstantExpr) or divisor.value < 1:
+            raise VerifyException(
+                f"{describe(op)}: {what} map {affine_map} divides by {divisor}; floordiv, "
+                "ceildiv and mod need a positive constant"
+            )
+    if magnitude_bound(affine_map.results[0], bounds) > I64_MAX:
+        raise VerifyException(
+            f"{describe(op)}: {what} map {affine_map} can exceed 64-bit integers over the "
+            "loop bounds"
+        )
+
+
+def magnitude_bound(expr: AffineExpr, bounds: Sequence[tuple[int, int]]) -> int:
+    """An upper bound of |expr| over the nest, in Python integers: the maps are evaluated in
+    int64 arrays, which would wrap silently past 2**63."""
+    if isinstance(expr, AffineConstantExpr):
+        return abs(expr.value)
+    if isinstance(expr, AffineDimExpr):
+        return max(abs(bounds[expr.position][0]), abs(bounds[expr.position][1]))
+    assert isinstance(expr, AffineBinaryOpExpr)
+    lhs, rhs = magnitude_bound(expr.lhs, bounds), magnitude_bound(expr.rhs, bounds)
+    if expr.kind == AffineBinaryOpKind.Mul:
+        return lhs * rhs
+    if expr.kind == AffineBinaryOpKind.Mod:
+        return rhs
+    return lhs + rhs  # add, and floordiv/ceildiv by a positive constant (|q| <= |lhs| + 1)
+
+
+def divisors(expr: AffineExpr) -> list[AffineExpr]:
+    """Right-hand sides of every floordiv, ceildiv and mod in `expr`."""
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return []
+    own = [expr.rhs] if expr.kind in DIVISIONS else []
+    return own + divisors(expr.lhs) + divisors(expr.rhs)
+
+
+def map_values(affine_map: AffineMap, bounds: Sequence[tuple[int, int]]) -> np.ndarray | None:
+    """The map over every iteration, or None when the nest is too large to check cheaply."""
+    if iteration_count(bounds) > MAX_VERIFIED_ITERATIONS:
+        return None
+    return evaluate_scalar_map(affine_map, bounds)
+
+
+def check_view_inside(
+    op: Operation,
+    what: str,
+    buffer: Buffer,
+    offset_map: AffineMap,
+    view_bytes: int,
+    bounds: Sequence[tuple[int, int]],
+) -> None:
+    offsets = map_values(offset_map, bounds)
+    if offsets is None or offsets.size == 0:
+        return
+    size = buffer.byte_size
+    lo, hi = int(offsets.min()), int(offsets.max())
+    if lo < 0 or hi + view_bytes > size:
+        bad = lo if lo < 0 else hi
+        raise VerifyException(
+            f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset {bad} "
+            f"({view_bytes} bytes) leaves the buffer ({size} bytes)"
+        )
+
+
+def check_word_aligned(
+    op: Operation, what: str, buffer: Buffer, offset_map: AffineMap, bounds: Sequence[tuple[int, int]]
+) -> None:
+    """Exchanges stream 32-bit words: a view that is not word aligned cannot be addressed."""
+    if buffer.alignment_bytes % WORD_BYTES:
+        raise VerifyException(
+            f"{describe(op)}: {what} buffer @{buffer.sym_name.data} is only "
+            f"{buffer.alignment_bytes}-byte aligned; exchanged buffers need {WORD_BYTES}-byte alignment"
+        )
+    offsets = map_values(offset_map, bounds)
+    misaligned = [] if offsets is None else offsets[offsets % WORD_BYTES != 0]
+    if len(misaligned):
+        raise VerifyException(
+            f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset "
+            f"{int(misaligned[0])} is not a multiple of {WORD_BYTES}; exchanges move whole words"
+        )
+
+
+def check_resident(op: Operation, what: str, buffer: Buffer, tiles: TileSet) -> None:
+    if not tiles.issubset(buffer.tiles):
+        raise VerifyException(
+            f"{describe(op)}: {what} @{buffer.sym_name.data} lives on {buffer.tiles}, "
+            f"not on every tile of {tiles}"
+        )
+
+
+def check_patch_target(row: RowOp, patch: RowPatch) -> None:
+    """A patch must name an instruction of its row and one of that instruction's fields."""
+    instructions = list(row.body.block.ops)
+    index = patch.instruction.data
+    if index >= len(instructions):
+        raise VerifyException(
+            f"tile.exchange: the patch of @{patch.row_name} names instruction {index}, but the "
+            f"row has {len(instructions)} instruction(s)"
+        )
+    instr = instructions[index]
+    assert isinstance(instr, InstructionOp)
+    if patch.field.data not in instr.field_names():
+        raise VerifyException(
+            f"tile.exchange: the patch of @{patch.row_name} instruction {index} ({instr.name}) "
+            f"names field '{patch.field.data}'; its fields are {', '.join(instr.field_names())}"
+        )
