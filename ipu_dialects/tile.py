@@ -215,6 +215,15 @@ class TileSetAttr(ParametrizedAttribute):
             raise VerifyException(f"tile list {ids}: bounds must be [{ids[0]}, {ids[-1] + 1})")
 
 
+def parse_tiles_after_on(parser: Parser) -> TileSetAttr:
+    """`on #tile.tiles<...>`: the tile set an op runs on or sends to."""
+    parser.parse_keyword("on")
+    tiles = parser.parse_attribute()
+    if not isinstance(tiles, TileSetAttr):
+        parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
+    return tiles
+
+
 @irdl_attr_definition
 class WorkProvenanceAttr(ParametrizedAttribute):
     """Why some work exists: `#tile.provenance<op = "...", value = "...", reason = "...">`."""
@@ -467,10 +476,7 @@ class BufferOp(IRDLOperation):
         index = None
         if kind.data != BufferKind.SCRATCH:
             index = parse_i64(parser, allow_negative=False)
-        parser.parse_keyword("on")
-        tiles = parser.parse_attribute()
-        if not isinstance(tiles, TileSetAttr):
-            parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
+        tiles = parse_tiles_after_on(parser)
         parser.parse_keyword("shard")
         shape = parser.parse_comma_separated_list(
             Parser.Delimiter.SQUARE, lambda: parse_i64(parser)
@@ -724,10 +730,7 @@ class ExchangeOp(IRDLOperation):
         src_tile = parser.parse_affine_map()
         parser.parse_keyword("to")
         dst, dst_offset = parse_view(parser)
-        parser.parse_keyword("on")
-        dst_tiles = parser.parse_attribute()
-        if not isinstance(dst_tiles, TileSetAttr):
-            parser.raise_error(f"expected a #tile.tiles<...> set, got {dst_tiles}")
+        dst_tiles = parse_tiles_after_on(parser)
         groups = None
         if parser.parse_optional_keyword("groups"):
             count = parse_i64(parser)
@@ -984,10 +987,7 @@ class HomeView:
         pointer = parse_i64(parser, allow_negative=False)
         parser.parse_punctuation(":")
         buffer, offset = parse_view(parser)
-        parser.parse_keyword("on")
-        tiles = parser.parse_attribute()
-        if not isinstance(tiles, TileSetAttr):
-            parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
+        tiles = parse_tiles_after_on(parser)
         parser.parse_keyword("shift")
         shift = parser.parse_affine_map()
         return cls(pointer, parser.resolve_operand(buffer, BufferType()), offset, tiles, shift)
@@ -1145,10 +1145,7 @@ class KernelOp(IRDLOperation, NamedInDiagnostics):
         scalars = parser.parse_comma_separated_list(
             Parser.Delimiter.SQUARE, lambda: parse_i64(parser)
         )
-        parser.parse_keyword("on")
-        tiles = parser.parse_attribute()
-        if not isinstance(tiles, TileSetAttr):
-            parser.raise_error(f"expected a #tile.tiles<...> set, got {tiles}")
+        tiles = parse_tiles_after_on(parser)
         on_tile = parser.parse_affine_map() if parser.parse_optional_keyword("only") else None
         homes = []
         if parser.parse_optional_keyword("home"):
