@@ -64,7 +64,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import NoTerminator, SymbolTable
+from xdsl.traits import NoTerminator, SymbolTable, SymbolUserOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
@@ -602,11 +602,35 @@ class LoopOp(IRDLOperation):
             raise VerifyException("tile.loop: the body takes exactly one 'index' argument")
 
 
+class ExchangeRowUses(SymbolUserOpInterface):
+    """`tile.exchange`'s `rows` name `exchange.row`s of the module, and each patch targets an
+    instruction and field its row has (MLIR's verifySymbolUses)."""
+
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, ExchangeOp)
+        if not isinstance(op.get_toplevel_object(), ModuleOp):
+            return  # not inside a module yet: nothing to resolve the symbols in
+        rows = {ref.root_reference.data: exchange_row(op, ref.root_reference.data)
+                for ref in (op.rows.data if op.rows is not None else ())}
+        for patch in op.patches.data if op.patches is not None else ():
+            if patch.row_name in rows:
+                check_patch_target(rows[patch.row_name], patch)
+
+
+def exchange_row(op: Operation, name: str) -> RowOp:
+    """The `exchange.row` @name of `op`'s module."""
+    row = SymbolTable.lookup_symbol(op, name)
+    if not isinstance(row, RowOp):
+        raise VerifyException(f"tile.exchange: @{name} is not an exchange.row of the module")
+    return row
+
+
 @irdl_op_definition
 class ExchangeOp(IRDLOperation):
     """One synchronized exchange phase per iteration of the enclosing loops (docs/internals.md)."""
 
     name = "tile.exchange"
+    traits = traits_def(ExchangeRowUses())
 
     src = operand_def(BufferType)
     dst = operand_def(BufferType)
@@ -924,21 +948,7 @@ class ExchangeOp(IRDLOperation):
                     f"tile.exchange: {key} selects a row outside the {row_count} rows "
                     "(-1 means no row: the iteration has no traffic)"
                 )
-        self.verify_rows_exist()
         self.verify_patches(iteration_count(bounds))
-
-    def row_op(self, name: str) -> RowOp | None:
-        """The `exchange.row` a symbol names; None while the op is not inside a module."""
-        if not isinstance(self.get_toplevel_object(), ModuleOp):
-            return None
-        row = SymbolTable.lookup_symbol(self, name)
-        if not isinstance(row, RowOp):
-            raise VerifyException(f"tile.exchange: @{name} is not an exchange.row of the module")
-        return row
-
-    def verify_rows_exist(self) -> None:
-        for ref in self.rows.data if self.rows is not None else ():
-            self.row_op(ref.root_reference.data)
 
     def verify_patches(self, iterations: int) -> None:
         if self.patches is None:
@@ -951,9 +961,6 @@ class ExchangeOp(IRDLOperation):
                 raise VerifyException(
                     f"tile.exchange: a patch names @{patch.row_name}, which is not one of its rows"
                 )
-            row = self.row_op(patch.row_name)
-            if row is not None:
-                check_patch_target(row, patch)
             if len(patch.value_list()) != iterations:
                 raise VerifyException(
                     f"tile.exchange: the patch of @{patch.row_name} instruction "

@@ -185,6 +185,9 @@ func.func @rows_wrong_length() {
   }
   func.return
 }
+exchange.row @r {
+  exchange.delay 0
+}
 // CHECK: tile.exchange: sender_rows has 1 entries, but the enclosing loops its rows vary with run 2 iteration(s)
 
 // -----
@@ -203,6 +206,12 @@ func.func @rows_out_of_range() {
   tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0, @r1] sender_rows array<i32: 2>
   func.return
 }
+exchange.row @r0 {
+  exchange.delay 0
+}
+exchange.row @r1 {
+  exchange.delay 0
+}
 // CHECK: tile.exchange: sender_rows selects a row outside the 2 rows
 
 // -----
@@ -211,6 +220,9 @@ func.func @rows_wrong_type() {
   %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0] sender_rows array<i64: 0>
   func.return
+}
+exchange.row @r0 {
+  exchange.delay 0
 }
 // CHECK: tile.exchange: sender_rows must be an array<i32: ...>
 
