@@ -38,16 +38,14 @@ from ipu_dialects.tile import (
     TileSetAttr,
     WorkProvenanceAttr,
 )
-from passes.operators.tile_maps import scalar_map, tensor_format
+from passes.operators.conversions import CONVERT_KERNEL
+from passes.operators.tile_maps import gemm_scalars, scalar_map, tensor_format
 from planning.gemm_grid import GridShape, grid_of, shard_descriptor
 from planning.gemm_plans import has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
-
-CONVERT_KERNEL = "convert_shard"
-
 
 @dataclass
 class GridLowering:
@@ -201,10 +199,9 @@ def lower_gemm_grid(op: mid.GemmOp, lowering: TileLowering,
             f"{name}_partials", tiles, (grid.tile_rows, grid.panels * AMP_BLOCK), "f32",
             "amp_output", "interleaved", roles[mid.OperandRole.OUTPUT].alignment.data)
     assert dispatch.init_symbol is not None and dispatch.accum_symbol is not None
-    scalars = [grid.tile_rows] if a.precision != "f8f143" else [grid.tile_rows, a.scale, b.scale]
     return GridLowering(
         op, grid, -(-lhs_type.get_shape()[-1] // AMP_BLOCK),
         lowering.operand_buffer(op, op.lhs), lowering.operand_buffer(op, op.rhs), out,
         lhs_slot, rhs_slot, a, b, c, dispatch.init_symbol, dispatch.accum_symbol, partials,
-        scalars,
+        gemm_scalars(grid.tile_rows, a, b),
     ).emit()

@@ -43,8 +43,9 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map
+from passes.operators.conversions import CONVERT_KERNEL
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
-from passes.operators.tile_maps import dims, linearize, scalar_map, tensor_format
+from passes.operators.tile_maps import dims, gemm_scalars, linearize, scalar_map, tensor_format
 from planning.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
 
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
     from passes.operators.base import TileLowering as FunctionLowering
 
 COPY_KERNEL = "copy_words"
-CONVERT_KERNEL = "convert_shard"
 
 
 
@@ -82,10 +82,7 @@ class GemmLowering:
 
     @property
     def scalars(self) -> list[int]:
-        """rows; FP8 kernels also take the operands' scales (value = q * 2**scale)."""
-        if self.a.precision != "f8f143":
-            return [self.rows]
-        return [self.rows, self.a.scale, self.b.scale]
+        return gemm_scalars(self.rows, self.a, self.b)
 
     # -- provenance ----------------------------------------------------------------------------
     def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:

@@ -15,6 +15,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
+from planning.shard_geometry import ShardGeometry
 
 
 def tensor_format(op: Operation, what: str, value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
@@ -48,3 +49,10 @@ def linearize(indices: Sequence[AffineExpr | int], extents: Sequence[int]) -> Af
         result = result * extent + index
     return result
 
+
+def gemm_scalars(rows: int, a: ShardGeometry, b: ShardGeometry) -> list[int]:
+    """The AMP GEMM kernels' scalars (both GEMM plans): rows; FP8 kernels also take the
+    operands' scales (value = q * 2**scale)."""
+    if a.precision != "f8f143":
+        return [rows]
+    return [rows, a.scale, b.scale]
