@@ -3,31 +3,30 @@ provenance comments.
 
 The assembly is printed from the finalized package (`format_assembly`; the package writer
 stores it as `Package.assembly`), so it shows exactly what the device
-model runs. Tiles whose programs are identical share one listing; repeated statements whose
+model runs. Tiles whose programs are identical share one listing (above
+`SHARED_LISTING_PROGRAMS` distinct programs, tiles whose programs have the same shape do,
+with their differing fields in a table: `tools/asm_shared.py`); repeated statements whose
 fields change by a constant step are printed as loops (`tools.asm_loops`); the rows are
 printed once, as `.word` data in an `.exchange_rows` section, with their disassembly.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from device.package import ExchangeStep, KernelStep, LoopStep, Package, RunStep, Step, flat_steps
-from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, fold, leaf, leaf_skeleton, loop, render
-
-
-def format_tile_set(tiles: np.ndarray | list[int]) -> str:
-    """`[0, 1, 2, 5]` -> `0-2,5`."""
-    runs: list[list[int]] = []  # [first, last] of each run of consecutive tiles
-    for tile in sorted(int(t) for t in tiles):
-        if runs and tile == runs[-1][1] + 1:
-            runs[-1][1] = tile
-        else:
-            runs.append([tile, tile])
-    return ",".join(str(first) if first == last else f"{first}-{last}" for first, last in runs)
+from device.package import ExchangeStep, KernelStep, LoopStep, Package, RunStep, flat_steps
+from tools.asm_loops import COMMENT_COLUMN, Leaf, Node, Strided, fold, leaf, leaf_skeleton, render
+from tools.asm_shared import SHARED_LISTING_PROGRAMS, shared_listing
+from tools.asm_statements import (
+    EXCHANGE_KINDS,
+    EXCHANGE_TEXT,
+    format_tile_set,
+    kernel_text,
+    package_nodes,
+    with_comment,
+)
 
 
 def tile_groups(package: Package) -> list[np.ndarray]:
@@ -66,31 +65,6 @@ class AsmContext:
     prepared: dict = field(default_factory=dict)  # PreparedStep by id of each program step
 
 
-ITERATION = re.compile(r"\[([^\]]*)\]\s*$")  # `[j=0, k=1]` at the end of a provenance
-
-
-def _escaped(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
-
-
-def comment_parts(provenance: str) -> tuple[str, tuple[int, ...]]:
-    """A provenance as text with `{}` for its loop indices, and their values."""
-    match = ITERATION.search(provenance)
-    if match is None:
-        return _escaped(provenance), ()
-    names, values = [], []
-    for item in match.group(1).split(","):
-        name, equals, value = item.strip().partition("=")
-        if not equals:  # the index of a loop the package keeps as a loop: no value
-            names.append(_escaped(name))
-            continue
-        if not value.lstrip("-").isdigit():
-            return _escaped(provenance), ()
-        names.append(f"{_escaped(name)}={{}}")
-        values.append(int(value))
-    return f"{_escaped(provenance[:match.start()])}[{', '.join(names)}]", tuple(values)
-
-
 @dataclass
 class PreparedStep:
     """What every tile's statement for one step shares, computed once per step."""
@@ -103,38 +77,16 @@ class PreparedStep:
     numbers: dict[int, tuple[int, ...]] | None = None  # per tile on which the kernel runs
 
 
-EXCHANGE_TEXT, EXCHANGE_KINDS = "exchange {}, {}", ("row", "hex")
-
-
-def _with_comment(statement: str, provenance: str) -> tuple[str, tuple[int, ...]]:
-    comment, iteration = comment_parts(provenance)
-    return statement + (f"\t{comment}" if comment else ""), iteration
-
-
 def prepare_step(step: ExchangeStep | KernelStep) -> PreparedStep:
-    from device.kernels import get_kernel
-
     if isinstance(step, ExchangeStep):
-        text, iteration = _with_comment("sync", step.provenance)
+        text, iteration = with_comment("sync", step.provenance)
         return PreparedStep(leaf(text, iteration, ("dec",) * len(iteration)))
-    abi = get_kernel(step.symbol)
-    named, words = abi.split_scalars(step.scalars)
-    scalar_args = [f"{_escaped(name)}={{}}" for name in named]
-    if abi.variadic:  # the operands' format descriptors, as the vertex state holds them
-        scalar_args.append(f"descriptor=[{', '.join('{}' for _ in words)}]")
-    args = [f"{_escaped(name)}={{}}" for name in abi.pointers] + scalar_args
-    text, iteration = _with_comment(f"call {step.symbol}, {', '.join(args)}", step.provenance)
-    kinds = ("hex",) * len(abi.pointers) + ("dec",) * (len(step.scalars) + len(iteration))
+    text, kinds, iteration = kernel_text(step)
     scalars = tuple(int(v) for v in step.scalars) + iteration
     numbers = {int(tile): tuple(pointers) + scalars
                for tile, pointers in zip(step.tiles.tolist(), step.pointers.tolist(),
                                          strict=True)}
     return PreparedStep(None, text, kinds, leaf_skeleton(text, kinds), iteration, numbers)
-
-
-# A statement and, per enclosing package loop (outermost first), how each of its numbers
-# advances per iteration of that loop.
-Strided = tuple[Node, list[tuple[int, ...]]]
 
 
 def step_leaves(prepared: PreparedStep, step: RunStep, tile: int) -> list[Leaf]:
@@ -152,39 +104,16 @@ def step_leaves(prepared: PreparedStep, step: RunStep, tile: int) -> list[Leaf]:
     return [Leaf(prepared.text, prepared.numbers[tile], prepared.kinds, prepared.skeleton)]
 
 
-def program_nodes(ctx: AsmContext, steps: list[Step], tile: int, depth: int = 0) -> list[Strided]:
-    """Tile `tile`'s statements; a `LoopStep` is one `loop` whose strides are its kernels'
-    pointer strides (the package keeps it as a loop, so the listing does too)."""
-    nodes: list[Strided] = []
-    for step in steps:
-        if isinstance(step, LoopStep):
-            body = program_nodes(ctx, step.body, tile, depth + 1)
-            if not body:
-                continue
-            inner = tuple(n for _, levels in body for n in levels[depth])
-            outer = [tuple(n for _, levels in body for n in levels[level]) for level in range(depth)]
-            nodes.append((loop(step.count, tuple(node for node, _ in body), inner), outer))
-            continue
-        for statement in step_leaves(ctx.prepared[id(step)], step, tile):
-            nodes.append((statement, statement_strides(statement, step, depth)))
-    return nodes
-
-
-def statement_strides(statement: Leaf, step: RunStep, depth: int) -> list[tuple[int, ...]]:
-    """Per enclosing loop, how the statement's numbers advance: a kernel call's pointers by
-    their strides (its scalars and iteration numbers stay), nothing else moves."""
-    still = (0,) * len(statement.numbers)
-    if not isinstance(step, KernelStep) or step.pointer_strides is None:
-        return [still] * depth
-    unmoved = still[step.pointers.shape[1]:]
-    return [tuple(int(v) for v in step.pointer_strides[level]) + unmoved
-            for level in range(depth)]
+def program_nodes(ctx: AsmContext, tile: int) -> list[Strided]:
+    """Tile `tile`'s statements."""
+    return package_nodes(ctx.package.steps,
+                         lambda step: step_leaves(ctx.prepared[id(step)], step, tile))
 
 
 def program_lines(ctx: AsmContext, tile: int, loops: bool = True) -> list[str]:
     if not loops:
         return render(list(unrolled_leaves(ctx, tile)), ctx.symbols)
-    nodes: list[Node] = [node for node, _ in program_nodes(ctx, ctx.package.steps, tile)]
+    nodes: list[Node] = [node for node, _ in program_nodes(ctx, tile)]
     return render(fold(nodes), ctx.symbols)
 
 
@@ -223,21 +152,32 @@ HEADER = """\
 # `# row[k]` below. This listing is for reading: `ipu-as` assembles exchange instructions
 # only, so it stops at the first supervisor line (`sync`, `exchange`, `call`, `loop`); the
 # rows' instruction text (the comment on each data line) assembles back to their words,
-# as does `ipu-objdump --package DIR --tile T`."""
+# as does `ipu-objdump --package DIR --tile T`. When more than 16 tiles run distinct
+# programs, tiles that take part in the same steps share one listing: a field that differs
+# between them reads `field[N]`, and the table after the listing gives its value per tile."""
 
 
-def format_assembly(package: Package, loops: bool = True) -> str:
-    """The listing; `loops=False` prints every iteration (what the loops expand to)."""
+def format_assembly(package: Package, loops: bool = True,
+                    shared_above: int = SHARED_LISTING_PROGRAMS) -> str:
+    """The listing; `loops=False` prints every iteration (what the loops expand to), one
+    listing per distinct program; above `shared_above` distinct programs (with loops),
+    one listing per program shape with field tables."""
     from device import isa
 
     symbols = package.metadata.get("row_symbols") or [f"row{i}" for i in range(len(package.rows))]
     instructions = [isa.decode([int(w) for w in row]) for row in package.rows]
+    lines = [*HEADER.splitlines(), f"# ipu-asm: function @{package.function}, "
+             f"{package.tiles} tiles, target {package.target}", "    .text"]
+    groups = tile_groups(package)
+    if loops and len(groups) > shared_above:
+        ctx = AsmContext(package, symbols, instructions)
+        lines.extend(shared_listing(package, symbols))
+        lines.extend(row_section(ctx))
+        return "\n".join(lines) + "\n"
     ctx = AsmContext(package, symbols, instructions,
                      {id(s): prepare_step(s) for _, s in flat_steps(package.steps)
                       if not isinstance(s, LoopStep)})
-    lines = [*HEADER.splitlines(), f"# ipu-asm: function @{package.function}, "
-             f"{package.tiles} tiles, target {package.target}", "    .text"]
-    for group in tile_groups(package):
+    for group in groups:
         lines.append("")
         lines.append(f"# tiles {format_tile_set(group)}")
         lines.append(f"tile_{int(group[0])}:")

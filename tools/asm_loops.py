@@ -25,7 +25,7 @@ class Leaf:
 
     text: str  # with `{}` where each number goes (literal braces doubled)
     numbers: tuple[int, ...]
-    kinds: tuple[str, ...]  # "hex" | "dec" | "row" per number
+    kinds: tuple[str, ...]  # "hex" | "dec" | "row" | "col" (a table column's index) per number
     skeleton: int  # the same for statements that differ only in their numbers
 
 
@@ -47,8 +47,10 @@ def _intern(skeleton: tuple) -> int:
     return _SKELETONS.setdefault(skeleton, len(_SKELETONS))
 
 
-def leaf_skeleton(text: str, kinds: tuple[str, ...]) -> int:
-    return _intern((text, kinds))
+def leaf_skeleton(text: str, kinds: tuple[str, ...], columns: tuple[int, ...] = ()) -> int:
+    """`columns`: the table columns a shared listing's statement reads (`tools.asm_shared`);
+    they are part of the skeleton, so that a per-tile field never becomes a loop stride."""
+    return _intern((text, kinds, columns) if columns else (text, kinds))
 
 
 def leaf(text: str, numbers: tuple[int, ...], kinds: tuple[str, ...]) -> Leaf:
@@ -59,6 +61,19 @@ def loop(count: int, body: tuple[Node, ...], strides: tuple[int, ...]) -> Loop:
     numbers = tuple(n for node in body for n in node.numbers)
     skeleton = _intern(("loop", count, strides, tuple(node.skeleton for node in body)))
     return Loop(count, body, strides, numbers, skeleton)
+
+
+# A statement and, per enclosing package loop (outermost first), how each of its numbers
+# advances per iteration of that loop.
+Strided = tuple[Node, list[tuple[int, ...]]]
+
+
+def strided_loop(count: int, body: list[Strided], depth: int) -> Strided:
+    """A package loop at `depth` over `body`: a `Loop` whose strides are the body's strides
+    at that depth, and the body's strides for the loops around it."""
+    inner = tuple(n for _, levels in body for n in levels[depth])
+    outer = [tuple(n for _, levels in body for n in levels[level]) for level in range(depth)]
+    return loop(count, tuple(node for node, _ in body), inner), outer
 
 
 def _flat(numbers: list[tuple[int, ...]], start: int, stop: int) -> list[int]:
@@ -124,9 +139,9 @@ def _format_number(value: int, kind: str, terms: list[tuple[str, int]],
                    row_symbols: list[str]) -> str:
     if kind == "row" and not terms:
         return f".L{row_symbols[value]}"
-    text = f"{value:#x}" if kind == "hex" else str(value)
+    text = f"field[{value}]" if kind == "col" else f"{value:#x}" if kind == "hex" else str(value)
     for name, stride in terms:
-        step = f"{abs(stride):#x}" if kind == "hex" else str(abs(stride))
+        step = f"{abs(stride):#x}" if kind in ("hex", "col") else str(abs(stride))
         text += f"{'+' if stride > 0 else '-'}{step}*{name}"
     return f"row[{text}]" if kind == "row" else text
 

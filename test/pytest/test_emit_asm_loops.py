@@ -162,3 +162,55 @@ def test_ipu_rows_does_not_format_the_assembly(monkeypatch):
     output = io.StringIO()
     IpuRowsTarget().emit(make_context(), module, output)
     assert output.getvalue().startswith("# ipu-rows: function @gemm")
+
+
+def program_blocks(listing: str) -> list[tuple[list[str], list[str]]]:
+    """(program lines between `tile_N:` and `ret`, the table lines after it) per listing."""
+    text = listing.split(".section .exchange_rows")[0].splitlines()
+    starts = [n for n, line in enumerate(text) if re.match(r"tile_\d+:$", line)]
+    blocks = []
+    for start, stop in zip(starts, [*starts[1:], len(text)], strict=True):
+        end = text.index("    ret", start)
+        blocks.append((text[start + 1:end], text[end + 1:stop]))
+    return blocks
+
+
+def flat_program_of(flat: str, tile: int) -> list[str]:
+    """The flat (unrolled) program of `tile`, from the `# tiles a-b,c` headers."""
+    lines = flat.splitlines()
+    for number, line in enumerate(lines):
+        if line.startswith("# tiles "):
+            spans = [part.split("-") for part in line[len("# tiles "):].split(",")]
+            if any(int(s[0]) <= tile <= int(s[-1]) for s in spans):
+                end = lines.index("    ret", number)
+                return statements(line.strip() for line in lines[number + 2:end])
+    raise AssertionError(f"tile {tile} has no flat listing")
+
+
+def test_a_shared_listing_with_field_tables_expands_to_each_tiles_flat_listing():
+    grid = compile_module(Parser(make_context(), GEMM).parse_module(), 16, "pad",
+                          with_assembly=False, catalog=("amp_gemm_f16_grid",))
+    shared = asm_listing.format_assembly(grid, shared_above=0)
+    flat = asm_listing.format_assembly(grid, loops=False)
+    assert len(asm_listing.tile_groups(grid)) > 1  # the tiles' programs do differ
+    rows_section = shared[shared.index("    .section .exchange_rows"):]
+    covered = []
+    for program, table in program_blocks(shared):
+        header = next(line for line in table if line.startswith("# tile "))
+        assert any("field[" in line.split("#")[0] for line in program)  # differing fields
+        names = header.split()[2:]
+        for entry in (line.split()[1:] for line in table if line.startswith("#   ")):
+            tile, values = int(entry[0]), dict(zip(names, entry[1:], strict=True))
+            filled = [re.sub(r"field\[\d+\]", lambda m, v=values: v[m.group(0)], line)
+                      for line in program]
+            expanded = expand("\n".join([*filled, rows_section]))
+            program_only = expanded[:expanded.index(".section .exchange_rows")]
+            assert statements(program_only) == flat_program_of(flat, tile), f"tile {tile}"
+            covered.append(tile)
+    assert sorted(covered) == list(range(16))
+
+
+def test_few_distinct_programs_keep_one_listing_per_program(package):
+    program = asm_listing.format_assembly(package).split(".section")[0].splitlines()
+    assert not any("field[" in line.split("#")[0] for line in program)
+    assert not any(line.startswith("# the fields of this listing") for line in program)

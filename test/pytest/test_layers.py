@@ -67,6 +67,8 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "tools.package_loops": "package",
     "tools.asm_listing": "package",
     "tools.asm_loops": "package",
+    "tools.asm_shared": "package",
+    "tools.asm_statements": "package",
     "tools.emit_asm": "package",
     "tools.emit_rows": "package",
     "tools.progress": "package",
