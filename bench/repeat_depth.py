@@ -23,6 +23,7 @@ from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException
 
 from tools.ipu_run import make_context
 
@@ -81,9 +82,13 @@ def main() -> None:
     first_numbers: list[str] = []
     for depth in args.depths:
         times = []
-        for _ in range(args.runs):
-            seconds, module = compile_depth(depth, args.tiles)
-            times.append(seconds)
+        try:
+            for _ in range(args.runs):
+                seconds, module = compile_depth(depth, args.tiles)
+                times.append(seconds)
+        except DiagnosticException as error:  # e.g. a sequence too deep for the tiles' SRAM
+            print(f"{depth:>6} diagnostic: {error}")
+            continue
         text = str(module)
         ops = sum(1 for _ in module.walk())
         line = f"{depth:>6} {min(times):>11.3f} {len(text):>13} {ops:>5}"
