@@ -14,7 +14,7 @@ shared verification helpers: `ipu_dialects/tile_checks.py`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, final
 
@@ -853,7 +853,30 @@ class ExchangeOp(IRDLOperation):
 
     def verify_group_tiles(self, dst: BufferOp, grouped: Sequence[tuple[int, int]]) -> None:
         """Every group's receivers hold the destination; within one phase, no tile sends for
-        two groups, receives for two groups, or both sends and receives (one row per tile)."""
+        two groups or receives for two groups. A tile may send for one group while it
+        receives for another (full duplex: one row does both, `schedule-exchange`)."""
+        holders = dst.tiles.as_array()
+        for n, senders, destinations, receivers in self.group_roles(grouped):
+            outside = destinations[~np.isin(destinations, holders)]
+            if outside.size:
+                raise VerifyException(
+                    f"tile.exchange: in iteration {n} a group receives on tile {int(outside[0])}, "
+                    f"which does not hold @{dst.sym_name.data} (it lives on {dst.tiles})"
+                )
+            for role, tiles in (("sends", senders), ("receives", receivers)):
+                values, counts = np.unique(tiles, return_counts=True)
+                if np.any(counts > 1):
+                    raise VerifyException(
+                        f"tile.exchange: in iteration {n} tile "
+                        f"{int(values[np.argmax(counts > 1)])} {role} for two groups; a tile "
+                        "sends for at most one group and receives for at most one"
+                    )
+
+    def group_roles(self, grouped: Sequence[tuple[int, int]]
+                    ) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per iteration of a grouped exchange: its index, every group's sender, every
+        group's destination tiles, and the tiles that receive (a group's sender among its
+        own destinations receives nothing)."""
         if self.dst_shift is None:
             return
         senders = map_values(self.src_tile.data, grouped)
@@ -863,24 +886,19 @@ class ExchangeOp(IRDLOperation):
         groups = self.group_count
         senders, shifts = senders.reshape(-1, groups), shifts.reshape(-1, groups)
         base = self.dst_tiles.as_array()
-        holders = dst.tiles.as_array()
         for n in range(senders.shape[0]):
-            receivers = base[None, :] + shifts[n][:, None]
-            outside = receivers[~np.isin(receivers, holders)]
-            if outside.size:
-                raise VerifyException(
-                    f"tile.exchange: in iteration {n} a group receives on tile {int(outside[0])}, "
-                    f"which does not hold @{dst.sym_name.data} (it lives on {dst.tiles})"
-                )
-            own = receivers == senders[n][:, None]
-            taken = np.concatenate([senders[n], receivers[~own]])
-            values, counts = np.unique(taken, return_counts=True)
-            if np.any(counts > 1):
-                raise VerifyException(
-                    f"tile.exchange: in iteration {n} tile {int(values[np.argmax(counts > 1)])} "
-                    "belongs to two groups (as a sender or a receiver); concurrent groups must "
-                    "use disjoint tiles"
-                )
+            destinations = base[None, :] + shifts[n][:, None]
+            yield (n, senders[n], destinations,
+                   destinations[destinations != senders[n][:, None]])
+
+    def has_full_duplex_tiles(self) -> bool:
+        """Whether in some iteration a tile sends for one group and receives for another:
+        its send reads and incoming writes then run in the same events on that tile."""
+        if self.dst_shift is None:
+            return False
+        grouped = [*loop_bounds(enclosing_loops(self)), *self.group_bounds()]
+        return any(np.isin(senders, receivers).any()
+                   for _, senders, _, receivers in self.group_roles(grouped))
 
     def verify_source_tiles(self, src: BufferOp, bounds: Sequence[tuple[int, int]]) -> None:
         tiles = map_values(self.src_tile.data, [*bounds, *self.group_bounds()])

@@ -9,7 +9,9 @@ uses too. This pass adds what it knows from the IR:
 - exchanged buffers are the sources and destinations of `tile.exchange`s
   (`schedule-exchange` checks the contention they avoid with `device.memory_conflicts`);
 - partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
-  from the ABI registry `device/kernels.py`).
+  from the ABI registry `device/kernels.py`), and the source and destination of a grouped
+  exchange in which some tile sends for one group while it receives for another (its send
+  reads and incoming writes run in the same events).
 
 Placement is first fit, interleaved buffers first, in program order, or when that leaves some
 buffer no contiguous range, longest-lived first (the failure of the program order is the one
@@ -172,9 +174,18 @@ class FunctionPlacement:
         return bool(set(a.tiles.tiles()) & set(b.tiles.tiles()))
 
     def distinct_pairs(self) -> dict[BufferOp, set[BufferOp]]:
-        """Buffers that must not share a memory element: each kernel's `out` and `left`."""
+        """Buffers that must not share a memory element: each kernel's `out` and `left`, and
+        the source and destination of an exchange whose tiles send and receive at once."""
         partners: dict[BufferOp, set[BufferOp]] = {}
+
+        def pair(a: object, b: object) -> None:
+            assert isinstance(a, BufferOp) and isinstance(b, BufferOp)
+            partners.setdefault(a, set()).add(b)
+            partners.setdefault(b, set()).add(a)
+
         for op in self.function.walk():
+            if isinstance(op, ExchangeOp) and op.has_full_duplex_tiles():
+                pair(op.source.owner, op.destination.owner)
             if not isinstance(op, KernelOp):
                 continue
             try:
@@ -187,9 +198,7 @@ class FunctionPlacement:
             lefts = [op.views[pointers.index("left")].owner] + [
                 h.buffer.owner for h in op.homes if h.pointer == pointers.index("left")]
             for left in lefts:
-                assert isinstance(out, BufferOp) and isinstance(left, BufferOp)
-                partners.setdefault(out, set()).add(left)
-                partners.setdefault(left, set()).add(out)
+                pair(out, left)
         return partners
 
     # -- capacity diagnostics ------------------------------------------------------------

@@ -56,6 +56,8 @@ from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors, map_dim
 from planning.exchange_rows import (
     BroadcastPhase,
     checked_row,
+    duplex_instructions,
+    duplex_schedule,
     free_row_ranges,
     plan_broadcast,
     receiver_instructions,
@@ -166,26 +168,35 @@ def phase_per_iteration(op: ExchangeOp, latency: np.ndarray,
 
 
 def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
-                          receiver_words, slot: int, target: Target, latency: np.ndarray) -> None:
+                          receiver_words, slot: int, target: Target, latency: np.ndarray,
+                          receiving: BroadcastPhase | None = None) -> None:
     """Fetch, send reads and incoming writes of one iteration must not share an element.
 
     The receiver side is checked for the nearest receiver, whose words arrive earliest and
-    so closest to the row's own instruction fetches. A slot whose memory elements hold neither
-    the sent nor the written words cannot contend: that test costs two set operations, the
-    event-by-event check runs only where it could find something.
+    so closest to the row's own instruction fetches; a full-duplex sender (`receiving`: the
+    phase it receives in) for its own incoming words, which can also meet its send reads.
+    A slot whose memory elements hold neither the sent nor the written words cannot contend
+    (nor, on a duplex row, reads and writes in different elements): those tests cost a few
+    set operations, the event-by-event check runs only where it could find something.
     """
     slot_bytes = WORD_BYTES * max(len(sender_words), len(receiver_words))
     data_bytes = WORD_BYTES * phase.words
     data = (target.elements_of_range(WORD_BYTES * phase.source_word, data_bytes)
             | target.elements_of_range(WORD_BYTES * phase.dest_word, data_bytes))
-    if not target.elements_of_range(slot, slot_bytes) & data:
+    reads_meet_writes = False  # a duplex row's send reads and incoming writes
+    if receiving is not None:
+        written = target.elements_of_range(WORD_BYTES * receiving.dest_word,
+                                           WORD_BYTES * receiving.words)
+        reads_meet_writes = bool(written & target.elements_of_range(
+            WORD_BYTES * phase.source_word, data_bytes))
+        data |= written
+    if not (reads_meet_writes or target.elements_of_range(slot, slot_bytes) & data):
         return
-    first = int(latency[phase.sender, list(phase.receivers)].min())
-    arrivals = np.zeros(phase.total_events, dtype=bool)
-    arrivals[first: first + phase.words] = True
-    writes = incoming_writes(phase.receiver_schedule().controls, arrivals, phase.total_events)
-    for role, words, incoming in (("sender", sender_words, None),
-                                  ("receiver", receiver_words, writes)):
+    nearest = int(latency[phase.sender, list(phase.receivers)].min())
+    sender_incoming = (None if receiving is None else
+                       arriving_writes(receiving, int(latency[receiving.sender, phase.sender])))
+    for role, words, incoming in (("sender", sender_words, sender_incoming),
+                                  ("receiver", receiver_words, arriving_writes(phase, nearest))):
         conflicts = find_conflicts(slot, [int(w) for w in words], incoming, target)
         if conflicts:
             c = conflicts[0]
@@ -196,6 +207,14 @@ def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
                 f"at {slot:#x} contends for memory element {c.element} at event {c.event} "
                 f"({kinds}); place exchanged buffers outside the code region's elements"
             ))
+
+
+def arriving_writes(phase: BroadcastPhase, first: int) -> np.ndarray:
+    """The byte address each event of `phase` writes on a receiver whose first word arrives
+    at event `first`."""
+    arrivals = np.zeros(phase.total_events, dtype=bool)
+    arrivals[first: first + phase.words] = True
+    return incoming_writes(phase.receiver_schedule().controls, arrivals, phase.total_events)
 
 
 @dataclass
@@ -242,18 +261,39 @@ class RowMemory:
 Rows = tuple[list[Instruction], list[Instruction]]  # (sender row, receiver row)
 
 
-def concrete_rows(phase: BroadcastPhase | None) -> Rows | None:
-    return None if phase is None else (sender_instructions(phase), receiver_instructions(phase))
+def duplex_partners(op: ExchangeOp, phases: list[BroadcastPhase | None]) -> list[BroadcastPhase | None]:
+    """Per (iteration, group): the phase its sender receives in during the same iteration,
+    when it is a receiver of another group (its row is then full duplex), else None."""
+    groups = op.group_count
+    partners: list[BroadcastPhase | None] = [None] * len(phases)
+    for first in range(0, len(phases), groups):
+        iteration = phases[first:first + groups]
+        receiving = {r: p for p in iteration if p is not None for r in p.receivers}
+        for g, phase in enumerate(iteration):
+            if phase is not None:
+                partners[first + g] = receiving.get(phase.sender)
+    return partners
+
+
+def concrete_rows(phase: BroadcastPhase | None, receiving: BroadcastPhase | None) -> Rows | None:
+    if phase is None:
+        return None
+    sender = (sender_instructions(phase) if receiving is None
+              else duplex_instructions(phase, receiving))
+    return sender, receiver_instructions(phase)
 
 
 def check_distinct_rows(phases: list[BroadcastPhase | None], rows: list[Rows | None],
-                        what: str, base_address: int) -> dict[tuple, np.ndarray]:
+                        partners: list[BroadcastPhase | None], what: str,
+                        base_address: int) -> dict[tuple, np.ndarray]:
     """Encode, decode and check every distinct concrete row once; words by row."""
     checked: dict[tuple, np.ndarray] = {}
-    for phase, pair in zip(phases, rows, strict=True):
+    for phase, pair, receiving in zip(phases, rows, partners, strict=True):
         if phase is None or pair is None:
             continue
-        for instrs, schedule in zip(pair, (phase.sender_schedule(), phase.receiver_schedule()),
+        sender_schedule = (phase.sender_schedule() if receiving is None
+                           else duplex_schedule(phase, receiving))
+        for instrs, schedule in zip(pair, (sender_schedule, phase.receiver_schedule()),
                                     strict=True):
             if (key := tuple(instrs)) not in checked:
                 checked[key] = checked_row(instrs, schedule, base_address, what)
@@ -264,23 +304,26 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
                 code: RowMemory) -> list[RowOp]:
     positions = row_loop_positions(op)
     phases = phase_per_iteration(op, latency, positions)
-    rows = [concrete_rows(phase) for phase in phases]
+    partners = duplex_partners(op, phases)
+    rows = [concrete_rows(phase, receiving) for phase, receiving in zip(phases, partners,
+                                                                         strict=True)]
     what = f"{op.name} ({op.provenance.op.data} {op.provenance.value.data})"
-    words = check_distinct_rows(phases, rows, what, code.code_region[0])
+    words = check_distinct_rows(phases, rows, partners, what, code.code_region[0])
     if not words:
         return []
     table = TemplateTable(f"x{index}")
     sender_rows, receiver_rows = [], []
-    for n, pair in enumerate(rows):
-        sender_rows.append(-1 if pair is None else table.add("send", n, pair[0]))
+    for n, (pair, receiving) in enumerate(zip(rows, partners, strict=True)):
+        role = "send" if receiving is None else "duplex"
+        sender_rows.append(-1 if pair is None else table.add(role, n, pair[0]))
         receiver_rows.append(-1 if pair is None else table.add("receive", n, pair[1]))
     stride = slot_stride([t.instructions for t in table.templates])
     groups = op.group_count  # the groups of one iteration run in one phase: one slot
     base = code.allocate(len(phases) // groups * stride, what, op)
-    for n, (phase, pair) in enumerate(zip(phases, rows, strict=True)):
+    for n, (phase, pair, receiving) in enumerate(zip(phases, rows, partners, strict=True)):
         if phase is not None and pair is not None:
             check_memory_elements(op, phase, words[tuple(pair[0])], words[tuple(pair[1])],
-                                  base + n // groups * stride, target, latency)
+                                  base + n // groups * stride, target, latency, receiving)
     templates = table.templates
     op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
     if len(positions) < len(op.ivs):

@@ -8,6 +8,12 @@ word pointer (PIC) at event 0 with one directionless `sendpicp`, then waits unti
 word has arrived: the phase lasts `words + max_r L(s, r)` events, so it depends on the
 latency of the farthest receiver, not on a constant.
 
+Concurrent broadcasts (a grouped `tile.exchange`) may make one tile the sender of one group
+and a receiver of another: its row is full duplex (`duplex_instructions`), one transmitting
+`sendpicp` that starts its words and sets its incoming source and pointer at event 0, as the
+SDK's full-duplex rows do (spec: exchange-isa.md), then the rest of its words and a wait
+for the last word it receives.
+
 Every row is built from its declarative schedule (send intervals, control events), then
 encoded, decoded and checked against that schedule (`device.row_checker`) before use: a
 disagreement is a compiler bug and is reported as one.
@@ -34,6 +40,7 @@ from device.target import WORD_BYTES, Target
 
 # Field limits, from the encodings (spec: exchange-isa.md).
 SEND_MAX_WORDS = isa.max_count(isa.Send)
+SENDPICP_MAX_WORDS = isa.max_count(isa.SendPicP)
 SENDOFF_MAX_WORDS = isa.max_count(isa.SendOff)
 DELAY_MAX_EVENTS = isa.max_count(isa.Delay)
 
@@ -61,6 +68,12 @@ class BroadcastPhase:
         controls = [ControlEvent(0, "xpic", XPIC_SOURCE, self.sender),
                     ControlEvent(0, "pic", PIC_ABSOLUTE, self.dest_word)]
         return RowSchedule(self.total_events, [], controls)
+
+
+def duplex_schedule(send: BroadcastPhase, receive: BroadcastPhase) -> RowSchedule:
+    """The row of `send`'s sender, which receives in `receive` during the same phase."""
+    return RowSchedule(max(send.words, receive.total_events),
+                       send.sender_schedule().sends, receive.receiver_schedule().controls)
 
 
 def directions_to(sender: int, receivers: tuple[int, ...]) -> int:
@@ -92,17 +105,36 @@ def sender_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
     return instrs
 
 
+def duplex_instructions(send: BroadcastPhase, receive: BroadcastPhase) -> list[isa.Instruction]:
+    """A transmitting `sendpicp` (first words, the incoming source and pointer at event 0),
+    `sendoff` for the rest of the words, then a wait until the last incoming word."""
+    first = min(send.words, SENDPICP_MAX_WORDS)
+    instrs: list[isa.Instruction] = [
+        isa.SendPicP(first - 1, send.source_word, send.sctl, PIC_ABSOLUTE, receive.sender,
+                     receive.dest_word)
+    ]
+    remaining = send.words - first
+    while remaining > 0:
+        chunk = min(remaining, SENDOFF_MAX_WORDS)
+        instrs.append(isa.SendOff(chunk - 1, 0, send.sctl))
+        remaining -= chunk
+    return instrs + wait(duplex_schedule(send, receive).total_events - send.words)
+
+
+def wait(events: int) -> list[isa.Instruction]:
+    """`delay`s for `events` events (none for 0)."""
+    instrs: list[isa.Instruction] = []
+    while events > 0:
+        chunk = min(events, DELAY_MAX_EVENTS)
+        instrs.append(isa.Delay(chunk - 1))
+        events -= chunk
+    return instrs
+
+
 def receiver_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
     """Select source and pointer at event 0 (directionless `sendpicp`), then wait."""
-    instrs: list[isa.Instruction] = [
-        isa.SendPicP(0, 0, 0, PIC_ABSOLUTE, phase.sender, phase.dest_word)
-    ]
-    remaining = phase.total_events - 1
-    while remaining > 0:
-        chunk = min(remaining, DELAY_MAX_EVENTS)
-        instrs.append(isa.Delay(chunk - 1))
-        remaining -= chunk
-    return instrs
+    return [isa.SendPicP(0, 0, 0, PIC_ABSOLUTE, phase.sender, phase.dest_word),
+            *wait(phase.total_events - 1)]
 
 
 def checked_row(instrs: list[isa.Instruction], schedule: RowSchedule, base_address: int,

@@ -196,22 +196,25 @@ class Expansion:
 
     def exchange(self, op: ExchangeOp, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         """One phase: every group's sender runs its sender row, its receivers (the
-        destination tiles shifted by the group's shift) their receiver row."""
+        destination tiles shifted by the group's shift) their receiver row; a sender that
+        receives for another group runs its full-duplex sender row."""
         table = self.table(op)
         groups = op.group_count
         n = selected_iteration(bounds, ivs, op.row_loop_positions(len(ivs)))
         row_id = np.full(self.tiles, -1, dtype=np.int32)
-        for g in range(groups):
-            sender_row = table.sender_rows[n * groups + g]
-            if sender_row < 0:
-                continue  # no receiver in this group: no traffic
+        active = [g for g in range(groups) if table.sender_rows[n * groups + g] >= 0]
+        # receivers first: a tile that also sends for another group runs that group's
+        # (full-duplex) sender row, which receives too
+        for g in active:
             group_ivs = [*ivs, g] if op.groups is not None else ivs
             shift = 0 if op.dst_shift is None else eval_map(op.dst_shift.data, group_ivs)
             receiver_row = table.receiver_rows[n * groups + g]
             row_id[table.dst_tiles + shift] = self.concrete_row(
                 table, table.symbols[receiver_row], n * groups + g)
+        for g in active:
+            group_ivs = [*ivs, g] if op.groups is not None else ivs
             row_id[eval_map(op.src_tile.data, group_ivs)] = self.concrete_row(
-                table, table.symbols[sender_row], n * groups + g)
+                table, table.symbols[table.sender_rows[n * groups + g]], n * groups + g)
         if np.all(row_id < 0):
             return  # no receiver in this iteration: no traffic, no phase
         address = table.row_address + n * table.stride
