@@ -643,7 +643,8 @@ class ExchangeOp(IRDLOperation):
     dst_tiles = prop_def(TileSetAttr)
     # Concurrent groups: `groups` G broadcasts in the same phase, group g from tile
     # `src_tile(ivs, g)` to `dst_tiles` shifted by `dst_shift(ivs, g)` (both maps take the
-    # group index after the loop indices). Absent: one group, shift 0, maps of the ivs only.
+    # group index after the loop indices; the offset maps may). Absent: one group, shift 0,
+    # maps of the ivs only.
     groups = opt_prop_def(IntegerAttr[I64])
     dst_shift = opt_prop_def(AffineMapAttr)
     provenance = prop_def(WorkProvenanceAttr)
@@ -690,6 +691,14 @@ class ExchangeOp(IRDLOperation):
     def group_count(self) -> int:
         """Concurrent broadcasts per phase (1 without `groups`)."""
         return 1 if self.groups is None else self.groups.value.data
+
+    def offset_bounds(self, offset: AffineMap, bounds: Sequence[tuple[int, int]]
+                      ) -> list[tuple[int, int]]:
+        """The bounds an offset map reads: a grouped exchange's offset may also read the
+        group index, after the loop indices (each group's sender reads, and its receivers
+        write, at an address of their own); otherwise the loop indices only."""
+        grouped = [*bounds, *self.group_bounds()]
+        return grouped if self.groups is not None and offset.num_dims == len(grouped) else list(bounds)
 
     def group_bounds(self) -> list[tuple[int, int]]:
         """The group index's range, appended to loop bounds for the group-reading maps."""
@@ -803,9 +812,10 @@ class ExchangeOp(IRDLOperation):
         bounds = check_induction_operands(self, self.ivs)
         grouped = self.verify_groups(bounds)
         for what, attr, map_bounds in (
-            ("source offset", self.src_offset, bounds),
+            ("source offset", self.src_offset, self.offset_bounds(self.src_offset.data, bounds)),
             ("source tile", self.src_tile, grouped),
-            ("destination offset", self.dst_offset, bounds),
+            ("destination offset", self.dst_offset,
+             self.offset_bounds(self.dst_offset.data, bounds)),
         ):
             check_map(self, what, attr.data, map_bounds)
         check_tile_set_fits(self, "destination tile set", self.dst_tiles)
@@ -813,8 +823,9 @@ class ExchangeOp(IRDLOperation):
         self.verify_group_tiles(dst, grouped)
         nbytes = self.word_count * WORD_BYTES
         for what, buffer, offset in (("source", src, self.src_offset), ("destination", dst, self.dst_offset)):
-            check_view_inside(self, what, buffer, offset.data, nbytes, bounds)
-            check_word_aligned(self, what, buffer, offset.data, bounds)
+            offset_bounds = self.offset_bounds(offset.data, bounds)
+            check_view_inside(self, what, buffer, offset.data, nbytes, offset_bounds)
+            check_word_aligned(self, what, buffer, offset.data, offset_bounds)
         self.verify_source_tiles(src, bounds)
         self.verify_schedule(bounds)
         self.verify_placed(src, dst)

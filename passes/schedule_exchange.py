@@ -153,8 +153,11 @@ def phase_per_iteration(op: ExchangeOp, latency: np.ndarray,
     senders = evaluate_map(op.src_tile.data, ivs)[:, 0]
     shifts = (np.zeros(len(ivs), dtype=np.int64) if op.dst_shift is None
               else evaluate_map(op.dst_shift.data, ivs)[:, 0])
-    sources = placed_address(src, ScheduleExchangePass.name) + evaluate_map(op.src_offset.data, loop_ivs)[:, 0]
-    dests = placed_address(dst, ScheduleExchangePass.name) + evaluate_map(op.dst_offset.data, loop_ivs)[:, 0]
+    def offsets(offset) -> np.ndarray:  # a grouped exchange's offset may read the group
+        return evaluate_map(offset, ivs if offset.num_dims == ivs.shape[1] else loop_ivs)[:, 0]
+
+    sources = placed_address(src, ScheduleExchangePass.name) + offsets(op.src_offset.data)
+    dests = placed_address(dst, ScheduleExchangePass.name) + offsets(op.dst_offset.data)
     dst_tiles = tuple(int(t) for t in op.dst_tiles.tiles())
     phases: list[BroadcastPhase | None] = []
     for sender, shift, source, dest in zip(senders.tolist(), shifts.tolist(), sources.tolist(),

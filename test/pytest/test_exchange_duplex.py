@@ -114,3 +114,38 @@ def test_schedule_exchange_reports_a_duplex_row_whose_reads_meet_its_writes():
     z.set_address(0x5C100)
     with pytest.raises(PassFailedException, match="contends for memory element"):
         get_all_passes()["schedule-exchange"]()().apply(make_context(), module)
+
+
+GROUP_OFFSETS = """
+builtin.module attributes {{ipu.config = #mid.config<target = "ipu21", tiles = 4, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>}} {{
+  func.func @pick() {{
+    %x = tile.buffer @x input 0 on #tile.tiles<0 to 4> shard [2, 64] f32 row_major standard align 8 tail 0 from {x}
+    %z = tile.buffer @z output 0 on #tile.tiles<0 to 4> shard [1, 64] f32 row_major standard align 8 tail 0 from {z}
+    tile.exchange 64 words from %x[(d0) -> ((d0 mod 2) * 256)] on tile (d0) -> (d0) to %z[(d0) -> (0)] on #tile.tiles<[0]> groups 4 shift (d0) -> ((d0 + 1) mod 4) iv() provenance #tile.provenance<op = "test", value = "%z", reason = "each sender its own row">
+    func.return
+  }}
+}}
+"""
+
+
+def test_a_grouped_exchange_reads_each_groups_own_source_offset():
+    fmt = ("tensor<{rows}x64xf32, #mid.format<f32, row_major, [{block} x 4 pad, 1 x 1 pad], "
+           "replication = 1, group = 4, standard>>")
+    text = GROUP_OFFSETS.format(x=fmt.format(rows=8, block=2), z=fmt.format(rows=4, block=1))
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    for name in ("place-memory", "schedule-exchange"):
+        get_all_passes()[name]()().apply(ctx, module)
+    package = build_package(module, with_assembly=False)
+    x = np.random.default_rng(3).standard_normal((8, 64)).astype(np.float32)
+    senders = (np.arange(4) - 1) % 4
+    np.testing.assert_array_equal(run_ring(package, x), x[2 * senders + senders % 2])
+
+
+def test_a_group_offset_outside_the_buffer_is_named():
+    fmt = ("tensor<{rows}x64xf32, #mid.format<f32, row_major, [{block} x 4 pad, 1 x 1 pad], "
+           "replication = 1, group = 4, standard>>")
+    text = GROUP_OFFSETS.format(x=fmt.format(rows=8, block=2), z=fmt.format(rows=4, block=1))
+    text = text.replace("((d0 mod 2) * 256)", "(d0 * 256)")
+    with pytest.raises(VerifyException, match="source view of @x at byte offset 768"):
+        Parser(make_context(), text).parse_module().verify()
