@@ -7,8 +7,8 @@ listing per distinct program would print the same statements 1,400 times (145,00
 10 s), so above `SHARED_LISTING_PROGRAMS` distinct programs, tiles that take part in the
 same steps (the same statements, possibly with different numbers) share one listing. A
 number that is the same on all of them is printed in place; one that differs reads
-`field[N]` and the table after the listing gives its value on each tile, one line per tile. Everything
-here works per step across tiles (NumPy), never per tile and step.
+`field[N]`, and the table after the listing gives its value on each tile, one line per tile.
+Everything here works per step across tiles (NumPy), never per tile and step.
 """
 
 from __future__ import annotations
