@@ -25,7 +25,6 @@ from planning.gemm_plans import (
     DoesNotFit,
     GemmCandidate,
     GemmProblem,
-    InvalidPlan,
     build_gemm_plan,
     catalog_entries,
     effective_plan,
@@ -114,14 +113,6 @@ def estimate_cycles(
 # Selection
 # ----------------------------------------------------------------------------------------------
 
-# A repeat's loop stays one loop in the package only when every kernel pointer advances by
-# the same stride on every tile; a grid GEMM's tiles read a block from home or from a slot,
-# which advance differently when the block is a per-iteration sequence element.
-GRID_IN_REPEAT = ("grid plans are not offered in a graph.repeat body: their tiles read a block "
-                  "from its home or from a receive slot, which would advance differently "
-                  "across the repeat's iterations and unroll its loop")
-
-
 @dataclass(frozen=True)
 class Evaluation:
     candidate: GemmCandidate
@@ -136,17 +127,13 @@ def evaluate_candidates(
     indivisible: str,
     target: Target,
     catalog: Sequence[GemmCandidate] | None = None,
-    in_repeat: bool = False,
 ) -> list[Evaluation]:
     """Build, validate and (when valid) cost every catalog entry (default: the default
-    catalog, `catalog_entries(None)`), in catalog order. `in_repeat`: the GEMM is in a
-    `graph.repeat` body."""
+    catalog, `catalog_entries(None)`), in catalog order."""
     results: list[Evaluation] = []
     for candidate in catalog_entries(None) if catalog is None else catalog:
         plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
         failure = validation_failure(plan, problem, tiles, target)
-        if failure is None and in_repeat and candidate.layout == GRID:
-            failure = InvalidPlan(GRID_IN_REPEAT)
         reason = None if failure is None else str(failure)
         if isinstance(failure, DoesNotFit):
             reason = f"{reason}; {_tile_count_hint(candidate, problem, tiles, indivisible, target)}"
@@ -211,13 +198,12 @@ def select_gemm_plan(
     indivisible: str = Indivisible.PAD,
     target: Target | None = None,
     catalog: Sequence[GemmCandidate] | None = None,
-    in_repeat: bool = False,
 ) -> Evaluation:
     """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none."""
     from device.target import IPU21
 
     target = target or IPU21
-    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog, in_repeat)
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
     valid = [e for e in evaluations if e.reason is None]
     if not valid:
         raise NoValidPlan(evaluations)
@@ -243,15 +229,14 @@ def row_tile_memory(evaluation: Evaluation, problem: GemmProblem, target: Target
 
 def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisible.PAD,
                  target: Target | None = None,
-                 catalog: Sequence[GemmCandidate] | None = None,
-                 in_repeat: bool = False) -> list[str]:
+                 catalog: Sequence[GemmCandidate] | None = None) -> list[str]:
     """One line per candidate, in catalog order: the chosen one marked `*`, its estimated
     cycles (exchange + copies + AMP + rounding = total), the memory of an output-row tile,
     or the reason it was rejected."""
     from device.target import IPU21
 
     target = target or IPU21
-    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog, in_repeat)
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
     valid = [e for e in evaluations if e.reason is None]
     chosen = min(valid, key=_cycles_of) if valid else None
     lines = []

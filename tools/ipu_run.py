@@ -103,7 +103,7 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
 
 def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str) -> list[str]:
     """`--explain`: per graph.gemm, the selector's candidates (planning.gemm_selection)."""
-    from ipu_dialects.graph import GemmOp, RepeatOp
+    from ipu_dialects.graph import GemmOp
     from ipu_dialects.locations import value_label
     from planning.gemm_plans import GemmProblem, catalog_entries, default_catalog_names
     from planning.gemm_selection import explain_gemm
@@ -120,8 +120,7 @@ def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str
                                          op.transpose_rhs is not None)
         lines.append(f"explain: graph.gemm {value_label(op.result)} on {tiles} tiles "
                      "(* = chosen; cycles as the device model charges them):")
-        lines += explain_gemm(problem, tiles, indivisible, catalog=catalog,
-                              in_repeat=isinstance(op.parent_op(), RepeatOp))
+        lines += explain_gemm(problem, tiles, indivisible, catalog=catalog)
     return lines
 
 

@@ -34,10 +34,8 @@ class GemmOperator(Operator):
             tensor_type(op.lhs), tensor_type(op.rhs), tensor_type(op.result),
             op.transpose_lhs is not None, op.transpose_rhs is not None,
         )
-        in_repeat = isinstance(op.parent_op(), graph.RepeatOp)
         return select_gemm_plan(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
-            in_repeat,
         ).plan
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,

@@ -22,7 +22,8 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
   map of the body; never a pointer table. An exchange cannot send from a moving address
   without new rows per iteration, so a sequence that is exchanged is first copied, on its own
   tiles, into a staging buffer of one element that the exchanges send from
-  (`stage_sent_sequences`).
+  (`stage_sent_sequences`); a kernel's home view of that sequence (a grid GEMM's tiles
+  that hold the block) reads the staging buffer too, so every tile's pointers stay put.
 - The body's work is nested under the loop: every map gains the loop index as its first
   dimension, every op's `iv(...)` the loop's index, every provenance the repeat's name.
 - Locations: the loop has the repeat's, the body's work its own ops'; the carry-in copy is at
@@ -350,7 +351,19 @@ def stage_sent_sequences(op: mid.RepeatOp, lowering: TileLowering, body: list[Op
                                       exchange.provenance.op.data, SEQUENCE_STAGING_REASON,
                                       exchange))
         exchange.operands[0] = staged[sequence].buffer
+    redirect_homes(body, staged)
     return copies
+
+
+def redirect_homes(body: list[Operation], staged: dict[BufferOp, BufferOp]) -> None:
+    """Home views of a staged sequence read its staging buffer: a grid GEMM's home tiles read
+    the block where it lives while the others read their slots, so reading the sequence in
+    place would advance only the home tiles' pointers and unroll the repeat's loop."""
+    for kernel in (k for work in body for k in work.walk() if isinstance(k, KernelOp)):
+        for index, home in enumerate(kernel.homes):
+            staging = staged.get(home.buffer.owner)  # type: ignore[call-overload]
+            if staging is not None:
+                kernel.operands[kernel.pointer_count + index] = staging.buffer
 
 
 def sends(exchange: ExchangeOp) -> bool:

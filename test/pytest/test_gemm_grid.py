@@ -228,3 +228,49 @@ def test_the_grid_chooser_keeps_the_output_inside_the_interleaved_region():
     (grid,) = evaluate_candidates(problem, 18, "pad", IPU21, catalog_entries(GRID_F16))
     assert grid.reason is None
     assert grid.plan.operand_plan("out").format.partitions == (2, 9)
+
+
+REPO = Path(__file__).resolve().parents[2]
+GRID_PLANS = ("amp_gemm_f16_grid", "amp_gemm_f32_grid")
+
+
+def run_example_with(path: str, tiles: int, catalog: tuple[str, ...]):
+    """Compile an example with only `catalog`'s GEMM plans and run it on the device model."""
+    from device.model import run_package
+    from device.model.host import stored_of_values, values_of_stored
+    from interpreters.graph import run_function
+    from tools.ipu_run import compare, compile_module, find_function, random_inputs
+
+    module = Parser(make_context(), (REPO / path).read_text(), path).parse_module()
+    func = find_function(module, None)
+    inputs = random_inputs(func, seed=0)
+    expected = run_function(module, inputs)
+    package = compile_module(module, tiles, "pad", with_assembly=False, catalog=catalog)
+    run = run_package(package, {t.name: values_of_stored(t, a)
+                                for t, a in zip(package.inputs, inputs, strict=True)})
+    outcome = compare([stored_of_values(t, run.outputs[t.name]) for t in package.outputs],
+                      expected, func.function_type.outputs.data)
+    return package, outcome.passed and not run.exchange_errors
+
+
+@pytest.mark.parametrize("path, tiles, loops", [
+    ("examples/repeat_layers.mlir", 4, [4]),  # the weight is a per-layer sequence
+    ("examples/repeat_layers.mlir", 16, [4]),
+    ("examples/nested_repeat_f16.mlir", 16, [3, 2]),
+])
+def test_grid_gemms_in_repeat_bodies_pass_and_keep_the_loops(path, tiles, loops):
+    package, passed = run_example_with(path, tiles, GRID_PLANS)
+    assert passed
+    assert [s.count for s in flat(package.steps) if isinstance(s, LoopStep)] == loops
+    homes = [s for s in flat(package.steps) if isinstance(s, KernelStep)
+             and s.symbol.startswith("amp_gemm") and len(np.unique(s.pointers[:, 2])) > 1]
+    assert homes, "some tiles read their B block in place (home views)"
+
+
+def flat(steps: list) -> list:
+    out = []
+    for step in steps:
+        out.append(step)
+        if isinstance(step, LoopStep):
+            out += flat(step.body)
+    return out

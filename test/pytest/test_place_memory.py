@@ -130,7 +130,9 @@ def test_repeat_body_temporaries_live_within_the_iteration():
     source = Path(__file__).resolve().parents[2] / "examples" / "repeat_layers.mlir"
     module = Parser(ctx, source.read_text()).parse_module()
     PassPipeline.parse_spec(
-        get_all_passes(), "graph-to-mid{tiles=4},insert-conversions,normalize-repeats,mid-to-tile"
+        # the row plans: the body then ends gelu -> add with no conversion between them
+        get_all_passes(), "graph-to-mid{tiles=4 catalog=amp_gemm_f32_r16,amp_gemm_f32_r32,"
+        "amp_gemm_f32_r64},insert-conversions,normalize-repeats,mid-to-tile"
     ).apply(ctx, module)
     function = next(op for op in module.walk() if op.name == "func.func")
     positions = {op: i for i, op in enumerate(function.body.walk())}
