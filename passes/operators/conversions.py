@@ -25,6 +25,7 @@ from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, shard_words
+from passes.operators.gather import lower_concurrent, plan_rounds
 from passes.operators.tile_maps import scalar_map
 from planning.shard_geometry import ShardGeometry, geometry
 
@@ -82,6 +83,11 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     if zero_padding and b.padded_shape != b.shape:  # the gather writes real elements only
         ops.append(KernelOp(ZERO_KERNEL, [(out, zero0)], [shard_words(dst_type)], receivers, [],
                             provenance(lowering, op, "zero the result's padding")))
+    scalars = [*descriptor(dst_type), *descriptor(src_type), *view_words]
+    plan = plan_rounds(a, b) if kernel == GATHER_KERNEL and not view_words else None
+    if plan is not None:
+        return [*ops, *lower_concurrent(plan, out, inp, slot, words, b.tiles_used, kernel,
+                                        scalars, lambda why: provenance(lowering, op, why))]
     loop = LoopOp(0, a.partition_count, provenance(lowering, op, "one input shard at a time"))
     loop.induction_var.name_hint = "s"
     ivs = [loop.induction_var]
@@ -99,8 +105,7 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
         on_tile=source_tile,
     ))
     loop.body.block.add_op(KernelOp(
-        kernel, [(out, zero), (slot, zero)],
-        [*descriptor(dst_type), *descriptor(src_type), *view_words], receivers, ivs,
+        kernel, [(out, zero), (slot, zero)], scalars, receivers, ivs,
         provenance(lowering, op, "take the elements of shard s this tile holds"),
         iv_scalars=[source_tile],
     ))
