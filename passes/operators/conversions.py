@@ -4,12 +4,18 @@
 - A conversion whose result has every shard on the same tile as the input's shard of the same
   elements (same shape, tiling and partitions; no more replicas than the input has) is local:
   one `convert_shard` call per shard, which repacks order, precision and FP8 scale.
-- Any other rearrangement gathers: the result is zeroed where it is padded, then for every
-  input shard (a `tile.loop` over the input's tiles) the shard is broadcast to the result's
-  tiles into a staging slot (its own tile copies it there), and each result tile takes the
-  elements of that shard it holds (`gather_shard`, which also repacks the order).
+- Any other rearrangement gathers: the result is zeroed where it is padded, then the input
+  shards travel to the result tiles that hold their elements, several shards per exchange
+  phase when their receivers do not meet (`passes/operators/gather.py`: rounds of concurrent
+  groups, full duplex where a sender also receives; a sender that holds elements of its own
+  shard copies it into its slot), and each result tile takes the elements of a shard it
+  holds (`gather_shard`, which also repacks the order).
+- Where `gather.plan_rounds` finds no split (layout ops, whose index views are not box
+  intersections; an irregular overlap), the serial gather runs: for every input shard (a
+  `tile.loop` over the input's tiles) the shard is broadcast to every result tile into a
+  staging slot (its own tile copies it there), and each result tile takes its elements.
 
-The op count is constant: the gather is one loop whatever the tile count.
+The op count is constant: a gather is a fixed nest of loops whatever the tile count.
 """
 
 from __future__ import annotations
@@ -25,14 +31,13 @@ from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, shard_words
-from passes.operators.gather import lower_concurrent, plan_rounds
+from passes.operators.gather import COPY_KERNEL, lower_concurrent, plan_rounds
 from passes.operators.tile_maps import scalar_map
 from planning.shard_geometry import ShardGeometry, geometry
 
 CONVERT_KERNEL = "convert_shard"
 GATHER_KERNEL = "gather_shard"
 ZERO_KERNEL = "fill_zero"
-COPY_KERNEL = "copy_words"
 
 
 def geometry_of(value_type: TensorType) -> ShardGeometry:

@@ -1,45 +1,51 @@
 """The concurrent gather of a non-local `mid.rearrange`: rounds of shards sent at once.
 
 Input shard `s` (on tile `s`, replica 0) holds real elements for the result tiles `D(s)`
-(its box, the result tile's box and the logical extent meet). Its elements need only go to
-`D(s)`, and shards whose receiver sets do not meet can travel in the same exchange phase.
-`plan_rounds` looks, in NumPy at compile time, for a split of the shard index into a round
-`r` and a group `g`,
+(its box, the result tile's box and the logical extent meet; `shard_receivers`). Its
+elements need only go to `D(s)`, and shards whose receivers differ can travel in the same
+exchange phase. `plan_rounds` looks, in NumPy at compile time, for a split of the P shard
+indices into R rounds of G groups,
 
-    s = g * R + r   (groups outer)   or   s = r * G + g   (groups inner),   G * R = P shards,
+    s(r, g) = g * R + r   (groups outer)   or   s(r, g) = r * G + g   (groups inner),
 
-such that the first tile of `D(s)` is an affine function `c + kr * r + kg * g` (the shift)
-and, with `BASE` the union of every `D(s)` moved back by its shift, no tile receives for two
-groups of one round (a group's sender among its own destinations receives nothing; it may
-receive for another group: full duplex). A shard without real elements (all padding) is a
-wildcard: it travels with the shift the formula gives it, and takes nothing. The split with
-the fewest rounds wins (then the smallest `BASE`). `G = 1`, shift 0 and `BASE` the union of
-all `D(s)` is always a split, so the detection fails only where the sender's own read cannot
-be expressed (below).
+such that the first tile of `D(s)` is an affine shift `c + kr * r + kg * g`, and such that,
+with BASE the union of every `D(s)` moved back by its shift, no tile receives for two groups
+of one round (a group's sender among its own destinations receives nothing; it may receive
+for another group: full duplex). A shard without real elements (all padding) takes the
+shift the formula gives it and is taken by nobody. The split with the fewest rounds wins,
+then the one with the smallest BASE. `G = 1` with shift 0 is a split whenever the shifts are
+affine, so a structure it covers never falls back for want of concurrency.
 
-The lowering (constant op count, whatever the tile count):
+E.g. on 64 tiles the row-major `[64, 256]` activation (one row per tile) into the grid GEMM's
+`amp_left` format (8 tiles: 4 row blocks x 2 column halves): D(s) = {2 (s // 16),
+2 (s // 16) + 1}, so s = 16 g + r, 4 groups, shift 2 g, BASE {0, 1}: 16 phases instead of 64.
+
+The lowering (a constant op count, whatever the tile count):
 
     fill_zero on the result's padding (as the serial gather)
     tile.loop %r = 0 to R:
       tile.exchange shard s(r, g) from tile s(r, g) to the slot on BASE, groups G shift
         SHIFT(r, g)
       tile.loop %g = 0 to G:
-        gather_shard(out, slot) source_tile s(r, g) on the result tiles, with a home view:
-          on tile HOME(r, g) the staged pointer reads the input shard in place
+        copy_words slot <- input on the COPIERS, only on tile s(r, g)
+        gather_shard(out, slot) source_tile s(r, g) on the result tiles
 
-The sender reads its own shard where it lives (no `copy_words` into its slot). HOME is
-`s` when every input tile holds a result shard (P <= result tiles); otherwise `s mod T`,
-accepted only when, for every sender past the result tiles, tile `s mod T` takes nothing of
-shard `s` (its call then reads nothing). Tiles outside `D(s)` find an empty intersection
-and read nothing either: only the tiles of `D(s)` read their slot, and each of them received
-shard `s` in this round. Not covered (the serial gather of `conversions.lower_gather` runs):
-layout ops (`gather_view` with an index view), and a HOME that the check above refuses.
+COPIERS are the senders whose result shard holds elements of their own shard (tile 0 always
+is one: shard 0 and result shard 0 both start at the origin): they copy their shard into
+their slot, in the iterations where they send, and the split is refused if one of them also
+receives for another group in that round (its slot would hold that shard). Every other tile
+of `D(s)` received shard `s` in its slot in round r, and a tile outside `D(s)` finds an empty
+intersection and reads nothing: so each call reads only what was put there for it.
+
+Not covered, the serial gather of `conversions.lower_gather` runs: layout ops (`gather_view`
+with an index view: `D(s)` is not a box intersection), and structures whose first receiver
+is not affine in (r, g) for any split (an input shard that straddles two result shards on
+some tiles and not on others), or whose copiers all receive in their round.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 import numpy as np
 from xdsl.ir import Operation
@@ -48,7 +54,6 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from ipu_dialects.tile import (
     BufferOp,
     ExchangeOp,
-    HomeView,
     KernelOp,
     LoopOp,
     TileSetAttr,
@@ -60,14 +65,6 @@ from planning.shard_geometry import ShardGeometry
 COPY_KERNEL = "copy_words"
 
 
-class OwnRead(Enum):
-    """How a sender that holds elements of its own shard reads them."""
-
-    NONE = "no sender holds elements of its own shard"
-    HOME = "a home view: the sender reads its input shard in place"
-    COPY = "the sender copies its shard into its slot (it receives nothing that round)"
-
-
 @dataclass(frozen=True)
 class GatherRounds:
     """A split of the P input shards into `rounds` phases of `groups` concurrent sends."""
@@ -77,14 +74,14 @@ class GatherRounds:
     groups_outer: bool  # s = g * rounds + r; else s = r * groups + g
     shift: tuple[int, int, int]  # c, kr, kg: the first destination tile of group g in round r
     base: tuple[int, ...]  # destination tiles of a group with shift 0
-    own: OwnRead
-    home_modulus: int | None  # HOME = s mod this (None: HOME = s)
-    copiers: tuple[int, ...]  # OwnRead.COPY: the senders that hold elements of their shard
+    copiers: tuple[int, ...]  # the senders that hold elements of their own shard
     has_traffic: bool  # some receiver other than its sender
 
     # -- affine maps of (r, g) -------------------------------------------------------------
     def shard_expr(self) -> AffineExpr:
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        if self.groups == 1 or self.rounds == 1:  # the other index is always 0
+            return r if self.groups == 1 else g
         return g * self.rounds + r if self.groups_outer else r * self.groups + g
 
     def shard_map(self) -> AffineMap:
@@ -93,11 +90,9 @@ class GatherRounds:
     def shift_map(self) -> AffineMap:
         c, kr, kg = self.shift
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        return AffineMap(2, 0, (r * kr + g * kg + c,))
-
-    def home_map(self) -> AffineMap:
-        expr = self.shard_expr()
-        return AffineMap(2, 0, (expr if self.home_modulus is None else expr % self.home_modulus,))
+        terms = [index * k for index, k in ((r, kr), (g, kg)) if k] + ([c] if c else [])
+        expr = sum(terms[1:], terms[0]) if terms else AffineExpr.constant(0)
+        return AffineMap(2, 0, (expr,))
 
     def destinations(self) -> TileSetAttr:
         return TileSetAttr.of(self.base)
@@ -124,7 +119,7 @@ def fit_shift(r: np.ndarray, g: np.ndarray, first: np.ndarray) -> tuple[int, int
     """Integers (c, kr, kg) with c + kr * r + kg * g == first at every point, or None."""
     design = np.stack([np.ones_like(r), r, g], axis=1).astype(np.float64)
     solution = np.linalg.lstsq(design, first.astype(np.float64), rcond=None)[0]
-    c, kr, kg = (int(round(v)) for v in solution)
+    c, kr, kg = (round(float(v)) for v in solution)
     if np.array_equal(c + kr * r + kg * g, first):
         return c, kr, kg
     return None
@@ -133,7 +128,7 @@ def fit_shift(r: np.ndarray, g: np.ndarray, first: np.ndarray) -> tuple[int, int
 def try_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool
               ) -> GatherRounds | None:
     """The split (rounds x groups) of the shards if its receivers are a valid plan."""
-    shards, tiles = need.shape
+    tiles = need.shape[1]
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
     s = g * rounds + r if groups_outer else r * groups + g
     wanted = need[s]  # [R, G, T]
@@ -153,30 +148,24 @@ def try_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool
     keys = (np.arange(rounds)[:, None, None] * tiles + destinations)[receives]
     if np.unique(keys).size != keys.size:  # a tile receiving for two groups of a round
         return None
-    own = own_read(wanted, s, keys, tiles)
+    own = copiers(wanted, s, keys, tiles)
     if own is None:
         return None
     return GatherRounds(rounds, groups, groups_outer, shift, tuple(int(t) for t in base),
-                        *own, bool(receives.any()))
+                        own, bool(receives.any()))
 
 
-def own_read(wanted: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
-             ) -> tuple[OwnRead, int | None, tuple[int, ...]] | None:
-    """How a sender that holds elements of its own shard reads it (module doc), or None."""
-    shards = s.size
+def copiers(wanted: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
+            ) -> tuple[int, ...] | None:
+    """The senders that hold elements of their own shard (they copy it into their slot),
+    or None when one of them receives another group's shard in that round (its slot is
+    taken) or none does (tile 0 always does: shard 0 and result shard 0 both start at the
+    origin, so an empty list means an empty tensor)."""
     r, g = np.indices(s.shape)
     own = (s < tiles) & wanted[r, g, np.minimum(s, tiles - 1)]  # the sender is in D(s)
-    if not own.any():
-        return OwnRead.NONE, None, ()
-    if shards <= tiles:
-        return OwnRead.HOME, None, ()
-    far = s >= tiles
-    if not wanted[r[far], g[far], s[far] % tiles].any():  # tile s mod T takes nothing of s
-        return OwnRead.HOME, tiles, ()
-    receiving = np.isin(r[own] * tiles + s[own], received)
-    if receiving.any():  # its slot holds another group's shard in that round
+    if not own.any() or np.isin(r[own] * tiles + s[own], received).any():
         return None
-    return OwnRead.COPY, None, tuple(sorted(int(t) for t in np.unique(s[own])))
+    return tuple(int(t) for t in np.unique(s[own]))
 
 
 def plan_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
@@ -219,9 +208,8 @@ class ConcurrentGather:
                 "input shards of round r, each to the result tiles that hold its elements")))
         groups = LoopOp(0, plan.groups, provenance("the shards of round r"))
         groups.induction_var.name_hint = "g"
-        if plan.own is OwnRead.COPY:
-            groups.body.block.add_op(self.copy(rounds, groups, provenance(
-                "a sender that holds elements of its own shard copies it into its slot")))
+        groups.body.block.add_op(self.copy(rounds, groups, provenance(
+            "a sender that holds elements of its own shard copies it into its slot")))
         groups.body.block.add_op(self.take(rounds, groups, provenance(
             "take the elements of shard s(r, g) this tile holds")))
         rounds.body.block.add_op(groups)
@@ -237,15 +225,11 @@ class ConcurrentGather:
 
     def take(self, rounds: LoopOp, groups: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:
         zero = scalar_map(2, 0)
-        homes = []
-        if self.plan.own is OwnRead.HOME:
-            homes = [HomeView(1, self.inp.buffer, zero, TileSetAttr.of([0]),
-                              self.plan.home_map())]
         return KernelOp(
             self.kernel, [(self.out, zero), (self.slot, zero)], self.scalars,
             TileSetAttr.range(0, self.result_tiles),
             [rounds.induction_var, groups.induction_var], provenance,
-            iv_scalars=[self.plan.shard_map()], homes=homes,
+            iv_scalars=[self.plan.shard_map()],
         )
 
     def copy(self, rounds: LoopOp, groups: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:
