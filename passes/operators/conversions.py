@@ -10,8 +10,8 @@
   groups, full duplex where a sender also receives; a sender that holds elements of its own
   shard copies it into its slot), and each result tile takes the elements of a shard it
   holds (`gather_shard`, which also repacks the order).
-- Where `gather.plan_rounds` finds no split (layout ops, whose index views are not box
-  intersections; an irregular overlap), the serial gather runs: for every input shard (a
+- Layout ops (their index views are not box intersections) keep the serial gather, as does
+  any gather `gather.plan_rounds` finds no split for: for every input shard (a
   `tile.loop` over the input's tiles) the shard is broadcast to every result tile into a
   staging slot (its own tile copies it there), and each result tile takes its elements.
 

@@ -13,8 +13,9 @@ with BASE the union of every `D(s)` moved back by its shift, no tile receives fo
 of one round (a group's sender among its own destinations receives nothing; it may receive
 for another group: full duplex). A shard without real elements (all padding) takes the
 shift the formula gives it and is taken by nobody. The split with the fewest rounds wins,
-then the one with the smallest BASE. `G = 1` with shift 0 is a split whenever the shifts are
-affine, so a structure it covers never falls back for want of concurrency.
+then the one with the smallest BASE. Failing all, one shard per round to the union of all `D(s)`
+(shift 0) is a split. Shards past the last one with real elements (the all-padding tail of a
+padded cut) are not sent at all.
 
 E.g. on 64 tiles the row-major `[64, 256]` activation (one row per tile) into the grid GEMM's
 `amp_left` format (8 tiles: 4 row blocks x 2 column halves): D(s) = {2 (s // 16),
@@ -38,9 +39,9 @@ of `D(s)` received shard `s` in its slot in round r, and a tile outside `D(s)` f
 intersection and reads nothing: so each call reads only what was put there for it.
 
 Not covered, the serial gather of `conversions.lower_gather` runs: layout ops (`gather_view`
-with an index view: `D(s)` is not a box intersection), and structures whose first receiver
-is not affine in (r, g) for any split (an input shard that straddles two result shards on
-some tiles and not on others), or whose copiers all receive in their round.
+with an index view: `D(s)` is not a box intersection). An irregular structure (the first
+receiver not affine in (r, g) for any split, e.g. input shards that straddle two result
+shards on some tiles only) takes the one-shard-per-round split above.
 """
 
 from __future__ import annotations
@@ -125,16 +126,17 @@ def fit_shift(r: np.ndarray, g: np.ndarray, first: np.ndarray) -> tuple[int, int
     return None
 
 
-def try_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool
-              ) -> GatherRounds | None:
-    """The split (rounds x groups) of the shards if its receivers are a valid plan."""
+def try_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool,
+              fixed_shift: tuple[int, int, int] | None = None) -> GatherRounds | None:
+    """The split (rounds x groups) of the shards if its receivers are a valid plan; the
+    shift is fitted to the first receivers unless `fixed_shift` is given."""
     tiles = need.shape[1]
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
     s = g * rounds + r if groups_outer else r * groups + g
     wanted = need[s]  # [R, G, T]
     real = wanted.any(axis=2)
     first = wanted.argmax(axis=2)
-    shift = fit_shift(r[real], g[real], first[real])
+    shift = fixed_shift or fit_shift(r[real], g[real], first[real])
     if shift is None:
         return None
     c, kr, kg = shift
@@ -169,21 +171,28 @@ def copiers(wanted: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
 
 
 def plan_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
-    """The split with the fewest rounds (then the fewest destinations), or None."""
+    """The split with the fewest rounds (then the fewest destinations), or None.
+
+    Shards past the last one with real elements (the all-padding tail of a padded cut) are
+    not sent at all."""
     need = shard_receivers(a, b)
-    if not need.any():
+    real = np.flatnonzero(need.any(axis=1))
+    if real.size == 0:
         return None
+    need = need[:real[-1] + 1]
+    shards = need.shape[0]
     best: GatherRounds | None = None
-    for groups in reversed(divisors(a.partition_count)):
-        rounds = a.partition_count // groups
+    for groups in reversed(divisors(shards)):
+        rounds = shards // groups
         if best is not None and rounds > best.rounds:
             break
-        for outer in (True, False) if 1 < groups < a.partition_count else (True,):
+        for outer in (True, False) if 1 < groups < shards else (True,):
             plan = try_split(need, rounds, groups, outer)
             if plan is not None and (best is None or (plan.rounds, len(plan.base))
                                      < (best.rounds, len(best.base))):
                 best = plan
-    return best
+    # one shard per round to every tile that needs any: no affine shift needed
+    return best or try_split(need, shards, 1, True, fixed_shift=(0, 0, 0))
 
 
 @dataclass
