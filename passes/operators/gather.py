@@ -91,8 +91,11 @@ class GatherRounds:
     def shift_map(self) -> AffineMap:
         c, kr, kg = self.shift
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        terms = [index * k for index, k in ((r, kr), (g, kg)) if k] + ([c] if c else [])
-        expr = sum(terms[1:], terms[0]) if terms else AffineExpr.constant(0)
+        terms = [index * k for index, k in ((r, kr), (g, kg)) if k]
+        terms += [AffineExpr.constant(c)] if c or not terms else []
+        expr = terms[0]
+        for term in terms[1:]:
+            expr = expr + term
         return AffineMap(2, 0, (expr,))
 
     def destinations(self) -> TileSetAttr:
@@ -163,7 +166,7 @@ def copiers(wanted: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
     or None when one of them receives another group's shard in that round (its slot is
     taken) or none does (tile 0 always does: shard 0 and result shard 0 both start at the
     origin, so an empty list means an empty tensor)."""
-    r, g = np.indices(s.shape)
+    r, g = np.meshgrid(np.arange(s.shape[0]), np.arange(s.shape[1]), indexing="ij")
     own = (s < tiles) & wanted[r, g, np.minimum(s, tiles - 1)]  # the sender is in D(s)
     if not own.any() or np.isin(r[own] * tiles + s[own], received).any():
         return None
