@@ -204,15 +204,14 @@ def test_shards_with_disjoint_receivers_share_a_phase(name, tiles, groups, round
     assert_moved_exactly(package)
 
 
-def test_the_64_tile_activation_gather_takes_a_quarter_of_the_serial_cycles():
-    """The serial gather ran 64 phases of one row each; the concurrent one runs 16."""
+def test_the_64_tile_activation_gather_runs_16_phases_and_2_copies():
+    """The serial gather ran 64 phases of one row each, and 8 copies; the concurrent one runs
+    16 phases (4 grid rows at once), and only tiles 0 and 1 copy (they hold their own row)."""
     package = build_package(scheduled(rows_to_amp_left(64)), with_assembly=False)
-    _, x = random_input(package, 0)
-    outcome, _ = run(package, x)
-    phases = [c for s, c in zip(package.steps, outcome.cycles_by_step, strict=True)
-              if isinstance(s, ExchangeStep)]
+    phases = [s for s in package.steps if isinstance(s, ExchangeStep)]
     copies = [s for s in package.steps if isinstance(s, KernelStep) and s.symbol == "copy_words"]
-    assert len(phases) == 16 and len(copies) == 2  # only tiles 0 and 1 hold their own row
+    assert len(phases) == 16 and len(copies) == 2
+    assert_moved_exactly(package)
 
 
 def test_a_receiver_listening_to_the_wrong_sender_fails_the_run():
