@@ -4,12 +4,18 @@
 - A conversion whose result has every shard on the same tile as the input's shard of the same
   elements (same shape, tiling and partitions; no more replicas than the input has) is local:
   one `convert_shard` call per shard, which repacks order, precision and FP8 scale.
-- Any other rearrangement gathers: the result is zeroed where it is padded, then for every
-  input shard (a `tile.loop` over the input's tiles) the shard is broadcast to the result's
-  tiles into a staging slot (its own tile copies it there), and each result tile takes the
-  elements of that shard it holds (`gather_shard`, which also repacks the order).
+- Any other rearrangement gathers: the result is zeroed where it is padded, then the input
+  shards travel to the result tiles that hold their elements, several shards per exchange
+  phase when their receivers do not meet (`passes/operators/gather.py`: rounds of concurrent
+  groups, full duplex where a sender also receives; a sender that holds elements of its own
+  shard copies it into its slot), and each result tile takes the elements of a shard it
+  holds (`gather_shard`, which also repacks the order).
+- Layout ops (their index views are not box intersections) keep the serial gather, as does
+  any gather `gather.plan_rounds` finds no split for: for every input shard (a
+  `tile.loop` over the input's tiles) the shard is broadcast to every result tile into a
+  staging slot (its own tile copies it there), and each result tile takes its elements.
 
-The op count is constant: the gather is one loop whatever the tile count.
+The op count is constant: a gather is a fixed nest of loops whatever the tile count.
 """
 
 from __future__ import annotations
@@ -25,13 +31,13 @@ from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, shard_words
+from passes.operators.gather import COPY_KERNEL, lower_concurrent, plan_rounds
 from passes.operators.tile_maps import scalar_map
 from planning.shard_geometry import ShardGeometry, geometry
 
 CONVERT_KERNEL = "convert_shard"
 GATHER_KERNEL = "gather_shard"
 ZERO_KERNEL = "fill_zero"
-COPY_KERNEL = "copy_words"
 
 
 def geometry_of(value_type: TensorType) -> ShardGeometry:
@@ -82,6 +88,11 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     if zero_padding and b.padded_shape != b.shape:  # the gather writes real elements only
         ops.append(KernelOp(ZERO_KERNEL, [(out, zero0)], [shard_words(dst_type)], receivers, [],
                             provenance(lowering, op, "zero the result's padding")))
+    scalars = [*descriptor(dst_type), *descriptor(src_type), *view_words]
+    plan = plan_rounds(a, b) if kernel == GATHER_KERNEL and not view_words else None
+    if plan is not None:
+        return [*ops, *lower_concurrent(plan, out, inp, slot, words, b.tiles_used, kernel,
+                                        scalars, lambda why: provenance(lowering, op, why))]
     loop = LoopOp(0, a.partition_count, provenance(lowering, op, "one input shard at a time"))
     loop.induction_var.name_hint = "s"
     ivs = [loop.induction_var]
@@ -99,8 +110,7 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
         on_tile=source_tile,
     ))
     loop.body.block.add_op(KernelOp(
-        kernel, [(out, zero), (slot, zero)],
-        [*descriptor(dst_type), *descriptor(src_type), *view_words], receivers, ivs,
+        kernel, [(out, zero), (slot, zero)], scalars, receivers, ivs,
         provenance(lowering, op, "take the elements of shard s this tile holds"),
         iv_scalars=[source_tile],
     ))

@@ -38,10 +38,12 @@ func.func @gemm(%a: tensor<32x64xf16>, %b: tensor<64x64xf16>) -> tensor<32x64xf1
 // TILE-LABEL: func.func @gemm() {
 // TILE-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [32, 64] f16 row_major standard align 8 tail 0
 // TILE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [64, 64] f16 row_major standard align 8 tail 0
-// TILE:       tile.loop %s = 0 to 1 provenance #tile.provenance<op = "graph.gemm %c", value = "%a", reason = "one input shard at a time"> {
-// TILE-NEXT:    tile.exchange 1024 words from %a[(d0) -> (0)] on tile (d0) -> (d0) to %a_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%s)
-// TILE-NEXT:    tile.kernel @copy_words(%a_1_gather_slot[(d0) -> (0)], %a[(d0) -> (0)]) scalars [1024] on #tile.tiles<0 to 1> only (d0) -> (d0) iv(%s)
-// TILE-NEXT:    tile.kernel @gather_shard(%a_1[(d0) -> (0)], %a_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 1, 0, 2, 32, 64, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0] on #tile.tiles<0 to 2> iv(%s)
+// TILE:       tile.loop %r = 0 to 1 provenance #tile.provenance<op = "graph.gemm %c", value = "%a", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT:    tile.exchange 1024 words from %a[(d0) -> (0)] on tile (d0, d1) -> (d0) to %a_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> groups 1 shift (d0, d1) -> (0) iv(%r)
+// TILE-NEXT:    tile.loop %g = 0 to 1
+// TILE-NEXT:      tile.kernel @copy_words(%a_1_gather_slot[(d0, d1) -> (0)], %a[(d0, d1) -> (0)]) scalars [1024] on #tile.tiles<0 to 1> only (d0, d1) -> (d0) iv(%r, %g)
+// TILE-NEXT:      tile.kernel @gather_shard(%a_1[(d0, d1) -> (0)], %a_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 1, 0, 2, 32, 64, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0] on #tile.tiles<0 to 2> iv(%r, %g)
+// TILE-NEXT:    }
 // TILE-NEXT:  }
 // TILE-NEXT:  tile.kernel @convert_shard(%b_1[() -> (0)], %b[() -> (0)]) scalars [2, 64, 64, 64, 64, 1, 1, 1, 1, 1, 4, 1, 2, 0, 2, 64, 64, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "repack each shard on its tile">
 // TILE-NEXT:  tile.loop %j = 0 to 1
@@ -54,11 +56,11 @@ func.func @gemm(%a: tensor<32x64xf16>, %b: tensor<64x64xf16>) -> tensor<32x64xf1
 
 // ROWS-LABEL: func.func @gemm() {
 // ROWS:       tile.exchange 1024 words from %a{{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address 0x4c000 placed src 0x5c000 dst 0x5d000
-// ROWS:       exchange.row @x0_send provenance "graph.gemm %c %a: input shard s to every result tile" {
+// ROWS:       exchange.row @x0_send provenance "graph.gemm %c %a: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x17000, 1
 // ROWS-NEXT:    exchange.sendoff 959, 0x0, 1
 // ROWS-NEXT:  }
-// ROWS-NEXT:  exchange.row @x0_receive provenance "graph.gemm %c %a: input shard s to every result tile" {
+// ROWS-NEXT:  exchange.row @x0_receive provenance "graph.gemm %c %a: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x17400
 // ROWS-NEXT:    exchange.delay 1029
 

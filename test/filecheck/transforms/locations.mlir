@@ -48,16 +48,20 @@ func.func @f(%x: tensor<64x128xf16>, %w: tensor<128x256xf16>, %v: tensor<256x128
 // TILE:        } loc("user.py":10:5)
 // TILE-NEXT: } loc("user.py":10:5)
 // The gather loop of the conversion between the GEMM and the gelu, all of it fused:
-// TILE-NEXT: tile.loop %s = 0 to 4 provenance #tile.provenance<op = "graph.gelu %g", value = "%y", reason = "one input shard at a time"> {
+// TILE-NEXT: tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.gelu %g", value = "%y", reason = "rounds of input shards sent at once"> {
 // TILE-NEXT:   tile.exchange 2048 words from %y{{.*}} loc(fused["user.py":11:5, "user.py":10:5])
-// TILE-NEXT:   tile.kernel @copy_words({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
-// TILE-NEXT:   tile.kernel @gather_shard({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
+// TILE-NEXT:   tile.loop %g_1 = 0 to 1 {{.*}} {
+// TILE-NEXT:     tile.kernel @copy_words({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
+// TILE-NEXT:     tile.kernel @gather_shard({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
+// TILE-NEXT:   } loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT: } loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT: tile.kernel @gelu({{.*}} loc("user.py":11:5)
-// TILE-NEXT: tile.loop %s_1 = 0 to 16 {{.*}} {
+// TILE-NEXT: tile.loop %r_1 = 0 to 16 {{.*}} {
 // TILE-NEXT:   tile.exchange 512 words from %y_1{{.*}} loc(fused["user.py":12:5, "user.py":11:5])
-// TILE-NEXT:   tile.kernel @copy_words({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
-// TILE-NEXT:   tile.kernel @gather_shard({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
+// TILE-NEXT:   tile.loop %g_2 = 0 to 1 {{.*}} {
+// TILE-NEXT:     tile.kernel @copy_words({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
+// TILE-NEXT:     tile.kernel @gather_shard({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
+// TILE-NEXT:   } loc(fused["user.py":12:5, "user.py":11:5])
 // TILE-NEXT: } loc(fused["user.py":12:5, "user.py":11:5])
 // TILE-NEXT: tile.loop %j_1 = 0 to 2
 // TILE-NEXT:   tile.exchange {{.*}} loc("user.py":12:5)
@@ -73,17 +77,17 @@ func.func @f(%x: tensor<64x128xf16>, %w: tensor<128x256xf16>, %v: tensor<256x128
 // EXCH:      exchange.row @x0_send provenance "graph.gemm %y %w: rhs block to output-row tiles" {
 // EXCH-NEXT:   exchange.send {{.*}} loc("user.py":10:5)
 // EXCH:      } loc("user.py":10:5)
-// EXCH:      exchange.row @x2_send provenance "graph.gelu %g %y: input shard s to every result tile" {
+// EXCH:      exchange.row @x2_send provenance "graph.gelu %g %y: input shards of round r, each to the result tiles that hold its elements" {
 // EXCH-NEXT:   exchange.send {{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // EXCH-NEXT:   exchange.sendoff {{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // EXCH-NEXT: } loc(fused["user.py":11:5, "user.py":10:5])
-// EXCH-NEXT: exchange.row @x2_receive provenance "graph.gelu %g %y: input shard s to every result tile" {
+// EXCH-NEXT: exchange.row @x2_receive provenance "graph.gelu %g %y: input shards of round r, each to the result tiles that hold its elements" {
 // EXCH-NEXT:   exchange.sendpicp {{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // EXCH-NEXT:   exchange.delay {{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // EXCH-NEXT: } loc(fused["user.py":11:5, "user.py":10:5])
-// EXCH-NEXT: exchange.row @x3_send provenance "graph.gemm %z %g: input shard s to every result tile" {
+// EXCH-NEXT: exchange.row @x3_send provenance "graph.gemm %z %g: input shards of round r, each to the result tiles that hold its elements" {
 // EXCH-NEXT:   exchange.send {{.*}} loc(fused["user.py":12:5, "user.py":11:5])
-// EXCH:      exchange.row @x3_receive provenance "graph.gemm %z %g: input shard s to every result tile" {
+// EXCH:      exchange.row @x3_receive provenance "graph.gemm %z %g: input shards of round r, each to the result tiles that hold its elements" {
 // EXCH-NEXT:   exchange.sendpicp {{.*}} loc(fused["user.py":12:5, "user.py":11:5])
 // EXCH:      exchange.row @x4_send provenance "graph.gemm %z %v: rhs block to output-row tiles" {
 // EXCH-NEXT:   exchange.send {{.*}} loc("user.py":12:5)

@@ -80,7 +80,8 @@ func.func @broadcast(%a: tensor<4x6xf32>, %b: tensor<6xf32>, %c: tensor<2x1x6xf3
 // A broadcast operand computed elsewhere: the bias %g comes out of gelu cut over the 4 tiles,
 // the add follows the GEMM's amp_output rows (add_follow0) and wants %g whole on every tile,
 // so insert-conversions adds a rearrangement that mid-to-tile lowers to a gather: one loop
-// over %g's 4 shards, each broadcast to the 4 tiles and taken by `gather_shard`.
+// over %g's 4 shards (every tile holds all of %g: one shard per round), each broadcast to the
+// 4 tiles and taken by `gather_shard`.
 func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tensor<64xf32>) -> tensor<64x64xf32> {
   %m = graph.gemm %a, %w : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
   %g = graph.gelu %v : tensor<64xf32> -> tensor<64xf32>
@@ -101,10 +102,12 @@ func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tenso
 // TILE-LABEL: func.func @gathered_bias() {
 // TILE:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch on #tile.tiles<0 to 4> shard [16] f32 row_major standard align 8 tail 0
 // TILE:       tile.kernel @gelu(%g[() -> (0)], %v[() -> (0)]) scalars [1, 64, 1, 4, 1, 1, 4, 0, 0, 0, 1, 64, 1, 4, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 4>
-// TILE-NEXT:  tile.loop %s = 0 to 4 provenance #tile.provenance<op = "graph.add %y", value = "%g", reason = "one input shard at a time"> {
-// TILE-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> iv(%s) provenance #tile.provenance<op = "graph.add %y", value = "%g", reason = "input shard s to every result tile">
-// TILE-NEXT:    tile.kernel @copy_words(%g_1_gather_slot[(d0) -> (0)], %g[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 4> only (d0) -> (d0) iv(%s)
-// TILE-NEXT:    tile.kernel @gather_shard(%g_1[(d0) -> (0)], %g_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [1, 64, 64, 1, 1, 4, 4, 0, 0, 0, 1, 64, 1, 4, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 4> iv(%s)
+// TILE-NEXT:  tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.add %y", value = "%g", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r) provenance #tile.provenance<op = "graph.add %y", value = "%g", reason = "input shards of round r, each to the result tiles that hold its elements">
+// TILE-NEXT:    tile.loop %g_2 = 0 to 1
+// TILE-NEXT:      tile.kernel @copy_words(%g_1_gather_slot[(d0, d1) -> (0)], %g[(d0, d1) -> (0)]) scalars [16] on #tile.tiles<0 to 4> only (d0, d1) -> (d0) iv(%r, %g_2)
+// TILE-NEXT:      tile.kernel @gather_shard(%g_1[(d0, d1) -> (0)], %g_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [1, 64, 64, 1, 1, 4, 4, 0, 0, 0, 1, 64, 1, 4, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 4> iv(%r, %g_2)
+// TILE-NEXT:    }
 // TILE-NEXT:  }
 // amp_output is order 3; the bias descriptor is the replicated one.
 // TILE-NEXT:  tile.kernel @add(%y[() -> (0)], %m[() -> (0)], %g_1[() -> (0)]) scalars [2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0, 2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0, 1, 64, 64, 1, 1, 4, 4, 0, 0, 0] on #tile.tiles<0 to 4>
@@ -115,17 +118,17 @@ func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tenso
 // PLACED:       %g = tile.buffer @g scratch {{.*}} address 0x5c000
 // PLACED:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch {{.*}} address 0x5c040
 
-// The gather's exchange: shard s (16 words at %g, word address 0x5c000 / 4 = 0x17000) from
-// tile s to the other 3 tiles' slot (pic 0x5c040 / 4 = 0x17010); one shared send row and one
+// The gather's exchange: shard r (16 words at %g, word address 0x5c000 / 4 = 0x17000) from
+// tile r to the other 3 tiles' slot (pic 0x5c040 / 4 = 0x17010); one shared send row and one
 // receive row, patched per iteration: direction (1 up, 2 down, 3 both), the receivers' xpic
-// (the sender) and their delay (16 words + the farthest receiver's latency 6 + |s - r| - 2).
+// (the sender) and their delay (16 words + the farthest receiver's latency 6 + |r - t| - 2, t the receiver).
 // ROWS-LABEL: func.func @gathered_bias() {
-// ROWS:       tile.loop %s = 0 to 4
-// ROWS-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> iv(%s) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 23, 22, 22, 23>>] row_address 0x4c010 placed src 0x5c000 dst 0x5c040
-// ROWS:       exchange.row @x1_send provenance "graph.add %y %g: input shard s to every result tile" {
+// ROWS:       tile.loop %r = 0 to 4
+// ROWS-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 23, 22, 22, 23>>] row_address 0x4c010 placed src 0x5c000 dst 0x5c040
+// ROWS:       exchange.row @x1_send provenance "graph.add %y %g: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 15, 0x17000, 1
 // ROWS-NEXT:  }
-// ROWS-NEXT:  exchange.row @x1_receive provenance "graph.add %y %g: input shard s to every result tile" {
+// ROWS-NEXT:  exchange.row @x1_receive provenance "graph.add %y %g: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x17010
 // ROWS-NEXT:    exchange.delay 23
 // ROWS-NEXT:  }
@@ -133,6 +136,6 @@ func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tenso
 // GENERIC-LABEL: "func.func"() <{sym_name = "gathered_bias"
 // GENERIC:       "builtin.unrealized_conversion_cast"(%g) {ipu.for = "graph.add %y"}
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "gathered_bias"
-// TILE-GENERIC:  "tile.loop"() <{lower = 0 : i64, upper = 4 : i64, provenance = #tile.provenance<op = "graph.add %y", value = "%g", reason = "one input shard at a time">}> ({
-// TILE-GENERIC-NEXT: ^{{.*}}(%s: index):
-// TILE-GENERIC-NEXT: "tile.exchange"(%g, %g_1_gather_slot, %s) <{words = 16 : i64
+// TILE-GENERIC:  "tile.loop"() <{lower = 0 : i64, upper = 4 : i64, provenance = #tile.provenance<op = "graph.add %y", value = "%g", reason = "rounds of input shards sent at once">}> ({
+// TILE-GENERIC-NEXT: ^{{.*}}(%r: index):
+// TILE-GENERIC-NEXT: "tile.exchange"(%g, %g_1_gather_slot, %r) <{words = 16 : i64

@@ -56,10 +56,14 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // TILE-NEXT:  tile.kernel @convert_shard({{.*}}) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 1, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.rearrange %n", value = "%n", reason = "repack each shard on its tile">
 // TILE-NEXT:  tile.kernel @convert_shard({{.*}}, %h[() -> (0)]) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 1, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.rearrange %w", value = "%w", reason = "repack each shard on its tile">
 // TILE-NEXT:  tile.kernel @convert_shard({{.*}}) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 0, 1, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 1, 0] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.cast_precision %w", value = "%w", reason = "cast precision, one call per shard">
-// TILE-NEXT:  tile.loop %s = 0 to 2 provenance #tile.provenance<op = "graph.rearrange %c", value = "%c", reason = "one input shard at a time"> {
-// TILE-NEXT:    tile.exchange 512 words from %h[(d0) -> (0)] on tile (d0) -> (d0) to %c_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%s)
-// TILE-NEXT:    tile.kernel @copy_words(%c_gather_slot[(d0) -> (0)], %h[(d0) -> (0)]) scalars [512] on #tile.tiles<0 to 2> only (d0) -> (d0) iv(%s)
-// TILE-NEXT:    tile.kernel @gather_shard(%c[(d0) -> (0)], %c_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [2, 32, 64, 1, 32, 1, 2, 1, 1, 1, 2, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0] on #tile.tiles<0 to 2> iv(%s)
+// Rows cut -> columns cut on 2 tiles: each result tile needs both shards, so one shard per
+// round (1 group); each sender holds elements of its own shard and copies it into its slot.
+// TILE-NEXT:  tile.loop %r = 0 to 2 provenance #tile.provenance<op = "graph.rearrange %c", value = "%c", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT:    tile.exchange 512 words from %h[(d0) -> (0)] on tile (d0, d1) -> (d0) to %c_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> groups 1 shift (d0, d1) -> (0) iv(%r)
+// TILE-NEXT:    tile.loop %g = 0 to 1 provenance #tile.provenance<op = "graph.rearrange %c", value = "%c", reason = "the shards of round r"> {
+// TILE-NEXT:      tile.kernel @copy_words(%c_gather_slot[(d0, d1) -> (0)], %h[(d0, d1) -> (0)]) scalars [512] on #tile.tiles<0 to 2> only (d0, d1) -> (d0) iv(%r, %g)
+// TILE-NEXT:      tile.kernel @gather_shard(%c[(d0, d1) -> (0)], %c_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 32, 64, 1, 32, 1, 2, 1, 1, 1, 2, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0] on #tile.tiles<0 to 2> iv(%r, %g)
+// TILE-NEXT:    }
 // TILE-NEXT:  }
 // TILE-NEXT:  tile.kernel @convert_shard(%q[() -> (0)], %h[() -> (0)]) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 2, 0, -2, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0] on #tile.tiles<0 to 2>
 // TILE-NEXT:  func.return
@@ -70,15 +74,15 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // PLACED:       tile.buffer @c output 2 on #tile.tiles<0 to 2> shard [32, 32] f16 row_major {{.*}} address 0x55800
 // PLACED:       tile.buffer @c_gather_slot scratch {{.*}} address 0x5c800
 
-// %h's shard s (512 words at 0x5c000 = word 0x17000) to the other tile's slot (0x5c800 =
+// %h's shard r (512 words at 0x5c000 = word 0x17000) to the other tile's slot (0x5c800 =
 // word 0x17200); delay 512 + L(0, 1) 7 - 2.
 // ROWS-LABEL: func.func @conversions() {
 // ROWS:       tile.exchange 512 words from %h{{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000 placed src 0x5c000 dst 0x5c800
-// ROWS:       exchange.row @x0_send provenance "graph.rearrange %c %c: input shard s to every result tile" {
+// ROWS:       exchange.row @x0_send provenance "graph.rearrange %c %c: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x17000, 1
 // ROWS-NEXT:    exchange.sendoff 447, 0x0, 1
 // ROWS-NEXT:  }
-// ROWS-NEXT:  exchange.row @x0_receive provenance "graph.rearrange %c %c: input shard s to every result tile" {
+// ROWS-NEXT:  exchange.row @x0_receive provenance "graph.rearrange %c %c: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x17200
 // ROWS-NEXT:    exchange.delay 517
 // ROWS-NEXT:  }

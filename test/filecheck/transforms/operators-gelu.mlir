@@ -43,10 +43,12 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 // The gather of %m's 2 amp_output shards (512 words each), then one gelu call per column
 // shard: descriptors [32, 64] cut 1 x 4, f16 (1), row_major (0).
 // TILE-LABEL: func.func @after_gemm() {
-// TILE:       tile.loop %s = 0 to 2 provenance #tile.provenance<op = "graph.gelu %g", value = "%m", reason = "one input shard at a time"> {
-// TILE-NEXT:    tile.exchange 512 words from %m[(d0) -> (0)] on tile (d0) -> (d0) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> iv(%s)
-// TILE-NEXT:    tile.kernel @copy_words(%m_1_gather_slot[(d0) -> (0)], %m[(d0) -> (0)]) scalars [512] on #tile.tiles<0 to 2> only (d0) -> (d0) iv(%s)
-// TILE-NEXT:    tile.kernel @gather_shard(%m_1[(d0) -> (0)], %m_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 4> iv(%s)
+// TILE:       tile.loop %r = 0 to 2 provenance #tile.provenance<op = "graph.gelu %g", value = "%m", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT:    tile.exchange 512 words from %m[(d0) -> (0)] on tile (d0, d1) -> (d0) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r)
+// TILE-NEXT:    tile.loop %g_1 = 0 to 1
+// TILE-NEXT:      tile.kernel @copy_words(%m_1_gather_slot[(d0, d1) -> (0)], %m[(d0, d1) -> (0)]) scalars [512] on #tile.tiles<0 to 2> only (d0, d1) -> (d0) iv(%r, %g_1)
+// TILE-NEXT:      tile.kernel @gather_shard(%m_1[(d0, d1) -> (0)], %m_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 4> iv(%r, %g_1)
+// TILE-NEXT:    }
 // TILE-NEXT:  }
 // TILE-NEXT:  tile.kernel @gelu(%g[() -> (0)], %m_1[() -> (0)]) scalars [2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.gelu %g", value = "%g", reason = "exact gelu, one call per shard">
 // TILE-NEXT:  func.return
@@ -60,11 +62,11 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 // The gather's rows: 512 words from %m (0xac000 / 4 = 0x2b000) = send 64 + sendoff 448.
 // ROWS-LABEL: func.func @after_gemm() {
 // ROWS:       tile.exchange 512 words {{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 3>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 519, 518>>] row_address 0x4c010 placed src 0xac000 dst 0x5c000
-// ROWS:       exchange.row @x1_send provenance "graph.gelu %g %m: input shard s to every result tile" {
+// ROWS:       exchange.row @x1_send provenance "graph.gelu %g %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x2b000, 1
 // ROWS-NEXT:    exchange.sendoff 447, 0x0, 1
 // ROWS-NEXT:  }
-// ROWS-NEXT:  exchange.row @x1_receive provenance "graph.gelu %g %m: input shard s to every result tile" {
+// ROWS-NEXT:  exchange.row @x1_receive provenance "graph.gelu %g %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x17000
 // ROWS-NEXT:    exchange.delay 519
 

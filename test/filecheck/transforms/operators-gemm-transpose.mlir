@@ -89,10 +89,12 @@ func.func @transposed_value(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %w: te
 // CONV:       %m_1 = mid.rearrange %m {ipu.for = "graph.gemm %t"} : {{.*}} -> tensor<64x64xf32, #mid.format<f32, amp_left_t, [64 x 1 pad, 16 x 4 pad], replication = 1, group = 4, standard>>
 // TILE-LABEL: func.func @transposed_value() {
 // TILE:       %m_1 = tile.buffer @m_1 scratch on #tile.tiles<0 to 4> shard [64, 16] f32 amp_left_t standard align 32 tail 16
-// TILE:       tile.loop %s = 0 to 4 provenance #tile.provenance<op = "graph.gemm %t", value = "%m", reason = "one input shard at a time"> {
-// TILE-NEXT:    tile.exchange 1024 words from %m[(d0) -> (0)] on tile (d0) -> (d0) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> iv(%s)
-// TILE-NEXT:    tile.kernel @copy_words(%m_1_gather_slot[(d0) -> (0)], %m[(d0) -> (0)]) scalars [1024]
-// TILE-NEXT:    tile.kernel @gather_shard(%m_1[(d0) -> (0)], %m_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [2, 64, 64, 64, 16, 1, 4, 1, 1, 1, 4, 0, 4, 0, 2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0] on #tile.tiles<0 to 4> iv(%s)
+// TILE:       tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.gemm %t", value = "%m", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT:    tile.exchange 1024 words from %m[(d0) -> (0)] on tile (d0, d1) -> (d0) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r)
+// TILE-NEXT:    tile.loop %g = 0 to 1
+// TILE-NEXT:      tile.kernel @copy_words(%m_1_gather_slot[(d0, d1) -> (0)], %m[(d0, d1) -> (0)]) scalars [1024]
+// TILE-NEXT:      tile.kernel @gather_shard(%m_1[(d0, d1) -> (0)], %m_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 64, 64, 64, 16, 1, 4, 1, 1, 1, 4, 0, 4, 0, 2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0] on #tile.tiles<0 to 4> iv(%r, %g)
+// TILE-NEXT:    }
 // TILE-NEXT:  }
 // TILE-NEXT:  tile.loop %j_1 = 0 to 1
 // TILE:         tile.kernel @amp_gemm_f32_init(%t[(d0) -> ((d0 * 4096))], %m_1[(d0) -> (0)], %t_rhs_slot[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 4>
@@ -101,10 +103,10 @@ func.func @transposed_value(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %w: te
 // PLACED-NEXT:  %m_1_gather_slot = tile.buffer @m_1_gather_slot {{.*}} address 0x5c000
 // ROWS-LABEL: func.func @transposed_value() {
 // ROWS:       tile.exchange 1024 words from %m{{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1031, 1030, 1030, 1031>>] row_address 0x4c010 placed src 0xac000 dst 0x5c000
-// ROWS:       exchange.row @x1_send provenance "graph.gemm %t %m: input shard s to every result tile" {
+// ROWS:       exchange.row @x1_send provenance "graph.gemm %t %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x2b000, 1
 // ROWS-NEXT:    exchange.sendoff 959, 0x0, 1
 // GENERIC-LABEL: "func.func"() <{sym_name = "transposed_value"
 // GENERIC:       "mid.gemm"(%{{.*}}, %w) <{transpose_lhs, plan = #mid.plan<"amp_gemm_f32_r16"
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "transposed_value"
-// TILE-GENERIC:  "tile.kernel"(%m_1, %m_1_gather_slot, %s) <{callee = @gather_shard
+// TILE-GENERIC:  "tile.kernel"(%m_1, %m_1_gather_slot, %r, %g) <{callee = @gather_shard

@@ -101,10 +101,12 @@ func.func @cut_last_axis(%x: tensor<2x64xf32>, %w: tensor<64xf32>, %b: tensor<64
 // CONV-LABEL: func.func @cut_last_axis
 // CONV:       %g_1 = mid.rearrange %g {ipu.for = "graph.layer_norm %n"}
 // TILE-LABEL: func.func @cut_last_axis() {
-// TILE:       tile.loop %s = 0 to 4 provenance #tile.provenance<op = "graph.layer_norm %n", value = "%g", reason = "one input shard at a time"> {
-// TILE-NEXT:    tile.exchange 32 words from %g[(d0) -> (0)] on tile (d0) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%s)
-// TILE-NEXT:    tile.kernel @copy_words(%g_1_gather_slot[(d0) -> (0)], %g[(d0) -> (0)]) scalars [32] on #tile.tiles<0 to 2> only (d0) -> (d0) iv(%s)
-// TILE-NEXT:    tile.kernel @gather_shard(%g_1[(d0) -> (0)], %g_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [2, 2, 64, 1, 1, 2, 1, 1, 1, 1, 2, 0, 0, 0, 2, 2, 64, 1, 1, 1, 4, 1, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 2> iv(%s)
+// TILE:       tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.layer_norm %n", value = "%g", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT:    tile.exchange 32 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> groups 1 shift (d0, d1) -> (0) iv(%r)
+// TILE-NEXT:    tile.loop %g_2 = 0 to 1
+// TILE-NEXT:      tile.kernel @copy_words(%g_1_gather_slot[(d0, d1) -> (0)], %g[(d0, d1) -> (0)]) scalars [32] on #tile.tiles<0 to 2> only (d0, d1) -> (d0) iv(%r, %g_2)
+// TILE-NEXT:      tile.kernel @gather_shard(%g_1[(d0, d1) -> (0)], %g_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 2, 64, 1, 1, 2, 1, 1, 1, 1, 2, 0, 0, 0, 2, 2, 64, 1, 1, 1, 4, 1, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 2> iv(%r, %g_2)
+// TILE-NEXT:    }
 // TILE-NEXT:  }
 // TILE-NEXT:  tile.kernel @layer_norm(%n[() -> (0)], %g_1[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [925353388, 2, 2, 64, 1, 1, 2, 1, 1, 1, 1, 2, 0, 0, 0, {{.*}}] on #tile.tiles<0 to 2>
 // PLACED-LABEL: func.func @cut_last_axis() {
@@ -114,10 +116,10 @@ func.func @cut_last_axis(%x: tensor<2x64xf32>, %w: tensor<64xf32>, %b: tensor<64
 // plus the farthest receiver's latency.
 // ROWS-LABEL: func.func @cut_last_axis() {
 // ROWS:       tile.exchange 32 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2, 2, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 37, 37, 38, 39>>] row_address 0x4c000 placed src 0x5c000 dst 0x5c080
-// ROWS:       exchange.row @x0_send provenance "graph.layer_norm %n %g: input shard s to every result tile" {
+// ROWS:       exchange.row @x0_send provenance "graph.layer_norm %n %g: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 31, 0x17000, 1
 // ROWS-NEXT:  }
 // GENERIC-LABEL: "func.func"() <{sym_name = "cut_last_axis"
 // GENERIC:       "mid.layer_norm"(%{{.*}}, %w, %b) <{eps = 1.000000e-05 : f64, plan = #mid.plan<"layer_norm_split0"
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "cut_last_axis"
-// TILE-GENERIC:  "tile.kernel"(%g_1, %g_1_gather_slot, %s) <{callee = @gather_shard
+// TILE-GENERIC:  "tile.kernel"(%g_1, %g_1_gather_slot, %r, %g_2) <{callee = @gather_shard

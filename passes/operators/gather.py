@@ -1,0 +1,260 @@
+"""The concurrent gather of a non-local `mid.rearrange`: rounds of shards sent at once.
+
+Input shard `s` (on tile `s`, replica 0) holds real elements for the result tiles `D(s)`
+(its box, the result tile's box and the logical extent meet; `shard_receivers`). Its
+elements need only go to `D(s)`, and shards whose receivers differ can travel in the same
+exchange phase. `plan_rounds` looks, in NumPy at compile time, for a split of the P shard
+indices into R rounds of G groups,
+
+    s(r, g) = g * R + r   (groups outer)   or   s(r, g) = r * G + g   (groups inner),
+
+such that the first tile of `D(s)` is an affine shift `c + kr * r + kg * g`, and such that,
+with BASE the union of every `D(s)` moved back by its shift, no tile receives for two groups
+of one round (a group's sender among its own destinations receives nothing; it may receive
+for another group: full duplex). A shard without real elements (all padding) takes the
+shift the formula gives it and is taken by nobody. The split with the fewest rounds wins,
+then the one with the smallest BASE. Failing all, one shard per round to the union of all `D(s)`
+(shift 0) is a split. Shards past the last one with real elements (the all-padding tail of a
+padded cut) are not sent at all.
+
+E.g. on 64 tiles the row-major `[64, 256]` activation (one row per tile) into the grid GEMM's
+`amp_left` format (8 tiles: 4 row blocks x 2 column halves): D(s) = {2 (s // 16),
+2 (s // 16) + 1}, so s = 16 g + r, 4 groups, shift 2 g, BASE {0, 1}: 16 phases instead of 64.
+
+The lowering (a constant op count, whatever the tile count):
+
+    fill_zero on the result's padding (as the serial gather)
+    tile.loop %r = 0 to R:
+      tile.exchange shard s(r, g) from tile s(r, g) to the slot on BASE, groups G shift
+        SHIFT(r, g)
+      tile.loop %g = 0 to G:
+        copy_words slot <- input on the COPIERS, only on tile s(r, g)
+        gather_shard(out, slot) source_tile s(r, g) on the result tiles
+
+COPIERS are the senders whose result shard holds elements of their own shard (tile 0 always
+is one: shard 0 and result shard 0 both start at the origin): they copy their shard into
+their slot, in the iterations where they send, and the split is refused if one of them also
+receives for another group in that round (its slot would hold that shard). Every other tile
+of `D(s)` received shard `s` in its slot in round r, and a tile outside `D(s)` finds an empty
+intersection and reads nothing: so each call reads only what was put there for it.
+
+Not covered, the serial gather of `conversions.lower_gather` runs: layout ops (`gather_view`
+with an index view: `D(s)` is not a box intersection). An irregular structure (the first
+receiver not affine in (r, g) for any split, e.g. input shards that straddle two result
+shards on some tiles only) takes the one-shard-per-round split above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.ir import Operation
+from xdsl.ir.affine import AffineExpr, AffineMap
+
+from ipu_dialects.tile import (
+    BufferOp,
+    ExchangeOp,
+    KernelOp,
+    LoopOp,
+    TileSetAttr,
+    WorkProvenanceAttr,
+)
+from passes.operators.tile_maps import scalar_map
+from planning.shard_geometry import ShardGeometry
+
+COPY_KERNEL = "copy_words"
+
+
+@dataclass(frozen=True)
+class GatherRounds:
+    """A split of the P input shards into `rounds` phases of `groups` concurrent sends."""
+
+    rounds: int
+    groups: int
+    groups_outer: bool  # s = g * rounds + r; else s = r * groups + g
+    shift: tuple[int, int, int]  # c, kr, kg: the first destination tile of group g in round r
+    base: tuple[int, ...]  # destination tiles of a group with shift 0
+    copiers: tuple[int, ...]  # the senders that hold elements of their own shard
+    has_traffic: bool  # some receiver other than its sender
+
+    # -- affine maps of (r, g) -------------------------------------------------------------
+    def shard_expr(self) -> AffineExpr:
+        r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        if self.groups == 1 or self.rounds == 1:  # the other index is always 0
+            return r if self.groups == 1 else g
+        return g * self.rounds + r if self.groups_outer else r * self.groups + g
+
+    def shard_map(self) -> AffineMap:
+        return AffineMap(2, 0, (self.shard_expr(),))
+
+    def shift_map(self) -> AffineMap:
+        c, kr, kg = self.shift
+        r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
+        terms = [index * k for index, k in ((r, kr), (g, kg)) if k]
+        terms += [AffineExpr.constant(c)] if c or not terms else []
+        expr = terms[0]
+        for term in terms[1:]:
+            expr = expr + term
+        return AffineMap(2, 0, (expr,))
+
+    def destinations(self) -> TileSetAttr:
+        return TileSetAttr.of(self.base)
+
+
+def shard_receivers(a: ShardGeometry, b: ShardGeometry) -> np.ndarray:
+    """[P, T] bool: result tile t holds a real element of input shard s (s on tile s)."""
+    starts_a = a.all_origins()
+    starts_b = np.tile(b.all_origins(), (b.replication, 1))
+    meets = np.ones((a.partition_count, b.tiles_used), dtype=bool)
+    for axis in range(a.rank):
+        low = np.maximum(starts_a[:, axis, None], starts_b[None, :, axis])
+        high = np.minimum(np.minimum(starts_a[:, axis, None] + a.chunk[axis],
+                                     starts_b[None, :, axis] + b.chunk[axis]), a.shape[axis])
+        meets &= high > low
+    return meets
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def fit_shift(r: np.ndarray, g: np.ndarray, first: np.ndarray) -> tuple[int, int, int] | None:
+    """Integers (c, kr, kg) with c + kr * r + kg * g == first at every point, or None."""
+    design = np.stack([np.ones_like(r), r, g], axis=1).astype(np.float64)
+    solution = np.linalg.lstsq(design, first.astype(np.float64), rcond=None)[0]
+    c, kr, kg = (round(float(v)) for v in solution)
+    if np.array_equal(c + kr * r + kg * g, first):
+        return c, kr, kg
+    return None
+
+
+def try_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool,
+              fixed_shift: tuple[int, int, int] | None = None) -> GatherRounds | None:
+    """The split (rounds x groups) of the shards if its receivers are a valid plan; the
+    shift is fitted to the first receivers unless `fixed_shift` is given."""
+    tiles = need.shape[1]
+    r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
+    s = g * rounds + r if groups_outer else r * groups + g
+    wanted = need[s]  # [R, G, T]
+    real = wanted.any(axis=2)
+    first = wanted.argmax(axis=2)
+    shift = fixed_shift or fit_shift(r[real], g[real], first[real])
+    if shift is None:
+        return None
+    c, kr, kg = shift
+    shifts = c + kr * r + kg * g
+    round_at, group_at, tile_at = np.nonzero(wanted)
+    base = np.unique(tile_at - shifts[round_at, group_at])
+    destinations = base[None, None, :] + shifts[..., None]  # [R, G, |BASE|]
+    if destinations.min() < 0 or destinations.max() >= tiles:
+        return None
+    receives = destinations != s[..., None]
+    keys = (np.arange(rounds)[:, None, None] * tiles + destinations)[receives]
+    if np.unique(keys).size != keys.size:  # a tile receiving for two groups of a round
+        return None
+    own = copiers(wanted, s, keys, tiles)
+    if own is None:
+        return None
+    return GatherRounds(rounds, groups, groups_outer, shift, tuple(int(t) for t in base),
+                        own, bool(receives.any()))
+
+
+def copiers(wanted: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
+            ) -> tuple[int, ...] | None:
+    """The senders that hold elements of their own shard (they copy it into their slot),
+    or None when one of them receives another group's shard in that round (its slot is
+    taken) or none does (tile 0 always does: shard 0 and result shard 0 both start at the
+    origin, so an empty list means an empty tensor)."""
+    r, g = np.meshgrid(np.arange(s.shape[0]), np.arange(s.shape[1]), indexing="ij")
+    own = (s < tiles) & wanted[r, g, np.minimum(s, tiles - 1)]  # the sender is in D(s)
+    if not own.any() or np.isin(r[own] * tiles + s[own], received).any():
+        return None
+    return tuple(int(t) for t in np.unique(s[own]))
+
+
+def plan_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
+    """The split with the fewest rounds (then the fewest destinations), or None.
+
+    Shards past the last one with real elements (the all-padding tail of a padded cut) are
+    not sent at all."""
+    need = shard_receivers(a, b)
+    real = np.flatnonzero(need.any(axis=1))
+    if real.size == 0:
+        return None
+    need = need[:real[-1] + 1]
+    shards = need.shape[0]
+    best: GatherRounds | None = None
+    for groups in reversed(divisors(shards)):
+        rounds = shards // groups
+        if best is not None and rounds > best.rounds:
+            break
+        for outer in (True, False) if 1 < groups < shards else (True,):
+            plan = try_split(need, rounds, groups, outer)
+            if plan is not None and (best is None or (plan.rounds, len(plan.base))
+                                     < (best.rounds, len(best.base))):
+                best = plan
+    # one shard per round to every tile that needs any: no affine shift needed
+    return best or try_split(need, shards, 1, True, fixed_shift=(0, 0, 0))
+
+
+@dataclass
+class ConcurrentGather:
+    """The tile work of one planned gather (module doc)."""
+
+    plan: GatherRounds
+    out: BufferOp
+    inp: BufferOp
+    slot: BufferOp
+    words: int
+    result_tiles: int
+    kernel: str
+    scalars: list[int]
+
+    def emit(self, provenance) -> LoopOp:
+        plan = self.plan
+        rounds = LoopOp(0, plan.rounds, provenance("rounds of input shards sent at once"))
+        rounds.induction_var.name_hint = "r"
+        if plan.has_traffic:
+            rounds.body.block.add_op(self.exchange(rounds, provenance(
+                "input shards of round r, each to the result tiles that hold its elements")))
+        groups = LoopOp(0, plan.groups, provenance("the shards of round r"))
+        groups.induction_var.name_hint = "g"
+        groups.body.block.add_op(self.copy(rounds, groups, provenance(
+            "a sender that holds elements of its own shard copies it into its slot")))
+        groups.body.block.add_op(self.take(rounds, groups, provenance(
+            "take the elements of shard s(r, g) this tile holds")))
+        rounds.body.block.add_op(groups)
+        return rounds
+
+    def exchange(self, rounds: LoopOp, provenance: WorkProvenanceAttr) -> ExchangeOp:
+        zero = scalar_map(1, 0)
+        return ExchangeOp(
+            self.words, self.inp, zero, self.plan.shard_map(), self.slot, zero,
+            self.plan.destinations(), [rounds.induction_var], provenance,
+            (self.plan.groups, self.plan.shift_map()),
+        )
+
+    def take(self, rounds: LoopOp, groups: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:
+        zero = scalar_map(2, 0)
+        return KernelOp(
+            self.kernel, [(self.out, zero), (self.slot, zero)], self.scalars,
+            TileSetAttr.range(0, self.result_tiles),
+            [rounds.induction_var, groups.induction_var], provenance,
+            iv_scalars=[self.plan.shard_map()],
+        )
+
+    def copy(self, rounds: LoopOp, groups: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:
+        zero = scalar_map(2, 0)
+        return KernelOp(
+            COPY_KERNEL, [(self.slot, zero), (self.inp, zero)], [self.words],
+            TileSetAttr.of(self.plan.copiers), [rounds.induction_var, groups.induction_var],
+            provenance, on_tile=self.plan.shard_map(),
+        )
+
+
+def lower_concurrent(plan: GatherRounds, out: BufferOp, inp: BufferOp, slot: BufferOp,
+                     words: int, result_tiles: int, kernel: str, scalars: list[int],
+                     provenance) -> list[Operation]:
+    return [ConcurrentGather(plan, out, inp, slot, words, result_tiles, kernel,
+                             scalars).emit(provenance)]
