@@ -3,11 +3,13 @@
 A plan's kernel cycles are `device.model.cycles.kernel_call_cycles` of the very call the
 lowering emits (same symbol, same scalars), on the tiles where it costs most, so the
 selector and the model agree on them. A conversion's cost is estimated from the same
-functions and the exchange model: one phase per input shard when it gathers.
+functions and the exchange model: when it gathers, one phase per round of the concurrent
+gather (`passes/operators/gather.py`), or per input shard where the gather stays serial.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -18,7 +20,8 @@ from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
 from passes.operators.base import SelectionContext, current_format, tensor_type
 from passes.operators.formats import descriptor, shard_words, split_format
-from planning.shard_geometry import geometry
+from passes.operators.gather import GatherRounds, plan_rounds
+from planning.shard_geometry import ShardGeometry, geometry
 
 
 def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
@@ -58,13 +61,30 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
         return plan_kernel_cycles(CONVERT_KERNEL, [dst, src], target)
     src_fmt, dst_fmt = src.encoding, dst.encoding
     assert isinstance(src_fmt, mid.TensorFormatAttr) and isinstance(dst_fmt, mid.TensorFormatAttr)
-    sources = geometry(src.get_shape(), src_fmt).partition_count
-    receivers = geometry(dst.get_shape(), dst_fmt).tiles_used
+    a, b = geometry(src.get_shape(), src_fmt), geometry(dst.get_shape(), dst_fmt)
+    sources, receivers = a.partition_count, b.tiles_used
     words = shard_words(src)
     latency = int(target.latency_matrix(max(sources, receivers)).max()) if receivers > 1 else 0
-    per_shard = (
-        device_cycles.exchange_step_cycles(words + latency, target)
-        + device_cycles.copy_cycles(words * WORD_BYTES, target)
-        + plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
-    )
-    return sources * per_shard
+    phase = device_cycles.exchange_step_cycles(words + latency, target)
+    copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
+    take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
+    rounds = cached_rounds(a, b)
+    if rounds is None:  # the serial gather: one phase, copy and take per input shard
+        return sources * (phase + copy + take)
+    # the concurrent gather (passes/operators/gather.py): a phase per round, a copy where a
+    # sender holds elements of its own shard, a take per sent shard
+    sent = rounds.rounds * rounds.groups
+    copies = sum(1 for s in range(sent) if shard_of(rounds, s) in rounds.copiers)
+    return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent * take
+
+
+@functools.lru_cache(maxsize=256)
+def cached_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
+    """`plan_rounds`, once per pair of geometries (the selector asks for many candidates)."""
+    return plan_rounds(a, b)
+
+
+def shard_of(rounds: GatherRounds, index: int) -> int:
+    """The shard sent at the index-th (round, group) iteration (round outer)."""
+    r, g = divmod(index, rounds.groups)
+    return g * rounds.rounds + r if rounds.groups_outer else r * rounds.groups + g

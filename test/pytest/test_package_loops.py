@@ -23,6 +23,7 @@ from device.package import (
     executed_count,
     flat_steps,
 )
+from device.target import IPU21
 from passes.ipu_pipeline import IpuPipelinePass
 from tools import package_writer
 from tools.ipu_run import make_context
@@ -156,7 +157,9 @@ def strided_step(directory: Path) -> int:
 def test_a_stride_that_walks_out_of_memory_is_a_package_error(tmp_path):
     directory = small_loop_package(tmp_path)
     index = strided_step(directory)
-    rewrite_array(directory, f"step{index}_pointer_strides", lambda a: a * 1000)
+    # a stride of half the SRAM (within the stride bound): the loop's later iterations leave memory
+    rewrite_array(directory, f"step{index}_pointer_strides",
+                  lambda a: a * (IPU21.sram_bytes // 2 // int(np.abs(a).max())))
     with pytest.raises(PackageError, match=rf"member 'step{index}_pointers': pointer '\w+' \(\+\d+ bytes\) "
                                            r"0x[0-9a-f]+ \(entry \d+\) is outside"):
         Package.load(directory)

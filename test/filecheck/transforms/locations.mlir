@@ -48,17 +48,17 @@ func.func @f(%x: tensor<64x128xf16>, %w: tensor<128x256xf16>, %v: tensor<256x128
 // TILE:        } loc("user.py":10:5)
 // TILE-NEXT: } loc("user.py":10:5)
 // The gather loop of the conversion between the GEMM and the gelu, all of it fused:
-// TILE-NEXT: tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.gelu %g", value = "%y", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT: tile.loop %r = 0 to 1 provenance #tile.provenance<op = "graph.gelu %g", value = "%y", reason = "rounds of input shards sent at once"> {
 // TILE-NEXT:   tile.exchange 2048 words from %y{{.*}} loc(fused["user.py":11:5, "user.py":10:5])
-// TILE-NEXT:   tile.loop %g_1 = 0 to 1 {{.*}} {
+// TILE-NEXT:   tile.loop %g_1 = 0 to 4 {{.*}} {
 // TILE-NEXT:     tile.kernel @copy_words({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT:     tile.kernel @gather_shard({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT:   } loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT: } loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT: tile.kernel @gelu({{.*}} loc("user.py":11:5)
-// TILE-NEXT: tile.loop %r_1 = 0 to 16 {{.*}} {
+// TILE-NEXT: tile.loop %r_1 = 0 to 4 {{.*}} {
 // TILE-NEXT:   tile.exchange 512 words from %y_1{{.*}} loc(fused["user.py":12:5, "user.py":11:5])
-// TILE-NEXT:   tile.loop %g_2 = 0 to 1 {{.*}} {
+// TILE-NEXT:   tile.loop %g_2 = 0 to 4 {{.*}} {
 // TILE-NEXT:     tile.kernel @copy_words({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
 // TILE-NEXT:     tile.kernel @gather_shard({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
 // TILE-NEXT:   } loc(fused["user.py":12:5, "user.py":11:5])
@@ -85,6 +85,9 @@ func.func @f(%x: tensor<64x128xf16>, %w: tensor<128x256xf16>, %v: tensor<256x128
 // EXCH-NEXT:   exchange.sendpicp {{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // EXCH-NEXT:   exchange.delay {{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // EXCH-NEXT: } loc(fused["user.py":11:5, "user.py":10:5])
+// EXCH-NEXT: exchange.row @x2_duplex provenance "graph.gelu %g %y: input shards of round r, each to the result tiles that hold its elements" {
+// EXCH-NEXT:   exchange.sendpicp {{.*}} loc(fused["user.py":11:5, "user.py":10:5])
+// EXCH:      } loc(fused["user.py":11:5, "user.py":10:5])
 // EXCH-NEXT: exchange.row @x3_send provenance "graph.gemm %z %g: input shards of round r, each to the result tiles that hold its elements" {
 // EXCH-NEXT:   exchange.send {{.*}} loc(fused["user.py":12:5, "user.py":11:5])
 // EXCH:      exchange.row @x3_receive provenance "graph.gemm %z %g: input shards of round r, each to the result tiles that hold its elements" {

@@ -26,7 +26,8 @@
 // RUN: diff %t.rows.mlir %t.rows.again.mlir
 
 // Following the GEMM's amp_output (2 row tiles) would leave 2 of the 4 tiles idle; cutting the
-// 64 columns over the 4 tiles (gelu_split1) and gathering %m once is cheaper.
+// 32 rows over the 4 tiles (gelu_split0) and gathering %m is cheaper: each 16-row shard of %m
+// feeds two of the 8-row tiles, so both shards travel in one phase (two groups).
 func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32x64xf16> {
   %m = graph.gemm %a, %w : (tensor<32x64xf16>, tensor<64x64xf16>) -> tensor<32x64xf16>
   %g = graph.gelu %m : tensor<32x64xf16> -> tensor<32x64xf16>
@@ -34,46 +35,53 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 }
 // MID-LABEL: func.func @after_gemm
 // MID:       %m = mid.gemm %a, %w plan #mid.plan<"amp_gemm_f16_r16"
-// MID-NEXT:  %[[B:.*]] = builtin.unrealized_conversion_cast %m : tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>> to tensor<32x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>> {ipu.for = "graph.gelu %g"}
-// MID-NEXT:  %g = mid.gelu %[[B]] plan #mid.plan<"gelu_split1", #mid.dispatch<pointwise, init = @gelu>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>, #mid.operand<out : output, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>], distinct = [], alias = src>
+// MID-NEXT:  %[[B:.*]] = builtin.unrealized_conversion_cast %m : tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>> to tensor<32x64xf16, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>> {ipu.for = "graph.gelu %g"}
+// MID-NEXT:  %g = mid.gelu %[[B]] plan #mid.plan<"gelu_split0", #mid.dispatch<pointwise, init = @gelu>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>, #mid.operand<out : output, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>], distinct = [], alias = src>
 // CONV-LABEL: func.func @after_gemm
-// CONV:       %m_1 = mid.rearrange %m {ipu.for = "graph.gelu %g"} : tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>> -> tensor<32x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>>
-// CONV-NEXT:  %g = mid.gelu %m_1 plan #mid.plan<"gelu_split1"
+// CONV:       %m_1 = mid.rearrange %m {ipu.for = "graph.gelu %g"} : tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>> -> tensor<32x64xf16, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>>
+// CONV-NEXT:  %g = mid.gelu %m_1 plan #mid.plan<"gelu_split0"
 
-// The gather of %m's 2 amp_output shards (512 words each), then one gelu call per column
-// shard: descriptors [32, 64] cut 1 x 4, f16 (1), row_major (0).
+// The gather of %m's 2 amp_output shards (512 words each) in one round of two groups (shard g
+// from tile g to tiles 2g, 2g + 1; tile 0 holds rows of its own shard and copies it), then one
+// gelu call per row shard: descriptors [32, 64] cut 4 x 1, f16 (1), row_major (0).
 // TILE-LABEL: func.func @after_gemm() {
-// TILE:       tile.loop %r = 0 to 2 provenance #tile.provenance<op = "graph.gelu %g", value = "%m", reason = "rounds of input shards sent at once"> {
-// TILE-NEXT:    tile.exchange 512 words from %m[(d0) -> (0)] on tile (d0, d1) -> (d0) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r)
-// TILE-NEXT:    tile.loop %g_1 = 0 to 1
-// TILE-NEXT:      tile.kernel @copy_words(%m_1_gather_slot[(d0, d1) -> (0)], %m[(d0, d1) -> (0)]) scalars [512] on #tile.tiles<0 to 2> only (d0, d1) -> (d0) iv(%r, %g_1)
-// TILE-NEXT:      tile.kernel @gather_shard(%m_1[(d0, d1) -> (0)], %m_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 4> iv(%r, %g_1)
+// TILE:       tile.loop %r = 0 to 1 provenance #tile.provenance<op = "graph.gelu %g", value = "%m", reason = "rounds of input shards sent at once"> {
+// TILE-NEXT:    tile.exchange 512 words from %m[(d0) -> (0)] on tile (d0, d1) -> (d1) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> groups 2 shift (d0, d1) -> ((d1 * 2)) iv(%r)
+// TILE-NEXT:    tile.loop %g_1 = 0 to 2
+// TILE-NEXT:      tile.kernel @copy_words(%m_1_gather_slot[(d0, d1) -> (0)], %m[(d0, d1) -> (0)]) scalars [512] on #tile.tiles<0 to 1> only (d0, d1) -> (d1) iv(%r, %g_1)
+// TILE-NEXT:      tile.kernel @gather_shard(%m_1[(d0, d1) -> (0)], %m_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d1)] scalars [2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 4> iv(%r, %g_1)
 // TILE-NEXT:    }
 // TILE-NEXT:  }
-// TILE-NEXT:  tile.kernel @gelu(%g[() -> (0)], %m_1[() -> (0)]) scalars [2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.gelu %g", value = "%g", reason = "exact gelu, one call per shard">
+// TILE-NEXT:  tile.kernel @gelu(%g[() -> (0)], %m_1[() -> (0)]) scalars [2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.gelu %g", value = "%g", reason = "exact gelu, one call per shard">
 // TILE-NEXT:  func.return
 
 // PLACED-LABEL: func.func @after_gemm() {
-// PLACED:       %g = tile.buffer @g output 0 on #tile.tiles<0 to 4> shard [32, 16] f16 row_major standard align 8 tail 0 {{.*}} address 0x54000
+// PLACED:       %g = tile.buffer @g output 0 on #tile.tiles<0 to 4> shard [8, 64] f16 row_major standard align 8 tail 0 {{.*}} address 0x54000
 // PLACED:       %m = tile.buffer @m scratch on #tile.tiles<0 to 2> shard [16, 64] f16 amp_output interleaved {{.*}} address 0xac000
 // PLACED:       %m_1 = tile.buffer @m_1 scratch {{.*}} address 0x54400
 // PLACED-NEXT:  %m_1_gather_slot = tile.buffer @m_1_gather_slot scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output standard align 8 tail 0 address 0x5c000
 
-// The gather's rows: 512 words from %m (0xac000 / 4 = 0x2b000) = send 64 + sendoff 448.
+// The gather's rows: 512 words from %m (0xac000 / 4 = 0x2b000) = send 64 + sendoff 448. Tile 1
+// sends shard 1 while it receives shard 0 from tile 0: its row is full duplex.
 // ROWS-LABEL: func.func @after_gemm() {
-// ROWS:       tile.exchange 512 words {{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 3>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 519, 518>>] row_address 0x4c010 placed src 0xac000 dst 0x5c000
+// ROWS:       tile.exchange 512 words {{.*}} rows [@x1_send, @x1_receive, @x1_duplex] row_loops array<i64> sender_rows array<i32: 0, 2> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 517, 518>>] row_address 0x4c010 placed src 0xac000 dst 0x5c000
 // ROWS:       exchange.row @x1_send provenance "graph.gelu %g %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x2b000, 1
 // ROWS-NEXT:    exchange.sendoff 447, 0x0, 1
 // ROWS-NEXT:  }
 // ROWS-NEXT:  exchange.row @x1_receive provenance "graph.gelu %g %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x17000
-// ROWS-NEXT:    exchange.delay 519
+// ROWS-NEXT:    exchange.delay 517
+// ROWS-NEXT:  }
+// ROWS-NEXT:  exchange.row @x1_duplex provenance "graph.gelu %g %m: input shards of round r, each to the result tiles that hold its elements" {
+// ROWS-NEXT:    exchange.sendpicp 63, 0x2b000, 1, 0, xpic = 0x0, pic = 0x17000
+// ROWS-NEXT:    exchange.sendoff 447, 0x0, 1
+// ROWS-NEXT:    exchange.delay 6
 
 // GENERIC-LABEL: "func.func"() <{sym_name = "after_gemm"
-// GENERIC:       %g = "mid.gelu"(%{{.*}}) <{plan = #mid.plan<"gelu_split1", #mid.dispatch<pointwise, init = @gelu>
+// GENERIC:       %g = "mid.gelu"(%{{.*}}) <{plan = #mid.plan<"gelu_split0", #mid.dispatch<pointwise, init = @gelu>
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "after_gemm"
-// TILE-GENERIC:  "tile.kernel"(%g, %m_1) <{callee = @gelu, offsets = [affine_map<() -> (0)>, affine_map<() -> (0)>], scalars = array<i64: 2, 32, 64, 1, 1, 1, 4, 1, 1, 1, 4, 1, 0, 0,
+// TILE-GENERIC:  "tile.kernel"(%g, %m_1) <{callee = @gelu, offsets = [affine_map<() -> (0)>, affine_map<() -> (0)>], scalars = array<i64: 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0,
 
 // -----
 
