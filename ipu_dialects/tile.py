@@ -697,8 +697,11 @@ class ExchangeOp(IRDLOperation):
         """The bounds an offset map reads: a grouped exchange's offset may also read the
         group index, after the loop indices (each group's sender reads, and its receivers
         write, at an address of their own); otherwise the loop indices only."""
-        grouped = [*bounds, *self.group_bounds()]
-        return grouped if self.groups is not None and offset.num_dims == len(grouped) else list(bounds)
+        return [*bounds, *self.group_bounds()] if self.offset_reads_group(offset) else list(bounds)
+
+    def offset_reads_group(self, offset: AffineMap) -> bool:
+        """Whether an offset map takes the group index (one dimension past the loops)."""
+        return self.groups is not None and offset.num_dims == len(self.ivs) + 1
 
     def group_bounds(self) -> list[tuple[int, int]]:
         """The group index's range, appended to loop bounds for the group-reading maps."""

@@ -154,7 +154,7 @@ def phase_per_iteration(op: ExchangeOp, latency: np.ndarray,
     shifts = (np.zeros(len(ivs), dtype=np.int64) if op.dst_shift is None
               else evaluate_map(op.dst_shift.data, ivs)[:, 0])
     def offsets(offset) -> np.ndarray:  # a grouped exchange's offset may read the group
-        return evaluate_map(offset, ivs if offset.num_dims == ivs.shape[1] else loop_ivs)[:, 0]
+        return evaluate_map(offset, ivs if op.offset_reads_group(offset) else loop_ivs)[:, 0]
 
     sources = placed_address(src, ScheduleExchangePass.name) + offsets(op.src_offset.data)
     dests = placed_address(dst, ScheduleExchangePass.name) + offsets(op.dst_offset.data)

@@ -25,6 +25,7 @@ from tools.asm_statements import (
     format_tile_set,
     kernel_text,
     package_nodes,
+    tiles_by_signature,
     with_comment,
 )
 
@@ -43,13 +44,7 @@ def tile_groups(package: Package) -> list[np.ndarray]:
             pointer_key = np.full(package.tiles, -1, dtype=np.int64)
             pointer_key[step.tiles] = _row_keys(step.pointers)
             columns.extend([active >= 0, pointer_key])
-    if not columns:
-        return [np.arange(package.tiles)]
-    signature = np.stack(columns, axis=1)
-    _, group_of_tile = np.unique(signature, axis=0, return_inverse=True)
-    group_of_tile = group_of_tile.reshape(-1)
-    order = sorted(set(group_of_tile.tolist()), key=lambda g: int(np.argmax(group_of_tile == g)))
-    return [np.flatnonzero(group_of_tile == g) for g in order]
+    return tiles_by_signature(columns, package.tiles)
 
 
 def _row_keys(pointers: np.ndarray) -> np.ndarray:

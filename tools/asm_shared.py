@@ -26,6 +26,7 @@ from tools.asm_statements import (
     format_tile_set,
     kernel_text,
     package_nodes,
+    tiles_by_signature,
 )
 
 SHARED_LISTING_PROGRAMS = 16  # more distinct programs than this: share listings by shape
@@ -42,12 +43,7 @@ def shape_groups(package: Package) -> list[np.ndarray]:
             present = np.zeros(package.tiles, dtype=bool)
             present[step.tiles] = True
             columns.append(present)
-    if not columns:
-        return [np.arange(package.tiles)]
-    _, first, group_of_tile = np.unique(np.stack(columns, axis=1), axis=0, return_index=True,
-                                        return_inverse=True)
-    group_of_tile = group_of_tile.reshape(-1)
-    return [np.flatnonzero(group_of_tile == g) for g in np.argsort(first)]
+    return tiles_by_signature(columns, package.tiles)
 
 
 @dataclass

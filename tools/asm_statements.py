@@ -17,6 +17,17 @@ from device.package import KernelStep, LoopStep, RunStep, Step
 from tools.asm_loops import Leaf, Strided, strided_loop
 
 
+def tiles_by_signature(columns: list[np.ndarray], tiles: int) -> list[np.ndarray]:
+    """Tiles grouped by their values across `columns` (one array over the tiles each),
+    groups in the order of their first tile; one group when there are no columns."""
+    if not columns:
+        return [np.arange(tiles)]
+    _, first, group_of_tile = np.unique(np.stack(columns, axis=1), axis=0, return_index=True,
+                                        return_inverse=True)
+    group_of_tile = group_of_tile.reshape(-1)
+    return [np.flatnonzero(group_of_tile == g) for g in np.argsort(first)]
+
+
 def format_tile_set(tiles: np.ndarray | list[int]) -> str:
     """`[0, 1, 2, 5]` -> `0-2,5`."""
     runs: list[list[int]] = []  # [first, last] of each run of consecutive tiles

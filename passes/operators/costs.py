@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
@@ -64,7 +65,7 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     a, b = geometry(src.get_shape(), src_fmt), geometry(dst.get_shape(), dst_fmt)
     sources, receivers = a.partition_count, b.tiles_used
     words = shard_words(src)
-    latency = int(target.latency_matrix(max(sources, receivers)).max()) if receivers > 1 else 0
+    latency = target.max_latency(max(sources, receivers)) if receivers > 1 else 0
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
     take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
@@ -73,18 +74,12 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
         return sources * (phase + copy + take)
     # the concurrent gather (passes/operators/gather.py): a phase per round, a copy where a
     # sender holds elements of its own shard, a take per sent shard
-    sent = rounds.rounds * rounds.groups
-    copies = sum(1 for s in range(sent) if shard_of(rounds, s) in rounds.copiers)
-    return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent * take
+    sent = rounds.sent_shards()
+    copies = int(np.isin(sent, rounds.copiers).sum())
+    return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent.size * take
 
 
 @functools.lru_cache(maxsize=256)
 def cached_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
     """`plan_rounds`, once per pair of geometries (the selector asks for many candidates)."""
     return plan_rounds(a, b)
-
-
-def shard_of(rounds: GatherRounds, index: int) -> int:
-    """The shard sent at the index-th (round, group) iteration (round outer)."""
-    r, g = divmod(index, rounds.groups)
-    return g * rounds.rounds + r if rounds.groups_outer else r * rounds.groups + g

@@ -66,6 +66,11 @@ from planning.shard_geometry import ShardGeometry
 COPY_KERNEL = "copy_words"
 
 
+def shard_index(r, g, rounds: int, groups: int, groups_outer: bool):
+    """The input shard group `g` sends in round `r`, for ints, NumPy arrays or affine exprs."""
+    return g * rounds + r if groups_outer else r * groups + g
+
+
 @dataclass(frozen=True)
 class GatherRounds:
     """A split of the P input shards into `rounds` phases of `groups` concurrent sends."""
@@ -83,7 +88,12 @@ class GatherRounds:
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
         if self.groups == 1 or self.rounds == 1:  # the other index is always 0
             return r if self.groups == 1 else g
-        return g * self.rounds + r if self.groups_outer else r * self.groups + g
+        return shard_index(r, g, self.rounds, self.groups, self.groups_outer)
+
+    def sent_shards(self) -> np.ndarray:
+        """[rounds, groups]: the shard sent by each group in each round."""
+        r, g = np.meshgrid(np.arange(self.rounds), np.arange(self.groups), indexing="ij")
+        return shard_index(r, g, self.rounds, self.groups, self.groups_outer)
 
     def shard_map(self) -> AffineMap:
         return AffineMap(2, 0, (self.shard_expr(),))
@@ -135,7 +145,7 @@ def try_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool,
     shift is fitted to the first receivers unless `fixed_shift` is given."""
     tiles = need.shape[1]
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
-    s = g * rounds + r if groups_outer else r * groups + g
+    s = shard_index(r, g, rounds, groups, groups_outer)
     wanted = need[s]  # [R, G, T]
     real = wanted.any(axis=2)
     first = wanted.argmax(axis=2)

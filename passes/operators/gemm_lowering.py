@@ -43,7 +43,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map
-from passes.operators.conversions import CONVERT_KERNEL
+from passes.operators.conversions import CONVERT_KERNEL, COPY_KERNEL
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.tile_maps import dims, gemm_scalars, linearize, scalar_map, tensor_format
 from planning.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
@@ -52,7 +52,6 @@ from planning.shard_geometry import ShardGeometry, geometry
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering as FunctionLowering
 
-COPY_KERNEL = "copy_words"
 
 
 
