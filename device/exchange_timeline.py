@@ -19,9 +19,15 @@ Rules (spec `exchange-isa.md`, "Event time"; DESIGN.md section 5 for the model c
   - `send`, `sendoff` and `sendpic` with direction 0 still advance the cursor (the spec:
     they advance the outgoing event stream without putting a packet on a route).
   A `sendoff` or `sendpic` before any stream was started is an error.
-- Words are 32-bit: ipu-stack uses 32-bit streams only, so the 64-bit item bit (sctl bit 2)
-  is rejected.
-- Controls (DESIGN.md section 5): XPIC selector 0 sets the source tile id; PIC selector 0
+- Items are 32-bit words, or 64-bit items (two consecutive words, the lower address first)
+  when the stream's `sctl` sets bit 2: an instruction's count then counts items, one per
+  event, and the cursor advances two words per event. A 64-bit stream must start at an even
+  word address (8-byte aligned items); an odd one is an error. (The spec names the bit;
+  what receives 64-bit items is our model choice, docs/internals.md "Pair broadcast".)
+- Controls (DESIGN.md section 5): XPIC selector 0 sets the source tile id of the tile's own
+  incoming mux; XPIC selector 1 (the pair mux, `$INCOMING_MUXPAIR`) sets the source tile id
+  of the pair mux, which takes 64-bit items over both incoming buses of the tile pair
+  (2i, 2i + 1) (docs/internals.md "Pair broadcast"); PIC selector 0
   (`delaypic` selector 0, `sendpic` selector 2, `sendpicp` pic_selector 0) sets the absolute
   incoming word address. `sendpic` selectors 0/1 are XPIC selectors 0/1 and 2/3 are PIC
   selectors 0/1. `sendpicp`'s 14-bit XPIC configuration is `selector << 13 | value`, the
@@ -52,16 +58,20 @@ from device.isa import (
 
 XPIC = "xpic"
 PIC = "pic"
-SUPPORTED_SELECTORS = {XPIC: (0,), PIC: (0,)}
+XPIC_MUX, XPIC_MUX_PAIR = 0, 1  # XPIC selectors: own mux (32-bit words), pair mux (64-bit items)
+SUPPORTED_SELECTORS = {XPIC: (XPIC_MUX, XPIC_MUX_PAIR), PIC: (0,)}
 
 
 class TimelineError(DiagnosticException, ValueError):
-    """A row whose event semantics are undefined (no stream, 64-bit items, unknown selector)."""
+    """A row whose event semantics are undefined (no stream, an odd 64-bit stream address,
+    unknown selector)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SendInterval:
-    """`words` words leave on events `start_event ..`, read from word addresses `address ..`."""
+    """`words` 32-bit words leave on events `start_event ..`, read from word addresses
+    `address ..`: one word per event, or one 64-bit item (two words) per event when `sctl`
+    sets the 64-bit bit."""
 
     start_event: int
     words: int
@@ -69,8 +79,17 @@ class SendInterval:
     sctl: int
 
     @property
+    def width(self) -> int:
+        """Words per event: 2 for 64-bit items."""
+        return item_words(self.sctl)
+
+    @property
+    def events(self) -> int:
+        return self.words // self.width
+
+    @property
     def end_event(self) -> int:
-        return self.start_event + self.words
+        return self.start_event + self.events
 
     @property
     def direction(self) -> int:
@@ -126,13 +145,18 @@ class RowTimeline:
         return None
 
 
+def item_words(sctl: int) -> int:
+    return 2 if sctl & SCTL_64BIT else 1
+
+
 def event_arrays(timeline: RowTimeline) -> EventArrays:
+    """Per event, the word address of the item sent (its first word for 64-bit items)."""
     source = np.full(timeline.total_events, -1, dtype=np.int64)
     sctl = np.zeros(timeline.total_events, dtype=np.int8)
     for interval in timeline.sends:
-        stop = interval.start_event + interval.words
+        stop = interval.end_event
         source[interval.start_event : stop] = np.arange(
-            interval.address, interval.address + interval.words, dtype=np.int64
+            interval.address, interval.address + interval.words, interval.width, dtype=np.int64
         )
         sctl[interval.start_event : stop] = interval.sctl
     return EventArrays(source, sctl)
@@ -166,11 +190,11 @@ def _controls_of(instr: Instruction, start: int) -> list[ControlEvent]:
     return []
 
 
-def _check_sctl(instr: Instruction, sctl: int) -> None:
-    if sctl & SCTL_64BIT:
+def _check_item_alignment(instr: Instruction, first_word: int, sctl: int) -> None:
+    if sctl & SCTL_64BIT and sctl & SCTL_DIRECTION_MASK and first_word % 2:
         raise TimelineError(
-            f"{format_instruction(instr)}: sctl {sctl} selects 64-bit items (bit 2); "
-            f"ipu-stack exchanges 32-bit words only"
+            f"{format_instruction(instr)}: a 64-bit stream (sctl {sctl}) reads word address "
+            f"{first_word:#x}, which is odd: 64-bit items are 8-byte aligned"
         )
 
 
@@ -190,10 +214,8 @@ def row_timeline(instrs_or_words, base_address: int = 0) -> RowTimeline:
         first_word: int | None = None
         match instr:
             case Send(_, address, sctl):
-                _check_sctl(instr, sctl)
                 first_word, stream_sctl = address, sctl
             case SendOff(_, delta, sctl):
-                _check_sctl(instr, sctl)
                 if cursor is None:
                     raise TimelineError(
                         f"{format_instruction(instr)} at event {event}: sendoff continues the "
@@ -208,13 +230,14 @@ def row_timeline(instrs_or_words, base_address: int = 0) -> RowTimeline:
                     )
                 first_word, continues = cursor, True
             case SendPicP(_, address, sctl):
-                _check_sctl(instr, sctl)
                 if sctl & SCTL_DIRECTION_MASK:
                     first_word, stream_sctl = address, sctl
         if first_word is not None:
-            cursor = first_word + instr.events
+            _check_item_alignment(instr, first_word, stream_sctl)
+            words = instr.events * item_words(stream_sctl)
+            cursor = first_word + words
             if stream_sctl & SCTL_DIRECTION_MASK:
-                timeline.sends.append(SendInterval(event, instr.events, first_word, stream_sctl))
+                timeline.sends.append(SendInterval(event, words, first_word, stream_sctl))
         timeline.controls.extend(_controls_of(instr, event))
         timeline.spans.append(InstructionSpan(word_index, event, instr.events, continues))
         event += instr.events

@@ -62,15 +62,16 @@ def send_read_accesses(timeline: RowTimeline, events: Iterable[int] | None = Non
     wanted = None if events is None else set(events)
     accesses: dict[int, list[Access]] = defaultdict(list)
     for interval in timeline.sends:
-        span = range(interval.start_event, interval.start_event + interval.words)
+        span = range(interval.start_event, interval.end_event)
+        width = interval.width
         for event in span if wanted is None else sorted(wanted.intersection(span)):
-            address = WORD_BYTES * (interval.address + event - interval.start_event)
-            accesses[event].append(Access(SEND_READ, address, WORD_BYTES))
+            address = WORD_BYTES * (interval.address + width * (event - interval.start_event))
+            accesses[event].append(Access(SEND_READ, address, WORD_BYTES * width))
     return accesses
 
 
 def send_events(timeline: RowTimeline) -> np.ndarray:
-    spans = [np.arange(i.start_event, i.start_event + i.words) for i in timeline.sends]
+    spans = [np.arange(i.start_event, i.end_event) for i in timeline.sends]
     return np.concatenate(spans) if spans else np.zeros(0, dtype=np.int64)
 
 
@@ -121,12 +122,14 @@ def find_conflicts(
     return conflicts
 
 
-def incoming_writes(controls: list[ControlEvent], arrivals, total_events: int) -> np.ndarray:
-    """Byte address written at each event, -1 where nothing is stored.
+def incoming_writes(controls: list[ControlEvent], arrivals, total_events: int,
+                    width: int = 1) -> np.ndarray:
+    """Byte address written at each event (the first word's), -1 where nothing is stored.
 
-    `arrivals[t]` is true when a word from the XPIC-selected source reaches the tile at event
-    `t`. A PIC control at event `t` takes effect for a word arriving at `t`; the pointer
-    auto-increments by one word per stored word.
+    `arrivals[t]` is true when an item (`width` words: 2 for the 64-bit items of the pair
+    mux) from the XPIC-selected source reaches the tile at event `t`. A PIC control at event
+    `t` takes effect for an item arriving at `t`; the pointer auto-increments by one word
+    per stored word. An aligned 64-bit item lies in one memory element, like its first word.
     """
     writes = np.full(total_events, -1, dtype=np.int64)
     pic_at = {c.event: c.value for c in controls if c.kind == PIC}
@@ -138,5 +141,5 @@ def incoming_writes(controls: list[ControlEvent], arrivals, total_events: int) -
             if pointer is None:
                 raise ValueError(f"event {event}: a word arrives before any PIC set the pointer")
             writes[event] = WORD_BYTES * pointer
-            pointer += 1
+            pointer += width
     return writes

@@ -33,7 +33,7 @@ from device.exchange_timeline import (
     event_arrays,
     row_timeline,
 )
-from device.isa import SCTL_DIRECTION_MASK, format_instruction, is_integer
+from device.isa import SCTL_64BIT, SCTL_DIRECTION_MASK, format_instruction, is_integer
 
 
 class RowMismatch(DiagnosticException):
@@ -62,7 +62,7 @@ class RowSchedule:
 
 
 def _describe_send(send: SendInterval) -> str:
-    return (f"send interval [{send.start_event}, {send.start_event + send.words}) of "
+    return (f"send interval [{send.start_event}, {send.end_event}) of "
             f"{send.words} word(s) from {send.address:#x} with sctl {send.sctl}")
 
 
@@ -78,14 +78,16 @@ def _schedule_problems(schedule: RowSchedule):
             yield f"send interval {send} has a non-integer field"
         elif send.words < 1 or send.start_event < 0 or send.address < 0:
             yield f"{_describe_send(send)} is empty or starts before event 0 / word 0"
-        elif send.start_event + send.words > total:
+        elif send.words % send.width or send.address % send.width:
+            yield f"{_describe_send(send)} is not whole, aligned 64-bit items"
+        elif send.end_event > total:
             yield f"{_describe_send(send)} ends after the schedule's {total} events"
         elif not _direction(send.sctl):
             yield f"{_describe_send(send)} has no direction (sctl & 3 == 0), so sends nothing"
     ordered = sorted((s for s in schedule.sends if all(is_integer(v) for v in
                       (s.start_event, s.words))), key=lambda s: s.start_event)
     for first, second in zip(ordered, ordered[1:]):
-        if second.start_event < first.start_event + first.words:
+        if second.start_event < first.end_event:
             yield f"{_describe_send(first)} overlaps {_describe_send(second)}"
     seen: dict[tuple[int, str], ControlEvent] = {}
     for control in schedule.controls:
@@ -121,6 +123,9 @@ def _direction(sctl: int) -> int:
     return int(sctl) & SCTL_DIRECTION_MASK
 
 
+SENT_SCTL_BITS = SCTL_DIRECTION_MASK | SCTL_64BIT  # what a sent word's route and width depend on
+
+
 def _controls_by_event(controls: list[ControlEvent]) -> dict[int, list[ControlEvent]]:
     by_event: dict[int, list[ControlEvent]] = defaultdict(list)
     for control in controls:
@@ -133,8 +138,8 @@ def _first_send_difference(row: RowTimeline, schedule: RowSchedule, limit: int) 
     sched_arrays = event_arrays(schedule.as_timeline())
     n = min(limit, row.total_events, schedule.total_events)
     row_src, sched_src = row_arrays.source[:n], sched_arrays.source[:n]
-    row_dir = row_arrays.sctl[:n].astype(np.int64) & SCTL_DIRECTION_MASK
-    sched_dir = sched_arrays.sctl[:n].astype(np.int64) & SCTL_DIRECTION_MASK
+    row_dir = row_arrays.sctl[:n].astype(np.int64) & SENT_SCTL_BITS
+    sched_dir = sched_arrays.sctl[:n].astype(np.int64) & SENT_SCTL_BITS
     differs = (row_src != sched_src) | (row_dir != sched_dir)
     hits = np.flatnonzero(differs)
     return int(hits[0]) if hits.size else None
@@ -172,6 +177,12 @@ def _send_mismatch(row: RowTimeline, schedule: RowSchedule, event: int) -> RowMi
         return RowMismatch(event, "source-address",
                            f"row ({instr_text}) sends source word {row_src:#x} but the schedule "
                            f"sends word {sched_src:#x}", row_side, sched_side)
+    if row_dir == sched_dir:
+        row_bits, sched_bits = (64 if int(a.sctl[event]) & SCTL_64BIT else 32
+                                for a in (row_arrays, sched_arrays))
+        return RowMismatch(event, "item-width",
+                           f"row ({instr_text}) sends word {row_src:#x} as a {row_bits}-bit item "
+                           f"but the schedule sends a {sched_bits}-bit item", row_side, sched_side)
     return RowMismatch(event, "direction",
                        f"row ({instr_text}) sends word {row_src:#x} in direction {row_dir} but "
                        f"the schedule sends it in direction {sched_dir}", row_side, sched_side)

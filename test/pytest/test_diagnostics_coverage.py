@@ -301,10 +301,10 @@ def test_decode_errors_name_word_and_reason(words, message):
     assert str(info.value) == message
 
 
-def test_timeline_rejects_64_bit_items():
-    with pytest.raises(TimelineError, match=r"send 0, 0x5000, 4: sctl 4 selects 64-bit items "
-                                            r"\(bit 2\); ipu-stack exchanges 32-bit words only"):
-        row_timeline([Send(0, 0x5000, 4)])
+def test_timeline_rejects_unaligned_64_bit_items():
+    with pytest.raises(TimelineError, match=r"send 0, 0x5001, 5: a 64-bit stream \(sctl 5\) "
+                                            r"reads word address 0x5001, which is odd"):
+        row_timeline([Send(0, 0x5001, 5)])
 
 
 @pytest.fixture(scope="module")

@@ -426,18 +426,32 @@ def test_directionless_send_advances_time_and_cursor_without_sending():
     [
         ([SendOff(0, 0, 1)], "sendoff continues the outgoing stream but no send has started one"),
         ([Delay(3), SendPic(0, 2, 0)], "sendpic continues the outgoing stream but no send"),
-        ([Send(0, 0, 5)], "64-bit items"),
-        ([SendPicP(0, 0, 4, 0, 0, 0)], "64-bit items"),
-        ([DelayXpic(0, 1, 3)], "XPIC selector 1 is not supported"),
+        ([Send(0, 1, 5)], "reads word address 0x1, which is odd: 64-bit items"),
+        ([SendPicP(0, 3, 5, 0, 0, 0)], "reads word address 0x3, which is odd"),
+        ([Send(0, 2, 5), SendOff(0, 1, 5)], "reads word address 0x5, which is odd"),
         ([DelayPic(0, 1, 3)], "PIC selector 1 is not supported"),
         ([Send(0, 0, 1), SendPic(0, 3, 3)], "PIC selector 1 is not supported"),
         ([SendPicP(0, 0, 1, 1, 0, 0)], "PIC selector 1 is not supported"),
-        ([SendPicP(0, 0, 1, 0, 0x2000, 0)], "XPIC selector 1 is not supported"),
     ],
 )
 def test_timeline_rejects_undefined_rows(row, message):
     with pytest.raises(TimelineError, match=message):
         row_timeline(row)
+
+
+def test_64_bit_items_send_two_words_per_event():
+    # 3 items from word 0x40, then 2 more continuing the stream: 10 words on 5 events.
+    timeline = row_timeline([Send(2, 0x40, 5), SendOff(1, 0, 5), Delay(0)])
+    assert timeline.sends == [SendInterval(0, 6, 0x40, 5), SendInterval(3, 4, 0x46, 5)]
+    assert [s.events for s in timeline.sends] == [3, 2]
+    assert timeline.total_events == 6
+    assert timeline.event_arrays().source.tolist() == [0x40, 0x42, 0x44, 0x46, 0x48, -1]
+
+
+def test_the_pair_mux_is_xpic_selector_1():
+    timeline = row_timeline([DelayXpic(0, 1, 3), SendPicP(0, 0, 0, 0, 0x2000 | 7, 0x10)])
+    assert [(c.kind, c.selector, c.value) for c in timeline.controls] == [
+        ("xpic", 1, 3), ("xpic", 1, 7), ("pic", 0, 0x10)]
 
 
 # ---- memory-element conflicts -----------------------------------------------------------
@@ -507,8 +521,6 @@ def test_pic_operands_need_their_name():
 @pytest.mark.parametrize("instr, message", [
     (DelayPic(0, 1, 0), "delaypic 0, 1, 0x0: PIC selector 1 is not supported (only PIC selector 0 "
                         "is defined: absolute incoming word address)"),
-    (DelayXpic(0, 1, 0), "delayxpic 0, 1, 0x0: XPIC selector 1 is not supported (only XPIC "
-                         "selector 0 is defined: source tile id)"),
 ])
 def test_timeline_rejects_undefined_selectors(instr, message):
     with pytest.raises(TimelineError) as info:

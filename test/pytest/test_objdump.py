@@ -195,11 +195,11 @@ def test_objdump_exits_non_zero_on_a_row_without_a_valid_timeline():
     assert "# timeline error: sendoff 0, 0x0, 0 at event 0" in result.output
     assert ("ipu-objdump: row at 0x0: timeline error: sendoff 0, 0x0, 0 at event 0: sendoff "
             "continues the outgoing stream but no send has started one") in result.output
-    # XPIC selector 1 decodes (the ISA holds it) but has no defined meaning
-    result = runner.invoke(ipu_objdump.app, ["f0000000", "80000000"])
+    # PIC selector 1 decodes (the ISA holds it) but has no defined meaning
+    result = runner.invoke(ipu_objdump.app, ["f8000000", "00000000"])
     assert result.exit_code == 1
-    assert "sendpicp 0, 0x0, 0, 0, xpic = 0x2000, pic = 0x0" in result.output
-    assert "XPIC selector 1 is not supported" in result.output
+    assert "sendpicp 0, 0x0, 0, 1, xpic = 0x0, pic = 0x0" in result.output
+    assert "PIC selector 1 is not supported" in result.output
 
 
 # ---- the dialect prints and builds the same instructions --------------------------------

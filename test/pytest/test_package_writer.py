@@ -179,8 +179,8 @@ def test_save_and_load_give_an_identical_run(case, tmp_path):
 
 
 def test_a_patched_row_without_a_defined_timeline_is_a_diagnostic():
-    # XPIC 9000 still fits the 14-bit field, but as selector 1, which has no meaning yet:
-    # the writer must refuse the row instead of emitting it.
+    # A pic_selector of 1 still fits its field but has no meaning yet: the writer must
+    # refuse the row instead of emitting it.
     from xdsl.dialects.builtin import ArrayAttr
     from xdsl.utils.exceptions import PassFailedException
 
@@ -188,15 +188,11 @@ def test_a_patched_row_without_a_defined_timeline_is_a_diagnostic():
 
     module = scheduled((32, 128), (128, 128), f16, 2)
     exchange = next(op for op in module.walk() if isinstance(op, ExchangeOp))
-    patches = []
-    for patch in exchange.patches.data:
-        if patch.field.data == "xpic":
-            values = list(patch.value_list())
-            values[0] = 9000
-            patch = RowPatchAttr(patch.row_name, patch.instruction.data, "xpic", values)
-        patches.append(patch)
-    exchange.properties["patches"] = ArrayAttr(patches)
-    with pytest.raises(PassFailedException, match="XPIC selector 1 is not supported"):
+    xpic = next(p for p in exchange.patches.data if p.field.data == "xpic")
+    selector = RowPatchAttr(xpic.row_name, xpic.instruction.data, "pic_selector",
+                            [1] * len(xpic.value_list()))
+    exchange.properties["patches"] = ArrayAttr([*exchange.patches.data, selector])
+    with pytest.raises(PassFailedException, match="PIC selector 1 is not supported"):
         build_package(module)
 
 

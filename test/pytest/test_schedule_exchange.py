@@ -299,22 +299,22 @@ def test_a_row_disagreeing_with_its_schedule_is_an_internal_compiler_error(monke
 
 
 def test_a_row_without_a_valid_timeline_is_an_internal_compiler_error(monkeypatch):
-    """A TimelineError (here XPIC selector 1) from the pass's own row is a compiler bug too."""
+    """A TimelineError (here PIC selector 1) from the pass's own row is a compiler bug too."""
     import passes.schedule_exchange as pass_module
 
     build = pass_module.receiver_instructions
 
-    def undefined_xpic_selector(phase):
+    def undefined_pic_selector(phase):
         first, *rest = build(phase)
-        return [isa.SendPicP(first.words_m1, first.address, first.sctl, first.pic_selector,
-                             first.xpic | 1 << 13, first.pic), *rest]
+        return [isa.SendPicP(first.words_m1, first.address, first.sctl, 1, first.xpic,
+                             first.pic), *rest]
 
-    monkeypatch.setattr(pass_module, "receiver_instructions", undefined_xpic_selector)
+    monkeypatch.setattr(pass_module, "receiver_instructions", undefined_pic_selector)
     with pytest.raises(PassFailedException) as info:
         compiled((32, 128), (128, 128), f16, 2)
     message = str(info.value)
     assert "internal compiler error" in message
-    assert "XPIC selector 1 is not supported" in message
+    assert "PIC selector 1 is not supported" in message
 
 
 def test_checked_row_reports_an_inconsistent_schedule_as_a_compiler_bug():
