@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
     i32,
     i64,
 )
@@ -647,6 +648,9 @@ class ExchangeOp(IRDLOperation):
     # maps of the ivs only.
     groups = opt_prop_def(IntegerAttr[I64])
     dst_shift = opt_prop_def(AffineMapAttr)
+    # Broadcast to tile pairs at double rate (docs/internals.md, "Pair broadcast"): the words
+    # go as 64-bit items, which both tiles of a pair (2i, 2i + 1) take through their pair mux.
+    pairs = opt_prop_def(UnitAttr)
     provenance = prop_def(WorkProvenanceAttr)
     # Filled in by schedule-exchange.
     rows = opt_prop_def(ArrayAttr[SymbolRefAttr])
@@ -673,6 +677,7 @@ class ExchangeOp(IRDLOperation):
         ivs: Sequence[SSAValue],
         provenance: WorkProvenanceAttr,
         groups: tuple[int, AffineMap] | None = None,
+        pairs: bool = False,
     ):
         properties: dict[str, Attribute] = {
             "words": int_prop(words),
@@ -685,6 +690,8 @@ class ExchangeOp(IRDLOperation):
         if groups is not None:
             properties["groups"] = int_prop(groups[0])
             properties["dst_shift"] = AffineMapAttr(groups[1])
+        if pairs:
+            properties["pairs"] = UnitAttr()
         super().__init__(operands=[src, dst, list(ivs)], properties=properties)
 
     @property
@@ -719,6 +726,11 @@ class ExchangeOp(IRDLOperation):
     def word_count(self) -> int:
         return self.words.value.data
 
+    @property
+    def item_words(self) -> int:
+        """Words per exchange event: 2 for a pair broadcast's 64-bit items."""
+        return 2 if self.pairs is not None else 1
+
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.word_count} words from ")
         printer.print_ssa_value(self.source)
@@ -735,6 +747,8 @@ class ExchangeOp(IRDLOperation):
         if self.groups is not None and self.dst_shift is not None:
             printer.print_string(f" groups {self.group_count} shift ")
             print_map(printer, self.dst_shift.data)
+        if self.pairs is not None:
+            printer.print_string(" pairs")
         print_ivs(printer, self.ivs)
         printer.print_string(" provenance ")
         printer.print_attribute(self.provenance)
@@ -772,6 +786,7 @@ class ExchangeOp(IRDLOperation):
             count = parse_i64(parser)
             parser.parse_keyword("shift")
             groups = (count, parser.parse_affine_map())
+        pairs = parser.parse_optional_keyword("pairs") is not None
         ivs = parse_ivs(parser)
         parser.parse_keyword("provenance")
         provenance = parser.parse_attribute()
@@ -789,6 +804,7 @@ class ExchangeOp(IRDLOperation):
             ivs,
             provenance,
             groups,
+            pairs,
         )
         if parser.parse_optional_keyword("rows"):
             op.properties["rows"] = parser.parse_attribute()
@@ -810,6 +826,10 @@ class ExchangeOp(IRDLOperation):
     def verify_(self) -> None:
         if self.word_count < 1:
             raise VerifyException(f"tile.exchange: must move at least one word, got {self.word_count}")
+        if self.word_count % self.item_words:
+            raise VerifyException(
+                f"tile.exchange: a pair broadcast moves 64-bit items, so its word count must be "
+                f"even, got {self.word_count}")
         src = defining_buffer(self, "source", self.source)
         dst = defining_buffer(self, "destination", self.destination)
         bounds = check_induction_operands(self, self.ivs)
@@ -828,7 +848,8 @@ class ExchangeOp(IRDLOperation):
         for what, buffer, offset in (("source", src, self.src_offset), ("destination", dst, self.dst_offset)):
             offset_bounds = self.offset_bounds(offset.data, bounds)
             check_view_inside(self, what, buffer, offset.data, nbytes, offset_bounds)
-            check_word_aligned(self, what, buffer, offset.data, offset_bounds)
+            check_word_aligned(self, what, buffer, offset.data, offset_bounds,
+                               WORD_BYTES * self.item_words)
         self.verify_source_tiles(src, bounds)
         self.verify_schedule(bounds)
         self.verify_placed(src, dst)

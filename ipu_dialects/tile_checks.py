@@ -175,20 +175,24 @@ def check_view_inside(
 
 
 def check_word_aligned(
-    op: Operation, what: str, buffer: Buffer, offset_map: AffineMap, bounds: Sequence[tuple[int, int]]
+    op: Operation, what: str, buffer: Buffer, offset_map: AffineMap, bounds: Sequence[tuple[int, int]],
+    item_bytes: int = WORD_BYTES,
 ) -> None:
-    """Exchanges stream 32-bit words: a view that is not word aligned cannot be addressed."""
-    if buffer.alignment_bytes % WORD_BYTES:
+    """Exchanges stream 32-bit words (or, between tile pairs, 64-bit items): a view that is
+    not aligned to its items cannot be addressed."""
+    items = "whole words" if item_bytes == WORD_BYTES else f"{8 * item_bytes}-bit items"
+    if buffer.alignment_bytes % item_bytes:
         raise VerifyException(
             f"{describe(op)}: {what} buffer @{buffer.sym_name.data} is only "
-            f"{buffer.alignment_bytes}-byte aligned; exchanged buffers need {WORD_BYTES}-byte alignment"
+            f"{buffer.alignment_bytes}-byte aligned; exchanged buffers need {item_bytes}-byte "
+            f"alignment" + ("" if item_bytes == WORD_BYTES else f" to move {items}")
         )
     offsets = map_values(offset_map, bounds)
-    misaligned = [] if offsets is None else offsets[offsets % WORD_BYTES != 0]
+    misaligned = [] if offsets is None else offsets[offsets % item_bytes != 0]
     if len(misaligned):
         raise VerifyException(
             f"{describe(op)}: {what} view of @{buffer.sym_name.data} at byte offset "
-            f"{int(misaligned[0])} is not a multiple of {WORD_BYTES}; exchanges move whole words"
+            f"{int(misaligned[0])} is not a multiple of {item_bytes}; exchanges move {items}"
         )
 
 

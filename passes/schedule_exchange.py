@@ -164,7 +164,8 @@ def phase_per_iteration(op: ExchangeOp, latency: np.ndarray,
                                            dests.tolist(), strict=True):
         receivers = tuple(t + shift for t in dst_tiles if t + shift != sender)
         phases.append(
-            plan_broadcast(sender, receivers, op.word_count, source, dest, latency)
+            plan_broadcast(sender, receivers, op.word_count, source, dest, latency,
+                           op.pairs is not None)
             if receivers else None
         )
     return phases
@@ -216,8 +217,9 @@ def arriving_writes(phase: BroadcastPhase, first: int) -> np.ndarray:
     """The byte address each event of `phase` writes on a receiver whose first word arrives
     at event `first`."""
     arrivals = np.zeros(phase.total_events, dtype=bool)
-    arrivals[first: first + phase.words] = True
-    return incoming_writes(phase.receiver_schedule().controls, arrivals, phase.total_events)
+    arrivals[first: first + phase.items] = True
+    return incoming_writes(phase.receiver_schedule().controls, arrivals, phase.total_events,
+                           phase.words // phase.items)
 
 
 @dataclass
@@ -278,6 +280,28 @@ def duplex_partners(op: ExchangeOp, phases: list[BroadcastPhase | None]) -> list
     return partners
 
 
+def check_pair_buses(op: ExchangeOp, phases: list[BroadcastPhase | None]) -> None:
+    """A pair broadcast's receiver takes its items over both incoming buses of its tile pair
+    (2i, 2i + 1): its pair tile may receive in the same phase only the same broadcast."""
+    if op.pairs is None:
+        return
+    groups = op.group_count
+    for first in range(0, len(phases), groups):
+        group_of = {r: g for g, p in enumerate(phases[first:first + groups]) if p is not None
+                    for r in p.receivers}
+        for tile, group in sorted(group_of.items()):
+            other = group_of.get(tile ^ 1, group)
+            if other != group:
+                raise PassFailedException(located(
+                    op,
+                    f"schedule-exchange: {op.name} ({op.provenance.reason.data}): pair "
+                    f"broadcast in iteration {first // groups}: tile {tile} receives group "
+                    f"{group} on both incoming buses of its pair, but its pair tile "
+                    f"{tile ^ 1} receives group {other} in the same phase; a pair broadcast "
+                    f"needs pairs (2i, 2i + 1) that receive the same group or only one tile "
+                    f"of the pair receiving"))
+
+
 def concrete_rows(phase: BroadcastPhase | None, receiving: BroadcastPhase | None) -> Rows | None:
     if phase is None:
         return None
@@ -307,6 +331,7 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
                 code: RowMemory) -> list[RowOp]:
     positions = row_loop_positions(op)
     phases = phase_per_iteration(op, latency, positions)
+    check_pair_buses(op, phases)
     partners = duplex_partners(op, phases)
     rows = [concrete_rows(phase, receiving) for phase, receiving in zip(phases, partners,
                                                                          strict=True)]

@@ -14,6 +14,11 @@ and a receiver of another: its row is full duplex (`duplex_instructions`), one t
 SDK's full-duplex rows do (spec: exchange-isa.md), then the rest of its words and a wait
 for the last word it receives.
 
+A pair broadcast (`tile.exchange ... pairs`) sends its words as 64-bit items (sctl bit 2),
+one per event, and its receivers select the sender with the pair mux (XPIC selector 1), which
+takes an item over both incoming buses of their tile pair: the phase lasts
+`words / 2 + max_r L(s, r)` events (docs/internals.md, "Pair broadcast").
+
 Every row is built from its declarative schedule (send intervals, control events), then
 encoded, decoded and checked against that schedule (`device.row_checker`) before use: a
 disagreement is a compiler bug and is reported as one.
@@ -34,7 +39,14 @@ import numpy as np
 from xdsl.utils.exceptions import PassFailedException
 
 from device import isa
-from device.exchange_timeline import ControlEvent, SendInterval, TimelineError
+from device.exchange_timeline import (
+    XPIC_MUX,
+    XPIC_MUX_PAIR,
+    ControlEvent,
+    SendInterval,
+    TimelineError,
+    item_words,
+)
 from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_row
 from device.target import WORD_BYTES, Target
 
@@ -44,8 +56,8 @@ SENDPICP_MAX_WORDS = isa.max_count(isa.SendPicP)
 SENDOFF_MAX_WORDS = isa.max_count(isa.SendOff)
 DELAY_MAX_EVENTS = isa.max_count(isa.Delay)
 
-XPIC_SOURCE = 0  # XPIC selector 0: select the source tile (DESIGN.md section 5)
 PIC_ABSOLUTE = 0  # sendpicp pic_selector 0: absolute incoming word address
+XPIC_SELECTOR_SHIFT = 13  # sendpicp's 14-bit XPIC configuration: selector << 13 | value
 
 
 @dataclass(frozen=True)
@@ -58,21 +70,35 @@ class BroadcastPhase:
     source_word: int  # word address of the first word on the sender
     dest_word: int  # word address the first word lands at on every receiver
     total_events: int
-    sctl: int
+    sctl: int  # directions, and the 64-bit item bit for a pair broadcast
+
+    @property
+    def items(self) -> int:
+        """Events the sender sends on: its words, or its 64-bit items."""
+        return self.words // item_words(self.sctl)
+
+    @property
+    def xpic_selector(self) -> int:
+        return XPIC_MUX_PAIR if item_words(self.sctl) == 2 else XPIC_MUX
+
+    @property
+    def xpic_configuration(self) -> int:
+        """`sendpicp`'s XPIC field: the mux and the sender."""
+        return self.xpic_selector << XPIC_SELECTOR_SHIFT | self.sender
 
     def sender_schedule(self) -> RowSchedule:
-        return RowSchedule(self.words, [SendInterval(0, self.words, self.source_word,
+        return RowSchedule(self.items, [SendInterval(0, self.words, self.source_word,
                                                      self.sctl)], [])
 
     def receiver_schedule(self) -> RowSchedule:
-        controls = [ControlEvent(0, "xpic", XPIC_SOURCE, self.sender),
+        controls = [ControlEvent(0, "xpic", self.xpic_selector, self.sender),
                     ControlEvent(0, "pic", PIC_ABSOLUTE, self.dest_word)]
         return RowSchedule(self.total_events, [], controls)
 
 
 def duplex_schedule(send: BroadcastPhase, receive: BroadcastPhase) -> RowSchedule:
     """The row of `send`'s sender, which receives in `receive` during the same phase."""
-    return RowSchedule(max(send.words, receive.total_events),
+    return RowSchedule(max(send.items, receive.total_events),
                        send.sender_schedule().sends, receive.receiver_schedule().controls)
 
 
@@ -87,17 +113,20 @@ def directions_to(sender: int, receivers: tuple[int, ...]) -> int:
 
 
 def plan_broadcast(sender: int, receivers: tuple[int, ...], words: int, source_byte: int,
-                   dest_byte: int, latency: np.ndarray) -> BroadcastPhase:
+                   dest_byte: int, latency: np.ndarray, pairs: bool = False) -> BroadcastPhase:
+    """The broadcast of `words` words; with `pairs`, as 64-bit items to pair muxes."""
     arrival = max((int(latency[sender, r]) for r in receivers), default=0)
+    width = isa.SCTL_64BIT if pairs else 0
     return BroadcastPhase(sender, receivers, words, source_byte // WORD_BYTES, dest_byte // WORD_BYTES,
-                          words + arrival, directions_to(sender, receivers))
+                          words // (2 if pairs else 1) + arrival,
+                          directions_to(sender, receivers) | width)
 
 
 def sender_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
-    """`send` for the first words at the absolute address, `sendoff` continuing the stream."""
-    first = min(phase.words, SEND_MAX_WORDS)
+    """`send` for the first items at the absolute address, `sendoff` continuing the stream."""
+    first = min(phase.items, SEND_MAX_WORDS)
     instrs: list[isa.Instruction] = [isa.Send(first - 1, phase.source_word, phase.sctl)]
-    remaining = phase.words - first
+    remaining = phase.items - first
     while remaining > 0:
         chunk = min(remaining, SENDOFF_MAX_WORDS)
         instrs.append(isa.SendOff(chunk - 1, 0, phase.sctl))
@@ -106,19 +135,19 @@ def sender_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
 
 
 def duplex_instructions(send: BroadcastPhase, receive: BroadcastPhase) -> list[isa.Instruction]:
-    """A transmitting `sendpicp` (first words, the incoming source and pointer at event 0),
-    `sendoff` for the rest of the words, then a wait until the last incoming word."""
-    first = min(send.words, SENDPICP_MAX_WORDS)
+    """A transmitting `sendpicp` (first items, the incoming source and pointer at event 0),
+    `sendoff` for the rest of the items, then a wait until the last incoming item."""
+    first = min(send.items, SENDPICP_MAX_WORDS)
     instrs: list[isa.Instruction] = [
-        isa.SendPicP(first - 1, send.source_word, send.sctl, PIC_ABSOLUTE, receive.sender,
-                     receive.dest_word)
+        isa.SendPicP(first - 1, send.source_word, send.sctl, PIC_ABSOLUTE,
+                     receive.xpic_configuration, receive.dest_word)
     ]
-    remaining = send.words - first
+    remaining = send.items - first
     while remaining > 0:
         chunk = min(remaining, SENDOFF_MAX_WORDS)
         instrs.append(isa.SendOff(chunk - 1, 0, send.sctl))
         remaining -= chunk
-    return instrs + wait(duplex_schedule(send, receive).total_events - send.words)
+    return instrs + wait(duplex_schedule(send, receive).total_events - send.items)
 
 
 def wait(events: int) -> list[isa.Instruction]:
@@ -133,7 +162,7 @@ def wait(events: int) -> list[isa.Instruction]:
 
 def receiver_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
     """Select source and pointer at event 0 (directionless `sendpicp`), then wait."""
-    return [isa.SendPicP(0, 0, 0, PIC_ABSOLUTE, phase.sender, phase.dest_word),
+    return [isa.SendPicP(0, 0, 0, PIC_ABSOLUTE, phase.xpic_configuration, phase.dest_word),
             *wait(phase.total_events - 1)]
 
 

@@ -15,6 +15,11 @@ tiles and one of B reaches R tiles, instead of every output-row tile receiving a
 per tile against rows x columns / 64 cycles of AMP work, which is what brings a GEMM that
 fills the chip near the AMP roofline (../shared/notes/gemm-bsp-bound.md).
 
+Both broadcasts go to tile pairs at double rate (`tile.exchange ... pairs`, 64-bit items;
+docs/internals.md "Pair broadcast") where every tile pair (2i, 2i + 1) receives one group:
+A's along the grid rows when C is even (a grid row then holds whole pairs), B's down the one
+grid column when C = 1 (its receivers are then consecutive tiles).
+
 The grid shape is chosen here, by the same cycle functions the device model charges
 (`grid_cycles`), among the shapes whose buffers fit tile memory.
 """
@@ -55,6 +60,18 @@ class GridShape:
         return cls(rows, cols, ceil_div(ceil_div(m, GRID_ROW_BLOCK), rows) * GRID_ROW_BLOCK,
                    ceil_div(ceil_div(n, AMP_BLOCK), cols), ceil_div(n_k, cols),
                    ceil_div(n_k, rows))
+
+
+def lhs_pairs(grid: GridShape) -> bool:
+    """Whether A's broadcast along the grid rows can go to tile pairs: a row holds whole
+    pairs when C is even."""
+    return grid.cols % 2 == 0
+
+
+def rhs_pairs(grid: GridShape) -> bool:
+    """Whether B's broadcast down the grid columns can go to tile pairs: only with one grid
+    column, whose tiles are consecutive (with more, a pair's tiles sit in two columns)."""
+    return grid.cols == 1
 
 
 def grid_of(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry) -> GridShape:
@@ -134,17 +151,18 @@ def phase_events(senders: np.ndarray, receivers: np.ndarray, words: int,
 def grid_phase_events(grid: GridShape, k_blocks: int, a_words: int, b_words: int,
                       latency: np.ndarray) -> np.ndarray:
     """Per K block, the A phase along the grid rows, then the B phase down the grid columns
-    (none when a grid row, or column, is one tile)."""
+    (none when a grid row, or column, is one tile); a pair broadcast sends its words as
+    64-bit items, two per event."""
     k, rows, cols = np.arange(k_blocks), np.arange(grid.rows), np.arange(grid.cols)
     events = []
     if grid.cols > 1:
         senders = rows[None, :] * grid.cols + (k // grid.a_k_blocks)[:, None]
         events.append(phase_events(senders, rows[:, None] * grid.cols + cols[None, :],
-                                   a_words, latency))
+                                   a_words // (2 if lhs_pairs(grid) else 1), latency))
     if grid.rows > 1:
         senders = (k // grid.b_k_blocks)[:, None] * grid.cols + cols[None, :]
         events.append(phase_events(senders, rows[None, :] * grid.cols + cols[:, None],
-                                   b_words, latency))
+                                   b_words // (2 if rhs_pairs(grid) else 1), latency))
     return np.concatenate(events) if events else np.zeros(0, dtype=np.int64)
 
 

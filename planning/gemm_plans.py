@@ -67,7 +67,7 @@ from planning.exchange_rows import (
     slot_stride,
     take_row_range,
 )
-from planning.gemm_grid import GRID_ROW_BLOCK, choose_grid
+from planning.gemm_grid import GRID_ROW_BLOCK, choose_grid, grid_of, lhs_pairs, rhs_pairs
 from planning.memory_allocator import FirstFit, Request, regions
 from planning.shard_geometry import ShardGeometry, ceil_div
 
@@ -748,8 +748,8 @@ def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
     # farthest receiver on the chip is as long as any phase gets
     farthest = np.full((2, 2), target.max_latency(tiles))
 
-    def stride(words: int) -> int:
-        phase = plan_broadcast(0, (1,), words, 0, 0, farthest)
+    def stride(words: int, pairs: bool) -> int:
+        phase = plan_broadcast(0, (1,), words, 0, 0, farthest, pairs)
         return slot_stride([sender_instructions(phase), receiver_instructions(phase)])
 
     out = ShardGeometry.from_format(problem.out_shape, plan.operand_plan("out").format)
@@ -759,13 +759,15 @@ def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
         n_k = ceil_div(problem.k, AMP_BLOCK)
         panel = panel_bytes(out.chunk[-2], problem.precision) // WORD_BYTES
         blocks = out.chunk[-1] // AMP_BLOCK * block_bytes(problem.precision) // WORD_BYTES
-        return [count * stride(words) for count in (1, n_k - 1) if count
-                for words in (panel, blocks)]
+        rhs = ShardGeometry.from_format(problem.rhs_shape, plan.operand_plan("rhs").format)
+        grid = grid_of(out, lhs, rhs)
+        return [count * stride(words, pairs) for count in (1, n_k - 1) if count
+                for words, pairs in ((panel, lhs_pairs(grid)), (blocks, rhs_pairs(grid)))]
     words = block_bytes(problem.precision) // WORD_BYTES
     n_j, n_k = out.padded_shape[-1] // AMP_BLOCK, lhs.padded_shape[-1] // AMP_BLOCK
-    ops = [problem.batch * n_j * stride(words)]
+    ops = [problem.batch * n_j * stride(words, True)]  # the row plan broadcasts to pairs
     if n_k > 1:
-        ops.append(problem.batch * n_j * (n_k - 1) * stride(words))
+        ops.append(problem.batch * n_j * (n_k - 1) * stride(words, True))
     return ops
 
 

@@ -61,9 +61,10 @@ def cycle_breakdown(
     """The cycles the device model charges for the plan's tile work (`mid-to-tile`'s
     gemm_blocks lowering), from the model's own cycle functions (`device.model.cycles`):
     per batch and (k, j) block, the broadcast of block (k, j) from its home tile to the other
-    output-row tiles (a sync plus `words + max L(home, receiver)` events; no step without a
-    receiver), the home tile's copy into its slot when it is an output-row tile, and one
-    GEMM call on every row tile; per column block, the rounding of the f32 partials panel."""
+    output-row tiles, a pair broadcast (a sync plus `words / 2 + max L(home, receiver)`
+    events: 64-bit items; no step without a receiver), the home tile's copy into its slot
+    when it is an output-row tile, and one GEMM call on every row tile; per column block,
+    the rounding of the f32 partials panel."""
     plan, problem = effective_plan(plan), problem.effective()
     precision = problem.precision
     formats = {o: plan.operand_plan(o).format for o in ("lhs", "rhs", "out")}
@@ -77,7 +78,7 @@ def cycle_breakdown(
     row_tiles, rows = out.tiles_used, out.chunk[-2]
     n_k, n_j = lhs.padded_shape[-1] // AMP_BLOCK, out.padded_shape[-1] // AMP_BLOCK
     homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j].reshape(-1)
-    words = block_bytes(precision) // WORD_BYTES
+    items = block_bytes(precision) // (2 * WORD_BYTES)  # 64-bit items to tile pairs
     latency = latency_table(target, tiles)[:, :row_tiles].copy()
     # a home tile that is a row tile does not receive its own broadcast
     inside = homes < row_tiles
@@ -85,7 +86,7 @@ def cycle_breakdown(
     latency_to_others[np.flatnonzero(inside), homes[inside]] = -1
     farthest = latency_to_others.max(axis=1)
     with_receivers = farthest >= 0
-    exchange = int(np.sum(target.sync_cycles + words + farthest[with_receivers]))
+    exchange = int(np.sum(target.sync_cycles + items + farthest[with_receivers]))
     copies = int(np.count_nonzero(inside)) * device_cycles.copy_cycles(
         block_bytes(precision), target)
     amp = homes.size * device_cycles.gemm_cycles(rows, precision, target)

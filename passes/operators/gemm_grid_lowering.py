@@ -40,7 +40,7 @@ from ipu_dialects.tile import (
 )
 from passes.operators.conversions import CONVERT_KERNEL
 from passes.operators.tile_maps import gemm_scalars, scalar_map, tensor_format
-from planning.gemm_grid import GridShape, grid_of, shard_descriptor
+from planning.gemm_grid import GridShape, grid_of, lhs_pairs, rhs_pairs, shard_descriptor
 from planning.gemm_plans import has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
 
@@ -119,7 +119,7 @@ class GridLowering:
                 AffineMap(depth + 1, 0, (group * grid.cols + self.lhs_home_column(k),)),
                 self.lhs_slot, scalar_map(depth, 0), TileSetAttr.range(0, grid.cols), ivs,
                 self.provenance(self.op.lhs, "lhs panel k along every grid row"),
-                (grid.rows, AffineMap(depth + 1, 0, (group * grid.cols,))),
+                (grid.rows, AffineMap(depth + 1, 0, (group * grid.cols,))), lhs_pairs(grid),
             ))
         if grid.rows > 1:
             ops.append(ExchangeOp(
@@ -128,7 +128,7 @@ class GridLowering:
                 AffineMap(depth + 1, 0, (self.rhs_home_row(k) * grid.cols + group,)),
                 self.rhs_slot, scalar_map(depth, 0), self.grid_rows_first_tiles(), ivs,
                 self.provenance(self.op.rhs, "rhs blocks k down every grid column"),
-                (grid.cols, AffineMap(depth + 1, 0, (group,))),
+                (grid.cols, AffineMap(depth + 1, 0, (group,))), rhs_pairs(grid),
             ))
         ops.append(self.panel_loop(ivs, k, init))
         return ops

@@ -226,6 +226,8 @@ class GemmLowering:
                 ExchangeOp(
                     words, self.rhs, home_offset, home, self.slot, zero, self.row_tiles, ivs,
                     self.provenance(self.op.rhs, "rhs block to output-row tiles"),
+                    # one group: a receiver's pair tile receives the same block or nothing
+                    pairs=True,
                 )
             )
         copy_tiles = self.copy_tiles()

@@ -250,7 +250,7 @@ def nest(op: Operation, iv: SSAValue, strides: dict[BufferOp, int], repeat: str)
                          shifted(op.src_tile.data), op.dst,
                          shifted(op.dst_offset.data, stride_of(op.dst, strides)),
                          op.dst_tiles, [iv, *op.ivs], nested_provenance(op.provenance, repeat),
-                         groups)
+                         groups, op.pairs is not None)
     else:
         raise PassFailedException(f"mid-to-tile: cannot nest {op.name} in a repeat's loop")
     new.attributes.update(op.attributes)

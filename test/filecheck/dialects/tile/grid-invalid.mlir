@@ -154,3 +154,36 @@ func.func @home_properties_miscounted() {
   func.return
 }
 // CHECK: home_pointers (array<i64>), home_tiles and home_shifts need one entry per home view
+
+// -----
+
+// A pair broadcast moves 64-bit items: an odd word count cannot be sent.
+func.func @pairs_odd_words() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  tile.exchange 511 words from %a[() -> (0)] on tile () -> (0) to %l[() -> (0)] on #tile.tiles<0 to 4> pairs iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: tile.exchange: a pair broadcast moves 64-bit items, so its word count must be even, got 511
+
+// -----
+
+// ... nor read 64-bit items from a view that is only word aligned.
+func.func @pairs_word_aligned_view() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  tile.exchange 256 words from %a[() -> (4)] on tile () -> (0) to %l[() -> (0)] on #tile.tiles<0 to 4> pairs iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: source view of @a at byte offset 4 is not a multiple of 8; exchanges move 64-bit items
+
+// -----
+
+// ... or from a buffer aligned to words only.
+func.func @pairs_word_aligned_buffer() {
+  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 4 tail 16
+  %l = tile.buffer @l scratch on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
+  tile.exchange 256 words from %a[() -> (0)] on tile () -> (0) to %l[() -> (0)] on #tile.tiles<0 to 4> pairs iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r">
+  func.return
+}
+// CHECK: source buffer @a is only 4-byte aligned; exchanged buffers need 8-byte alignment to move 64-bit items
