@@ -5,26 +5,41 @@ Each tile with a row fetches the row's words from ITS OWN memory at the step's
 takes their event semantics from `device.exchange_timeline.row_timeline`: this module adds
 only the fabric, never a second reading of the instructions.
 
-Fabric rules (DESIGN.md section 5): event 0 is the same instant on every tile. A word sent at
-event t by tile s, read from s's memory at the send's word address at event t, is at the input
-of every tile r > s (sctl bit 0) and/or r < s (bit 1) at event t + L(s, r). Receiver r keeps
-XPIC (the selected source tile, -1 = none at phase start) and PIC (the incoming word address;
-undefined at phase start, +1 per stored word); a control takes effect at its event, so it
-already governs a word arriving at that event. A word from the source selected at its
-arrival is stored at word address PIC; words from other sources are ignored. The phase
-lasts the longest row; a selected word arriving at or after that is lost.
+Fabric rules (DESIGN.md section 5): event 0 is the same instant on every tile. An item sent
+at event t by tile s, read from s's memory at the send's word address at event t, is at the
+input of every tile r > s (sctl bit 0) and/or r < s (bit 1) at event t + L(s, r). An item is
+one 32-bit word, or a 64-bit item (sctl bit 2): two consecutive words, the lower address
+first, in one event. Receiver r keeps XPIC (the selected source tile and which mux selects
+it, -1 = none at phase start) and PIC (the incoming word address; undefined at phase start,
++1 per stored word); a control takes effect at its event, so it already governs an item
+arriving at that event. An item from the source selected at its arrival is stored at word
+address PIC; items from other sources are ignored.
+
+- Own mux (XPIC selector 0): takes 32-bit words, each stored at PIC.
+- Pair mux (XPIC selector 1): takes 64-bit items, each stored at PIC, PIC + 1 (PIC then
+  advances by 2; an odd PIC, not 8-byte aligned, is a fault and the item is dropped). Tiles
+  2i and 2i + 1 are a pair and share their two incoming buses: a 64-bit item takes both, so
+  at an event where a tile stores an item from s through its pair mux, its partner may store
+  only an item from the same s through its own pair mux (the pair receives one broadcast at
+  double rate); any other store on the partner then is an incoming-bus conflict (reported).
+- A selected item of the other width (a 64-bit item at the own mux, a 32-bit word at the pair
+  mux) is a width mismatch: reported and dropped, PIC unchanged.
+
+The phase lasts the longest row (in events); a selected item arriving at or after that is lost.
 
 Faults that hardware would survive are reported, not raised: lost words, words with no PIC,
-stores or sends outside tile memory, and memory-element contention between a tile's row
-fetch, send reads and incoming writes (`device.memory_conflicts`).
+width mismatches, 64-bit items at an odd PIC, stores or sends outside tile memory,
+incoming-bus conflicts of a pair, and memory-element contention between a tile's row fetch,
+send reads and incoming writes (`device.memory_conflicts`).
 
 Vectorized across tiles: tiles whose fetched rows are identical form one `RowGroup` and
 share one decoded timeline. Each (XPIC selection, send interval) pair of a group becomes,
-for all its receivers at once, a `Runs` record of words arriving on consecutive events
+for all its receivers at once, a `Runs` record of items arriving on consecutive events
 (latency L(s, r) per receiver); runs are then cut at the receivers' PIC controls into
-pieces with one contiguous source and one contiguous target range each
+pieces with one contiguous source and one contiguous target range each, counted in words
 (`device.model.fabric_words` moves them). No per-word arrays are built unless two pieces
 of a phase touch the same memory, where the exact event order is replayed word by word.
+The bus-sharing check loops over the tiles that store through the pair mux only.
 """
 
 from __future__ import annotations
@@ -33,7 +48,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from device.exchange_timeline import PIC, XPIC, RowTimeline, SendInterval, row_timeline
+from device.exchange_timeline import (
+    PIC,
+    XPIC,
+    XPIC_MUX,
+    XPIC_MUX_PAIR,
+    RowTimeline,
+    SendInterval,
+    row_timeline,
+)
 from device.isa import decode
 from device.memory_conflicts import find_conflicts
 from device.model.errors import ModelError
@@ -46,7 +69,10 @@ NO_END = 1 << 62  # the last XPIC selection stays in force past the phase end
 DIRECTION_UP, DIRECTION_DOWN = 0b01, 0b10  # sctl bit 0: to higher ids; bit 1: to lower ids
 
 # Errors of one phase are sorted to the order a receiver-by-receiver reading gives.
-SEND_ERROR, LOST, NO_PIC, OUTSIDE, CONTENTION = range(5)
+SEND_ERROR, LOST, NO_PIC, OUTSIDE, CONTENTION, WIDTH, ODD_PIC, BUS_CONFLICT = range(8)
+# per receiver: what it selects, what arrives too late or before a PIC, where it is stored,
+# then the pair's buses
+RECEIVER_ORDER = (WIDTH, LOST, NO_PIC, ODD_PIC, OUTSIDE, BUS_CONFLICT)
 
 
 @dataclass
@@ -78,9 +104,13 @@ class PhaseErrors:
     def in_order(self) -> list[str]:
         def order(item):
             (category, tile, source), _ = item
-            # sends first, then per receiver its lost / no-PIC / outside words, then contention
-            band = 0 if category == SEND_ERROR else 2 if category == CONTENTION else 1
-            return (band, tile, category, source)
+            # sends first, then per receiver its width-mismatched / lost / no-PIC / odd-PIC /
+            # outside words and bus conflicts, then contention
+            if category == SEND_ERROR:
+                return (0, tile, 0, source)
+            if category == CONTENTION:
+                return (2, tile, 0, source)
+            return (1, tile, RECEIVER_ORDER.index(category), source)
 
         return [message for _, message in sorted(self.keyed, key=order)]
 
@@ -188,31 +218,36 @@ def check_sends(memory: TileMemory, groups: list[RowGroup], where: str,
 
 
 # ---- receivers ---------------------------------------------------------------------------
-def xpic_segments(timeline: RowTimeline) -> list[tuple[int, int, int]]:
-    """(from_event, to_event, selected source) for each XPIC selection of the row."""
-    selections = [(c.event, c.value) for c in timeline.controls if c.kind == XPIC]
+def xpic_segments(timeline: RowTimeline) -> list[tuple[int, int, int, int]]:
+    """(from_event, to_event, selected source, XPIC selector) for each XPIC selection of the
+    row: selector 0 (`XPIC_MUX`) the own mux, 1 (`XPIC_MUX_PAIR`) the pair mux."""
+    selections = [(c.event, c.value, c.selector) for c in timeline.controls if c.kind == XPIC]
     segments = []
-    for k, (event, source) in enumerate(selections):
+    for k, (event, source, selector) in enumerate(selections):
         stop = selections[k + 1][0] if k + 1 < len(selections) else NO_END
         if stop > event:  # two selections at one event: the later one wins
-            segments.append((event, stop, source))
+            segments.append((event, stop, source, selector))
     return segments
 
 
 @dataclass
 class Runs:
-    """Words arriving at `receiver` on events first .. first + count - 1 from `source`, read
-    from its word addresses `address` .. (one entry per run, all int64 arrays)."""
+    """Items arriving at `receiver` on events first .. first + count - 1 from `source`, read
+    from its word addresses `address` .., `width` words each (one entry per run, all int64
+    arrays); `mux` is the receiver's XPIC selector for them."""
 
     group: np.ndarray  # index of the receiver's row group
     receiver: np.ndarray
     source: np.ndarray
     first: np.ndarray
-    count: np.ndarray
+    count: np.ndarray  # events (items)
     address: np.ndarray  # source word address of the first word
     delay: np.ndarray  # L(source, receiver)
+    width: np.ndarray  # words per item: 1 or 2 (64-bit items)
+    mux: np.ndarray  # XPIC selector in force: XPIC_MUX or XPIC_MUX_PAIR
 
-    FIELDS = ("group", "receiver", "source", "first", "count", "address", "delay")
+    FIELDS = ("group", "receiver", "source", "first", "count", "address", "delay", "width",
+              "mux")
 
     @classmethod
     def concatenate(cls, parts: list[Runs]) -> Runs:
@@ -226,9 +261,10 @@ class Runs:
 
 def group_runs(index: int, group: RowGroup, sender_of: dict[int, RowGroup],
                latency: np.ndarray, tiles: int) -> list[Runs]:
-    """The runs every receiver of `group` accepts, for all its tiles at once."""
+    """The runs every receiver of `group` selects, for all its tiles at once (of either item
+    width: `drop_mismatched` keeps those its mux takes)."""
     runs = []
-    for start, stop, source in xpic_segments(group.timeline):
+    for start, stop, source, selector in xpic_segments(group.timeline):
         if not 0 <= source < tiles or source not in sender_of:
             continue
         receivers = group.tiles[group.tiles != source]
@@ -240,17 +276,39 @@ def group_runs(index: int, group: RowGroup, sender_of: dict[int, RowGroup],
             if interval.sctl & DIRECTION_DOWN:
                 reaches |= receivers < source
             first = np.maximum(interval.start_event + delay, start)
-            last = np.minimum(interval.start_event + delay + interval.words, stop)
+            last = np.minimum(interval.start_event + delay + interval.events, stop)
             keep = reaches & (first < last)
             if not keep.any():
                 continue
             kept_first, kept_delay = first[keep], delay[keep]
+            n = kept_first.size
             runs.append(Runs(
-                np.full(kept_first.size, index, np.int64), receivers[keep],
-                np.full(kept_first.size, source, np.int64), kept_first,
-                last[keep] - kept_first,
-                kept_first - kept_delay - interval.start_event + interval.address, kept_delay))
+                np.full(n, index, np.int64), receivers[keep], np.full(n, source, np.int64),
+                kept_first, last[keep] - kept_first,
+                (kept_first - kept_delay - interval.start_event) * interval.width
+                + interval.address, kept_delay, np.full(n, interval.width, np.int64),
+                np.full(n, selector, np.int64)))
     return runs
+
+
+def drop_mismatched(runs: Runs, where: str, errors: PhaseErrors) -> Runs:
+    """Report and drop the items of the other width than the selecting mux takes: 64-bit
+    items at the own mux, 32-bit words at the pair mux (PIC does not move for them)."""
+    wide_at_own = (runs.width == 2) & (runs.mux == XPIC_MUX)
+    narrow_at_pair = (runs.width == 1) & (runs.mux == XPIC_MUX_PAIR)
+    for bad, what, reached, need in (
+            (wide_at_own, "64-bit item(s)", f"its own mux (XPIC selector {XPIC_MUX})",
+             f"64-bit items need the pair mux (XPIC selector {XPIC_MUX_PAIR})"),
+            (narrow_at_pair, "32-bit word(s)", f"its pair mux (XPIC selector {XPIC_MUX_PAIR})",
+             f"32-bit words need the own mux (XPIC selector {XPIC_MUX})")):
+        if bad.any():
+            first, count = runs.first[bad], runs.count[bad]
+            _report_words(errors, WIDTH, runs.receiver[bad], runs.source[bad], first,
+                          first + count - 1, count, lambda r, s, n, a, b, what=what,
+                          reached=reached, need=need: (
+                              f"{where}: tile {r}: {n} {what} from tile {s} arriving at events "
+                              f"{a}..{b} reached {reached}: {need}; dropped"))
+    return runs.select(~(wide_at_own | narrow_at_pair))
 
 
 def _report_words(errors: PhaseErrors, category: int, receiver: np.ndarray,
@@ -273,13 +331,13 @@ def _report_words(errors: PhaseErrors, category: int, receiver: np.ndarray,
 
 
 def drop_lost(runs: Runs, phase_end: int, where: str, errors: PhaseErrors) -> Runs:
-    """Report and cut the words arriving at or after the phase end."""
+    """Report (in words) and cut the items arriving at or after the phase end."""
     lost = runs.first + runs.count > phase_end
     if lost.any():
         lost_from = np.maximum(runs.first[lost], phase_end)
         last = runs.first[lost] + runs.count[lost] - 1
         _report_words(errors, LOST, runs.receiver[lost], runs.source[lost], lost_from, last,
-                      last - lost_from + 1, lambda r, s, n, a, b: (
+                      (last - lost_from + 1) * runs.width[lost], lambda r, s, n, a, b: (
                           f"{where}: tile {r}: {n} word(s) from tile {s} arriving at events "
                           f"{a}..{b}, at or after the phase end (event {phase_end}), were lost"))
         runs.count = np.minimum(runs.count, np.maximum(phase_end - runs.first, 0))
@@ -295,7 +353,8 @@ def pic_table(timeline: RowTimeline) -> tuple[np.ndarray, np.ndarray]:
 def cut_at_pic(runs: Runs, groups: list[RowGroup], where: str,
                errors: PhaseErrors) -> Pieces:
     """Cut each run where the receiver's PIC is set, so that a piece stores to consecutive
-    words; words before any PIC of the phase are reported and dropped."""
+    words (runs count events, pieces words); words before any PIC of the phase are reported
+    and dropped."""
     parts = []
     for index, group in enumerate(groups):
         mine = runs.select(runs.group == index)
@@ -316,7 +375,8 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
         first_pic = pic_events[0] if pic_events.size else NO_END
         stop = np.minimum(runs.first[no_pic] + runs.count[no_pic], first_pic)
         _report_words(errors, NO_PIC, runs.receiver[no_pic], runs.source[no_pic],
-                      runs.first[no_pic], stop - 1, stop - runs.first[no_pic],
+                      runs.first[no_pic], stop - 1,
+                      (stop - runs.first[no_pic]) * runs.width[no_pic],
                       lambda r, s, n, a, b: (
                           f"{where}: tile {r}: {n} word(s) from tile {s} arriving at events "
                           f"{a}..{b} found no PIC set in this phase; dropped"))
@@ -334,21 +394,47 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
     end = np.minimum(run_stop, following)
     keep = end > begin  # several PIC controls at one event: the last one holds
     run_of_piece, pic, begin, end = (x[keep] for x in (run_of_piece, pic, begin, end))
+    width = runs.width[run_of_piece]
     return Pieces(
         receiver=runs.receiver[run_of_piece], source=runs.source[run_of_piece],
-        arrival=begin, count=end - begin,
-        source_word=runs.address[run_of_piece] + begin - runs.first[run_of_piece],
+        arrival=begin, count=(end - begin) * width,
+        source_word=runs.address[run_of_piece] + (begin - runs.first[run_of_piece]) * width,
         delay=runs.delay[run_of_piece], pic_value=pic_values[pic],
-        pic=pic,
+        pic=pic, width=width,
     )
+
+
+def drop_odd_pic(pieces: Pieces, where: str, errors: PhaseErrors) -> Pieces:
+    """Report (per receiver and source) and drop the 64-bit items whose PIC word address is
+    odd: they are 8-byte aligned. The pointer still advances past them."""
+    odd = (pieces.width == 2) & (pieces.targets % 2 == 1)
+    if not odd.any():
+        return pieces
+    firsts: dict[tuple[int, int], list[int]] = {}  # (receiver, source) -> items, events, word
+    for k in np.flatnonzero(odd).tolist():
+        key = (int(pieces.receiver[k]), int(pieces.source[k]))
+        items, arrival = int(pieces.events[k]), int(pieces.arrival[k])
+        if key not in firsts:  # pieces are in arrival order per receiver
+            firsts[key] = [0, arrival, arrival, int(pieces.targets[k])]
+        entry = firsts[key]
+        entry[0] += items
+        entry[2] = max(entry[2], arrival + items - 1)
+    for (receiver, source), (items, low, high, word) in firsts.items():
+        errors.add(ODD_PIC, receiver, source, (
+            f"{where}: tile {receiver}: {items} 64-bit item(s) from tile {source} arriving at "
+            f"events {low}..{high} meet an odd PIC through the pair mux, first word address "
+            f"{word:#x} (byte {word * WORD_BYTES:#x}): 64-bit items are 8-byte aligned; "
+            f"dropped"))
+    return pieces._take(np.flatnonzero(~odd))
 
 
 def drop_outside(pieces: Pieces, memory: TileMemory, where: str, errors: PhaseErrors) -> Pieces:
     """Report (per receiver, at its first such word in arrival order) and drop the words
     whose PIC address is outside tile memory."""
     first_word, end_word = memory.base // WORD_BYTES, memory.end // WORD_BYTES
-    low = np.clip(first_word - pieces.targets, 0, pieces.count)  # words below memory
-    inside_end = np.clip(end_word - pieces.targets, low, pieces.count)
+    width = pieces.width  # whole items only (aligned items never straddle the ends)
+    low = np.clip(-((pieces.targets - first_word) // width) * width, 0, pieces.count)
+    inside_end = np.clip((end_word - pieces.targets) // width * width, low, pieces.count)
     outside = low + pieces.count - inside_end
     if outside.any():
         bad = np.flatnonzero(outside > 0)
@@ -359,7 +445,8 @@ def drop_outside(pieces: Pieces, memory: TileMemory, where: str, errors: PhaseEr
             receiver = int(pieces.receiver[k])
             totals[receiver] = totals.get(receiver, 0) + int(outside[k])
             if receiver not in firsts:  # pieces are in arrival order per receiver
-                firsts[receiver] = (int(pieces.source[k]), int(pieces.arrival[k]) + offset,
+                firsts[receiver] = (int(pieces.source[k]),
+                                    int(pieces.arrival[k]) + offset // int(width[k]),
                                     int(pieces.targets[k]) + offset)
         for receiver, (source, event, word) in firsts.items():
             errors.add(OUTSIDE, receiver, 0, (
@@ -367,6 +454,44 @@ def drop_outside(pieces: Pieces, memory: TileMemory, where: str, errors: PhaseEr
                 f"tile memory, first from tile {source} at event {event} to PIC word "
                 f"address {word:#x} (byte {word * WORD_BYTES:#x}); dropped"))
     return pieces.trimmed(low, inside_end)
+
+
+def report_bus_conflicts(pieces: Pieces, tiles: int, where: str, errors: PhaseErrors) -> None:
+    """Tiles 2i and 2i + 1 share their two incoming buses. At an event where a tile stores a
+    64-bit item from s through its pair mux (both buses), its partner may store only an item
+    from the same s through its own pair mux; report (once per tile, at the first such event)
+    any other store of the partner then. Nothing is dropped. Loops over pair-mux tiles only."""
+    pair = np.flatnonzero(pieces.width == 2)
+    if pair.size == 0:
+        return
+    order = np.argsort(pieces.receiver, kind="stable")
+    by_receiver = pieces.receiver[order]
+    start, stop = pieces.arrival, pieces.arrival + pieces.events
+    for tile in np.unique(pieces.receiver[pair]).tolist():
+        partner = tile ^ 1
+        if partner >= tiles:
+            continue
+        lo, hi = np.searchsorted(by_receiver, [partner, partner + 1])
+        if hi == lo:
+            continue  # the partner's buses are free
+        theirs = order[lo:hi]
+        mine = pair[pieces.receiver[pair] == tile]
+        begin = np.maximum(start[mine][:, None], start[theirs][None, :])
+        end = np.minimum(stop[mine][:, None], stop[theirs][None, :])
+        shared = ((pieces.width[theirs] == 2)[None, :]
+                  & (pieces.source[theirs][None, :] == pieces.source[mine][:, None]))
+        bad = (begin < end) & ~shared
+        if not bad.any():
+            continue
+        clashes = int((end - begin)[bad].sum())
+        i, j = np.unravel_index(np.argmin(np.where(bad, begin, NO_END)), bad.shape)
+        other = int(theirs[j])
+        what = "64-bit items" if pieces.width[other] == 2 else "32-bit words"
+        errors.add(BUS_CONFLICT, tile, partner, (
+            f"{where}: tile {tile}: incoming-bus conflict with its pair tile {partner} at event "
+            f"{int(begin[i, j])}: tile {tile} takes 64-bit items from tile "
+            f"{int(pieces.source[mine[i]])} on both buses while tile {partner} stores {what} "
+            f"from tile {int(pieces.source[other])} ({clashes} event(s) in conflict)"))
 
 
 # ---- the phase ---------------------------------------------------------------------------
@@ -385,8 +510,10 @@ def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep,
     runs = Runs.concatenate([part for index, group in enumerate(groups)
                              for part in group_runs(index, group, sender_of, latency,
                                                     memory.tiles)])
-    runs = drop_lost(runs, outcome.events, where, errors)
-    pieces = drop_outside(cut_at_pic(runs, groups, where, errors), memory, where, errors)
+    runs = drop_lost(drop_mismatched(runs, where, errors), outcome.events, where, errors)
+    pieces = cut_at_pic(runs, groups, where, errors)
+    pieces = drop_outside(drop_odd_pic(pieces, where, errors), memory, where, errors)
+    report_bus_conflicts(pieces, memory.tiles, where, errors)
     report_contention(step, groups, pieces, memory, target, where, errors)
     outcome.errors = errors.in_order()
     outcome.stored_words = apply_pieces(memory, pieces)

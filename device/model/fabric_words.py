@@ -1,13 +1,16 @@
 """Moving the words of one exchange phase: pieces of consecutive words, copied as blocks.
 
 A piece (`Pieces`, one entry per piece) is what the fabric accepted for one receiver from one
-source between two of the receiver's PIC controls: `count` words arriving on consecutive
-events, read from consecutive source words and stored to consecutive target words. When no
+source between two of the receiver's PIC controls: `count` words read from consecutive
+source words and stored to consecutive target words, arriving `width` words per event on
+consecutive events (width 1: 32-bit words; width 2: 64-bit items through the pair mux, word
+i of a piece arriving at `arrival + i // width`). When no
 piece reads a word another piece writes and no two pieces write one word, the order of the
 phase cannot matter and each set of pieces with the same source block and target address
 is one 2-D block copy over its receivers. Otherwise the phase is replayed word by word in
 event order (sends read first at each event, then arrivals store; L >= 1, so a word is always
-read before it is stored), and of several stores to one word the latest arrival wins.
+read before it is stored; both words of an item are read and stored at the item's events),
+and of several stores to one word the latest arrival wins.
 """
 
 from __future__ import annotations
@@ -27,12 +30,13 @@ class Pieces:
     receiver: np.ndarray
     source: np.ndarray
     arrival: np.ndarray  # event of the first word
-    count: np.ndarray
+    count: np.ndarray  # words (a multiple of `width`)
     source_word: np.ndarray  # source word address of the first word
     delay: np.ndarray  # L(source, receiver): a word sent at event t arrives at t + delay
     pic_value: np.ndarray  # word address the PIC control in force set
     pic: np.ndarray  # index of that PIC control in the receiver's row: words stored since
     # the control count up from its value
+    width: np.ndarray  # words per event: 1 (32-bit words) or 2 (64-bit items, pair mux)
     target_word: np.ndarray | None = None  # word address the first word is stored at
 
     @classmethod
@@ -57,6 +61,11 @@ class Pieces:
         """Per receiver in arrival order (a receiver's pieces never overlap in time)."""
         return self._take(np.lexsort((self.arrival, self.receiver)))
 
+    @property
+    def events(self) -> np.ndarray:
+        """Events each piece spans (items it stores)."""
+        return self.count // self.width
+
     def with_targets(self) -> Pieces:
         """Target words: the PIC value plus the words stored since that PIC control, which
         pieces (in arrival order) of one receiver and control share."""
@@ -71,10 +80,11 @@ class Pieces:
         return self
 
     def trimmed(self, low: np.ndarray, high: np.ndarray) -> Pieces:
-        """Keep words low .. high - 1 of each piece; drop pieces left empty."""
-        kept = Pieces(self.receiver, self.source, self.arrival + low, high - low,
+        """Keep words low .. high - 1 of each piece (whole items: multiples of its width);
+        drop pieces left empty."""
+        kept = Pieces(self.receiver, self.source, self.arrival + low // self.width, high - low,
                       self.source_word + low, self.delay, self.pic_value, self.pic,
-                      self.targets + low)
+                      self.width, self.targets + low)
         return kept._take(np.flatnonzero(kept.count > 0))
 
     # ---- views for the checks --------------------------------------------------------
@@ -87,15 +97,15 @@ class Pieces:
         return low, high
 
     def incoming_writes(self, tile: int) -> dict[int, int]:
-        """{arrival event: byte address stored} of `tile`'s words."""
+        """{arrival event: byte address stored} of `tile`'s words (of an item's first word)."""
         mine = np.flatnonzero(self.receiver == tile)
         writes: dict[int, int] = {}
         targets = self.targets
         for k in mine.tolist():
-            n = int(self.count[k])
-            events = range(int(self.arrival[k]), int(self.arrival[k]) + n)
+            n, width = int(self.count[k]), int(self.width[k])
+            events = range(int(self.arrival[k]), int(self.arrival[k]) + n // width)
             addresses = range(int(targets[k]) * WORD_BYTES,
-                              (int(targets[k]) + n) * WORD_BYTES, WORD_BYTES)
+                              (int(targets[k]) + n) * WORD_BYTES, width * WORD_BYTES)
             writes.update(zip(events, addresses, strict=True))
         return writes
 
@@ -155,7 +165,7 @@ def _apply_word_by_word(memory: TileMemory, pieces: Pieces, first_word: int) -> 
     offset = np.arange(word_of_piece.size) - np.repeat(np.cumsum(pieces.count) - pieces.count,
                                                        pieces.count)
     receiver, source = pieces.receiver[word_of_piece], pieces.source[word_of_piece]
-    arrival = pieces.arrival[word_of_piece] + offset
+    arrival = pieces.arrival[word_of_piece] + offset // pieces.width[word_of_piece]
     send_event = arrival - pieces.delay[word_of_piece]
     source_index = pieces.source_word[word_of_piece] + offset - first_word
     target_index = pieces.targets[word_of_piece] + offset - first_word
