@@ -32,7 +32,13 @@ from typing import Annotated
 
 import typer
 
-from device.exchange_timeline import RowTimeline, TimelineError, instruction_intervals, row_timeline
+from device.exchange_timeline import (
+    XPIC_MUX_PAIR,
+    RowTimeline,
+    TimelineError,
+    instruction_intervals,
+    row_timeline,
+)
 from device.isa import DecodeError, Instruction, decode_at, format_instruction
 from device.target import WORD_BYTES
 from tools.usage import EXIT_USAGE, UsageError
@@ -108,14 +114,17 @@ def effects(timeline: RowTimeline | None, position: int) -> list[str]:
     notes = []
     for send in timeline.sends:
         if span.start_event <= send.start_event < span.end_event:
+            # words, and for 64-bit items how many (one per event)
+            items = f" as {send.events} 64-bit item{'s' if send.events != 1 else ''}"
             notes.append(
-                f"sends {send.words} word{'s' if send.words != 1 else ''} from "
-                f"{send.address:#x} dir {send.direction}"
+                f"sends {send.words} word{'s' if send.words != 1 else ''}"
+                f"{items if send.width == 2 else ''} from {send.address:#x} dir {send.direction}"
             )
     for control in timeline.controls:
         if span.start_event <= control.event < span.end_event:
             value = str(control.value) if control.kind == "xpic" else f"{control.value:#x}"
-            notes.append(f"{control.kind.upper()}={value} at {control.event}")
+            pair = " (pair mux)" if control.kind == "xpic" and control.selector == XPIC_MUX_PAIR else ""
+            notes.append(f"{control.kind.upper()}={value}{pair} at {control.event}")
     return notes
 
 

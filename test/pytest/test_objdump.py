@@ -280,3 +280,12 @@ def test_objdump_tile_without_package_is_a_usage_error():
     result = CliRunner().invoke(ipu_objdump.app, ["--tile", "0", "00000000"])
     assert result.exit_code != 0
     assert "--tile needs --package" in result.output
+
+
+def test_objdump_names_64_bit_items_and_the_pair_mux():
+    row = [Send(3, 0x100, 5), Delay(0), SendPicP(0, 0, 0, 0, 1 << 13 | 2, 0x200)]
+    listing, error = ipu_objdump.disassemble(encode(row, 0x4C000), 0x4C000)
+    assert error is None
+    assert "# events [0, 4); sends 8 words as 4 64-bit items from 0x100 dir 1" in listing
+    assert "XPIC=2 (pair mux) at 5; PIC=0x200 at 5" in listing
+    assert ipu_as.assemble(listing) == encode(row, 0x4C000)

@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 from e2e_support import ROW_PLANS
 
+from device.isa import Send, encode
+from device.package import ExchangeStep, Package
+from device.target import IPU21
 from tools.ipu_run import EXIT_DIAGNOSTIC, EXIT_PASS, compile_module, parse_module, run_main
 from tools.run_summary import code_bytes_per_tile, exchange_bytes_per_tile, memory_per_tile
 
@@ -73,6 +76,14 @@ def test_exchange_bytes_add_up_to_the_broadcast_rhs():
     sent = exchange_bytes_per_tile(package)
     assert sent.sum() == 320 * 192 * 2
     assert sent[3] == 0 and (sent[:3] > 0).all()  # 15 blocks on home tiles j // 2 ... of 3
+
+
+def test_exchange_bytes_count_the_words_of_64_bit_items():
+    """A 64-bit stream sends two words per event: 8 bytes per item."""
+    row = np.asarray(encode([Send(5, 0x14000, 5)], IPU21.memory_base), np.uint32)
+    step = ExchangeStep(IPU21.memory_base, np.array([0, -1], np.int32))
+    package = Package(IPU21.name, 2, [row], [step], [], [])
+    assert exchange_bytes_per_tile(package).tolist() == [6 * 8, 0]
 
 
 def test_memory_per_tile_counts_buffers_and_rows():
