@@ -44,13 +44,16 @@ invariant(%wi = %w : tensor<128x128xf32>) sequence(%bias = %bs : tensor<{n}x128x
 NUMBER = re.compile(r"0x[0-9a-f]+|\d+")
 
 
-def compile_depth(depth: int, tiles: int) -> tuple[float, ModuleOp]:
+def compile_depth(depth: int, tiles: int,
+                  catalog: tuple[str, ...] = ()) -> tuple[float, ModuleOp]:
+    """Seconds to compile the depth-`depth` program (`catalog`: the GEMM plans allowed, all by
+    default) and the compiled module."""
     from passes.ipu_pipeline import IpuPipelinePass
 
     ctx = make_context()
     module = Parser(ctx, LAYERS.format(n=depth), "layers").parse_module()
     started = time.perf_counter()
-    IpuPipelinePass(tiles=tiles).apply(ctx, module)
+    IpuPipelinePass(tiles=tiles, catalog=catalog).apply(ctx, module)
     return time.perf_counter() - started, module
 
 

@@ -85,7 +85,7 @@ def schedule_of(package: Package, broadcast: Broadcast) -> tuple[RowSchedule, Ro
     assert isinstance(select, isa.SendPicP)
     phase = plan_broadcast(broadcast.sender, (broadcast.receiver,),
                            sum(s.words for s in sends), sends[0].address * 4, select.pic * 4,
-                           IPU21.latency_matrix(package.tiles))
+                           IPU21.latency_matrix(package.tiles), pairs=sends[0].width == 2)
     return phase.sender_schedule(), phase.receiver_schedule()
 
 
@@ -158,14 +158,16 @@ def reencoded_receiver(package: Package, broadcast: Broadcast, **changes) -> lis
 
 # ---- row corruptions ---------------------------------------------------------------------
 
+# Bit 1, not bit 0, of source addresses: a 64-bit stream (pair broadcast) must stay at an
+# even word address to have a timeline at all; one item (two words) off still sends wrong data.
 def corrupt_send_address(package, broadcast):
     return broadcast.sender, flip_field_bit(package, broadcast, broadcast.sender, isa.Send,
-                                            "address", bit=0)
+                                            "address", bit=1)
 
 
 def corrupt_sendoff_delta(package, broadcast):
     return broadcast.sender, flip_field_bit(package, broadcast, broadcast.sender, isa.SendOff,
-                                            "delta", bit=0)
+                                            "delta", bit=1)
 
 
 def corrupt_delay_count(package, broadcast):
@@ -181,7 +183,9 @@ def corrupt_pic(package, broadcast):
 def corrupt_xpic(package, broadcast):
     # another tile that exists but sends nothing in this phase
     other = next(t for t in range(package.tiles) if t not in (broadcast.sender, broadcast.receiver))
-    return broadcast.receiver, reencoded_receiver(package, broadcast, xpic=other)
+    (select,) = decoded(package, broadcast.step, broadcast.receiver)[:1]
+    mux = select.xpic & ~0x1FFF  # the selector bit (own mux or pair mux) stays
+    return broadcast.receiver, reencoded_receiver(package, broadcast, xpic=mux | other)
 
 
 ROW_CORRUPTIONS = {

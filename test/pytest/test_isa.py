@@ -426,7 +426,7 @@ def test_directionless_send_advances_time_and_cursor_without_sending():
     [
         ([SendOff(0, 0, 1)], "sendoff continues the outgoing stream but no send has started one"),
         ([Delay(3), SendPic(0, 2, 0)], "sendpic continues the outgoing stream but no send"),
-        ([Send(0, 1, 5)], "reads word address 0x1, which is odd: 64-bit items"),
+        ([Send(0, 1, 5)], "reads word address 0x1, which is odd: 64-bit items are 8-byte aligned"),
         ([SendPicP(0, 3, 5, 0, 0, 0)], "reads word address 0x3, which is odd"),
         ([Send(0, 2, 5), SendOff(0, 1, 5)], "reads word address 0x5, which is odd"),
         ([DelayPic(0, 1, 3)], "PIC selector 1 is not supported"),

@@ -33,6 +33,8 @@ from tools.ipu_run import make_context
 
 WORD = 4
 XPIC_SOURCE = 0  # DESIGN.md section 5: XPIC selector 0 = source tile id
+XPIC_PAIR_MUX = 1  # docs/internals.md "Pair broadcast": the pair mux takes 64-bit items
+ITEMS_64_BIT = 4  # sctl bit 2
 PIC_ABSOLUTE = 0  # PIC selector 0 = absolute incoming word address
 
 
@@ -87,13 +89,15 @@ class Expected:
     dest_word: int
     total_events: int
     sctl: int
+    pairs: bool = False  # a pair broadcast: 64-bit items, two words per event
 
     def sender_schedule(self, words: int) -> RowSchedule:
-        return RowSchedule(words, [SendInterval(0, words, self.source_word, self.sctl)], [])
+        events = words // 2 if self.pairs else words
+        return RowSchedule(events, [SendInterval(0, words, self.source_word, self.sctl)], [])
 
     def receiver_schedule(self) -> RowSchedule:
         return RowSchedule(self.total_events, [], [
-            ControlEvent(0, "xpic", XPIC_SOURCE, self.sender),
+            ControlEvent(0, "xpic", XPIC_PAIR_MUX if self.pairs else XPIC_SOURCE, self.sender),
             ControlEvent(0, "pic", PIC_ABSOLUTE, self.dest_word),
         ])
 
@@ -108,10 +112,13 @@ def expected_broadcast(op: ExchangeOp, ivs, latency) -> Expected | None:
     source = src.address_value + at(op.src_offset.data, ivs)
     dest = dst.address_value + at(op.dst_offset.data, ivs)
     assert source % WORD == 0 and dest % WORD == 0
-    # Every receiver must have the last word (sent at event words - 1) before the phase ends.
-    total = op.word_count + max(int(latency[sender, r]) for r in receivers)
+    # Every receiver must have the last item (sent at event items - 1) before the phase ends.
+    pairs = op.pairs is not None
+    items = op.word_count // 2 if pairs else op.word_count
+    total = items + max(int(latency[sender, r]) for r in receivers)
     sctl = (1 if max(receivers) > sender else 0) | (2 if min(receivers) < sender else 0)
-    return Expected(sender, receivers, source // WORD, dest // WORD, total, sctl)
+    return Expected(sender, receivers, source // WORD, dest // WORD, total,
+                    sctl | (ITEMS_64_BIT if pairs else 0), pairs)
 
 
 # ---- the rows the pass produced -----------------------------------------------------------
@@ -279,11 +286,11 @@ def test_a_row_disagreeing_with_its_schedule_is_an_internal_compiler_error(monke
 
     build = pass_module.sender_instructions
 
-    def off_by_one_word(phase):
+    def off_by_one_item(phase):  # two words: the row plan sends 64-bit items
         first, *rest = build(phase)
-        return [isa.Send(first.words_m1, first.address + 1, first.sctl), *rest]
+        return [isa.Send(first.words_m1, first.address + 2, first.sctl), *rest]
 
-    monkeypatch.setattr(pass_module, "sender_instructions", off_by_one_word)
+    monkeypatch.setattr(pass_module, "sender_instructions", off_by_one_item)
     with pytest.raises(PassFailedException) as info:
         compiled((32, 128), (128, 128), f16, 2)
     message = str(info.value)
@@ -294,7 +301,7 @@ def test_a_row_disagreeing_with_its_schedule_is_an_internal_compiler_error(monke
     assert "event 0: row (send " in message
     sent = re.search(r"sends source word (0x[0-9a-f]+) but the schedule sends word "
                      r"(0x[0-9a-f]+)", message)
-    assert sent is not None and int(sent[1], 16) == int(sent[2], 16) + 1
+    assert sent is not None and int(sent[1], 16) == int(sent[2], 16) + 2
     assert f"[row: send 63, {sent[1]}, " in message and f"schedule: word {sent[2]}" in message
 
 

@@ -58,35 +58,37 @@ func.func @gemm(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x12
 // Unique concrete rows of each shared row, named after the shared row and the iteration of
 // its first use (x1's receiver rows have x0's words but are listed under x1, their op). Encodings by hand
 // (spec: exchange-isa.md): sendpicp prefix 0xf0000000 (no words, no direction), inline word
-// xpic << 18 | pic: 0x18000 (pic = slot 0x60000 / 4), 1 << 18 | 0x18000 = 0x58000;
-// delay 2053 = 0x40a00000 | 0x805; send 63, 0x17000, sctl = 0x78000000 | 63 << 21 |
-// 0x17000 << 3 | sctl = 0x7feb800s; sendoff 1983 = 0x70000000 | (1983 & 63) << 21 |
-// (1983 >> 6) << 14 | sctl = 0x77e7800s.
+// xpic << 18 | pic, xpic = 0x2000 | sender (the pair mux: the row plan's broadcast is a pair
+// broadcast of 1024 64-bit items): 0x2000 << 18 | 0x18000 (pic = slot 0x60000 / 4) =
+// 0x80018000, 0x2001 << 18 | 0x18000 = 0x80058000; delay 1029 = 0x40a00000 | 0x405;
+// send 63, 0x17000, sctl = 0x78000000 | 63 << 21 | 0x17000 << 3 | sctl = 0x7feb800s (sctl 5
+// or 6: a direction and bit 2, 64-bit items); sendoff 959 = 0x70000000 | (959 & 63) << 21 |
+// (959 >> 6) << 14 | sctl = 0x77e3800s.
 // CHECK:          .section .exchange_rows
 // CHECK-NEXT: .Lx0_receive.0:
-// CHECK-NEXT:     .word 0xf0000000, 0x00018000  # sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
-// CHECK-NEXT:     .word 0x40a00805              # delay 2053
+// CHECK-NEXT:     .word 0xf0000000, 0x80018000  # sendpicp 0, 0x0, 0, 0, xpic = 0x2000, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00405              # delay 1029
 // CHECK-NEXT: .Lx0_send.0:
-// CHECK-NEXT:     .word 0x7feb8001              # send 63, 0x17000, 1
-// CHECK-NEXT:     .word 0x77e78001              # sendoff 1983, 0x0, 1
+// CHECK-NEXT:     .word 0x7feb8005              # send 63, 0x17000, 5
+// CHECK-NEXT:     .word 0x77e38005              # sendoff 959, 0x0, 5
 // CHECK-NEXT: .Lx1_receive.0:
-// CHECK-NEXT:     .word 0xf0000000, 0x00018000  # sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x18000
-// CHECK-NEXT:     .word 0x40a00805              # delay 2053
+// CHECK-NEXT:     .word 0xf0000000, 0x80018000  # sendpicp 0, 0x0, 0, 0, xpic = 0x2000, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00405              # delay 1029
 // CHECK-NEXT: .Lx1_send.0:
-// CHECK-NEXT:     .word 0x7febc001              # send 63, 0x17800, 1
-// CHECK-NEXT:     .word 0x77e78001              # sendoff 1983, 0x0, 1
+// CHECK-NEXT:     .word 0x7febc005              # send 63, 0x17800, 5
+// CHECK-NEXT:     .word 0x77e38005              # sendoff 959, 0x0, 5
 // CHECK-NEXT: .Lx0_receive.1:
-// CHECK-NEXT:     .word 0xf0000000, 0x00058000  # sendpicp 0, 0x0, 0, 0, xpic = 0x1, pic = 0x18000
-// CHECK-NEXT:     .word 0x40a00805              # delay 2053
+// CHECK-NEXT:     .word 0xf0000000, 0x80058000  # sendpicp 0, 0x0, 0, 0, xpic = 0x2001, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00405              # delay 1029
 // CHECK-NEXT: .Lx0_send.1:
-// CHECK-NEXT:     .word 0x7feb8002              # send 63, 0x17000, 2
-// CHECK-NEXT:     .word 0x77e78002              # sendoff 1983, 0x0, 2
+// CHECK-NEXT:     .word 0x7feb8006              # send 63, 0x17000, 6
+// CHECK-NEXT:     .word 0x77e38006              # sendoff 959, 0x0, 6
 // CHECK-NEXT: .Lx1_receive.1:
-// CHECK-NEXT:     .word 0xf0000000, 0x00058000  # sendpicp 0, 0x0, 0, 0, xpic = 0x1, pic = 0x18000
-// CHECK-NEXT:     .word 0x40a00805              # delay 2053
+// CHECK-NEXT:     .word 0xf0000000, 0x80058000  # sendpicp 0, 0x0, 0, 0, xpic = 0x2001, pic = 0x18000
+// CHECK-NEXT:     .word 0x40a00405              # delay 1029
 // CHECK-NEXT: .Lx1_send.1:
-// CHECK-NEXT:     .word 0x7febc002              # send 63, 0x17800, 2
-// CHECK-NEXT:     .word 0x77e78002              # sendoff 1983, 0x0, 2
+// CHECK-NEXT:     .word 0x7febc006              # send 63, 0x17800, 6
+// CHECK-NEXT:     .word 0x77e38006              # sendoff 959, 0x0, 6
 // CHECK-NOT:  .word
 
 // -----
@@ -124,7 +126,7 @@ func.func @rows3(%a: tensor<48x64xf16>, %b: tensor<64x64xf16>) -> tensor<48x64xf
 // FOUR-EMPTY:
 // FOUR-NEXT:     .section .exchange_rows
 // FOUR-NEXT: .Lx0_receive:
-// FOUR-NEXT:     .word 0xf0000000, 0x{{[0-9a-f]+}}  # sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic =
-// FOUR-NEXT:     .word 0x40a00806              # delay 2054
+// FOUR-NEXT:     .word 0xf0000000, 0x{{[0-9a-f]+}}  # sendpicp 0, 0x0, 0, 0, xpic = 0x2000, pic =
+// FOUR-NEXT:     .word 0x40a00406              # delay 1030
 // FOUR-NEXT: .Lx0_send:
-// FOUR-NEXT:     .word 0x7f{{[0-9a-f]+}}1              # send 63, {{.*}}, 1
+// FOUR-NEXT:     .word 0x7f{{[0-9a-f]+}}5              # send 63, {{.*}}, 5

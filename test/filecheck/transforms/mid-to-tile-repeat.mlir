@@ -27,7 +27,7 @@ func.func @layers(%x0: tensor<64x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x6
 // CHECK-NEXT: tile.loop %r = 0 to 3 provenance #tile.provenance<op = "graph.repeat %out", value = "%out", reason = "3 iterations of one tile-local body"> {
 // CHECK-NEXT: tile.kernel @convert_shard(%ws_element[(d0) -> (0)], %ws[(d0) -> ((d0 * 8192))]) {{.*}} on #tile.tiles<0 to 1> iv(%r) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so that the exchange's rows are the same in every iteration">
 // CHECK-NEXT: tile.loop %j = 0 to 1 provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%y", reason = "output-column blocks j"> {
-// CHECK-NEXT: tile.exchange 2048 words from %ws_element[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (0) to %y_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%r, %j) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "rhs block to output-row tiles">
+// CHECK-NEXT: tile.exchange 2048 words from %ws_element[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (0) to %y_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> pairs iv(%r, %j) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "rhs block to output-row tiles">
 // CHECK-NEXT: tile.kernel @copy_words(%y_rhs_slot[(d0, d1) -> (0)], %ws[(d0, d1) -> (((d1 * 8192) + (d0 * 8192)))])
 // CHECK-NEXT: tile.kernel @amp_gemm_f16_init(%y[(d0, d1) -> ((d1 * 4096))], %out[(d0, d1) -> (0)], %y_rhs_slot[(d0, d1) -> (0)]) {{.*}} iv(%r, %j)
 // CHECK-NEXT: }

@@ -25,20 +25,24 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x64xf16>) -> tensor<32x64xf
 // ONE-NEXT:  }
 // ONE-NEXT:  func.return
 // ONE-NEXT:  }
+// Four tiles: two 16-row output tiles (r16) now beat one 32-row tile (r32): the block
+// broadcast to the other row tile is a pair broadcast, half the events of 32-bit words.
 // FOUR-LABEL: func.func @f16() {
-// FOUR-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [32, 128] f16 amp_left standard align 32 tail 16 from tensor<32x128xf16, #mid.format<f16, amp_left, [32 x 1 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
+// FOUR-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [16, 128] f16 amp_left standard align 32 tail 16 from tensor<32x128xf16, #mid.format<f16, amp_left, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 from tensor<128x64xf16, #mid.format<f16, amp_right, [64 x 2 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
-// FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [32, 64] f16 amp_output interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<f16, amp_output, [32 x 1 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
-// FOUR-NEXT:  %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0
-// FOUR-NEXT:  %c_partials = tile.buffer @c_partials scratch on #tile.tiles<0 to 1> shard [32, 64] f32 amp_output interleaved align 32 tail 0
+// FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 2> shard [16, 64] f16 amp_output interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
+// FOUR-NEXT:  %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0
+// FOUR-NEXT:  %c_partials = tile.buffer @c_partials scratch on #tile.tiles<0 to 2> shard [16, 64] f32 amp_output interleaved align 32 tail 0
 // FOUR-NEXT:  tile.loop %j = 0 to 1 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-// FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> ((d0 * 8192))]) scalars [2048] on #tile.tiles<0 to 1> only (d0) -> (0) iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
-// FOUR-NEXT:  tile.kernel @amp_gemm_f16p32_init(%c_partials[(d0) -> (0)], %a[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
+// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0) -> ((d0 * 8192))] on tile (d0) -> (0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+// FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> ((d0 * 8192))]) scalars [2048] on #tile.tiles<0 to 2> only (d0) -> (0) iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
+// FOUR-NEXT:  tile.kernel @amp_gemm_f16p32_init(%c_partials[(d0) -> (0)], %a[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
 // FOUR-NEXT:  tile.loop %k = 1 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating inner blocks k"> {
-// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0, d1) -> ((d0 * 8192))] on tile (d0, d1) -> (d1) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 1> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
-// FOUR-NEXT:  tile.kernel @amp_gemm_f16p32_accum(%c_partials[(d0, d1) -> (0)], %a[(d0, d1) -> ((d1 * 4096))], %c_rhs_slot[(d0, d1) -> (0)]) scalars [32] on #tile.tiles<0 to 1> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating gemm phase">
+// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0, d1) -> ((d0 * 8192))] on tile (d0, d1) -> (d1) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+// FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0, d1) -> (0)], %b[(d0, d1) -> ((d0 * 8192))]) scalars [2048] on #tile.tiles<0 to 2> only (d0, d1) -> (d1) iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
+// FOUR-NEXT:  tile.kernel @amp_gemm_f16p32_accum(%c_partials[(d0, d1) -> (0)], %a[(d0, d1) -> ((d1 * 2048))], %c_rhs_slot[(d0, d1) -> (0)]) scalars [16] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating gemm phase">
 // FOUR-NEXT:  }
-// FOUR-NEXT:  tile.kernel @convert_shard(%c[(d0) -> ((d0 * 4096))], %c_partials[(d0) -> (0)]) scalars [2, 32, 64, 32, 64, 1, 1, 1, 1, 1, 1, 1, 3, 0, 2, 32, 64, 32, 64, 1, 1, 1, 1, 1, 1, 0, 3, 0] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "round the f32 partials of column block j to the output once">
+// FOUR-NEXT:  tile.kernel @convert_shard(%c[(d0) -> ((d0 * 2048))], %c_partials[(d0) -> (0)]) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 3, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 0, 3, 0] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "round the f32 partials of column block j to the output once">
 // FOUR-NEXT:  }
 // FOUR-NEXT:  func.return
 // FOUR-NEXT:  }
@@ -72,11 +76,11 @@ func.func @f32_padded(%a: tensor<100x130xf32>, %b: tensor<130x70xf32>) -> tensor
 // FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [32, 128] f32 amp_output interleaved align 32 tail 0 from tensor<100x70xf32, #mid.format<f32, amp_output, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
 // FOUR-NEXT:  %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 4> shard [64, 64] f32 amp_right standard align 32 tail 0
 // FOUR-NEXT:  tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-// FOUR-NEXT:  tile.exchange 4096 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 4> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+// FOUR-NEXT:  tile.exchange 4096 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 4> pairs iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
 // FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0) -> (0)], %b[(d0) -> (0)]) scalars [4096] on #tile.tiles<0 to 4> only (d0) -> (d0) iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
 // FOUR-NEXT:  tile.kernel @amp_gemm_f32_init(%c[(d0) -> ((d0 * 8192))], %a[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [32] on #tile.tiles<0 to 4> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
 // FOUR-NEXT:  tile.loop %k = 1 to 3 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating inner blocks k"> {
-// FOUR-NEXT:  tile.exchange 4096 words from %b[(d0, d1) -> (((d1 mod 2) * 16384))] on tile (d0, d1) -> ((((d1 floordiv 2) * 2) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 4> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+// FOUR-NEXT:  tile.exchange 4096 words from %b[(d0, d1) -> (((d1 mod 2) * 16384))] on tile (d0, d1) -> ((((d1 floordiv 2) * 2) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 4> pairs iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
 // FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0, d1) -> (0)], %b[(d0, d1) -> (((d1 mod 2) * 16384))]) scalars [4096] on #tile.tiles<0 to 4> only (d0, d1) -> ((((d1 floordiv 2) * 2) + d0)) iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
 // FOUR-NEXT:  tile.kernel @amp_gemm_f32_accum(%c[(d0, d1) -> ((d0 * 8192))], %a[(d0, d1) -> ((d1 * 8192))], %c_rhs_slot[(d0, d1) -> (0)]) scalars [32] on #tile.tiles<0 to 4> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "accumulating gemm phase">
 // FOUR-NEXT:  }
@@ -115,7 +119,7 @@ func.func @batch(%a: tensor<2x1x48x64xf16>, %b: tensor<3x64x64xf16>) -> tensor<2
 // FOUR-NEXT:  tile.loop %batch0 = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "broadcast batch axis 0"> {
 // FOUR-NEXT:  tile.loop %batch1 = 0 to 3 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "broadcast batch axis 1"> {
 // FOUR-NEXT:  tile.loop %j = 0 to 1 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0, d1, d2) -> (((d1 * 8192) + (d2 * 8192)))] on tile (d0, d1, d2) -> (0) to %c_rhs_slot[(d0, d1, d2) -> (0)] on #tile.tiles<0 to 3> iv(%batch0, %batch1, %j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
+// FOUR-NEXT:  tile.exchange 2048 words from %b[(d0, d1, d2) -> (((d1 * 8192) + (d2 * 8192)))] on tile (d0, d1, d2) -> (0) to %c_rhs_slot[(d0, d1, d2) -> (0)] on #tile.tiles<0 to 3> pairs iv(%batch0, %batch1, %j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">
 // FOUR-NEXT:  tile.kernel @copy_words(%c_rhs_slot[(d0, d1, d2) -> (0)], %b[(d0, d1, d2) -> (((d1 * 8192) + (d2 * 8192)))]) scalars [2048] on #tile.tiles<0 to 1> only (d0, d1, d2) -> (0) iv(%batch0, %batch1, %j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "home tile copies its own rhs block into its slot">
 // FOUR-NEXT:  tile.kernel @amp_gemm_f16_init(%c[(d0, d1, d2) -> ((((d0 * 6144) + (d1 * 2048)) + (d2 * 2048)))], %a[(d0, d1, d2) -> ((d0 * 2048))], %c_rhs_slot[(d0, d1, d2) -> (0)]) scalars [16] on #tile.tiles<0 to 3> iv(%batch0, %batch1, %j) provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "initializing gemm phase k = 0">
 // FOUR-NEXT:  }

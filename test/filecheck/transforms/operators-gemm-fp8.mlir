@@ -63,8 +63,8 @@ func.func @fp8(%x: tensor<32x128xf8E4M3FNUZ, #graph.fp8_scale<1>>, %w: tensor<12
 // PLACED-NEXT:  tile.buffer @y scratch {{.*}} address 0xac400
 // ROWS-LABEL: func.func @fp8() {
 // ROWS:       exchange.row @x0_send provenance "graph.gemm %y %w: rhs block to output-row tiles" {
-// ROWS-NEXT:    exchange.send 63, 0x17000, 1
-// ROWS-NEXT:    exchange.sendoff 959, 0x0, 1
+// ROWS-NEXT:    exchange.send 63, 0x17000, 5
+// ROWS-NEXT:    exchange.sendoff 447, 0x0, 5
 
 // GENERIC-LABEL: "func.func"() <{sym_name = "fp8"
 // GENERIC:       %y = "mid.gemm"(%x, %w) <{plan = #mid.plan<"amp_gemm_f8_r16", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f8_init, accum = @amp_gemm_f8_accum>, accumulate = f16, amp = "AF8/BF8x16/C16"

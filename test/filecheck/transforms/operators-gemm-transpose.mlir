@@ -50,7 +50,7 @@ func.func @transposed_args(%a: tensor<64x32xf16>, %b: tensor<64x64xf16>, %c: ten
 // TILE:       tile.kernel @amp_gemm_f16_init(%l[(d0) -> ((d0 * 2048))], %a[(d0) -> (0)], %l_rhs_slot[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 2>
 // TILE:       tile.kernel @convert_shard(%l_1[() -> (0)], %l[() -> (0)]) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 1, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm %r", value = "%l", reason = "repack each shard on its tile">
 // TILE-NEXT:  tile.loop %j_1 = 0 to 2 provenance #tile.provenance<op = "graph.gemm %r", value = "%r", reason = "output-column blocks j"> {
-// TILE-NEXT:    tile.exchange 2048 words from %c[(d0) -> (0)] on tile (d0) -> (d0) to %r_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j_1)
+// TILE-NEXT:    tile.exchange 2048 words from %c[(d0) -> (0)] on tile (d0) -> (d0) to %r_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j_1)
 // TILE-NEXT:    tile.kernel @copy_words(%r_rhs_slot[(d0) -> (0)], %c[(d0) -> (0)]) scalars [2048] on #tile.tiles<0 to 2> only (d0) -> (d0) iv(%j_1)
 // TILE-NEXT:    tile.kernel @amp_gemm_f16_init(%r[(d0) -> ((d0 * 2048))], %l_1[(d0) -> (0)], %r_rhs_slot[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 2> iv(%j_1)
 // TILE-NEXT:  }
@@ -63,9 +63,9 @@ func.func @transposed_args(%a: tensor<64x32xf16>, %b: tensor<64x64xf16>, %c: ten
 // PLACED-NEXT:  %l = tile.buffer @l output 0 {{.*}} address 0xac000
 // PLACED-NEXT:  %r = tile.buffer @r output 1 {{.*}} address 0xac800
 // ROWS-LABEL: func.func @transposed_args() {
-// ROWS:       tile.exchange 2048 words from %c{{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c010 placed src 0x5e000 dst 0x5c000
+// ROWS:       tile.exchange 2048 words from %c{{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 8192, 8193>>] row_address 0x4c010 placed src 0x5e000 dst 0x5c000
 // ROWS:       exchange.row @x1_send provenance "graph.gemm %r %c: rhs block to output-row tiles" {
-// ROWS-NEXT:    exchange.send 63, 0x17800, 1
+// ROWS-NEXT:    exchange.send 63, 0x17800, 5
 // GENERIC-LABEL: "func.func"() <{sym_name = "transposed_args"
 // GENERIC:       %l = "mid.gemm"(%a, %b) <{transpose_lhs, plan = #mid.plan<"amp_gemm_f16_r16"
 // GENERIC:       %r = "mid.gemm"(%{{.*}}, %c) <{transpose_rhs, plan = #mid.plan<"amp_gemm_f16_r16"
