@@ -112,6 +112,7 @@ class Indivisible(StrEnum):
 class DispatchKind(StrEnum):
     GEMM_BLOCKS = "gemm_blocks"
     GEMM_GRID = "gemm_grid"
+    GEMM_KSPLIT = "gemm_ksplit"
     POINTWISE = "pointwise"
     HEAD_SHARDED = "head_sharded"
 
@@ -516,7 +517,7 @@ class OperatorDispatchAttr(ParametrizedAttribute):
                 raise VerifyException(f"dispatch: {key} block size must be >= 1, got {block}")
         if self.init_symbol is None:
             raise VerifyException(f"dispatch: {kind} needs an init kernel symbol")
-        if kind in (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID):
+        if kind in (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT):
             missing = [
                 k
                 for k, v in (

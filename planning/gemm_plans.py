@@ -60,6 +60,7 @@ from ipu_dialects.mid import (
     TensorFormatAttr,
 )
 from planning.exchange_rows import (
+    duplex_instructions,
     free_row_ranges,
     plan_broadcast,
     receiver_instructions,
@@ -68,6 +69,17 @@ from planning.exchange_rows import (
     take_row_range,
 )
 from planning.gemm_grid import GRID_ROW_BLOCK, choose_grid, grid_of, lhs_pairs, rhs_pairs
+from planning.gemm_ksplit import (
+    LAYERS,
+    KSplitShape,
+    block_words,
+    choose_ksplit,
+    half_words,
+    ksplit_of,
+    partials_words,
+)
+from planning.gemm_ksplit import lhs_pairs as ksplit_lhs_pairs
+from planning.gemm_ksplit import rhs_pairs as ksplit_rhs_pairs
 from planning.memory_allocator import FirstFit, Request, regions
 from planning.shard_geometry import ShardGeometry, ceil_div
 
@@ -79,7 +91,8 @@ ORDER_OF = {
     "out": ElementOrder.AMP_OUTPUT,
 }
 GEMM_KERNEL_POINTERS = ("out", "left", "right")
-GEMM_DISPATCHES = (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID)
+GEMM_DISPATCHES = (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT)
+TWO_D_DISPATCHES = (DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -222,7 +235,8 @@ class GemmCandidate:
     amp: str
     row_block: int
     accumulate: str = "f32"
-    layout: str = "rows"  # "rows": output rows over the tiles; "grid": a 2-D output grid
+    layout: str = "rows"  # "rows": output rows; "grid": a 2-D output grid; "ksplit": two
+    # layers of a grid over the halves of K
 
     def kernel_prefix(self, inner_blocks: int) -> str:
         family = kernel_family(self.precision, self.accumulate, inner_blocks)
@@ -256,6 +270,10 @@ F16_PARTIALS_SUFFIX = "_p16"
 PARTIALS_CHOICES = ("f32", "f16")
 
 GRID = "grid"
+KSPLIT = "ksplit"
+# The K-split sums two layers' FP32 partials, so it exists for the FP32-partials kernels only
+# (FP16 and FP32 inputs; FP8's AMP has FP16 partials).
+KSPLIT_PRECISIONS = ("f16", "f32")
 CATALOG: tuple[GemmCandidate, ...] = tuple(
     GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_r{rb}", p, AMP_CONFIG[p], rb, ACCUMULATE[p])
     for p in ("f16", "f32", "f8f143")
@@ -270,6 +288,10 @@ CATALOG: tuple[GemmCandidate, ...] = tuple(
 ) + (
     GemmCandidate(f"amp_gemm_f16_grid{F16_PARTIALS_SUFFIX}", "f16", AMP_CONFIG["f16"],
                   GRID_ROW_BLOCK, "f16", GRID),
+) + tuple(
+    GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_ksplit", p, AMP_CONFIG[p], GRID_ROW_BLOCK,
+                  ACCUMULATE[p], KSPLIT)
+    for p in KSPLIT_PRECISIONS
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
 
@@ -348,12 +370,13 @@ def _matrix_format(
     group: int,
     memory: str = MemoryClass.STANDARD,
     scale: int = 0,
+    replication: int = 1,
 ) -> TensorFormatAttr:
     tiling = [AxisTilingAttr(1, 1, mode)] * batch_rank + [
         AxisTilingAttr(rows[0], rows[1], mode),
         AxisTilingAttr(cols[0], cols[1], mode),
     ]
-    return TensorFormatAttr(precision, order, tiling, 1, group, memory, scale)
+    return TensorFormatAttr(precision, order, tiling, replication, group, memory, scale)
 
 
 def partition_counts(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
@@ -362,6 +385,8 @@ def partition_counts(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
     the output by rows only and spreads B's 64x64 blocks; the grid plan cuts all three over
     the grid it chooses (`planning/gemm_grid.py`). A transposed rhs keeps K whole on each tile
     (row plan) so that its blocks are numbered the same way in both orders."""
+    if candidate.layout == KSPLIT:
+        return ksplit_partitions(candidate, problem, tiles, target)
     if candidate.layout == GRID:
         f32_partials = has_f32_partials(candidate, problem)
         grid = choose_grid(problem.m, problem.n, problem.k, tiles, candidate.precision,
@@ -374,10 +399,28 @@ def partition_counts(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
     return {"lhs": (r, 1), "rhs": (1 if problem.transpose_rhs else p_k, p_n), "out": (r, 1)}
 
 
+def ksplit_partitions(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                      target: Target) -> dict[str, tuple[int, int]]:
+    """The K-split's cuts (`planning/gemm_ksplit.py`): A and the output 2R x C, B R x C in
+    each of the two layers (replicated); with no shape (an odd number of K blocks, fewer than
+    two row chunks) the row plan's cut on one tile, which validation then refuses."""
+    shape = choose_ksplit(problem.m, problem.n, problem.k, tiles, candidate.precision,
+                          candidate.output_precision, target.amp_left_access_tail_bytes,
+                          target, latency_table(target, tiles))
+    if shape is None:
+        return {"lhs": (1, 1), "rhs": (1, 1), "out": (1, 1)}
+    rows, cols = LAYERS * shape.rows, shape.cols
+    return {"lhs": (rows, cols), "rhs": (shape.rows, cols), "out": (rows, cols)}
+
+
 def has_f32_partials(candidate: GemmCandidate, problem: GemmProblem) -> bool:
     return candidate.kernel_prefix(inner_blocks(problem)) == F32_PARTIALS_FAMILY
 
 
+
+
+DISPATCH_OF_LAYOUT = {"rows": DispatchKind.GEMM_BLOCKS, GRID: DispatchKind.GEMM_GRID,
+                      KSPLIT: DispatchKind.GEMM_KSPLIT}
 
 
 def build_gemm_plan(
@@ -398,6 +441,7 @@ def build_gemm_plan(
             p, ElementOrder.AMP_RIGHT, rank_of["rhs"] - 2,
             (AMP_BLOCK, parts["rhs"][0]), (AMP_BLOCK, parts["rhs"][1]), mode, tiles,
             scale=problem.rhs_scale if p == problem.precision else 0,
+            replication=LAYERS if candidate.layout == KSPLIT and parts["rhs"] != (1, 1) else 1,
         ),
         "out": _matrix_format(
             candidate.output_precision, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
@@ -414,7 +458,7 @@ def build_gemm_plan(
         for o in GEMM_OPERANDS
     ]
     dispatch = OperatorDispatchAttr(
-        DispatchKind.GEMM_GRID if candidate.layout == GRID else DispatchKind.GEMM_BLOCKS,
+        DISPATCH_OF_LAYOUT[candidate.layout],
         AMP_BLOCK, AMP_BLOCK,
         f"{candidate.kernel_prefix(inner_blocks(problem))}init",
         f"{candidate.kernel_prefix(inner_blocks(problem))}accum",
@@ -443,8 +487,9 @@ def _check_transposes(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
     """A transposed operand is stored transposed, an untransposed one is not."""
     for o in ("lhs", "rhs"):
         stored = plan.operand_plan(o).format.order.data in UNTRANSPOSED_ORDER
-        if plan.dispatch.kind.data == DispatchKind.GEMM_GRID and problem.transposed(o):
-            raise InvalidPlan(f"the grid plan reads {o} untransposed; {o} is transposed")
+        if plan.dispatch.kind.data in TWO_D_DISPATCHES and problem.transposed(o):
+            layout = "grid" if plan.dispatch.kind.data == DispatchKind.GEMM_GRID else "K-split"
+            raise InvalidPlan(f"the {layout} plan reads {o} untransposed; {o} is transposed")
         if stored != problem.transposed(o):
             flag = "transposed" if problem.transposed(o) else "not transposed"
             raise InvalidPlan(
@@ -546,6 +591,8 @@ def _check_roles(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -
         raise InvalidPlan("the contraction axis must be tiled in 64-blocks on lhs and rhs")
     if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
         _check_grid_layout(plan, problem)
+    elif plan.dispatch.kind.data == DispatchKind.GEMM_KSPLIT:
+        _check_ksplit_layout(plan, problem)
     elif lhs.partitions[-1] != 1 or out.partitions[-1] != 1:
         raise InvalidPlan("each output-row tile must hold all of K (lhs) and N (out)")
     if out.blocks[-1] != AMP_BLOCK:
@@ -568,6 +615,30 @@ def _check_grid_layout(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
             f"lhs, rhs and out must be cut over one grid (out {list(grid)}, lhs "
             f"{list(lhs.partitions[-2:])}, rhs {list(rhs.partitions[-2:])})"
         )
+
+
+def _check_ksplit_layout(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
+    """The K-split: two layers of one R x C grid (A and the output cut 2R x C, B R x C and
+    replicated in both layers), one GEMM, an even number of K blocks."""
+    lhs, rhs, out = (plan.operand_plan(o).format for o in GEMM_OPERANDS)
+    if problem.batch != 1:
+        raise InvalidPlan(f"the K-split plan runs one GEMM; this one has {problem.batch} batch "
+                          "slices")
+    if inner_blocks(problem) % LAYERS:
+        raise InvalidPlan(f"the K-split plan gives each of its two layers half of K; K has "
+                          f"{inner_blocks(problem)} blocks of {AMP_BLOCK}, an odd number")
+    rows, cols = out.partitions[-2:]
+    if rows % LAYERS or rows < LAYERS:
+        raise InvalidPlan(f"the K-split plan cuts the output rows into two layers of chunks; "
+                          f"{problem.m} rows make {rows} chunk(s) of 16 or more")
+    if lhs.partitions[-2:] != (rows, cols) or rhs.partitions[-2:] != (rows // LAYERS, cols):
+        raise InvalidPlan(
+            f"lhs and out must be cut {rows} x {cols} and rhs {rows // LAYERS} x {cols} (out "
+            f"{list(out.partitions[-2:])}, lhs {list(lhs.partitions[-2:])}, rhs "
+            f"{list(rhs.partitions[-2:])})")
+    if rhs.replication.data != LAYERS or lhs.replication.data != 1 or out.replication.data != 1:
+        raise InvalidPlan(f"rhs must be replicated in both layers (replication {LAYERS}), lhs "
+                          "and out not at all")
 
 
 def _check_tile_groups(plan: OperatorPlanAttr, tiles: int) -> None:
@@ -635,6 +706,8 @@ def row_tile_buffers(
     rhs, out = plan.operand_plan("rhs"), plan.operand_plan("out")
     out_geometry = ShardGeometry.from_format(problem.out_shape, out.format)
     rows = out_geometry.chunk[-2]
+    if plan.dispatch.kind.data == DispatchKind.GEMM_KSPLIT:
+        return ksplit_tile_buffers(plan, problem, target, buffer, out_geometry)
     grid = plan.dispatch.kind.data == DispatchKind.GEMM_GRID
     # the grid plan receives all its panels' B blocks at once, and keeps partials for them all
     panels = out_geometry.chunk[-1] // AMP_BLOCK if grid else 1
@@ -662,6 +735,33 @@ def row_tile_buffers(
             True, False,
         ))
     return buffers
+
+
+def ksplit_tile_buffers(plan: OperatorPlanAttr, problem: GemmProblem, target: Target,
+                        buffer, out_geometry: ShardGeometry) -> dict[str, RowTileBuffer]:
+    """A K-split tile's buffers: its shards, the A panel's slot (both halves), the B slot,
+    the f32 partials of both halves and the other layer's half it receives."""
+    lhs, rhs, out = (plan.operand_plan(o) for o in GEMM_OPERANDS)
+    h, panels = out_geometry.chunk[-2], out_geometry.chunk[-1] // AMP_BLOCK
+
+    def scratch(what: str, nbytes: int, entry: OperandPlanAttr, interleaved: bool,
+                tail: int = 0) -> RowTileBuffer:
+        return RowTileBuffer(what, Request(nbytes, tail, max(target.pace_alignment,
+                                                             entry.alignment.data),
+                                           interleaved, True))
+
+    half_partials = panels * panel_bytes(h, "f32")
+    return {
+        "lhs": buffer("lhs", "its left shard", True),
+        "rhs": buffer("rhs", "its right shard", True),
+        "out": buffer("out", "its output shard", False),
+        "slot": scratch("its right-block receive slot", panels * block_bytes(problem.precision),
+                        rhs, False),
+        "lhs_slot": scratch("its left-panel receive slot",
+                            panel_bytes(LAYERS * h, problem.precision), lhs, False, lhs.tail.data),
+        "partials": scratch("its f32 partials of both halves", LAYERS * half_partials, out, True),
+        "received": scratch("the other layer's half it receives", half_partials, out, True),
+    }
 
 
 class DoesNotFit(InvalidPlan):
@@ -754,6 +854,9 @@ def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
 
     out = ShardGeometry.from_format(problem.out_shape, plan.operand_plan("out").format)
     lhs = ShardGeometry.from_format(problem.lhs_shape, plan.operand_plan("lhs").format)
+    if plan.dispatch.kind.data == DispatchKind.GEMM_KSPLIT:
+        rhs = ShardGeometry.from_format(problem.rhs_shape, plan.operand_plan("rhs").format)
+        return ksplit_row_slot_bytes(ksplit_of(out, lhs, rhs), problem.precision, farthest)
     if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
         # per K block one A panel and one set of B blocks; the k = 0 ops, then the k loop's
         n_k = ceil_div(problem.k, AMP_BLOCK)
@@ -769,6 +872,28 @@ def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
     if n_k > 1:
         ops.append(problem.batch * n_j * (n_k - 1) * stride(words, True))
     return ops
+
+
+def ksplit_row_slot_bytes(shape: KSplitShape, precision: str,
+                          farthest: np.ndarray) -> list[int]:
+    """Row slots of the K-split's exchange ops: per step (i = 0, then the loop) the A phases
+    and the B phase, then the partials' phase; the phases whose senders also receive have
+    full-duplex rows (`duplex_instructions`), the longest of a phase's rows sets its stride."""
+
+    def stride(words: int, pairs: bool, duplex: bool) -> int:
+        phase = plan_broadcast(0, (1,), words, 0, 0, farthest, pairs)
+        rows = [sender_instructions(phase), receiver_instructions(phase)]
+        if duplex:
+            rows.append(duplex_instructions(phase, phase))
+        return slot_stride(rows)
+
+    a_words, b_words = half_words(shape, precision), block_words(shape, precision)
+    per_step = [stride(a_words, ksplit_lhs_pairs(shape), False)] if shape.cols > 1 else []
+    per_step.append(stride(a_words, ksplit_lhs_pairs(shape), True))
+    if shape.rows > 1:
+        per_step.append(stride(b_words, ksplit_rhs_pairs(shape), False))
+    slots = [count * nbytes for count in (1, shape.steps - 1) if count for nbytes in per_step]
+    return [*slots, stride(partials_words(shape), False, True)]
 
 
 def row_ranges(allocator: FirstFit[str], exchanged: Sequence[str],
@@ -799,13 +924,16 @@ def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
                   target: Target) -> None:
     """The checks `place-memory` makes, for the buffers of an output-row tile."""
     buffers = row_tile_buffers(plan, problem, target)
-    who = "a grid tile" if plan.dispatch.kind.data == DispatchKind.GEMM_GRID else "an output-row tile"
+    who = ("an output-row tile" if plan.dispatch.kind.data == DispatchKind.GEMM_BLOCKS
+           else "a grid tile")
     _check_capacity(buffers, target, who)
     distinct = list(plan.distinct_pairs)
     if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too
         distinct.append(("partials", "lhs"))
     if "lhs_slot" in buffers:  # the grid's kernels read A from the slot or from home
         distinct.extend((o, "lhs_slot") for o in ("out", "partials") if o in buffers)
+    if "received" in buffers:  # the K-split's full-duplex phases: sent and received apart
+        distinct.extend([("partials", "received"), ("lhs", "lhs_slot")])
     allocator = _check_placement(buffers, target, distinct, who)
     _check_row_slots(allocator, plan, problem, tiles, target, who)
 

@@ -20,8 +20,10 @@ from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
 from planning.gemm_grid import grid_cycles, grid_of
+from planning.gemm_ksplit import ksplit_cycles, ksplit_of
 from planning.gemm_plans import (
     GRID,
+    KSPLIT,
     DoesNotFit,
     GemmCandidate,
     GemmProblem,
@@ -48,7 +50,8 @@ class CycleBreakdown:
     exchange: int  # syncs + exchange events of the rhs broadcasts
     copies: int  # home tiles copying their own block into their slot
     amp: int  # the GEMM kernel calls
-    rounding: int  # convert_shard of the f32 partials panels (FP32 partials of FP16 inputs)
+    rounding: int  # convert_shard of the f32 partials panels (FP32 partials of FP16 inputs);
+    # for the K-split, the reduction: the partials' exchange and the add that rounds
 
     @property
     def total(self) -> int:
@@ -71,6 +74,10 @@ def cycle_breakdown(
     lhs = ShardGeometry.from_format(problem.lhs_shape, formats["lhs"])
     rhs = ShardGeometry.from_format(problem.rhs_shape, formats["rhs"])
     out = ShardGeometry.from_format(problem.out_shape, formats["out"])
+    if plan.dispatch.kind.data == DispatchKind.GEMM_KSPLIT:
+        ksplit = ksplit_cycles(ksplit_of(out, lhs, rhs), precision, out.precision, target,
+                               latency_table(target, tiles))
+        return CycleBreakdown(ksplit.exchange, 0, ksplit.amp, ksplit.reduction)
     if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
         grid = grid_cycles(grid_of(out, lhs, rhs), problem.k, precision, out.precision,
                            has_f32_partials_panel(plan), target, latency_table(target, tiles))
@@ -247,10 +254,16 @@ def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisibl
             lines.append(f"{mark} {e.candidate.name:<22} rejected: {e.reason}")
             continue
         parts = cycle_breakdown(e.plan, problem, tiles, target)
+        # the K-split's last step sums the layers' partials (an exchange and an add) and
+        # rounds there; the other plans' is the rounding of their f32 partials
+        last = "reduction" if e.candidate.layout == KSPLIT else "rounding"
         lines.append(
             f"{mark} {e.candidate.name:<22} {parts.total:>12,} cycles (exchange {parts.exchange:,}"
-            f", copies {parts.copies:,}, amp {parts.amp:,}, rounding {parts.rounding:,}); "
+            f", copies {parts.copies:,}, amp {parts.amp:,}, {last} {parts.rounding:,}); "
             f"{row_tile_memory(e, problem, target):,} bytes per "
-            f"{'grid' if e.candidate.layout == GRID else 'output-row'} tile"
+            f"{TILE_NAME[e.candidate.layout]} tile"
         )
     return lines
+
+
+TILE_NAME = {"rows": "output-row", GRID: "grid", KSPLIT: "K-split"}

@@ -45,9 +45,13 @@ from ipu_dialects.tile import (
 from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.operators.conversions import CONVERT_KERNEL, COPY_KERNEL
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
+from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.tile_maps import dims, gemm_scalars, linearize, scalar_map, tensor_format
 from planning.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
+
+GEMM_DISPATCH_KINDS = (mid.DispatchKind.GEMM_BLOCKS, mid.DispatchKind.GEMM_GRID,
+                       mid.DispatchKind.GEMM_KSPLIT)
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering as FunctionLowering
@@ -270,10 +274,10 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
     """The tile work of one `mid.gemm` (its plan's gemm_blocks dispatch)."""
     plan = op.plan
     dispatch = plan.dispatch
-    if dispatch.kind.data not in (mid.DispatchKind.GEMM_BLOCKS, mid.DispatchKind.GEMM_GRID):
+    if dispatch.kind.data not in GEMM_DISPATCH_KINDS:
         raise PassFailedException(
             f"mid-to-tile: mid.gemm {value_label(op.result)}: dispatch "
-            f"'{dispatch.kind.data}' is not gemm_blocks or gemm_grid"
+            f"'{dispatch.kind.data}' is not gemm_blocks, gemm_grid or gemm_ksplit"
         )
     inner, columns = dispatch.inner_block, dispatch.column_block
     if inner != AMP_BLOCK or columns != AMP_BLOCK:
@@ -304,6 +308,8 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
             )
     if dispatch.kind.data == mid.DispatchKind.GEMM_GRID:
         return lower_gemm_grid(op, lowering, roles)
+    if dispatch.kind.data == mid.DispatchKind.GEMM_KSPLIT:
+        return lower_gemm_ksplit(op, lowering, roles)
     lhs = lowering.operand_buffer(op, op.lhs)
     rhs = lowering.operand_buffer(op, op.rhs)
     out = lowering.result_buffer(op.result)

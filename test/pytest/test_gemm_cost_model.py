@@ -56,6 +56,12 @@ SHAPES = [
     ((200, 300), (300, 330), (200, 330), "f16", "", 16),
     ((96, 256), (256, 200), (96, 200), "f32", "", 12),
     ((128, 320), (320, 256), (128, 256), "f8E4M3FNUZ", "", 16),
+    # K-splits: pairs on A (C even), one grid column (pairs on B), one grid row (no B phase),
+    # an odd C, padding
+    ((256, 256), (256, 256), (256, 256), "f16", "", 16),
+    ((512, 256), (256, 64), (512, 64), "f16", "", 16),
+    ((32, 256), (256, 256), (32, 256), "f16", "", 8),
+    ((200, 384), (384, 330), (200, 330), "f32", "", 30),
 ]
 
 
@@ -108,8 +114,11 @@ def test_ipu_run_explain_lists_candidates_and_the_chosen_cost_is_the_modeled_one
     assert len(chosen) == 1
     estimated = int(chosen[0].split()[2].replace(",", ""))
     assert f"modeled cycles: {estimated}\n" in out
-    # 96 x 70 on 4 tiles: the grid plan (2 x 2 output blocks) is the cheapest
-    assert "amp_gemm_f16_grid" in chosen[0] and "bytes per grid tile" in chosen[0]
+    # 96 x 70 on 4 tiles: the K-split (two layers of 1 x 2 blocks) is the cheapest
+    assert "amp_gemm_f16_ksplit" in chosen[0] and "bytes per K-split tile" in chosen[0]
+    assert "reduction" in chosen[0]
+    assert any("amp_gemm_f16_grid" in line and "bytes per grid tile" in line
+               for line in lines)
     assert any("amp_gemm_f16_r16" in line and "bytes per output-row tile" in line
                for line in lines)
     assert any(line.endswith("rejected: init kernel @amp_gemm_f32_init does not run f16 "
@@ -117,6 +126,15 @@ def test_ipu_run_explain_lists_candidates_and_the_chosen_cost_is_the_modeled_one
     assert not any("_p16" in line for line in lines)  # FP16 partials only when asked
     assert run_main(path, tiles=4, explain=True, quiet=True, gemm_partials="f16") == EXIT_PASS
     out, err = capsys.readouterr()
-    narrow = [line for line in err.splitlines() if line.startswith("* ")]
-    assert len(narrow) == 1 and "_p16" in narrow[0]
-    assert f"modeled cycles: {int(narrow[0].split()[2].replace(',', ''))}\n" in out
+    # the FP16-partials candidates are offered now; the K-split, FP32 partials and all, is
+    # still cheaper than the cheapest of them here
+    lines = err.splitlines()
+    narrow = [line for line in lines if "_p16 " in line and "rejected" not in line]
+    chosen = [line for line in lines if line.startswith("* ")]
+    assert narrow and len(chosen) == 1 and "amp_gemm_f16_ksplit" in chosen[0]
+
+    def cycles(line: str) -> int:
+        return int(line.split()[2 if line.startswith("* ") else 1].replace(",", ""))
+
+    assert all(cycles(chosen[0]) < cycles(line) for line in narrow)
+    assert f"modeled cycles: {cycles(chosen[0])}\n" in out

@@ -34,7 +34,6 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
 from repeat_depth import compile_depth  # noqa: E402
 
-
 # The loop tests below were written for the row plan's program: its repeat body has no loop
 # of its own (a grid plan's panel loop would be kept as a nested loop, tested in
 # test_gemm_grid.py) and runs enough steps that a 2^20-layer loop passes the step bound.

@@ -1,0 +1,282 @@
+"""The K-split (2.5-D) GEMM plan (`gemm_ksplit` dispatch): planning, memory and cost.
+
+Two layers of R x C tiles (layer l, grid row r, grid column c on tile l*R*C + r*C + c) each
+compute every output block over half of K into FP32 partials; then each tile keeps one half
+of its block's rows, adds the other layer's partials of that half and rounds once. With
+every operand in a standard format:
+- the output's rows are cut 2R ways into chunks of h rows (a multiple of 16), its columns C
+  ways (W = 64 * panels): tile (l, r, c) holds row chunk l*R + r. So grid row r's block is
+  made of the row chunks r and R + r (its half 0 and half 1), and after the reduction the
+  tile of layer l holds half l: the output of a K-split is an ordinary row-and-column cut;
+- A is cut like the output by rows (chunk l*R + r on tile (l, r, c)) and C ways along K
+  (kpa blocks per tile): the half of a block's A panel that layer l holds comes from its own
+  layer, the other half from the other layer;
+- B is cut R ways along K (kpb blocks) and C ways by columns, replicated in both layers.
+Layer l works on the K blocks k = l*s + i, i = 0 .. s - 1 (s = nK / 2). Per step i: the A
+half of the own layer goes along every grid row of every layer (2R groups; `lhs_in_layer`),
+the other half crosses to the other layer (2R groups, every sender also receives:
+full duplex; `lhs_across`), then the B blocks go down every grid column of every layer (2C
+groups), then every tile calls the AMP kernel once per half and panel (rows = h). A's
+broadcasts go to tile pairs when C is even, B's when C = 1. After the K loop one full-duplex
+phase sends each tile's other half to its partner in the other layer (tile +- R*C), and one
+`add` per tile sums its half and the received one into the output (FP32 in, one rounding).
+
+Against the 2-D grid (`planning/gemm_grid.py`) a tile's block is twice as large for the same
+tile count, so the A and B words per K block of the chip halve, for one exchange of partials
+at the end (../shared/notes/gemm-bsp-bound.md). The shape is chosen, as for the grid, by the
+cycles the device model charges (`ksplit_cycles`), among the shapes that fit tile memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
+from device.model import cycles as device_cycles
+from device.shard_geometry import ShardGeometry
+from device.target import WORD_BYTES, Target
+from planning.gemm_grid import phase_events, usable_bytes
+from planning.shard_geometry import ceil_div
+
+LAYERS = 2
+
+
+@dataclass(frozen=True)
+class KSplitShape:
+    """Two layers of an R x C grid and the block counts they give each tile."""
+
+    rows: int  # R: grid rows per layer
+    cols: int  # C: grid columns per layer
+    half_rows: int  # h: output rows of a block's half (a multiple of 16)
+    panels: int  # 64-column panels per block
+    a_k_blocks: int  # kpa: K blocks of A per tile (K cut C ways)
+    b_k_blocks: int  # kpb: K blocks of B per tile (K cut R ways, in each layer)
+    steps: int  # K blocks per layer: nK / 2
+
+    @property
+    def layer_tiles(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def tiles(self) -> int:
+        return LAYERS * self.layer_tiles
+
+    @classmethod
+    def of(cls, m: int, n: int, k: int, rows: int, cols: int) -> KSplitShape:
+        n_k = ceil_div(k, AMP_BLOCK)
+        return cls(rows, cols, ceil_div(ceil_div(m, AMP_ROWS), LAYERS * rows) * AMP_ROWS,
+                   ceil_div(ceil_div(n, AMP_BLOCK), cols), ceil_div(n_k, cols),
+                   ceil_div(n_k, rows), n_k // LAYERS)
+
+    def tile(self, layer, row, col):
+        return layer * self.layer_tiles + row * self.cols + col
+
+    def layer_block(self, layer, step):
+        """The K block layer `layer` works on in step `step`."""
+        return layer * self.steps + step
+
+
+def lhs_pairs(shape: KSplitShape) -> bool:
+    """A's halves go along grid rows: to tile pairs when a row holds whole pairs."""
+    return shape.cols % 2 == 0
+
+
+def rhs_pairs(shape: KSplitShape) -> bool:
+    """B's blocks go down the grid columns: to pairs only with one column (consecutive tiles)."""
+    return shape.cols == 1
+
+
+def ksplit_of(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry) -> KSplitShape:
+    """The shape a plan's formats describe."""
+    rows, cols = out.partitions[-2] // LAYERS, out.partitions[-1]
+    n_k = ceil_div(lhs.shape[-1], AMP_BLOCK)
+    return KSplitShape(rows, cols, out.chunk[-2], out.chunk[-1] // AMP_BLOCK,
+                       lhs.chunk[-1] // AMP_BLOCK, rhs.chunk[-2] // AMP_BLOCK, n_k // LAYERS)
+
+
+def candidate_shapes(m: int, n: int, k: int, tiles: int) -> list[KSplitShape]:
+    """For each panel count per tile, the fewest columns that cover N and as many rows as the
+    tiles left allow (none when K has an odd number of blocks or M fewer than two chunks)."""
+    row_blocks, col_blocks = ceil_div(m, AMP_ROWS), ceil_div(n, AMP_BLOCK)
+    if ceil_div(k, AMP_BLOCK) % LAYERS or row_blocks < LAYERS:
+        return []
+    shapes = {}
+    for panels in range(1, col_blocks + 1):
+        cols = ceil_div(col_blocks, panels)
+        rows = min(tiles // (LAYERS * cols), row_blocks // LAYERS)
+        if rows < 1:
+            continue
+        per_tile = ceil_div(row_blocks, LAYERS * rows)
+        rows = ceil_div(row_blocks, LAYERS * per_tile)
+        shapes[(rows, cols)] = KSplitShape.of(m, n, k, rows, cols)
+    return list(shapes.values())
+
+
+# ---- memory ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KSplitBytes:
+    lhs: int
+    rhs: int
+    out: int
+    partials: int  # both halves, f32
+    lhs_slot: int  # a whole A panel: both halves
+    rhs_slot: int
+    received: int  # the other layer's half of the partials
+
+    @property
+    def total(self) -> int:
+        return (self.lhs + self.rhs + self.out + self.partials + self.lhs_slot + self.rhs_slot
+                + self.received)
+
+    @property
+    def interleaved(self) -> int:
+        return self.out + self.partials + self.received
+
+
+def ksplit_bytes(shape: KSplitShape, precision: str, out_precision: str,
+                 lhs_tail: int) -> KSplitBytes:
+    h, panels = shape.half_rows, shape.panels
+    half_partials = panels * panel_bytes(h, "f32")
+    return KSplitBytes(
+        lhs=shape.a_k_blocks * panel_bytes(h, precision) + lhs_tail,
+        rhs=shape.b_k_blocks * panels * block_bytes(precision),
+        out=panels * panel_bytes(h, out_precision),
+        partials=LAYERS * half_partials,
+        lhs_slot=panel_bytes(LAYERS * h, precision) + lhs_tail,
+        rhs_slot=panels * block_bytes(precision),
+        received=half_partials,
+    )
+
+
+def fits(shape: KSplitShape, precision: str, out_precision: str, lhs_tail: int,
+         target: Target) -> bool:
+    sizes = ksplit_bytes(shape, precision, out_precision, lhs_tail)
+    return (sizes.total <= usable_bytes(target)
+            and sizes.interleaved <= target.memory_end - target.interleaved_start)
+
+
+# ---- who sends to whom ----------------------------------------------------------------------
+def lhs_senders(shape: KSplitShape, across: bool) -> np.ndarray:
+    """[step, group]: the tile sending A's half to group g = l*R + r (its own layer's half,
+    or with `across` the other layer's)."""
+    step = np.arange(shape.steps)[:, None]
+    group = np.arange(LAYERS * shape.rows)[None, :]
+    layer, row = group // shape.rows, group % shape.rows
+    source_layer = 1 - layer if across else layer
+    column = shape.layer_block(layer, step) // shape.a_k_blocks
+    return shape.tile(source_layer, row, column)
+
+
+def lhs_receivers(shape: KSplitShape) -> np.ndarray:
+    """[group, tile]: grid row r of layer l."""
+    group = np.arange(LAYERS * shape.rows)[:, None]
+    return group * shape.cols + np.arange(shape.cols)[None, :]
+
+
+def rhs_senders(shape: KSplitShape) -> np.ndarray:
+    """[step, group]: the tile sending the B blocks of group g = l*C + c."""
+    step = np.arange(shape.steps)[:, None]
+    group = np.arange(LAYERS * shape.cols)[None, :]
+    layer, col = group // shape.cols, group % shape.cols
+    return shape.tile(layer, shape.layer_block(layer, step) // shape.b_k_blocks, col)
+
+
+def rhs_receivers(shape: KSplitShape) -> np.ndarray:
+    """[group, tile]: grid column c of layer l."""
+    group = np.arange(LAYERS * shape.cols)[:, None]
+    layer, col = group // shape.cols, group % shape.cols
+    return shape.tile(layer, np.arange(shape.rows)[None, :], col)
+
+
+def partner(shape: KSplitShape, tiles: np.ndarray) -> np.ndarray:
+    """The tile of the other layer holding the same block."""
+    return np.where(tiles < shape.layer_tiles, tiles + shape.layer_tiles,
+                    tiles - shape.layer_tiles)
+
+
+# ---- cycles ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KSplitCycles:
+    exchange: int
+    amp: int
+    reduction: int  # the partials' exchange and the add that rounds
+
+    @property
+    def total(self) -> int:
+        return self.exchange + self.amp + self.reduction
+
+
+def half_words(shape: KSplitShape, precision: str) -> int:
+    return panel_bytes(shape.half_rows, precision) // WORD_BYTES
+
+
+def block_words(shape: KSplitShape, precision: str) -> int:
+    return shape.panels * block_bytes(precision) // WORD_BYTES
+
+
+def partials_words(shape: KSplitShape) -> int:
+    return shape.panels * panel_bytes(shape.half_rows, "f32") // WORD_BYTES
+
+
+def step_phase_events(shape: KSplitShape, precision: str, latency: np.ndarray) -> np.ndarray:
+    """[phase kind, step]: events of the in-layer A phase (none when C = 1), the A phase
+    across the layers and the B phase (none when R = 1)."""
+    a_events = half_words(shape, precision) // (2 if lhs_pairs(shape) else 1)
+    b_events = block_words(shape, precision) // (2 if rhs_pairs(shape) else 1)
+    phases = []
+    if shape.cols > 1:
+        phases.append(phase_events(lhs_senders(shape, False), lhs_receivers(shape), a_events,
+                                   latency))
+    phases.append(phase_events(lhs_senders(shape, True), lhs_receivers(shape), a_events,
+                               latency))
+    if shape.rows > 1:
+        phases.append(phase_events(rhs_senders(shape), rhs_receivers(shape), b_events,
+                                   latency))
+    return np.stack(phases)
+
+
+def reduction_events(shape: KSplitShape, latency: np.ndarray) -> int:
+    tiles = np.arange(shape.tiles)
+    return partials_words(shape) + int(latency[tiles, partner(shape, tiles)].max())
+
+
+def ksplit_cycles(shape: KSplitShape, precision: str, out_precision: str, target: Target,
+                  latency: np.ndarray) -> KSplitCycles:
+    """What the device model charges for the K-split lowering
+    (`passes/operators/gemm_ksplit_lowering.py`): per step a sync and the events of each of
+    its phases, two AMP calls per panel; then the partials' phase and the add."""
+    events = step_phase_events(shape, precision, latency)
+    exchange = int(events.size * target.sync_cycles + events.sum())
+    amp = (shape.steps * LAYERS * shape.panels
+           * device_cycles.gemm_cycles(shape.half_rows, precision, target))
+    half = half_descriptor(shape, out_precision)
+    partials = half_descriptor(shape, "f32")
+    reduction = (device_cycles.exchange_step_cycles(reduction_events(shape, latency), target)
+                 + device_cycles.add_cycles(half, partials, partials, 0, target))
+    return KSplitCycles(exchange, amp, reduction)
+
+
+def half_descriptor(shape: KSplitShape, precision: str) -> ShardGeometry:
+    """Every tile's half block as a format (the output's, in `precision`): what the
+    reduction's `add` reads and writes."""
+    rows, cols = shape.half_rows, shape.panels * AMP_BLOCK
+    parts = (LAYERS * shape.rows, shape.cols)
+    return ShardGeometry((parts[0] * rows, parts[1] * cols), (rows, cols), parts, (True, True),
+                         1, shape.tiles, precision, "amp_output")
+
+
+def choose_ksplit(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
+                  lhs_tail: int, target: Target, latency: np.ndarray) -> KSplitShape | None:
+    """The cheapest shape whose buffers fit a tile (the smallest one when none fits:
+    validation then says why; None when no shape exists)."""
+    shapes = candidate_shapes(m, n, k, tiles)
+    if not shapes:
+        return None
+    fitting = [s for s in shapes if fits(s, precision, out_precision, lhs_tail, target)]
+    if not fitting:
+        return min(shapes, key=lambda s: ksplit_bytes(s, precision, out_precision,
+                                                      lhs_tail).total)
+    return min(fitting, key=lambda s: (ksplit_cycles(s, precision, out_precision, target,
+                                                     latency).total, s.tiles))
