@@ -11,11 +11,19 @@ every later pass reads the tile count and target from the module's `ipu.config`.
 The stages run as an xDSL `PassPipeline` that verifies the module after each stage. Drivers
 that time passes (`ipu-opt --time-passes`, `ipu-run`) run `stage_passes()` themselves, one
 stage at a time (`tools/pass_timing.py`).
+
+Plans are chosen per op, each the fastest that fits with that op's own buffers; the program
+as a whole may then not fit (the K-split replicates its B in both layers, which doubles a
+weight that stays resident). With the default catalog, when `place-memory` reports that the
+program is out of memory, the stages run once more without the plans that replicate an
+operand (`run_with_fallback`; `ipu-run` does the same). An explicit `catalog` is taken as
+given.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
@@ -61,7 +69,47 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         return stages
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        PassPipeline(tuple(self.stage_passes()), verify_after_stage).apply(ctx, op)
+        self.run_with_fallback(op, lambda pipeline: PassPipeline(
+            tuple(pipeline.stage_passes()), verify_after_stage).apply(ctx, op))
+
+    def run_with_fallback(self, module: builtin.ModuleOp,
+                          run: Callable[[IpuPipelinePass], None]) -> None:
+        """`run` this pipeline on `module`; if the default catalog's choice runs out of
+        memory, restore `module` and `run` `without_replicating_plans()`. When that fails
+        too, the first diagnostic is the one reported."""
+        original = None if self.catalog else module.clone()
+        try:
+            run(self)
+        except PassFailedException as error:
+            if original is None or OUT_OF_MEMORY not in str(error):
+                raise
+            restore(module, original)
+            try:
+                run(self.without_replicating_plans())
+            except PassFailedException:
+                raise error from None
+
+    def without_replicating_plans(self) -> IpuPipelinePass:
+        from planning.gemm_plans import default_catalog_names, replicates_an_operand
+
+        names = tuple(n for n in default_catalog_names(self.gemm_partials)
+                      if not replicates_an_operand(n))
+        return replace(self, catalog=names)
+
+
+OUT_OF_MEMORY = "Out of memory on tile"  # place-memory's diagnostic
+
+
+def restore(module: builtin.ModuleOp, original: builtin.ModuleOp) -> None:
+    """Give `module` the ops and attributes of `original` (a clone taken before the stages)."""
+    for op in list(module.body.block.ops):
+        op.detach()
+        op.erase(safe_erase=False)
+    for op in list(original.body.block.ops):
+        op.detach()
+        module.body.block.add_op(op)
+    module.attributes.clear()
+    module.attributes.update(original.attributes)
 
 
 def verify_after_stage(done: ModulePass | None, op: builtin.ModuleOp, _next: ModulePass | None):

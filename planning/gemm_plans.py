@@ -296,6 +296,12 @@ CATALOG: tuple[GemmCandidate, ...] = tuple(
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
 
 
+def replicates_an_operand(name: str) -> bool:
+    """Whether the catalog entry stores an operand more than once (the K-split's B): the
+    entries a program that runs out of memory falls back without (`ipu-pipeline`)."""
+    return any(c.name == name and c.layout == KSPLIT for c in CATALOG)
+
+
 def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
     """The catalog a pipeline enables when it names none: FP16 partials only when
     `partials` is "f16" (the user said FP16 accuracy over K is enough)."""
@@ -441,7 +447,8 @@ def build_gemm_plan(
             p, ElementOrder.AMP_RIGHT, rank_of["rhs"] - 2,
             (AMP_BLOCK, parts["rhs"][0]), (AMP_BLOCK, parts["rhs"][1]), mode, tiles,
             scale=problem.rhs_scale if p == problem.precision else 0,
-            replication=LAYERS if candidate.layout == KSPLIT and parts["rhs"] != (1, 1) else 1,
+            # the K-split's two layers (none when no shape exists: out is then uncut)
+            replication=LAYERS if candidate.layout == KSPLIT and parts["out"][0] > 1 else 1,
         ),
         "out": _matrix_format(
             candidate.output_precision, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
@@ -626,7 +633,7 @@ def _check_ksplit_layout(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
                           "slices")
     if inner_blocks(problem) % LAYERS:
         raise InvalidPlan(f"the K-split plan gives each of its two layers half of K; K has "
-                          f"{inner_blocks(problem)} blocks of {AMP_BLOCK}, an odd number")
+                          f"{inner_blocks(problem)} block(s) of {AMP_BLOCK}, an odd number")
     rows, cols = out.partitions[-2:]
     if rows % LAYERS or rows < LAYERS:
         raise InvalidPlan(f"the K-split plan cuts the output rows into two layers of chunks; "
@@ -924,8 +931,8 @@ def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
                   target: Target) -> None:
     """The checks `place-memory` makes, for the buffers of an output-row tile."""
     buffers = row_tile_buffers(plan, problem, target)
-    who = ("an output-row tile" if plan.dispatch.kind.data == DispatchKind.GEMM_BLOCKS
-           else "a grid tile")
+    who = {DispatchKind.GEMM_BLOCKS: "an output-row tile", DispatchKind.GEMM_GRID: "a grid tile",
+           DispatchKind.GEMM_KSPLIT: "a K-split tile"}[DispatchKind(plan.dispatch.kind.data)]
     _check_capacity(buffers, target, who)
     distinct = list(plan.distinct_pairs)
     if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too

@@ -162,12 +162,13 @@ def _tile_count_hint(
     def fits(count: int) -> bool:
         return validation_failure(plan_on(count), problem, count, target) is None
 
-    if (tiles >= target.tiles or not fits(target.tiles)) and candidate.layout == GRID:
+    if (tiles >= target.tiles or not fits(target.tiles)) and candidate.layout in (GRID, KSPLIT):
         out = plan_on(target.tiles).operand_plan("out").format
         rows, cols = out.partitions[-2:]
+        name = "grid" if candidate.layout == GRID else "K-split"
         return (
-            f"no tile count helps: the grid plan cuts the output into at most {rows} x {cols} "
-            f"blocks of 16 rows by 64 columns here, and on all {target.tiles} tiles a grid "
+            f"no tile count helps: the {name} plan cuts the output into at most {rows} x {cols} "
+            f"blocks of 16 rows by 64 columns here, and on all {target.tiles} tiles a {name} "
             "tile still does not fit"
         )
     if tiles >= target.tiles or not fits(target.tiles):

@@ -89,13 +89,18 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
     timer = PassTimer() if timer is None else timer
     pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling,
                                gemm_partials=gemm_partials, catalog=catalog)
-    stages = timer.pipeline([pipeline]).passes
-    ctx, previous = make_context(), None
-    for stage in progress(stages, "compile", len(stages)):  # the timed pipeline, stage by stage
-        timer.callback(previous, module, stage)
-        stage.apply(ctx, module)
-        previous = stage
-    timer.callback(previous, module, None)
+    ctx = make_context()
+
+    def run_timed(chosen: IpuPipelinePass) -> None:  # the timed pipeline, stage by stage
+        stages = timer.pipeline([chosen]).passes
+        previous = None
+        for stage in progress(stages, "compile", len(stages)):
+            timer.callback(previous, module, stage)
+            stage.apply(ctx, module)
+            previous = stage
+        timer.callback(previous, module, None)
+
+    pipeline.run_with_fallback(module, run_timed)
     package = timer.time("build-package", lambda: build_package(module, with_assembly, progress))
     package.pipeline = str(pipeline.pipeline_pass_spec())
     return package

@@ -78,3 +78,26 @@ def run_verdict(case: CompiledCase, package: Package | None = None) -> str | Non
     if not check.passed:
         return f"outputs differ: max rel error {check.max_rel:.3g}"
     return None
+
+
+def gemm_op_counts(tiles: int, catalog: tuple[str, ...], side: int = 512) -> list[int]:
+    """Ops in the module after each pipeline stage for a `side`-cubed FP16 GEMM compiled
+    with `catalog`: a plan's op counts must not grow with the tile count."""
+    from xdsl.parser import Parser
+
+    from passes import get_all_passes
+    from passes.ipu_pipeline import STAGES
+    from tools.ipu_run import make_context
+
+    ctx = make_context()
+    t = f"tensor<{side}x{side}xf16>"
+    module = Parser(ctx, f"func.func @g(%a: {t}, %b: {t}) -> {t} {{\n"
+                         f"  %c = graph.gemm %a, %b : ({t}, {t}) -> {t}\n"
+                         f"  func.return %c : {t}\n}}\n").parse_module()
+    registry = get_all_passes()
+    registry["graph-to-mid"]()(tiles=tiles, catalog=catalog).apply(ctx, module)
+    counts = []
+    for stage in STAGES[1:]:
+        registry[stage]()().apply(ctx, module)
+        counts.append(sum(1 for _ in module.walk()))
+    return counts

@@ -9,12 +9,13 @@ another group's sender, or a home tile reading its slot instead of its own block
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from e2e_support import compile_case, gemm_module, run_verdict
+from e2e_support import compile_case, gemm_module, gemm_op_counts, run_verdict
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.parser import Parser
@@ -23,8 +24,6 @@ from device import isa
 from device.package import ExchangeStep, KernelStep, LoopStep, Package
 from device.target import IPU21
 from frontend.builder import f16, f32
-from passes import get_all_passes
-from passes.ipu_pipeline import STAGES
 from tools.ipu_run import make_context
 
 GRID_F16 = ("amp_gemm_f16_grid",)
@@ -117,18 +116,7 @@ def test_a_home_tile_reading_its_slot_fails_the_run():
 
 
 def op_counts(tiles: int) -> list[int]:
-    ctx = make_context()
-    a, b, c = "tensor<512x512xf16>", "tensor<512x512xf16>", "tensor<512x512xf16>"
-    module = Parser(ctx, f"func.func @g(%a: {a}, %b: {b}) -> {c} {{\n"
-                         f"  %c = graph.gemm %a, %b : ({a}, {b}) -> {c}\n"
-                         f"  func.return %c : {c}\n}}\n").parse_module()
-    registry = get_all_passes()
-    registry["graph-to-mid"]()(tiles=tiles, catalog=GRID_F16).apply(ctx, module)
-    counts = []
-    for stage in STAGES[1:]:
-        registry[stage]()().apply(ctx, module)
-        counts.append(sum(1 for _ in module.walk()))
-    return counts
+    return gemm_op_counts(tiles, GRID_F16)
 
 
 def test_op_counts_do_not_grow_with_the_tile_count():
@@ -142,12 +130,12 @@ def test_mid_to_tile_names_a_dispatch_that_is_no_gemm_plan(tmp_path, capsys):
     source.write_text(GEMM_64)
     mid_text = tmp_path / "mid.mlir"
     IpuOptMain(args=[str(source), "-p", "graph-to-mid{tiles=4}", "-o", str(mid_text)]).run()
-    mid_text.write_text(mid_text.read_text().replace("dispatch<gemm_grid", "dispatch<pointwise"))
+    mid_text.write_text(re.sub(r"dispatch<gemm_\w+", "dispatch<pointwise", mid_text.read_text()))
     with pytest.raises(SystemExit) as exited:
         IpuOptMain(args=[str(mid_text), "-p", "mid-to-tile"]).run()
     assert exited.value.code == 1
-    assert ("mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks or gemm_grid"
-            in capsys.readouterr().err)
+    assert ("mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid or "
+            "gemm_ksplit" in capsys.readouterr().err)
 
 
 def test_a_grid_plan_whose_operands_are_cut_over_different_grids_is_invalid():

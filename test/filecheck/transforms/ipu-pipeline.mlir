@@ -32,7 +32,7 @@ func.func @gemm(%a: tensor<100x72xf16>, %b: tensor<72x64xf16>) -> tensor<100x64x
 // CHECK:        exchange.row @x0_send
 // CHECK:        exchange.row @x1_receive
 
-// REJECT: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16, amp_gemm_f16_grid: lhs axis -2 extent 100 is not a multiple of block 16 and the tiling rejects padding; amp_gemm_f16_r32: lhs axis -2 extent 100 is not a multiple of block 32 and the tiling rejects padding; amp_gemm_f16_r64: lhs axis -2 extent 100 is not a multiple of block 64 and the tiling rejects padding; amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64, amp_gemm_f32_grid: init kernel @amp_gemm_f32_init does not run f16 operands; amp_gemm_f8_r16, amp_gemm_f8_r32, amp_gemm_f8_r64, amp_gemm_f8_grid: init kernel @amp_gemm_f8_init does not run f16 operands
+// REJECT: graph.gemm %c: no valid operator plan: amp_gemm_f16_r16, amp_gemm_f16_grid, amp_gemm_f16_ksplit: lhs axis -2 extent 100 is not a multiple of block 16 and the tiling rejects padding; amp_gemm_f16_r32: lhs axis -2 extent 100 is not a multiple of block 32 and the tiling rejects padding; amp_gemm_f16_r64: lhs axis -2 extent 100 is not a multiple of block 64 and the tiling rejects padding; amp_gemm_f32_r16, amp_gemm_f32_r32, amp_gemm_f32_r64, amp_gemm_f32_grid, amp_gemm_f32_ksplit: init kernel @amp_gemm_f32_init does not run f16 operands; amp_gemm_f8_r16, amp_gemm_f8_r32, amp_gemm_f8_r64, amp_gemm_f8_grid: init kernel @amp_gemm_f8_init does not run f16 operands
 
 // -----
 

@@ -8,4 +8,4 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
   }
 }
 
-// CHECK: mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks or gemm_grid
+// CHECK: mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid or gemm_ksplit

@@ -9,7 +9,8 @@
 // (home views), the others from their receive slots; the f32 partials are rounded once.
 // RUN: ipu-opt %s -p 'graph-to-mid{tiles=16 catalog=amp_gemm_f16_grid},mid-to-tile' | filecheck %s --check-prefix=TILE
 // RUN: ipu-opt %s -p 'graph-to-mid{tiles=16 catalog=amp_gemm_f16_grid},mid-to-tile,place-memory,schedule-exchange' | filecheck %s
-// The default catalog picks the grid plan here, and it runs on the device model:
+// With the default catalog the K-split is cheaper here (mid-to-tile-gemm-ksplit.mlir); the
+// grid plan is a valid candidate, and the chosen plan runs on the device model:
 // RUN: ipu-run %s --tiles 16 --quiet --explain 2>&1 | filecheck %s --check-prefix=RUNS
 
 func.func @gemm(%a: tensor<128x256xf16>, %b: tensor<256x256xf16>) -> tensor<128x256xf16> {
@@ -61,5 +62,6 @@ func.func @gemm(%a: tensor<128x256xf16>, %b: tensor<256x256xf16>) -> tensor<128x
 // CHECK:      exchange.row @x1_receive
 // CHECK-NEXT:   exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x0, pic = 0x{{[0-9a-f]+}}
 
-// RUNS: * amp_gemm_f16_grid {{.*}} cycles (exchange {{.*}}, copies 0,
+// RUNS:   amp_gemm_f16_grid {{.*}} cycles (exchange {{.*}}, copies 0,
+// RUNS: * amp_gemm_f16_ksplit {{.*}} cycles (exchange {{.*}}, copies 0,
 // RUNS: check: PASS

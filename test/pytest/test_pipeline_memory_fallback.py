@@ -1,0 +1,79 @@
+"""Plans are chosen per op; a program whose chosen plans do not fit tile memory together
+falls back, with the default catalog, to the plans that store no operand twice.
+
+Five f32 GEMMs in a chain on 16 tiles, each with its own 512 x 512 weight (a function
+argument, resident for the whole program): each GEMM alone is fastest as a K-split, which
+keeps its weight in both layers, and the five weights then need more than a tile holds."""
+
+from __future__ import annotations
+
+import pytest
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import PassFailedException
+
+from device.model import run_package
+from device.model.host import stored_of_values, values_of_stored
+from interpreters.graph import run_function
+from ipu_dialects.graph import GemmOp
+from passes.ipu_pipeline import IpuPipelinePass
+from planning.gemm_plans import GemmProblem, catalog_entries, replicates_an_operand
+from planning.gemm_selection import select_gemm_plan
+from tools.ipu_run import compare, compile_module, find_function, make_context, random_inputs
+
+LAYERS, TILES = 5, 16
+WEIGHT = "tensor<512x512xf32>"
+ACTIVATION = "tensor<128x512xf32>"
+
+
+def chain_text() -> str:
+    weights = ", ".join(f"%w{i}: {WEIGHT}" for i in range(LAYERS))
+    lines = [f"func.func @chain(%x: {ACTIVATION}, {weights}) -> {ACTIVATION} {{"]
+    previous = "%x"
+    for i in range(LAYERS):
+        lines.append(f"  %y{i} = graph.gemm {previous}, %w{i} : ({ACTIVATION}, {WEIGHT}) -> "
+                     f"{ACTIVATION}")
+        previous = f"%y{i}"
+    return "\n".join([*lines, f"  func.return {previous} : {ACTIVATION}", "}", ""])
+
+
+def catalog_of(module) -> list[str]:
+    return [name.data for name in module.attributes["ipu.config"].catalog.data]
+
+
+def test_each_gemm_alone_picks_the_k_split():
+    problem = GemmProblem((128, 512), (512, 512), (128, 512), "f32")
+    chosen = select_gemm_plan(problem, TILES)
+    assert replicates_an_operand(chosen.candidate.name)
+
+
+def test_the_chosen_k_splits_do_not_fit_together():
+    module = Parser(make_context(), chain_text()).parse_module()
+    with pytest.raises(PassFailedException, match="Out of memory on tile 0"):
+        compile_module(module, TILES, "pad", with_assembly=False,
+                       catalog=("amp_gemm_f32_ksplit",))
+
+
+def test_the_default_catalog_falls_back_and_the_program_runs():
+    module = Parser(make_context(), chain_text()).parse_module()
+    reference = module.clone()
+    func = find_function(reference)
+    inputs = random_inputs(func, seed=2)
+    expected = run_function(reference, inputs)
+    package = compile_module(module, TILES, "pad", with_assembly=False)
+    used = catalog_of(module)
+    assert used and not any(replicates_an_operand(name) for name in used)
+    assert {c.name for c in catalog_entries(used)} >= {"amp_gemm_f32_grid"}
+    run = run_package(package, {t.name: values_of_stored(t, a)
+                                for t, a in zip(package.inputs, inputs, strict=True)})
+    assert not run.exchange_errors
+    outcome = compare([stored_of_values(t, run.outputs[t.name]) for t in package.outputs],
+                      expected, func.function_type.outputs.data)
+    assert outcome.passed
+
+
+def test_ipu_pipeline_falls_back_too():
+    ctx = make_context()
+    module = Parser(ctx, chain_text()).parse_module()
+    IpuPipelinePass(tiles=TILES).apply(ctx, module)
+    assert not any(replicates_an_operand(name) for name in catalog_of(module))
+    assert not any(isinstance(op, GemmOp) for op in module.walk())
