@@ -190,7 +190,8 @@ def open_archive(directory: Path) -> Archive:
     path = directory / ARCHIVE
     try:
         npz = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error,
+            NotImplementedError) as error:  # zipfile: a version or method it does not read
         raise PackageError(f"{path}: is not a NumPy .npz archive: {error}") from None
     if not hasattr(npz, "zip"):  # a single .npy array, not an archive
         raise PackageError(f"{path}: is not a NumPy .npz archive")

@@ -271,6 +271,8 @@ def find_mismatch(
     """
     validate_schedule(schedule)
     row = row_timeline(instrs_or_words, base_address)
+    if _same_events(row, schedule):  # the common case, without per-event arrays
+        return None
     candidates: list[tuple[int, int, RowMismatch]] = []
     horizon = max(row.total_events, schedule.total_events)
     send_event = _first_send_difference(row, schedule, horizon)
@@ -286,6 +288,34 @@ def find_mismatch(
     if not candidates:
         return None
     return min(candidates, key=lambda item: (item[0], item[1]))[2]
+
+
+def _same_events(row: RowTimeline, schedule: RowSchedule) -> bool:
+    """Whether the row does exactly what the schedule says: the same length, the same words
+    sent at the same events (however the instructions split the stream) and the same
+    controls."""
+    return (row.total_events == schedule.total_events
+            and _stream_runs(row.sends) == _stream_runs(schedule.sends)
+            and sorted(row.controls, key=_control_key)
+            == sorted(schedule.controls, key=_control_key))
+
+
+def _control_key(control: ControlEvent) -> tuple:
+    return (control.event, control.kind, control.selector, control.value)
+
+
+def _stream_runs(sends: list[SendInterval]) -> list[tuple[int, int, int, int]]:
+    """Send intervals merged where one continues the other (next event, next word, same
+    sctl): (start event, words, first word address, sent sctl bits)."""
+    runs: list[list[int]] = []
+    for send in sorted(sends, key=lambda s: s.start_event):
+        bits = send.sctl & SENT_SCTL_BITS
+        if runs and runs[-1][3] == bits and runs[-1][0] + runs[-1][1] // send.width == \
+                send.start_event and runs[-1][2] + runs[-1][1] == send.address:
+            runs[-1][1] += send.words
+        else:
+            runs.append([send.start_event, send.words, send.address, bits])
+    return [(a, b, c, d) for a, b, c, d in runs]
 
 
 def check_row(instrs_or_words, schedule: RowSchedule, base_address: int = 0) -> None:

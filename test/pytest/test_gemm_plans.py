@@ -137,9 +137,12 @@ def test_reject_invalidates_only_the_indivisible_candidates():
     assert evals["amp_gemm_f16_r16"].reason is None
     assert "extent 48 is not a multiple of block 32" in evals["amp_gemm_f16_r32"].reason
     assert "extent 48 is not a multiple of block 64" in evals["amp_gemm_f16_r64"].reason
-    # with padding every f16 candidate is valid
-    assert all(e.reason is None for e in evaluate_candidates(pr, 4, "pad", IPU21)
-               if e.candidate.precision == "f16")
+    # with padding every f16 candidate is valid, but the K-split: one K block has no halves
+    padded = [e for e in evaluate_candidates(pr, 4, "pad", IPU21) if e.candidate.precision == "f16"]
+    assert all(e.reason is None for e in padded if e.candidate.layout != "ksplit")
+    assert [e.reason for e in padded if e.candidate.layout == "ksplit"] == [
+        "the K-split plan gives each of its two layers half of K; K has 1 block(s) of 64, an "
+        "odd number"]
     with pytest.raises(NoValidPlan, match="extent 70 is not a multiple of block 64"):
         select_gemm_plan(problem(48, 64, 70), 4, "reject")
 

@@ -546,3 +546,16 @@ def test_the_scalar_bound_covers_every_kernel_at_the_largest_rank():
                   for abi in KERNELS.values())
     assert longest == 179  # attention: 2 named, 4 descriptors, (a view's words as a margin)
     assert longest <= package_metadata.MAX_SCALARS
+
+
+def test_a_zip_version_zipfile_does_not_read(package):
+    """The central directory's 'version needed to extract' of a member raised beyond what
+    zipfile reads (found by bench/robustness.py): a diagnostic, not zipfile's exception."""
+    path = package / "program.npz"
+    raw = bytearray(path.read_bytes())
+    entry = raw.index(b"PK\x01\x02")  # the first central directory header
+    raw[entry + 6:entry + 8] = (109).to_bytes(2, "little")  # version 10.9
+    path.write_bytes(bytes(raw))
+    with pytest.raises(PackageError, match=r"program\.npz: is not a NumPy \.npz archive: zip "
+                                           r"file version 10\.9"):
+        Package.load(package)
