@@ -17,7 +17,7 @@ half of the own layer goes along every grid row of every layer (2R groups; `lhs_
 the other half crosses to the other layer (2R groups, every sender also receives:
 full duplex; `lhs_across`), then the B blocks go down every grid column of every layer (2C
 groups), then every tile calls the AMP kernel once per half and panel (rows = h). A's
-broadcasts go to tile pairs when C is even, B's when C = 1. After the K loop one full-duplex
+broadcasts go to tile pairs when C is even, B's when C = 1 and R is even. After the K loop one full-duplex
 phase sends each tile's other half to its partner in the other layer (tile +- R*C), and one
 `add` per tile sums its half and the received one into the output (FP32 in, one rounding).
 
@@ -84,8 +84,9 @@ def lhs_pairs(shape: KSplitShape) -> bool:
 
 
 def rhs_pairs(shape: KSplitShape) -> bool:
-    """B's blocks go down the grid columns: to pairs only with one column (consecutive tiles)."""
-    return shape.cols == 1
+    """B's blocks go down the grid columns: to pairs only with one column (consecutive tiles)
+    and an even number of rows (else the layers' boundary splits a pair)."""
+    return shape.cols == 1 and shape.rows % 2 == 0
 
 
 def ksplit_of(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry) -> KSplitShape:
