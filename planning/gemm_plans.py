@@ -859,17 +859,15 @@ def row_slot_bytes(problem: GemmProblem, plan: OperatorPlanAttr, tiles: int,
         phase = plan_broadcast(0, (1,), words, 0, 0, farthest, pairs)
         return slot_stride([sender_instructions(phase), receiver_instructions(phase)])
 
-    out = ShardGeometry.from_format(problem.out_shape, plan.operand_plan("out").format)
-    lhs = ShardGeometry.from_format(problem.lhs_shape, plan.operand_plan("lhs").format)
+    out, lhs, rhs = (ShardGeometry.from_format(problem.shape_of(o), plan.operand_plan(o).format)
+                     for o in ("out", "lhs", "rhs"))
     if plan.dispatch.kind.data == DispatchKind.GEMM_KSPLIT:
-        rhs = ShardGeometry.from_format(problem.rhs_shape, plan.operand_plan("rhs").format)
         return ksplit_row_slot_bytes(ksplit_of(out, lhs, rhs), problem.precision, farthest)
     if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
         # per K block one A panel and one set of B blocks; the k = 0 ops, then the k loop's
         n_k = ceil_div(problem.k, AMP_BLOCK)
         panel = panel_bytes(out.chunk[-2], problem.precision) // WORD_BYTES
         blocks = out.chunk[-1] // AMP_BLOCK * block_bytes(problem.precision) // WORD_BYTES
-        rhs = ShardGeometry.from_format(problem.rhs_shape, plan.operand_plan("rhs").format)
         grid = grid_of(out, lhs, rhs)
         return [count * stride(words, pairs) for count in (1, n_k - 1) if count
                 for words, pairs in ((panel, lhs_pairs(grid)), (blocks, rhs_pairs(grid)))]
