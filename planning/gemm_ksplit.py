@@ -13,13 +13,14 @@ every operand in a standard format:
   layer, the other half from the other layer;
 - B is cut R ways along K (kpb blocks) and C ways by columns, replicated in both layers.
 Layer l works on the K blocks k = l*s + i, i = 0 .. s - 1 (s = nK / 2). Per step i: the A
-half of the own layer goes along every grid row of every layer (2R groups; `lhs_in_layer`),
-the other half crosses to the other layer (2R groups, every sender also receives:
-full duplex; `lhs_across`), then the B blocks go down every grid column of every layer (2C
-groups), then every tile calls the AMP kernel once per half and panel (rows = h). A's
-broadcasts go to tile pairs when C is even, B's when C = 1 and R is even. After the K loop one full-duplex
-phase sends each tile's other half to its partner in the other layer (tile +- R*C), and one
-`add` per tile sums its half and the received one into the output (FP32 in, one rounding).
+half of the own layer goes along every grid row of every layer (2R groups), the other half
+crosses to the other layer (2R groups, every sender also receives: full duplex; both in
+`lhs_senders`), then the B blocks go down every grid column of every layer (2C groups),
+then every tile calls the AMP kernel once per half and panel (rows = h). A's broadcasts go
+to tile pairs when C is even, B's when C = 1 and R is even. After the K loop one
+full-duplex phase sends each tile's other half to its partner in the other layer (tile
++- R*C), and one `add` per tile sums its half and the received one into the output (FP32
+in, one rounding).
 
 Against the 2-D grid (`planning/gemm_grid.py`) a tile's block is twice as large for the same
 tile count, so the A and B words per K block of the chip halve, for one exchange of partials
@@ -71,6 +72,7 @@ class KSplitShape:
                    ceil_div(n_k, rows), n_k // LAYERS)
 
     def tile(self, layer, row, col):
+        """The tile of (layer, grid row, grid column): ints or NumPy arrays."""
         return layer * self.layer_tiles + row * self.cols + col
 
     def layer_block(self, layer, step):
