@@ -59,6 +59,7 @@ from device.isa import (
 XPIC = "xpic"
 PIC = "pic"
 XPIC_MUX, XPIC_MUX_PAIR = 0, 1  # XPIC selectors: own mux (32-bit words), pair mux (64-bit items)
+XPIC_VALUE_BITS = 13  # sendpicp's 14-bit XPIC configuration: selector << 13 | value
 SUPPORTED_SELECTORS = {XPIC: (XPIC_MUX, XPIC_MUX_PAIR), PIC: (0,)}
 
 
@@ -162,6 +163,16 @@ def event_arrays(timeline: RowTimeline) -> EventArrays:
     return EventArrays(source, sctl)
 
 
+def xpic_configuration(selector: int, value: int) -> int:
+    """`sendpicp`'s XPIC field for an XPIC selector and its value (the source tile)."""
+    return selector << XPIC_VALUE_BITS | value
+
+
+def split_xpic_configuration(configuration: int) -> tuple[int, int]:
+    """(selector, value) of `sendpicp`'s XPIC field."""
+    return configuration >> XPIC_VALUE_BITS, configuration & ((1 << XPIC_VALUE_BITS) - 1)
+
+
 def _control(instr: Instruction, event: int, kind: str, selector: int, value: int) -> ControlEvent:
     if selector not in SUPPORTED_SELECTORS[kind]:
         raise TimelineError(
@@ -184,7 +195,7 @@ def _controls_of(instr: Instruction, start: int) -> list[ControlEvent]:
             return [_control(instr, start, kind, selector & 1, value)]
         case SendPicP(_, _, _, pic_selector, xpic, pic):
             return [
-                _control(instr, start, XPIC, xpic >> 13, xpic & 0x1FFF),
+                _control(instr, start, XPIC, *split_xpic_configuration(xpic)),
                 _control(instr, start, PIC, pic_selector, pic),
             ]
     return []

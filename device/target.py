@@ -180,6 +180,13 @@ class Target:
         return self.kernel_call_cycles + -(-nbytes // self.vector_bytes_per_cycle)
 
 
+def pair_tile(tile):
+    """[M] The tile that shares its two incoming exchange buses with `tile` (tiles 2i and
+    2i + 1; poplibs: two tiles per shared exchange bus, ../shared/spec/ipu21-facts.md):
+    the partner of a pair broadcast's receiver. Ints or NumPy arrays."""
+    return tile ^ 1
+
+
 _LATENCY_TABLES: dict[tuple[int, int], np.ndarray] = {}
 
 

@@ -15,9 +15,9 @@ stage at a time (`tools/pass_timing.py`).
 Plans are chosen per op, each the fastest that fits with that op's own buffers; the program
 as a whole may then not fit (the K-split replicates its B in both layers, which doubles a
 weight that stays resident). With the default catalog, when `place-memory` reports that the
-program is out of memory, the stages run once more without the plans that replicate an
-operand (`run_with_fallback`; `ipu-run` does the same). An explicit `catalog` is taken as
-given.
+program is out of memory (`OutOfTileMemory`), the stages run once more without the plans
+that replicate an operand (`run_with_fallback`; `ipu-run` does the same). An explicit
+`catalog` is taken as given.
 """
 
 from __future__ import annotations
@@ -77,11 +77,13 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         """`run` this pipeline on `module`; if the default catalog's choice runs out of
         memory, restore `module` and `run` `without_replicating_plans()`. When that fails
         too, the first diagnostic is the one reported."""
+        from passes.place_memory import OutOfTileMemory  # loaded when run, like the stages
+
         original = None if self.catalog else module.clone()
         try:
             run(self)
-        except PassFailedException as error:
-            if original is None or OUT_OF_MEMORY not in str(error):
+        except OutOfTileMemory as error:
+            if original is None:
                 raise
             restore(module, original)
             try:
@@ -95,9 +97,6 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         names = tuple(n for n in default_catalog_names(self.gemm_partials)
                       if not replicates_an_operand(n))
         return replace(self, catalog=names)
-
-
-OUT_OF_MEMORY = "Out of memory on tile"  # place-memory's diagnostic
 
 
 def restore(module: builtin.ModuleOp, original: builtin.ModuleOp) -> None:

@@ -48,6 +48,11 @@ from planning.memory_allocator import FirstFit, Request
 from planning.pipeline_config import configured_target
 
 
+class OutOfTileMemory(PassFailedException):
+    """A tile's buffers need more memory than it has ("Out of memory on tile N: ..."): the
+    diagnostic a pipeline may answer by choosing plans that store less (`ipu-pipeline`)."""
+
+
 def module_target(module: ModuleOp) -> Target:
     """The configured target; hand-written tile IR without `ipu.config` gets the default."""
     config = module.attributes.get(CONFIG_ATTR_NAME)
@@ -251,7 +256,7 @@ class FunctionPlacement:
         if needed[worst] > target.sram_bytes:
             over = int(np.count_nonzero(needed > target.sram_bytes))
             others = f"; {over - 1} other tile(s) overflow too" if over > 1 else ""
-            raise PassFailedException(located(
+            raise OutOfTileMemory(located(
                 self.largest_buffer(buffers, worst, int(when[worst])),
                 f"Out of memory on tile {worst}: {int(needed[worst])} bytes needed, tiles only "
                 f"have {target.sram_bytes} bytes (code region {code}, buffers live together: "
@@ -330,7 +335,7 @@ class FunctionPlacement:
                 f"element apart from {placed_partners} on tile {tile}: no free range of its memory class "
                 "avoids those elements"
             ))
-        raise PassFailedException(located(
+        raise OutOfTileMemory(located(
             buffer,
             f"Out of memory on tile {tile}: no free {buffer.memory.data} range of "
             f"{self.extent(buffer)} bytes (aligned to {self.alignment(buffer)}) left for @{name} "

@@ -48,7 +48,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.isa import Instruction
 from device.memory_conflicts import find_conflicts, incoming_writes
-from device.target import WORD_BYTES, Target, latency_table
+from device.target import WORD_BYTES, Target, latency_table, pair_tile
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.locations import located
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
@@ -290,14 +290,14 @@ def check_pair_buses(op: ExchangeOp, phases: list[BroadcastPhase | None]) -> Non
         group_of = {r: g for g, p in enumerate(phases[first:first + groups]) if p is not None
                     for r in p.receivers}
         for tile, group in sorted(group_of.items()):
-            other = group_of.get(tile ^ 1, group)
+            other = group_of.get(pair_tile(tile), group)
             if other != group:
                 raise PassFailedException(located(
                     op,
                     f"schedule-exchange: {op.name} ({op.provenance.reason.data}): pair "
                     f"broadcast in iteration {first // groups}: tile {tile} receives group "
                     f"{group} on both incoming buses of its pair, but its pair tile "
-                    f"{tile ^ 1} receives group {other} in the same phase; a pair broadcast "
+                    f"{pair_tile(tile)} receives group {other} in the same phase; a pair broadcast "
                     f"needs pairs (2i, 2i + 1) that receive the same group or only one tile "
                     f"of the pair receiving"))
 

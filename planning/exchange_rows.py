@@ -46,6 +46,7 @@ from device.exchange_timeline import (
     SendInterval,
     TimelineError,
     item_words,
+    xpic_configuration,
 )
 from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_row
 from device.target import WORD_BYTES, Target
@@ -57,7 +58,6 @@ SENDOFF_MAX_WORDS = isa.max_count(isa.SendOff)
 DELAY_MAX_EVENTS = isa.max_count(isa.Delay)
 
 PIC_ABSOLUTE = 0  # sendpicp pic_selector 0: absolute incoming word address
-XPIC_SELECTOR_SHIFT = 13  # sendpicp's 14-bit XPIC configuration: selector << 13 | value
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class BroadcastPhase:
     @property
     def xpic_configuration(self) -> int:
         """`sendpicp`'s XPIC field: the mux and the sender."""
-        return self.xpic_selector << XPIC_SELECTOR_SHIFT | self.sender
+        return xpic_configuration(self.xpic_selector, self.sender)
 
     def sender_schedule(self) -> RowSchedule:
         return RowSchedule(self.items, [SendInterval(0, self.words, self.source_word,
@@ -112,13 +112,19 @@ def directions_to(sender: int, receivers: tuple[int, ...]) -> int:
     return sctl
 
 
+def broadcast_events(words: int, pairs: bool) -> int:
+    """Events a broadcast of `words` 32-bit words streams on: one per word, or one per 64-bit
+    item of a pair broadcast. `plan_broadcast` and the plans' cost functions count with it."""
+    return words // item_words(isa.SCTL_64BIT) if pairs else words
+
+
 def plan_broadcast(sender: int, receivers: tuple[int, ...], words: int, source_byte: int,
                    dest_byte: int, latency: np.ndarray, pairs: bool = False) -> BroadcastPhase:
     """The broadcast of `words` words; with `pairs`, as 64-bit items to pair muxes."""
     arrival = max((int(latency[sender, r]) for r in receivers), default=0)
     width = isa.SCTL_64BIT if pairs else 0
     return BroadcastPhase(sender, receivers, words, source_byte // WORD_BYTES, dest_byte // WORD_BYTES,
-                          words // (2 if pairs else 1) + arrival,
+                          broadcast_events(words, pairs) + arrival,
                           directions_to(sender, receivers) | width)
 
 

@@ -34,6 +34,7 @@ from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
 from device.model import cycles as device_cycles
 from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Target
+from planning.exchange_rows import broadcast_events
 from planning.shard_geometry import ceil_div
 
 GRID_ROW_BLOCK = AMP_ROWS  # rows per grid tile are a multiple of the AMP's 16
@@ -158,11 +159,11 @@ def grid_phase_events(grid: GridShape, k_blocks: int, a_words: int, b_words: int
     if grid.cols > 1:
         senders = rows[None, :] * grid.cols + (k // grid.a_k_blocks)[:, None]
         events.append(phase_events(senders, rows[:, None] * grid.cols + cols[None, :],
-                                   a_words // (2 if lhs_pairs(grid) else 1), latency))
+                                   broadcast_events(a_words, lhs_pairs(grid)), latency))
     if grid.rows > 1:
         senders = (k // grid.b_k_blocks)[:, None] * grid.cols + cols[None, :]
         events.append(phase_events(senders, rows[None, :] * grid.cols + cols[:, None],
-                                   b_words // (2 if rhs_pairs(grid) else 1), latency))
+                                   broadcast_events(b_words, rhs_pairs(grid)), latency))
     return np.concatenate(events) if events else np.zeros(0, dtype=np.int64)
 
 

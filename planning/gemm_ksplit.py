@@ -38,6 +38,7 @@ from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
 from device.model import cycles as device_cycles
 from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Target
+from planning.exchange_rows import broadcast_events
 from planning.gemm_grid import phase_events, usable_bytes
 from planning.shard_geometry import ceil_div
 
@@ -226,8 +227,8 @@ def partials_words(shape: KSplitShape) -> int:
 def step_phase_events(shape: KSplitShape, precision: str, latency: np.ndarray) -> np.ndarray:
     """[phase kind, step]: events of the in-layer A phase (none when C = 1), the A phase
     across the layers and the B phase (none when R = 1)."""
-    a_events = half_words(shape, precision) // (2 if lhs_pairs(shape) else 1)
-    b_events = block_words(shape, precision) // (2 if rhs_pairs(shape) else 1)
+    a_events = broadcast_events(half_words(shape, precision), lhs_pairs(shape))
+    b_events = broadcast_events(block_words(shape, precision), rhs_pairs(shape))
     phases = []
     if shape.cols > 1:
         phases.append(phase_events(lhs_senders(shape, False), lhs_receivers(shape), a_events,

@@ -427,6 +427,16 @@ def has_f32_partials(candidate: GemmCandidate, problem: GemmProblem) -> bool:
 
 DISPATCH_OF_LAYOUT = {"rows": DispatchKind.GEMM_BLOCKS, GRID: DispatchKind.GEMM_GRID,
                       KSPLIT: DispatchKind.GEMM_KSPLIT}
+LAYOUT_OF_DISPATCH = {kind: layout for layout, kind in DISPATCH_OF_LAYOUT.items()}
+# How diagnostics and `ipu-run --explain` name a layout's plan and tiles.
+LAYOUT_NAME = {"rows": "output-row", GRID: "grid", KSPLIT: "K-split"}
+
+
+def tile_of_plan(plan: OperatorPlanAttr) -> str:
+    """"an output-row tile", "a grid tile", "a K-split tile": the subject of memory
+    diagnostics."""
+    name = LAYOUT_NAME[LAYOUT_OF_DISPATCH[plan.dispatch.kind.data]]
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name} tile"
 
 
 def build_gemm_plan(
@@ -495,7 +505,7 @@ def _check_transposes(plan: OperatorPlanAttr, problem: GemmProblem) -> None:
     for o in ("lhs", "rhs"):
         stored = plan.operand_plan(o).format.order.data in UNTRANSPOSED_ORDER
         if plan.dispatch.kind.data in TWO_D_DISPATCHES and problem.transposed(o):
-            layout = "grid" if plan.dispatch.kind.data == DispatchKind.GEMM_GRID else "K-split"
+            layout = LAYOUT_NAME[LAYOUT_OF_DISPATCH[plan.dispatch.kind.data]]
             raise InvalidPlan(f"the {layout} plan reads {o} untransposed; {o} is transposed")
         if stored != problem.transposed(o):
             flag = "transposed" if problem.transposed(o) else "not transposed"
@@ -929,8 +939,7 @@ def _check_memory(plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
                   target: Target) -> None:
     """The checks `place-memory` makes, for the buffers of an output-row tile."""
     buffers = row_tile_buffers(plan, problem, target)
-    who = {DispatchKind.GEMM_BLOCKS: "an output-row tile", DispatchKind.GEMM_GRID: "a grid tile",
-           DispatchKind.GEMM_KSPLIT: "a K-split tile"}[DispatchKind(plan.dispatch.kind.data)]
+    who = tile_of_plan(plan)
     _check_capacity(buffers, target, who)
     distinct = list(plan.distinct_pairs)
     if "partials" in buffers:  # the partials panel is the kernels' out: apart from lhs too

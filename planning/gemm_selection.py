@@ -19,11 +19,13 @@ from device.layouts import AMP_BLOCK, block_bytes
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
+from planning.exchange_rows import broadcast_events
 from planning.gemm_grid import grid_cycles, grid_of
 from planning.gemm_ksplit import ksplit_cycles, ksplit_of
 from planning.gemm_plans import (
     GRID,
     KSPLIT,
+    LAYOUT_NAME,
     DoesNotFit,
     GemmCandidate,
     GemmProblem,
@@ -85,7 +87,7 @@ def cycle_breakdown(
     row_tiles, rows = out.tiles_used, out.chunk[-2]
     n_k, n_j = lhs.padded_shape[-1] // AMP_BLOCK, out.padded_shape[-1] // AMP_BLOCK
     homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j].reshape(-1)
-    items = block_bytes(precision) // (2 * WORD_BYTES)  # 64-bit items to tile pairs
+    items = broadcast_events(block_bytes(precision) // WORD_BYTES, pairs=True)
     latency = latency_table(target, tiles)[:, :row_tiles].copy()
     # a home tile that is a row tile does not receive its own broadcast
     inside = homes < row_tiles
@@ -165,7 +167,7 @@ def _tile_count_hint(
     if (tiles >= target.tiles or not fits(target.tiles)) and candidate.layout in (GRID, KSPLIT):
         out = plan_on(target.tiles).operand_plan("out").format
         rows, cols = out.partitions[-2:]
-        name = "grid" if candidate.layout == GRID else "K-split"
+        name = LAYOUT_NAME[candidate.layout]
         return (
             f"no tile count helps: the {name} plan cuts the output into at most {rows} x {cols} "
             f"blocks of 16 rows by 64 columns here, and on all {target.tiles} tiles a {name} "
@@ -262,9 +264,6 @@ def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisibl
             f"{mark} {e.candidate.name:<22} {parts.total:>12,} cycles (exchange {parts.exchange:,}"
             f", copies {parts.copies:,}, amp {parts.amp:,}, {last} {parts.rounding:,}); "
             f"{row_tile_memory(e, problem, target):,} bytes per "
-            f"{TILE_NAME[e.candidate.layout]} tile"
+            f"{LAYOUT_NAME[e.candidate.layout]} tile"
         )
     return lines
-
-
-TILE_NAME = {"rows": "output-row", GRID: "grid", KSPLIT: "K-split"}

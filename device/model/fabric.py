@@ -63,7 +63,7 @@ from device.model.errors import ModelError
 from device.model.fabric_words import Pieces, apply_pieces
 from device.model.memory import TileMemory
 from device.package import ExchangeStep, Package
-from device.target import WORD_BYTES, Target
+from device.target import WORD_BYTES, Target, pair_tile
 
 NO_END = 1 << 62  # the last XPIC selection stays in force past the phase end
 DIRECTION_UP, DIRECTION_DOWN = 0b01, 0b10  # sctl bit 0: to higher ids; bit 1: to lower ids
@@ -468,7 +468,7 @@ def report_bus_conflicts(pieces: Pieces, tiles: int, where: str, errors: PhaseEr
     by_receiver = pieces.receiver[order]
     start, stop = pieces.arrival, pieces.arrival + pieces.events
     for tile in np.unique(pieces.receiver[pair]).tolist():
-        partner = tile ^ 1
+        partner = pair_tile(tile)
         if partner >= tiles:
             continue
         lo, hi = np.searchsorted(by_receiver, [partner, partner + 1])
