@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from device.index_views import IndexView
-from device.layouts import block_bytes, panel_bytes
+from device.layouts import AMP_BLOCK, block_bytes, element_bytes, panel_bytes
 from device.shard_geometry import ShardGeometry, decode_descriptor, decode_descriptors
 from device.target import WORD_BYTES, Precision
 
@@ -73,6 +73,9 @@ class KernelAbi:
     # Bytes each pointer operand covers, from the scalars (Implemented kernels): what the
     # verifier holds against the operand views, so a call cannot run past its buffers.
     footprint: Footprint | None = None
+    # Pointer pairs that must sit in different memory elements besides (out, left): an AMP's
+    # output and its left stream (place-memory keeps them apart, the model checks them).
+    distinct: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -107,6 +110,13 @@ class KernelAbi:
         if self.footprint is None:
             return None
         return self.footprint(*self.split_scalars(values))
+
+    @property
+    def distinct_pairs(self) -> tuple[tuple[str, str], ...]:
+        """Every pointer pair that must not share a memory element: (out, left) when the
+        kernel has both, then the declared ones."""
+        amp = (("out", "left"),) if {"out", "left"} <= set(self.pointers) else ()
+        return amp + self.distinct
 
     def accepts_scalar_count(self, count: int) -> bool:
         """Whether a call may pass `count` scalars (the package schema asks this)."""
@@ -245,6 +255,79 @@ def _viewed(symbol: str, pointers: tuple[str, ...], named: tuple[str, ...], doc:
                      doc, _view_footprint(pointers, *checked))
 
 
+def _attention_block_footprint(precision: str) -> Footprint:
+    def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
+        _non_negative(scalars, "rows", "head_dim")
+        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        f32, own = element_bytes(Precision.F32), element_bytes(precision)
+        return {"out": rows * width * f32, "stats": rows * 2 * f32,
+                "scores": rows * AMP_BLOCK * f32, "probs": rows * AMP_BLOCK * own,
+                "query": rows * width * own, "key": AMP_BLOCK * width * own,
+                "value": AMP_BLOCK * width * own}
+
+    return footprint
+
+
+_ATTENTION_BLOCK_SCALARS = ("key_block", "key_length", "causal", "scale_bits", "query_length",
+                            "head_dim", "rows", "partitions")
+
+
+def _attention_block(precision: Precision, mode: str) -> KernelAbi:
+    """One 64-key block of blocked attention against a tile's query rows (online softmax)."""
+    first = ("out = the first block's P . V, the running max and sum initialized"
+             if mode == "init" else "out = out * rescale + P . V, the running max and sum updated")
+    return KernelAbi(
+        symbol=f"attention_block_{precision}_{mode}",
+        pointers=("out", "stats", "scores", "probs", "query", "key", "value"),
+        scalars=_ATTENTION_BLOCK_SCALARS,
+        returns="void",
+        row_specialization="rows a multiple of 16: 16-row AMP groups looped inside, the "
+                           "inactive ones (padding, above the causal diagonal) skipped",
+        status=IMPLEMENTED,
+        doc=(
+            f"Blocked attention ({precision}), key block `key_block` (64 keys, key_length keys "
+            "in all) against this tile's `rows` query rows of partition tile mod `partitions` "
+            f"(global rows p * rows ..; query_length rows in all). {first}. query: a {precision}"
+            " amp_left shard [rows, head_dim padded to 64]; key: the block's keys as one "
+            "amp_right block column K_b^T [head_dim, 64]; value: V_b, amp_right [64, head_dim]; "
+            "scores: S = scale * Q . K_b^T, f32 amp_output [rows, 64] (the AMP's output); "
+            f"probs: P = exp(S - max), {precision} amp_left [rows, 64]; out: the f32 accumulator, "
+            "amp_output [rows, head_dim]; stats: f32 [rows, 2] (running max, running sum). "
+            "Keys past key_length, and with `causal` keys after the row, are masked. "
+            "scale_bits: the f32 bit pattern of the scale. Every pointer PACE-aligned; out and "
+            "scores interleaved; (out, probs) and (scores, query) in different memory elements."
+        ),
+        footprint=_attention_block_footprint(precision),
+        distinct=(("out", "probs"), ("scores", "query")),
+    )
+
+
+def _attention_finish(precision: Precision) -> KernelAbi:
+    def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
+        _non_negative(scalars, "rows", "head_dim")
+        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        f32 = element_bytes(Precision.F32)
+        return {"out": rows * scalars["head_dim"] * element_bytes(precision),
+                "acc": rows * width * f32, "stats": rows * 2 * f32}
+
+    return KernelAbi(
+        symbol=f"attention_finish_{precision}",
+        pointers=("out", "acc", "stats"),
+        scalars=("rows", "head_dim"),
+        returns="void",
+        row_specialization="none",
+        status=IMPLEMENTED,
+        doc=(
+            "out = acc / running sum, rounded once to "
+            f"{precision}: out a row-major [rows, head_dim] shard; acc the f32 amp_output "
+            "accumulator [rows, head_dim padded to 64] and stats the f32 [rows, 2] state of "
+            "attention_block_*; rows whose sum is 0 (padding) are written as zeros. out "
+            "8-byte aligned, acc and stats PACE-aligned."
+        ),
+        footprint=footprint,
+    )
+
+
 _ENTRIES: tuple[KernelAbi, ...] = (
     _gemm(Precision.F16, "init"),
     _gemm(Precision.F16, "accum"),
@@ -333,6 +416,9 @@ _ENTRIES: tuple[KernelAbi, ...] = (
         "(others of out are left as they are). Layout ops, one call per source shard.",
         checked=("source_tile",),
     ),
+    *(_attention_block(p, mode) for p in (Precision.F16, Precision.F32)
+      for mode in ("init", "accum")),
+    *(_attention_finish(p) for p in (Precision.F16, Precision.F32)),
 )
 
 KERNELS: dict[str, KernelAbi] = {abi.symbol: abi for abi in _ENTRIES}

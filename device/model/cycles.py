@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from device.index_views import view_moves
 from device.kernels import get_kernel, split_view_words
 from device.layouts import AMP_BLOCK, element_bytes
+from device.model import cycles_attention
 from device.shard_geometry import ShardGeometry, decode_descriptors
 from device.target import WORD_BYTES, Precision, Target
 
@@ -145,6 +146,12 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target
         return copy_cycles(named["words"] * WORD_BYTES, target)
     if symbol == "fill_zero":
         return fill_zero_cycles(named["words"], target)
+    if symbol in _ATTENTION_BLOCKED:
+        precision, init = _ATTENTION_BLOCKED[symbol]
+        if init is None:
+            return cycles_attention.attention_finish_cycles(named["rows"], named["head_dim"],
+                                                            precision, target)
+        return cycles_attention.attention_block_cycles(named, precision, init, tile, target)
     if symbol == "view_shard":
         return view_cycles(words, None, tile, target)
     if symbol == "gather_view":
@@ -162,6 +169,12 @@ _GEMM_PRECISION = {
                             ("f8", Precision.F8F143))
     for mode in ("init", "accum")
 } | {f"amp_gemm_f16p32_{mode}": Precision.F16 for mode in ("init", "accum")}
+# blocked attention: (precision, init call) of each block kernel, (precision, None) of finish
+_ATTENTION_BLOCKED: dict[str, tuple[str, bool | None]] = {
+    **{f"attention_block_{p}_{mode}": (p, mode == "init")
+       for p in (Precision.F16, Precision.F32) for mode in ("init", "accum")},
+    **{f"attention_finish_{p}": (p, None) for p in (Precision.F16, Precision.F32)},
+}
 # Each takes the ABI's descriptors (one per pointer, so the arity varies), then tile, target.
 _DESCRIBED: dict[str, Callable[..., int]] = {
     "convert_shard": convert_shard_cycles,

@@ -20,6 +20,7 @@ from device.kernels import KernelAbi, get_kernel
 from device.layouts import AMP_BLOCK, block_bytes, pack, panel_bytes, unpack
 from device.model import (
     kernels_attention,
+    kernels_attention_blocked,
     kernels_gemm_f8,
     kernels_layer_norm,
     kernels_layout,
@@ -91,6 +92,7 @@ IMPLEMENTATIONS: dict[str, KernelImpl] = {
     "layer_norm": kernels_layer_norm.layer_norm,
     "view_shard": kernels_views.view_shard,
     "gather_view": kernels_views.gather_view,
+    **kernels_attention_blocked.IMPLEMENTATIONS,
 }
 
 
