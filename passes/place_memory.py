@@ -11,8 +11,8 @@ uses too. This pass adds what it knows from the IR:
 - partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
   from the ABI registry `device/kernels.py`) and the pairs a kernel's ABI declares
   (`KernelAbi.distinct_pairs`: the blocked attention kernels' two AMP products), and the
-  source and destination of a grouped exchange in which some tile sends for one group while it receives for another (its send
-  reads and incoming writes run in the same events).
+  source and destination of a grouped exchange in which some tile sends for one group while
+  it receives for another (its send reads and incoming writes run in the same events).
 
 Placement is first fit, interleaved buffers first, in program order, or when that leaves some
 buffer no contiguous range, longest-lived first (the failure of the program order is the one

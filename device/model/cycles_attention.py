@@ -1,16 +1,17 @@
 """Modeled cycles of the blocked attention kernels (`attention_block_*`, `attention_finish`).
 
 Pure functions of a kernel's scalars, the tile it runs on and the `Target` (never of tile
-memory), like `device/model/cycles.py`, which dispatches to them by symbol: the executable model charges them (`device/model/kernels_attention_blocked.py`) and
-the compiler's cost model calls them (`planning/attention_plans.py`).
+memory), like `device/model/cycles.py`, which dispatches to them by symbol: the executable
+model charges them (`device/model/kernels_attention_blocked.py`) and the compiler's cost
+model calls them (`planning/attention_plans.py`).
 
 A compute tile holds `rows` query rows of one (batch, head) slice: tile t holds partition
-`t mod partitions` of the query rows, rows `p * rows ..`. One call of `attention_block_*` takes
-one 64-key block (`key_block`) against them, in 16-row groups (the AMP's row block). A group is *active* when it holds a query row
-of the tensor (not padding) that sees a key of the block: every key of a real block without
-the causal mask, with it only when the block's first key is at or before the group's last
-real row. Only active groups are computed and charged, so blocks above the causal diagonal
-cost a tile nothing but the call:
+`p = t mod partitions` of the query rows, rows `p * rows ..`. One call of `attention_block_*`
+takes one 64-key block (`key_block`) against them, in 16-row groups (the AMP's row block). A
+group is *active* when it holds a query row of the tensor (not padding) that sees a key of the
+block: every key of a real block without the causal mask, with it only when the block's first
+key is at or before the group's last real row. Only active groups are computed and charged, so
+blocks above the causal diagonal cost a tile nothing but the call:
 
 - the AMP: S = Q . K_b^T (active rows x padded head_dim x 64) and O += P . V_b (active rows x
   64 x padded head_dim), each at the inputs' AMP rate (P is stored at the inputs' precision,

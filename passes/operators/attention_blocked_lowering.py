@@ -86,7 +86,12 @@ class BlockedLowering:
 
     def block_offset(self, j: AffineExpr) -> AffineExpr:
         """Byte offset of key (and value) block j in its holder's shard."""
-        return (j % self.layout.key_chunk) * self.layout.block_bytes
+        chunk = self.layout.key_chunk
+        return (j % chunk) * self.layout.block_bytes if chunk > 1 else AffineExpr.constant(0)
+
+    def holder(self, j: AffineExpr) -> AffineExpr:
+        """The partition, within its slice, of the tile holding key block j."""
+        return j // self.layout.key_chunk if self.layout.key_chunk > 1 else j
 
     def emit(self) -> list[Operation]:
         ops = self.step([], AffineExpr.constant(0), init=True)
@@ -114,7 +119,7 @@ class BlockedLowering:
         ops: list[Operation] = []
         if layout.exchanges:
             group = AffineExpr.dimension(depth)
-            holder = AffineMap(depth + 1, 0, (group * partitions + j // layout.key_chunk,))
+            holder = AffineMap(depth + 1, 0, (group * partitions + self.holder(j),))
             shift = AffineMap(depth + 1, 0, (group * partitions,))
             for source, slot, value in ((self.key, self.key_slot, self.op.key),
                                         (self.value, self.value_slot, self.op.value)):
@@ -128,7 +133,7 @@ class BlockedLowering:
         if layout.exchanges:
             key_view, value_view = (self.key_slot, zero), (self.value_slot, zero)
             holders = TileSetAttr.of([s * partitions for s in range(layout.slices)])
-            to_holder = scalar_map(depth, j // layout.key_chunk)
+            to_holder = scalar_map(depth, self.holder(j))
             homes = [HomeView(KEY_POINTER, self.key.buffer, offset, holders, to_holder),
                      HomeView(VALUE_POINTER, self.value.buffer, offset, holders, to_holder)]
         else:  # every tile holds its slice's blocks
