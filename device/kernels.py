@@ -269,7 +269,7 @@ def _attention_block_footprint(precision: str) -> Footprint:
 
 
 _ATTENTION_BLOCK_SCALARS = ("key_block", "key_length", "causal", "scale_bits", "query_length",
-                            "head_dim", "rows", "partitions")
+                            "head_dim", "rows", "partitions", "cyclic")
 
 
 def _attention_block(precision: Precision, mode: str) -> KernelAbi:
@@ -286,8 +286,9 @@ def _attention_block(precision: Precision, mode: str) -> KernelAbi:
         status=IMPLEMENTED,
         doc=(
             f"Blocked attention ({precision}), key block `key_block` (64 keys, key_length keys "
-            "in all) against this tile's `rows` query rows of partition tile mod `partitions` "
-            f"(global rows p * rows ..; query_length rows in all). {first}. query: a {precision}"
+            "in all) against this tile's `rows` query rows of partition p = tile mod "
+            "`partitions` (global rows p * rows ..; with `cyclic` the 16-row blocks g * "
+            f"partitions + p; query_length rows in all). {first}. query: a {precision}"
             " amp_left shard [rows, head_dim padded to 64]; key: the block's keys as one "
             "amp_right block column K_b^T [head_dim, 64]; value: V_b, amp_right [64, head_dim]; "
             "scores: S = scale * Q . K_b^T, f32 amp_output [rows, 64] (the AMP's output); "

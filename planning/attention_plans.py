@@ -36,6 +36,7 @@ from device.model.cycles_attention import (
     active_groups,
     attention_finish_cycles,
     block_cycles_of,
+    group_starts,
     padded,
 )
 from device.target import WORD_BYTES, Precision, Target, latency_table
@@ -69,6 +70,12 @@ class BlockedLayout:
     head_dim: int
     precision: str
     causal: bool
+    cyclic: bool = False  # compute tiles hold the 16-row blocks g * P + p (staged)
+
+    @property
+    def units(self) -> int:
+        """16-row groups per tile."""
+        return self.rows // AMP_ROWS
 
     @property
     def tiles(self) -> int:
@@ -103,11 +110,60 @@ class BlockedLayout:
         return key_block // self.key_chunk
 
     @classmethod
-    def of(cls, query: ShardGeometry, key: ShardGeometry, causal: bool) -> BlockedLayout:
+    def of(cls, query: ShardGeometry, key: ShardGeometry, causal: bool,
+           cyclic: bool) -> BlockedLayout:
         """The layout a plan's query and key formats describe."""
         return cls(math.prod(query.shape[:-2]), query.partitions[-2], query.chunk[-2],
                    ceil_div(key.shape[-2], KEY_BLOCK), key.chunk[-2] // KEY_BLOCK,
-                   query.shape[-2], key.shape[-2], query.shape[-1], query.precision, causal)
+                   query.shape[-2], key.shape[-2], query.shape[-1], query.precision, causal,
+                   cyclic)
+
+
+CYCLIC_SUFFIX = "_cyclic"
+
+
+def plan_name(layout: BlockedLayout) -> str:
+    return f"attention_blocked_r{layout.rows}{CYCLIC_SUFFIX if layout.cyclic else ''}"
+
+
+# ---- the cyclic variant's staging ---------------------------------------------------------------
+@dataclass(frozen=True)
+class StagingPiece:
+    """Part of one staging phase of the cyclic variant: for g in [first, stop), the holder
+    partition h0 + g sends the 16-row block at `position` of its chunk to slot `slot` of the
+    compute partition p0 + units * g (in every slice); `local`: that one g is the same tile,
+    which copies instead."""
+
+    slot: int  # k
+    position: int  # j
+    h0: int
+    p0: int
+    first: int
+    stop: int
+    local: bool
+
+    @property
+    def count(self) -> int:
+        return self.stop - self.first
+
+
+def staging_pieces(layout: BlockedLayout) -> list[StagingPiece]:
+    """Block i = k * P + p (compute partition p, slot k) is held by partition i // c at
+    position i mod c: for each (k, j), the g with p = p0 + c g form an affine piece."""
+    c, partitions = layout.units, layout.partitions
+    pieces = []
+    for k in range(c):
+        for j in range(c):
+            p0 = (j - k * partitions) % c
+            if p0 >= partitions:
+                continue
+            h0, count = (k * partitions + p0 - j) // c, ceil_div(partitions - p0, c)
+            same = [g for g in range(count) if h0 + g == p0 + c * g]
+            cuts = [0, *[x for g in same for x in (g, g + 1)], count]
+            for first, stop in zip(cuts, cuts[1:]):
+                if stop > first:
+                    pieces.append(StagingPiece(k, j, h0, p0, first, stop, first in same))
+    return pieces
 
 
 def candidate_partitions(slices: int, query_length: int, tiles: int) -> list[int]:
@@ -127,12 +183,12 @@ def candidate_partitions(slices: int, query_length: int, tiles: int) -> list[int
 
 
 def layout_for(query_shape: Sequence[int], key_shape: Sequence[int], partitions: int,
-               precision: str, causal: bool) -> BlockedLayout:
+               precision: str, causal: bool, cyclic: bool = False) -> BlockedLayout:
     groups = ceil_div(ceil_div(query_shape[-2], AMP_ROWS), partitions)
     key_blocks = ceil_div(key_shape[-2], KEY_BLOCK)
     return BlockedLayout(math.prod(query_shape[:-2]), partitions, groups * AMP_ROWS, key_blocks,
                          ceil_div(key_blocks, partitions), query_shape[-2], key_shape[-2],
-                         query_shape[-1], precision, causal)
+                         query_shape[-1], precision, causal, cyclic)
 
 
 # ---- formats ------------------------------------------------------------------------------------
@@ -167,6 +223,9 @@ def layout_failure(layout: BlockedLayout, tiles: int, indivisible: str) -> str |
     if layout.width > AMP_BLOCK and layout.key_chunk > 1:
         return (f"a key block of head_dim {layout.head_dim} is contiguous only when each tile "
                 f"holds one key block; {layout.partitions} partitions hold {layout.key_chunk}")
+    if layout.cyclic and (layout.width != AMP_BLOCK or layout.units < 2):
+        return ("the cyclic variant moves 16-row blocks of one 64-column panel between the "
+                "tiles of a slice: it needs head_dim <= 64 and two or more groups per tile")
     if indivisible == mid.Indivisible.REJECT and (
             layout.query_length % AMP_ROWS or layout.key_length % KEY_BLOCK
             or layout.head_dim % AMP_BLOCK):
@@ -188,21 +247,30 @@ def tile_buffers(layout: BlockedLayout, target: Target) -> dict[str, RowTileBuff
         return RowTileBuffer(what, Request(nbytes, extra, alignment, interleaved, exchanged))
 
     return {
-        "query": buffer("its query shard", rows * width * own, extra=tail),
+        "query": buffer("its query shard", rows * width * own, extra=tail,
+                        exchanged=layout.cyclic),
         "key": buffer("its key shard", kv, exchanged=layout.exchanges),
         "value": buffer("its value shard", kv, exchanged=layout.exchanges),
         "out": buffer("its output shard", rows * layout.head_dim * own,
-                      alignment=target.vector_alignment),
+                      alignment=target.vector_alignment, exchanged=layout.cyclic),
         "key_slot": buffer("its key-block receive slot", layout.block_bytes, exchanged=True),
         "value_slot": buffer("its value-block receive slot", layout.block_bytes, exchanged=True),
         "acc": buffer("its f32 accumulator", rows * width * f32, interleaved=True),
         "stats": buffer("its running max and sum", rows * STATE_WORDS * f32),
         "scores": buffer("its scores block", rows * KEY_BLOCK * f32, interleaved=True),
         "probs": buffer("its probabilities block", rows * KEY_BLOCK * own, extra=tail),
-    }
+    } | ({
+        "query_stage": buffer("its staged query blocks", rows * width * own, extra=tail,
+                              exchanged=True),
+        "out_stage": buffer("its output blocks before unstaging", rows * layout.head_dim * own,
+                            exchanged=True, alignment=target.vector_alignment),
+    } if layout.cyclic else {})
 
 
 DISTINCT = (("acc", "probs"), ("scores", "query"))
+# the cyclic variant's kernels read the staged query; its staging phases are full duplex
+CYCLIC_DISTINCT = (("acc", "probs"), ("scores", "query_stage"), ("query", "query_stage"),
+                   ("out", "out_stage"))
 
 
 def memory_failure(layout: BlockedLayout, target: Target) -> str | None:
@@ -211,7 +279,7 @@ def memory_failure(layout: BlockedLayout, target: Target) -> str | None:
     who = "an attention tile"
     try:
         _check_capacity(buffers, target, who)
-        _check_placement(buffers, target, DISTINCT, who)
+        _check_placement(buffers, target, CYCLIC_DISTINCT if layout.cyclic else DISTINCT, who)
     except DoesNotFit as failure:
         return str(failure)
     return None
@@ -223,10 +291,42 @@ class BlockedCycles:
     exchange: int  # the key and value block phases
     compute: int  # the attention_block calls
     finish: int
+    staging: int = 0  # the cyclic variant's query and output staging (phases and copies)
 
     @property
     def total(self) -> int:
-        return self.exchange + self.compute + self.finish
+        return self.exchange + self.compute + self.finish + self.staging
+
+
+def block_words(layout: BlockedLayout, width: int) -> int:
+    """Words of one 16-row block of `width` columns at the layout's precision."""
+    return AMP_ROWS * width * element_bytes(layout.precision) // WORD_BYTES
+
+
+def piece_tiles(layout: BlockedLayout, piece: StagingPiece) -> tuple[np.ndarray, np.ndarray]:
+    """(holder tiles, compute tiles) of a staging piece, one per group (slice-major)."""
+    slices = np.arange(layout.slices)[:, None] * layout.partitions
+    g = np.arange(piece.first, piece.stop)[None, :]
+    holders = (slices + piece.h0 + g).reshape(-1)
+    return holders, (slices + piece.p0 + layout.units * g).reshape(-1)
+
+
+def staging_cycles(layout: BlockedLayout, target: Target, tiles: int) -> int:
+    """The query blocks to the compute tiles, and the output blocks back: one phase per
+    exchanged piece each (the farthest pair of any group), one copy per local piece."""
+    latency = latency_table(target, tiles)
+    total = 0
+    for piece in staging_pieces(layout):
+        for width in (layout.width, layout.head_dim):  # query (amp_left), out (row-major)
+            words = block_words(layout, width)
+            if piece.local:
+                total += device_cycles.copy_cycles(words * WORD_BYTES, target)
+                continue
+            holders, computes = piece_tiles(layout, piece)
+            pair = (holders, computes) if width == layout.width else (computes, holders)
+            events = phase_events(pair[0][None, :], pair[1][:, None], words, latency)
+            total += device_cycles.exchange_step_cycles(int(events[0]), target)
+    return total
 
 
 def blocked_cycles(layout: BlockedLayout, target: Target, tiles: int) -> BlockedCycles:
@@ -243,14 +343,16 @@ def blocked_cycles(layout: BlockedLayout, target: Target, tiles: int) -> Blocked
         items = broadcast_events(layout.block_words, layout.pairs)
         events = phase_events(senders, receivers, items, latency_table(target, tiles))
         exchange = 2 * sum(device_cycles.exchange_step_cycles(int(e), target) for e in events)
-    first = np.arange(layout.partitions) * layout.rows
+    starts = group_starts(np.arange(layout.partitions), layout.rows, layout.partitions,
+                          layout.cyclic)
     compute = 0
     for j in blocks.tolist():
-        active = active_groups(first, layout.rows, layout.query_length, j, layout.causal)
+        active = active_groups(starts, layout.query_length, j, layout.causal)
         compute += max(block_cycles_of(int(a), layout.rows, layout.head_dim, layout.precision,
                                        j == 0, target) for a in np.unique(active).tolist())
     finish = attention_finish_cycles(layout.rows, layout.head_dim, layout.precision, target)
-    return BlockedCycles(exchange, compute, finish)
+    staging = staging_cycles(layout, target, tiles) if layout.cyclic else 0
+    return BlockedCycles(exchange, compute, finish, staging)
 
 
 def attention_macs(query_shape: Sequence[int], key_shape: Sequence[int]) -> int:

@@ -6,7 +6,8 @@ model charges them (`device/model/kernels_attention_blocked.py`) and the compile
 model calls them (`planning/attention_plans.py`).
 
 A compute tile holds `rows` query rows of one (batch, head) slice: tile t holds partition
-`p = t mod partitions` of the query rows, rows `p * rows ..`. One call of `attention_block_*`
+`p = t mod partitions` of the query rows, rows `p * rows ..` (or, `cyclic`, the 16-row
+blocks `g * partitions + p`: `group_starts`). One call of `attention_block_*`
 takes one 64-key block (`key_block`) against them, in 16-row groups (the AMP's row block). A
 group is *active* when it holds a query row of the tensor (not padding) that sees a key of the
 block: every key of a real block without the causal mask, with it only when the block's first
@@ -46,11 +47,18 @@ def seq_partition(tile: int, partitions: int) -> int:
     return tile % partitions
 
 
-def active_groups(first_row: np.ndarray, rows: int, query_length: int, key_block: int,
+def group_starts(partition: np.ndarray, rows: int, partitions: int, cyclic: bool) -> np.ndarray:
+    """The first global query row of each 16-row group of the given partitions' tiles
+    ([..., groups]): contiguous, rows p * rows + 16 g; cyclic (`cyclic`), the 16-row blocks
+    g * partitions + p, so that a tile holds early and late rows alike."""
+    p = np.asarray(partition, dtype=np.int64)[..., None]
+    g = np.arange(rows // AMP_ROWS, dtype=np.int64)
+    return (g * partitions + p) * AMP_ROWS if cyclic else p * rows + g * AMP_ROWS
+
+
+def active_groups(starts: np.ndarray, query_length: int, key_block: int,
                   causal: bool) -> np.ndarray:
-    """Active 16-row groups of the shards of `rows` rows starting at `first_row` (an array)."""
-    starts = np.asarray(first_row, dtype=np.int64)[..., None] + np.arange(
-        rows // AMP_ROWS, dtype=np.int64) * AMP_ROWS
+    """How many of the 16-row groups starting at `starts` ([..., groups]) are active."""
     active = starts < query_length
     if causal:  # the block's first key at or before the group's last real row
         active &= key_block * KEY_BLOCK <= np.minimum(starts + AMP_ROWS, query_length) - 1
@@ -79,9 +87,10 @@ def attention_block_cycles(scalars: dict[str, int], precision: str, init: bool, 
                            target: Target) -> int:
     """One call of `attention_block_<precision>_{init,accum}` on `tile` (its named scalars)."""
     rows, partitions = scalars["rows"], max(1, scalars["partitions"])
-    first = np.array([seq_partition(tile, partitions) * rows])
-    active = int(active_groups(first, rows, scalars["query_length"], scalars["key_block"],
-                               bool(scalars["causal"]))[0])
+    starts = group_starts(np.array(seq_partition(tile, partitions)), rows, partitions,
+                          bool(scalars["cyclic"]))
+    active = int(active_groups(starts, scalars["query_length"], scalars["key_block"],
+                               bool(scalars["causal"])))
     return block_cycles_of(active, rows, scalars["head_dim"], precision, init, target)
 
 

@@ -30,6 +30,7 @@ from device.model.cycles_attention import (
     active_groups,
     attention_block_cycles,
     attention_finish_cycles,
+    group_starts,
     padded,
     seq_partition,
 )
@@ -48,8 +49,9 @@ def _check_scalars(call: KernelCall) -> None:
         call.positive_scalar(name)
     if s["rows"] % AMP_ROWS:
         raise call.fail(f"rows = {s['rows']} is not a multiple of {AMP_ROWS}")
-    if s["causal"] not in (0, 1):
-        raise call.fail(f"causal = {s['causal']} must be 0 or 1")
+    for flag in ("causal", "cyclic"):
+        if s[flag] not in (0, 1):
+            raise call.fail(f"{flag} = {s[flag]} must be 0 or 1")
     blocks = -(-s["key_length"] // KEY_BLOCK)
     if not 0 <= s["key_block"] < blocks:
         raise call.fail(f"key_block = {s['key_block']} is outside the {blocks} blocks of "
@@ -100,13 +102,13 @@ def attention_block(precision: str, init: bool) -> KernelImpl:
         else:
             acc = ops.read("out", (rows, width), "amp_output", F32)
             state = ops.read("stats", (rows, STATE_WORDS), "row_major", F32)
-        first = seq_partition(call.tile, s["partitions"]) * rows
-        groups = np.arange(rows // AMP_ROWS)
-        starts = first + groups * AMP_ROWS
-        active = active_groups(starts, AMP_ROWS, s["query_length"], s["key_block"],
+        starts = group_starts(np.array(seq_partition(call.tile, s["partitions"])), rows,
+                              s["partitions"], bool(s["cyclic"]))
+        active = active_groups(starts[:, None], s["query_length"], s["key_block"],
                                bool(s["causal"])) > 0
+        global_rows = (starts[:, None] + np.arange(AMP_ROWS)).reshape(-1)
         # per local row: in an active group and a row of the tensor (padding keeps l = 0)
-        live = np.repeat(active, AMP_ROWS) & (first + np.arange(rows) < s["query_length"])
+        live = np.repeat(active, AMP_ROWS) & (global_rows < s["query_length"])
         if live.any():
             query = ops.read("query", (rows, width), "amp_left", precision)
             key_t = ops.read("key", (width, AMP_BLOCK), "amp_right", precision)
@@ -118,7 +120,7 @@ def attention_block(precision: str, init: bool) -> KernelImpl:
             keys = s["key_block"] * KEY_BLOCK + np.arange(AMP_BLOCK)
             masked = keys[None, :] >= s["key_length"]
             if s["causal"]:
-                masked = masked | (keys[None, :] > (first + np.arange(rows))[:, None])
+                masked = masked | (keys[None, :] > global_rows[:, None])
             scores = np.where(masked, np.float32(-np.inf), scores)
             old_max = state[:, 0]
             new_max = np.maximum(old_max, scores.max(axis=1))

@@ -11,16 +11,16 @@
 
     .section .text.attention_blocked, "ax"
 
-// ABI: attention_block_f16_init(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions) -> void
+// ABI: attention_block_f16_init(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic) -> void
 // status: Implemented
 // row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
-// ABI: attention_block_f16_accum(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions) -> void
+// ABI: attention_block_f16_accum(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic) -> void
 // status: Implemented
 // row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
-// ABI: attention_block_f32_init(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions) -> void
+// ABI: attention_block_f32_init(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic) -> void
 // status: Implemented
 // row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
-// ABI: attention_block_f32_accum(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions) -> void
+// ABI: attention_block_f32_accum(out, stats, scores, probs, query, key, value; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic) -> void
 // status: Implemented
 // row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
     .globl attention_block_f16_init

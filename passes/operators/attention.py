@@ -4,8 +4,10 @@ loop, or one `attention` kernel call per shard of the output.
 Tensors are `[..., heads, seq, head_dim]`. The blocked candidates (`attention_blocked_r<R>`,
 `planning/attention_plans.py`, lowered by `passes/operators/attention_blocked_lowering.py`) give
 every tile R query rows of one batch x head slice and bring the keys and values to it one
-64-key block at a time; no tile holds all of a slice's K or V. The retained candidates cut one
-axis of the query and output across the tiles (`split<axis>`, block 1):
+64-key block at a time; no tile holds all of a slice's K or V. For causal attention the cyclic
+variants (`..._cyclic`) move the query rows so that a tile computes early and late rows
+alike. The retained candidates cut one axis of the query and output across the tiles
+(`split<axis>`, block 1):
 - a leading or head axis: key and value are cut the same way, so each tile holds whole heads;
 - the query-row axis (when there are fewer heads than tiles): key and value are whole on
   every tile of the output (replicated), each tile computes its rows (causal masking uses the
@@ -38,6 +40,7 @@ from planning.attention_plans import (
     layout_failure,
     layout_for,
     memory_failure,
+    plan_name,
 )
 from planning.gemm_plans import AMP_CONFIG, DoesNotFit, RowTileBuffer, _check_capacity
 from planning.memory_allocator import Request
@@ -143,11 +146,16 @@ class AttentionOperator(Operator):
         shape, key_shape = tuple(query_type.get_shape()), tuple(tensor_type(op.key).get_shape())
         precision, _ = storage_of(query_type)
         candidates = []
-        for partitions in candidate_partitions(math.prod(shape[:-2]), shape[-2], ctx.tiles):
-            layout = layout_for(shape, key_shape, partitions, precision, op.causal is not None)
+        causal = op.causal is not None
+        layouts = [layout_for(shape, key_shape, partitions, precision, causal, cyclic)
+                   for partitions in candidate_partitions(math.prod(shape[:-2]), shape[-2],
+                                                          ctx.tiles)
+                   for cyclic in ((False, True) if causal else (False,))]
+        for layout in layouts:
+            if layout.cyclic and layout.units < 2:
+                continue  # one group per tile: the same rows as the contiguous candidate
             formats = formats_for_shapes(layout, shape[:-2], precision, ctx.indivisible)
-            plan = blocked_plan(f"attention_blocked_r{layout.rows}", formats, layout.rows,
-                                precision, ctx.target)
+            plan = blocked_plan(plan_name(layout), formats, layout.rows, precision, ctx.target)
             reason = (layout_failure(layout, ctx.tiles, ctx.indivisible)
                       or memory_failure(layout, ctx.target))
             cycles = None

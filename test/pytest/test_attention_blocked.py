@@ -108,10 +108,48 @@ def test_blocked_plan_matches_the_reference_and_its_estimate(blocked, query, key
     case = compile_case(module, tiles, seed=5)
     assert run_verdict(case) is None
     candidate = chosen["candidate"]
+    assert not candidate.name.endswith("_cyclic") or causal
     assert own_cycles(case) == candidate.cycles  # no conversions: the host writes the formats
     kernels = {s.symbol for s in case.package.executed() if isinstance(s, KernelStep)}
-    assert kernels == {f"attention_block_{element}_init", f"attention_finish_{element}"} | (
+    # the cyclic variant copies the query and output blocks that are already on their tile
+    assert kernels - {"copy_words"} == {f"attention_block_{element}_init",
+                                        f"attention_finish_{element}"} | (
         {f"attention_block_{element}_accum"} if key[-2] > 64 else set())
+    assert "copy_words" not in kernels or candidate.name.endswith("_cyclic")
+
+
+# causal, several 16-row groups per tile: the cyclic variant (tile p computes the blocks
+# g * P + p), with P even and odd, padded rows, local pieces (a block already on its tile)
+CYCLIC_CASES = [
+    ((2, 192, 64), "f16", 4, "attention_blocked_r96_cyclic"),  # P = 2, 6 groups per tile
+    ((1, 3, 150, 64), "f32", 9, "attention_blocked_r64_cyclic"),  # P = 3, rows padded to 192
+    ((2, 2, 256, 48), "f16", 16, "attention_blocked_r64_cyclic"),  # P = 4, head_dim 48
+]
+
+
+@pytest.mark.parametrize("shape,element,tiles,name", CYCLIC_CASES)
+def test_cyclic_variant_matches_the_reference_and_its_estimate(blocked, shape, element, tiles,
+                                                               name):
+    chosen = blocked(name)
+    case = compile_case(attention_module(shape, shape, element, True), tiles, seed=7)
+    assert run_verdict(case) is None
+    assert own_cycles(case) == chosen["candidate"].cycles
+    moves = [s for s in case.package.executed() if isinstance(s, ExchangeStep)
+             and ("query blocks" in s.provenance or "output blocks" in s.provenance)]
+    assert moves  # the query and output blocks did travel
+
+
+def test_cyclic_variant_balances_causal_work():
+    """Contiguous rows: the last tile of a slice computes every block; cyclic: the blocks
+    above every tile's early rows are skipped everywhere, so later blocks are cheaper."""
+    contiguous, cyclic = (blocked_cycles(layout_for((1, 12, 1024, 64), (1, 12, 1024, 64), 16,
+                                                    "f16", True, c), IPU21, 256)
+                          for c in (False, True))
+    assert cyclic.staging > 0 and contiguous.staging == 0
+    assert cyclic.exchange == contiguous.exchange
+    # 4 groups per tile over 16 key blocks: 64 group-blocks contiguous, 4+4+4+4+3*4+2*4+1*4 = 40
+    assert cyclic.compute < 0.7 * contiguous.compute
+    assert cyclic.total < 0.75 * contiguous.total
 
 
 def test_every_blocked_candidate_runs_and_costs_what_the_model_charges(blocked):
@@ -130,7 +168,7 @@ def test_causal_blocks_above_the_diagonal_cost_nothing_but_the_call():
     from device.model.cycles_attention import attention_block_cycles
 
     scalars = dict(key_length=512, causal=1, scale_bits=0x3E000000, query_length=512,
-                   head_dim=64, rows=64, partitions=8)
+                   head_dim=64, rows=64, partitions=8, cyclic=0)
     last_block = dict(scalars, key_block=7)
     # partition 0 (rows 0..63) sees no key of block 7 (keys 448..511): the call alone
     assert attention_block_cycles(last_block, "f16", False, 0, IPU21) == IPU21.kernel_call_cycles
