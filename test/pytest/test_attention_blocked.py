@@ -288,6 +288,7 @@ def test_a_corrupted_key_pointer_fails_the_run(corruptible):
 
 
 # ---- GPT-2-small size ---------------------------------------------------------------------------
+@pytest.mark.slow
 def test_gpt2_small_attention_compiles_and_fits_on_1472_tiles():
     """seq 1024, 12 heads, head_dim 64, f16, causal: the op alone through every pass (place-
     memory included) on 1472 tiles; the tiles hold 16 query rows and one key block each."""
