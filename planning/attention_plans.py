@@ -253,13 +253,14 @@ def tile_buffers(layout: BlockedLayout, target: Target) -> dict[str, RowTileBuff
         "value": buffer("its value shard", kv, exchanged=layout.exchanges),
         "out": buffer("its output shard", rows * layout.head_dim * own,
                       alignment=target.vector_alignment, exchanged=layout.cyclic),
-        "key_slot": buffer("its key-block receive slot", layout.block_bytes, exchanged=True),
-        "value_slot": buffer("its value-block receive slot", layout.block_bytes, exchanged=True),
         "acc": buffer("its f32 accumulator", rows * width * f32, interleaved=True),
         "stats": buffer("its running max and sum", rows * STATE_WORDS * f32),
         "scores": buffer("its scores block", rows * KEY_BLOCK * f32, interleaved=True),
         "probs": buffer("its probabilities block", rows * KEY_BLOCK * own, extra=tail),
     } | ({
+        "key_slot": buffer("its key-block receive slot", layout.block_bytes, exchanged=True),
+        "value_slot": buffer("its value-block receive slot", layout.block_bytes, exchanged=True),
+    } if layout.exchanges else {}) | ({
         "query_stage": buffer("its staged query blocks", rows * width * own, extra=tail,
                               exchanged=True),
         "out_stage": buffer("its output blocks before unstaging", rows * layout.head_dim * own,

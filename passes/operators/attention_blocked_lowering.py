@@ -69,8 +69,9 @@ class BlockedLowering:
             return lowering.scratch(f"{name}_{what}", self.tiles, shard, precision, order,
                                     memory, pace, tail)
 
-        self.key_slot = scratch("key_slot", (KEY_BLOCK, width), precision, "amp_right_t")
-        self.value_slot = scratch("value_slot", (KEY_BLOCK, width), precision, "amp_right")
+        if layout.exchanges:  # with one partition per slice every tile holds its blocks
+            self.key_slot = scratch("key_slot", (KEY_BLOCK, width), precision, "amp_right_t")
+            self.value_slot = scratch("value_slot", (KEY_BLOCK, width), precision, "amp_right")
         self.acc = scratch("acc", (rows, width), "f32", "amp_output", "interleaved")
         self.stats = scratch("stats", (rows, STATE_WORDS), "f32", "row_major")
         self.scores = scratch("scores", (rows, KEY_BLOCK), "f32", "amp_output", "interleaved")
