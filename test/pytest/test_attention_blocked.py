@@ -292,16 +292,96 @@ def test_a_corrupted_key_pointer_fails_the_run(corruptible):
 def test_gpt2_small_attention_compiles_and_fits_on_1472_tiles():
     """seq 1024, 12 heads, head_dim 64, f16, causal: the op alone through every pass (place-
     memory included) on 1472 tiles; the tiles hold 16 query rows and one key block each."""
-    from tools.ipu_run import compile_module
-
     shape = (1, 12, 1024, 64)
     module = attention_module(shape, shape, "f16", True)
     estimate = cheapest(AttentionOperator().candidates(attention_op(module), context(1472)))
     assert estimate.name == "attention_blocked_r16"
-    package = compile_module(module, 1472, "pad")
-    steps = list(package.executed())
+    case = compile_case(module, 1472, seed=0)
+    steps = list(case.package.executed())
     assert sum(isinstance(s, ExchangeStep) for s in steps) == 2 * 16
-    assert package.tiles == 1472
+    assert case.package.tiles == 1472
     roofline = attention_macs(shape, shape) / (64 * 1472)
     assert estimate.cycles is not None and estimate.cycles < 12 * roofline
     assert math.isclose(roofline, 17096.3, rel_tol=1e-4)
+    # and it runs (about half a minute on the device model)
+    assert run_verdict(case) is None
+    assert own_cycles(case) == estimate.cycles
+
+
+# ---- diagnostics ---------------------------------------------------------------------------------
+def test_layout_refusals_name_their_reason():
+    from planning.attention_plans import layout_failure
+
+    def failure(query, key, partitions, precision="f16", causal=False, cyclic=False, tiles=64,
+                indivisible="pad"):
+        layout = layout_for(query, key, partitions, precision, causal, cyclic)
+        return layout_failure(layout, tiles, indivisible)
+
+    assert failure((4, 256, 64), (4, 256, 64), 16, tiles=32) == (
+        "4 batch x head slices of 16 query partitions need 64 tiles, the pipeline has 32")
+    assert failure((1, 512, 128), (1, 512, 128), 4) == (
+        "a key block of head_dim 128 is contiguous only when each tile holds one key block; "
+        "4 partitions hold 2")
+    assert failure((1, 512, 128), (1, 512, 128), 4, causal=True, cyclic=True) == (
+        "a key block of head_dim 128 is contiguous only when each tile holds one key block; "
+        "4 partitions hold 2")
+    assert failure((1, 512, 128), (1, 512, 128), 8, causal=True, cyclic=True) == (
+        "the cyclic variant moves 16-row blocks of one 64-column panel between the tiles of a "
+        "slice: it needs head_dim <= 64 and two or more groups per tile")
+    assert failure((2, 100, 64), (2, 100, 64), 2, indivisible="reject") == (
+        "indivisible=reject: the blocked plan pads query rows to 16, keys to 64 and head_dim "
+        "to 64")
+    assert failure((2, 128, 64), (2, 128, 64), 2, indivisible="reject") is None
+
+
+BLOCK_SCALARS = dict(key_block=0, key_length=64, causal=0, scale_bits=0x3F800000,
+                     query_length=16, head_dim=64, rows=16, partitions=1, cyclic=0)
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(rows=24), "rows = 24 is not a multiple of 16"),
+    (dict(causal=2), "causal = 2 must be 0 or 1"),
+    (dict(cyclic=3), "cyclic = 3 must be 0 or 1"),
+    (dict(key_block=1), "key_block = 1 is outside the 1 blocks of 64 keys"),
+    (dict(head_dim=0), "scalar 'head_dim' = 0 must be >= 1"),
+])
+def test_block_kernel_refuses_bad_scalars(changes, message):
+    from kernels_support import AREAS, T, run
+
+    from device.kernels import get_kernel
+    from device.model import ModelError
+    from device.model.memory import TileMemory
+
+    scalars = dict(BLOCK_SCALARS, **changes)
+    abi = get_kernel("attention_block_f16_init")
+    interleaved = T.interleaved_start
+    pointers = [interleaved, AREAS[0], interleaved + 0x8000, AREAS[1], AREAS[2], AREAS[3],
+                AREAS[4]]
+    with pytest.raises(ModelError) as info:
+        run(TileMemory(T, 1), abi.symbol, [0], pointers, [scalars[n] for n in abi.scalars])
+    assert str(info.value) == f"step 0: kernel attention_block_f16_init on tile 0: {message}"
+
+
+@pytest.mark.parametrize("what,message", [
+    ("scores-standard", "'scores' at 0xa4000 is not in interleaved memory [0xac000, 0xe8000)"),
+    ("probs-with-out", "'out' at 0xac000 and 'probs' at 0xac000 share memory element 6"),
+])
+def test_block_kernel_checks_the_amp_memory_rules(what, message):
+    from kernels_support import AREAS, T, run
+
+    from device.kernels import get_kernel
+    from device.model import ModelError
+    from device.model.memory import TileMemory
+
+    abi = get_kernel("attention_block_f16_init")
+    interleaved = T.interleaved_start
+    pointers = [interleaved, AREAS[0], interleaved + 0x8000, AREAS[1], AREAS[2], AREAS[3],
+                AREAS[4]]
+    if what == "scores-standard":
+        pointers[2] = AREAS[4] + 0x8000
+    else:
+        pointers[3] = interleaved
+    with pytest.raises(ModelError) as info:
+        run(TileMemory(T, 1), abi.symbol, [0], pointers,
+            [BLOCK_SCALARS[n] for n in abi.scalars])
+    assert str(info.value) == f"step 0: kernel attention_block_f16_init on tile 0: {message}"
