@@ -1,8 +1,9 @@
 """The blocked attention kernels: one 64-key block at a time, online softmax (FP32 state).
 
 `attention_block_<p>_{init,accum}` (p = f16 or f32) takes key block `key_block` against the
-tile's query rows; `attention_finish_<p>` divides the accumulator by the running sum. ABIs and
-byte layouts: `device/kernels.py`; cycles: `device/model/cycles_attention.py`. Every operand
+tile's query rows; `attention_finish_<p>` divides the accumulator by the running sum. Their
+ABIs (byte layouts in the docs) and records are at the end; cycles:
+`device/model/cycles_attention.py`. Every operand
 is read from and written to tile memory in its declared order and precision, the scratch
 operands included: S goes to `scores` as the AMP stores it and is read back for the softmax,
 P goes to `probs` (at the inputs' precision, as the AMP's left operand) and is read back for
@@ -19,11 +20,13 @@ rows with l = 0 (padding) are zeros.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from device.layouts import AMP_BLOCK, AMP_ROWS, pack, unpack
+from device.kernel_abi import IMPLEMENTED, Footprint, KernelAbi, non_negative
+from device.layouts import AMP_BLOCK, AMP_ROWS, element_bytes, pack, unpack
 from device.model.cycles_attention import (
     KEY_BLOCK,
     STATE_WORDS,
@@ -34,11 +37,12 @@ from device.model.cycles_attention import (
     padded,
     seq_partition,
 )
+from device.model.kernel_call import Kernel, KernelImpl
 from device.model.kernel_shards import positive_f32
 from device.target import Precision
 
 if TYPE_CHECKING:
-    from device.model.kernel_call import KernelCall, KernelImpl
+    from device.model.kernel_call import KernelCall
 
 F32 = Precision.F32
 
@@ -164,8 +168,95 @@ def attention_finish(precision: str) -> KernelImpl:
     return run
 
 
-IMPLEMENTATIONS: dict[str, KernelImpl] = {
-    **{f"attention_block_{p}_{mode}": attention_block(p, mode == "init")
-       for p in (Precision.F16, Precision.F32) for mode in ("init", "accum")},
-    **{f"attention_finish_{p}": attention_finish(p) for p in (Precision.F16, Precision.F32)},
-}
+# ---- ABIs and records --------------------------------------------------------------------------
+def _attention_block_footprint(precision: str) -> Footprint:
+    def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
+        non_negative(scalars, "rows", "head_dim")
+        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        f32, own = element_bytes(Precision.F32), element_bytes(precision)
+        return {"out": rows * width * f32, "stats": rows * 2 * f32,
+                "scores": rows * AMP_BLOCK * f32, "probs": rows * AMP_BLOCK * own,
+                "query": rows * width * own, "key": AMP_BLOCK * width * own,
+                "value": AMP_BLOCK * width * own}
+
+    return footprint
+
+
+_ATTENTION_BLOCK_SCALARS = ("key_block", "key_length", "causal", "scale_bits", "query_length",
+                            "head_dim", "rows", "partitions", "cyclic")
+
+
+def _attention_block(precision: Precision, mode: str) -> KernelAbi:
+    """One 64-key block of blocked attention against a tile's query rows (online softmax)."""
+    first = ("out = the first block's P . V, the running max and sum initialized"
+             if mode == "init" else "out = out * rescale + P . V, the running max and sum updated")
+    return KernelAbi(
+        symbol=f"attention_block_{precision}_{mode}",
+        pointers=("out", "stats", "scores", "probs", "query", "key", "value"),
+        scalars=_ATTENTION_BLOCK_SCALARS,
+        returns="void",
+        row_specialization="rows a multiple of 16: 16-row AMP groups looped inside, the "
+                           "inactive ones (padding, above the causal diagonal) skipped",
+        status=IMPLEMENTED,
+        doc=(
+            f"Blocked attention ({precision}), key block `key_block` (64 keys, key_length keys "
+            "in all) against this tile's `rows` query rows of partition p = tile mod "
+            "`partitions` (global rows p * rows ..; with `cyclic` the 16-row blocks g * "
+            f"partitions + p; query_length rows in all). {first}. query: a {precision}"
+            " amp_left shard [rows, head_dim padded to 64]; key: the block's keys as one "
+            "amp_right block column K_b^T [head_dim, 64]; value: V_b, amp_right [64, head_dim]; "
+            "scores: S = scale * Q . K_b^T, f32 amp_output [rows, 64] (the AMP's output); "
+            f"probs: P = exp(S - max), {precision} amp_left [rows, 64]; out: the f32 accumulator, "
+            "amp_output [rows, head_dim]; stats: f32 [rows, 2] (running max, running sum). "
+            "Keys past key_length, and with `causal` keys after the row, are masked. "
+            "scale_bits: the f32 bit pattern of the scale. Every pointer PACE-aligned; out and "
+            "scores interleaved; (out, probs) and (scores, query) in different memory elements."
+        ),
+        footprint=_attention_block_footprint(precision),
+        distinct=(("out", "probs"), ("scores", "query")),
+    )
+
+
+def _attention_finish(precision: Precision) -> KernelAbi:
+    def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
+        non_negative(scalars, "rows", "head_dim")
+        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        f32 = element_bytes(Precision.F32)
+        return {"out": rows * scalars["head_dim"] * element_bytes(precision),
+                "acc": rows * width * f32, "stats": rows * 2 * f32}
+
+    return KernelAbi(
+        symbol=f"attention_finish_{precision}",
+        pointers=("out", "acc", "stats"),
+        scalars=("rows", "head_dim"),
+        returns="void",
+        row_specialization="none",
+        status=IMPLEMENTED,
+        doc=(
+            "out = acc / running sum, rounded once to "
+            f"{precision}: out a row-major [rows, head_dim] shard; acc the f32 amp_output "
+            "accumulator [rows, head_dim padded to 64] and stats the f32 [rows, 2] state of "
+            "attention_block_*; rows whose sum is 0 (padding) are written as zeros. out "
+            "8-byte aligned, acc and stats PACE-aligned."
+        ),
+        footprint=footprint,
+    )
+
+
+def _block_cycles(precision: str, init: bool):
+    return lambda call: attention_block_cycles(call.scalars, precision, init, call.tile,
+                                               call.target)
+
+
+def _finish_cycles(precision: str):
+    return lambda call: attention_finish_cycles(call.scalars["rows"], call.scalars["head_dim"],
+                                                precision, call.target)
+
+
+RECORDS: tuple[Kernel, ...] = (
+    *(Kernel(_attention_block(p, mode), attention_block(p, mode == "init"),
+             _block_cycles(p, mode == "init"))
+      for p in (Precision.F16, Precision.F32) for mode in ("init", "accum")),
+    *(Kernel(_attention_finish(p), attention_finish(p), _finish_cycles(p))
+      for p in (Precision.F16, Precision.F32)),
+)
