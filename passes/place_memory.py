@@ -9,9 +9,10 @@ uses too. This pass adds what it knows from the IR:
 - exchanged buffers are the sources and destinations of `tile.exchange`s
   (`schedule-exchange` checks the contention they avoid with `device.memory_conflicts`);
 - partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
-  from the ABI registry `device/kernels.py`), and the source and destination of a grouped
-  exchange in which some tile sends for one group while it receives for another (its send
-  reads and incoming writes run in the same events).
+  from the ABI registry `device/kernels.py`) and the pairs a kernel's ABI declares
+  (`KernelAbi.distinct_pairs`: the blocked attention kernels' two AMP products), and the
+  source and destination of a grouped exchange in which some tile sends for one group while
+  it receives for another (its send reads and incoming writes run in the same events).
 
 Placement is first fit, interleaved buffers first, in program order, or when that leaves some
 buffer no contiguous range, longest-lived first (the failure of the program order is the one
@@ -194,16 +195,16 @@ class FunctionPlacement:
             if not isinstance(op, KernelOp):
                 continue
             try:
-                pointers = get_kernel(op.symbol).pointers
+                abi = get_kernel(op.symbol)
             except UnknownKernelError as error:
                 raise PassFailedException(f"place-memory: tile.kernel @{op.symbol}: {error}") from None
-            if "out" not in pointers or "left" not in pointers:
-                continue
-            out = op.views[pointers.index("out")].owner
-            lefts = [op.views[pointers.index("left")].owner] + [
-                h.buffer.owner for h in op.homes if h.pointer == pointers.index("left")]
-            for left in lefts:
-                pair(out, left)
+            pointers = abi.pointers
+            for first, second in abi.distinct_pairs:
+                out = op.views[pointers.index(first)].owner
+                lefts = [op.views[pointers.index(second)].owner] + [
+                    h.buffer.owner for h in op.homes if h.pointer == pointers.index(second)]
+                for left in lefts:
+                    pair(out, left)
         return partners
 
     # -- capacity diagnostics ------------------------------------------------------------
