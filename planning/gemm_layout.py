@@ -18,6 +18,10 @@ the device model charges for its tile work (`cycles`); and, for a plan that does
 any tile count, why (`no_tile_count_helps`). Its lowering to tile work lives in the operators
 layer, one module per layout, registered by the same dispatch kind
 (`passes/operators/gemm.py`, `LOWERINGS`): lowering imports planning, not the reverse.
+
+Another operator with several plans takes the same shape: a protocol over its own problem
+and catalog entry, one strategy per dispatch kind in a registry its selector iterates, and
+one lowering per kind in its operator.
 """
 
 from __future__ import annotations
