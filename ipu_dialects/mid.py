@@ -32,7 +32,7 @@ Ops (syntax)
     %y = mid.rearrange %x : T_x -> T_y
 
 The shard arithmetic of a format (chunks, padding, tiles of partitions) lives in
-`planning/shard_geometry.py`; plans are built and chosen in `planning/gemm_plans.py`.
+`planning/shard_geometry.py`; GEMM plans are built and chosen in `planning/gemm_selection.py`.
 """
 
 from __future__ import annotations
@@ -116,6 +116,11 @@ class DispatchKind(StrEnum):
     POINTWISE = "pointwise"
     HEAD_SHARDED = "head_sharded"
     ATTENTION_BLOCKS = "attention_blocks"
+
+
+# The kinds of the GEMM layouts (one strategy each: `planning.gemm_selection.LAYOUTS`): their
+# dispatch names the 64 x 64 blocks and both kernels.
+GEMM_DISPATCH_KINDS = (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT)
 
 
 class OperandRole(StrEnum):
@@ -518,7 +523,7 @@ class OperatorDispatchAttr(ParametrizedAttribute):
                 raise VerifyException(f"dispatch: {key} block size must be >= 1, got {block}")
         if self.init_symbol is None:
             raise VerifyException(f"dispatch: {kind} needs an init kernel symbol")
-        if kind in (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT):
+        if kind in GEMM_DISPATCH_KINDS:
             missing = [
                 k
                 for k, v in (

@@ -44,7 +44,7 @@ from passes.operators.formats import (
     with_storage,
 )
 from passes.operators.repeat import is_body_argument, lower_repeat
-from planning.gemm_plans import catalog_entries, default_catalog_names
+from planning.gemm_problem import catalog_entries, default_catalog_names
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 from planning.pipeline_config import PipelineOptions
 

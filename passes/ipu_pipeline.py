@@ -92,7 +92,8 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
                 raise error from None
 
     def without_replicating_plans(self) -> IpuPipelinePass:
-        from planning.gemm_plans import default_catalog_names, replicates_an_operand
+        from planning.gemm_problem import default_catalog_names
+        from planning.gemm_selection import replicates_an_operand
 
         names = tuple(n for n in default_catalog_names(self.gemm_partials)
                       if not replicates_an_operand(n))

@@ -5,7 +5,7 @@ value (arguments -> `input N`, returned values -> `output N`, other values and t
 staging slots -> `scratch`) followed by the work, in program order (`FunctionLowering`). Each
 mid op is lowered by its operator (`passes/operators/`), which sees this lowering through
 `passes.operators.base.TileLowering` and asks it for the buffers of its operands: for example
-`mid.gemm` by the retained AMP plan's block loops (`passes/operators/gemm_lowering.py`),
+`mid.gemm` by its layout's lowering (`passes/operators/gemm.py`, `LOWERINGS`),
 `mid.repeat` by one `tile.loop` around its lowered body (`passes/operators/repeat.py`). The op
 count is a constant per op: it grows neither with the tile count, nor with the number of
 blocks, nor with a repeat's count.

@@ -43,12 +43,7 @@ from device.target import WORD_BYTES, Precision, Target, latency_table
 from ipu_dialects import mid
 from planning.exchange_rows import broadcast_events
 from planning.gemm_grid import phase_events
-from planning.gemm_plans import (
-    DoesNotFit,
-    RowTileBuffer,
-    _check_capacity,
-    _check_placement,
-)
+from planning.gemm_memory import DoesNotFit, RowTileBuffer, check_capacity, check_placement
 from planning.memory_allocator import Request
 from planning.shard_geometry import ShardGeometry, ceil_div
 
@@ -279,8 +274,8 @@ def memory_failure(layout: BlockedLayout, target: Target) -> str | None:
     buffers = tile_buffers(layout, target)
     who = "an attention tile"
     try:
-        _check_capacity(buffers, target, who)
-        _check_placement(buffers, target, CYCLIC_DISTINCT if layout.cyclic else DISTINCT, who)
+        check_capacity(buffers, target, who)
+        check_placement(buffers, target, CYCLIC_DISTINCT if layout.cyclic else DISTINCT, who)
     except DoesNotFit as failure:
         return str(failure)
     return None

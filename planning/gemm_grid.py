@@ -1,4 +1,5 @@
-"""The 2-D grid GEMM plan (`gemm_grid` dispatch): planning, memory and cost.
+"""The 2-D grid GEMM plan (`gemm_grid` dispatch): planning, memory and cost (`GridLayout`);
+the tile work is `passes/operators/gemm_grid_lowering.py`.
 
 The output is cut into an R x C grid of blocks, one per tile (tile t = r * C + c holds rows
 block r and columns block c). A is cut the same way along its rows (R) and along K (C
@@ -30,14 +31,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
+from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.model import cycles as device_cycles
 from device.shard_geometry import ShardGeometry
-from device.target import WORD_BYTES, Target
+from device.target import WORD_BYTES, Target, latency_table
+from ipu_dialects.mid import DispatchKind, MemoryClass, OperatorPlanAttr, TensorFormatAttr
 from planning.exchange_rows import broadcast_events
+from planning.gemm_layout import CycleBreakdown, OperandCuts
+from planning.gemm_memory import RowTileBuffer, phase_stride, scratch_buffer, shard_buffer
+from planning.gemm_problem import (
+    GEMM_OPERANDS,
+    GRID_ROW_BLOCK,
+    GemmCandidate,
+    GemmProblem,
+    InvalidPlan,
+    has_f32_partials_panel,
+    operand_geometries,
+)
 from planning.shard_geometry import ceil_div
-
-GRID_ROW_BLOCK = AMP_ROWS  # rows per grid tile are a multiple of the AMP's 16
 
 
 @dataclass(frozen=True)
@@ -218,3 +229,93 @@ def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precisio
     return min(fitting, key=lambda g: (grid_cycles(g, k, precision, out_precision,
                                                    f32_partials, target, latency).total,
                                        g.tiles))
+
+
+def no_tile_count_helps(name: str, out: TensorFormatAttr, target: Target) -> str:
+    """Why a 2-D layout (the grid, the K-split) fits no tile count: its blocks do not
+    shrink past one 16 x 64 block per tile."""
+    rows, cols = out.partitions[-2:]
+    return (
+        f"no tile count helps: the {name} plan cuts the output into at most {rows} x {cols} "
+        f"blocks of 16 rows by 64 columns here, and on all {target.tiles} tiles a {name} "
+        "tile still does not fit"
+    )
+
+
+class GridLayout:
+    """An R x C output grid, one block per tile (the `GemmLayout` of `gemm_grid`)."""
+
+    dispatch = DispatchKind.GEMM_GRID
+    name = "grid"
+    reads_transposed = False
+    replicates_an_operand = False
+    last_step = "rounding"
+
+    def cuts(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+             target: Target) -> OperandCuts:
+        """All three operands over the grid `choose_grid` picks."""
+        grid = choose_grid(problem.m, problem.n, problem.k, tiles, candidate.precision,
+                           candidate.output_precision, candidate.has_f32_partials(problem),
+                           target.amp_left_access_tail_bytes, target,
+                           latency_table(target, tiles))
+        cut = (grid.rows, grid.cols)
+        return OperandCuts(cut, cut, cut)
+
+    def check(self, plan: OperatorPlanAttr, problem: GemmProblem) -> None:
+        """One R x C grid for all three operands, one GEMM (no batch)."""
+        lhs, rhs, out = (plan.operand_plan(o).format for o in GEMM_OPERANDS)
+        if problem.batch != 1:
+            raise InvalidPlan(f"the grid plan runs one GEMM; this one has {problem.batch} batch "
+                              "slices")
+        grid = out.partitions[-2:]
+        if lhs.partitions[-2:] != grid or rhs.partitions[-2:] != grid:
+            raise InvalidPlan(
+                f"lhs, rhs and out must be cut over one grid (out {list(grid)}, lhs "
+                f"{list(lhs.partitions[-2:])}, rhs {list(rhs.partitions[-2:])})"
+            )
+
+    def buffers(self, plan: OperatorPlanAttr, problem: GemmProblem,
+                target: Target) -> dict[str, RowTileBuffer]:
+        """Its shards, the B slot of all its panels, the A panel's slot and the f32 partials
+        of all its panels."""
+        lhs, rhs, out = (plan.operand_plan(o) for o in GEMM_OPERANDS)
+        out_geometry = operand_geometries(plan, problem)[2]
+        rows, panels = out_geometry.chunk[-2], out_geometry.chunk[-1] // AMP_BLOCK
+        buffers = {
+            "lhs": shard_buffer(plan, problem, target, "lhs", "its left shard", True),
+            "rhs": shard_buffer(plan, problem, target, "rhs", "its right shard", True),
+            "out": shard_buffer(plan, problem, target, "out", "its output shard", False),
+            "slot": scratch_buffer("its right-block receive slot",
+                                   panels * block_bytes(problem.precision), rhs, target,
+                                   rhs.format.memory.data == MemoryClass.INTERLEAVED, True),
+            "lhs_slot": scratch_buffer("its left-panel receive slot",
+                                       panel_bytes(rows, problem.precision), lhs, target, False,
+                                       True, lhs.tail.data),
+        }
+        if has_f32_partials_panel(plan):
+            buffers["partials"] = scratch_buffer(
+                f"its f32 partials panel{'s' if panels > 1 else ''}",
+                panels * panel_bytes(rows, "f32"), out, target, True, False)
+        return buffers
+
+    def row_slot_bytes(self, plan: OperatorPlanAttr, problem: GemmProblem,
+                       farthest: np.ndarray) -> list[int]:
+        """Per K block one A panel and one set of B blocks; the k = 0 ops, then the k loop's."""
+        lhs, rhs, out = operand_geometries(plan, problem)
+        n_k = ceil_div(problem.k, AMP_BLOCK)
+        panel = panel_bytes(out.chunk[-2], problem.precision) // WORD_BYTES
+        blocks = out.chunk[-1] // AMP_BLOCK * block_bytes(problem.precision) // WORD_BYTES
+        grid = grid_of(out, lhs, rhs)
+        return [count * phase_stride(words, pairs, farthest) for count in (1, n_k - 1) if count
+                for words, pairs in ((panel, lhs_pairs(grid)), (blocks, rhs_pairs(grid)))]
+
+    def cycles(self, plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
+               target: Target) -> CycleBreakdown:
+        lhs, rhs, out = operand_geometries(plan, problem)
+        grid = grid_cycles(grid_of(out, lhs, rhs), problem.k, problem.precision, out.precision,
+                           has_f32_partials_panel(plan), target, latency_table(target, tiles))
+        return CycleBreakdown(grid.exchange, 0, grid.amp, grid.rounding)
+
+    def no_tile_count_helps(self, problem: GemmProblem, out: TensorFormatAttr,
+                            target: Target) -> str:
+        return no_tile_count_helps(self.name, out, target)

@@ -1,4 +1,5 @@
-"""The K-split (2.5-D) GEMM plan (`gemm_ksplit` dispatch): planning, memory and cost.
+"""The K-split (2.5-D) GEMM plan (`gemm_ksplit` dispatch): planning, memory and cost
+(`KSplitLayout`); the tile work is `passes/operators/gemm_ksplit_lowering.py`.
 
 Two layers of R x C tiles (layer l, grid row r, grid column c on tile l*R*C + r*C + c) each
 compute every output block over half of K into FP32 partials; then each tile keeps one half
@@ -37,9 +38,19 @@ import numpy as np
 from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
 from device.model import cycles as device_cycles
 from device.shard_geometry import ShardGeometry
-from device.target import WORD_BYTES, Target
+from device.target import WORD_BYTES, Target, latency_table
+from ipu_dialects.mid import DispatchKind, OperatorPlanAttr, TensorFormatAttr
 from planning.exchange_rows import broadcast_events
-from planning.gemm_grid import phase_events, usable_bytes
+from planning.gemm_grid import no_tile_count_helps, phase_events, usable_bytes
+from planning.gemm_layout import CycleBreakdown, OperandCuts
+from planning.gemm_memory import RowTileBuffer, phase_stride, scratch_buffer, shard_buffer
+from planning.gemm_problem import (
+    GEMM_OPERANDS,
+    GemmCandidate,
+    GemmProblem,
+    InvalidPlan,
+    operand_geometries,
+)
 from planning.shard_geometry import ceil_div
 
 LAYERS = 2
@@ -284,3 +295,100 @@ def choose_ksplit(m: int, n: int, k: int, tiles: int, precision: str, out_precis
                                                       lhs_tail).total)
     return min(fitting, key=lambda s: (ksplit_cycles(s, precision, out_precision, target,
                                                      latency).total, s.tiles))
+
+
+class KSplitLayout:
+    """Two layers of an R x C grid over the halves of K (the `GemmLayout` of `gemm_ksplit`)."""
+
+    dispatch = DispatchKind.GEMM_KSPLIT
+    name = "K-split"
+    reads_transposed = False
+    replicates_an_operand = True  # B, once per layer
+    last_step = "reduction"  # the layers' partials summed (an exchange and an add)
+
+    def cuts(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+             target: Target) -> OperandCuts:
+        """A and the output 2R x C, B R x C in each of the two layers (replicated); with no
+        shape (an odd number of K blocks, fewer than two row chunks) the row plan's cut on
+        one tile, which `check` then refuses."""
+        shape = choose_ksplit(problem.m, problem.n, problem.k, tiles, candidate.precision,
+                              candidate.output_precision, target.amp_left_access_tail_bytes,
+                              target, latency_table(target, tiles))
+        if shape is None:
+            return OperandCuts((1, 1), (1, 1), (1, 1))
+        rows, cols = LAYERS * shape.rows, shape.cols
+        return OperandCuts((rows, cols), (shape.rows, cols), (rows, cols), LAYERS)
+
+    def check(self, plan: OperatorPlanAttr, problem: GemmProblem) -> None:
+        """Two layers of one R x C grid (A and the output cut 2R x C, B R x C and replicated
+        in both layers), one GEMM, an even number of K blocks."""
+        lhs, rhs, out = (plan.operand_plan(o).format for o in GEMM_OPERANDS)
+        if problem.batch != 1:
+            raise InvalidPlan(f"the K-split plan runs one GEMM; this one has {problem.batch} "
+                              "batch slices")
+        if problem.inner_blocks % LAYERS:
+            raise InvalidPlan(f"the K-split plan gives each of its two layers half of K; K has "
+                              f"{problem.inner_blocks} block(s) of {AMP_BLOCK}, an odd number")
+        rows, cols = out.partitions[-2:]
+        if rows % LAYERS or rows < LAYERS:
+            raise InvalidPlan(f"the K-split plan cuts the output rows into two layers of "
+                              f"chunks; {problem.m} rows make {rows} chunk(s) of 16 or more")
+        if lhs.partitions[-2:] != (rows, cols) or rhs.partitions[-2:] != (rows // LAYERS, cols):
+            raise InvalidPlan(
+                f"lhs and out must be cut {rows} x {cols} and rhs {rows // LAYERS} x {cols} (out "
+                f"{list(out.partitions[-2:])}, lhs {list(lhs.partitions[-2:])}, rhs "
+                f"{list(rhs.partitions[-2:])})")
+        if rhs.replication.data != LAYERS or lhs.replication.data != 1 or out.replication.data != 1:
+            raise InvalidPlan(f"rhs must be replicated in both layers (replication {LAYERS}), lhs "
+                              "and out not at all")
+
+    def buffers(self, plan: OperatorPlanAttr, problem: GemmProblem,
+                target: Target) -> dict[str, RowTileBuffer]:
+        """Its shards, the A panel's slot (both halves), the B slot, the f32 partials of both
+        halves and the other layer's half it receives."""
+        lhs, rhs, out = (plan.operand_plan(o) for o in GEMM_OPERANDS)
+        out_geometry = operand_geometries(plan, problem)[2]
+        h, panels = out_geometry.chunk[-2], out_geometry.chunk[-1] // AMP_BLOCK
+        half_partials = panels * panel_bytes(h, "f32")
+        return {
+            "lhs": shard_buffer(plan, problem, target, "lhs", "its left shard", True),
+            "rhs": shard_buffer(plan, problem, target, "rhs", "its right shard", True),
+            "out": shard_buffer(plan, problem, target, "out", "its output shard", False),
+            "slot": scratch_buffer("its right-block receive slot",
+                                   panels * block_bytes(problem.precision), rhs, target, False,
+                                   True),
+            "lhs_slot": scratch_buffer("its left-panel receive slot",
+                                       panel_bytes(LAYERS * h, problem.precision), lhs, target,
+                                       False, True, lhs.tail.data),
+            "partials": scratch_buffer("its f32 partials of both halves",
+                                       LAYERS * half_partials, out, target, True, True),
+            "received": scratch_buffer("the other layer's half it receives", half_partials, out,
+                                       target, True, True),
+        }
+
+    def row_slot_bytes(self, plan: OperatorPlanAttr, problem: GemmProblem,
+                       farthest: np.ndarray) -> list[int]:
+        """Per step (i = 0, then the loop) the A phases and the B phase, then the partials'
+        phase; the phases whose senders also receive have full-duplex rows, the longest of a
+        phase's rows sets its stride."""
+        lhs, rhs, out = operand_geometries(plan, problem)
+        shape = ksplit_of(out, lhs, rhs)
+        a_words = half_words(shape, problem.precision)
+        b_words = block_words(shape, problem.precision)
+        per_step = [phase_stride(a_words, lhs_pairs(shape), farthest)] if shape.cols > 1 else []
+        per_step.append(phase_stride(a_words, lhs_pairs(shape), farthest, duplex=True))
+        if shape.rows > 1:
+            per_step.append(phase_stride(b_words, rhs_pairs(shape), farthest))
+        slots = [count * nbytes for count in (1, shape.steps - 1) if count for nbytes in per_step]
+        return [*slots, phase_stride(partials_words(shape), False, farthest, duplex=True)]
+
+    def cycles(self, plan: OperatorPlanAttr, problem: GemmProblem, tiles: int,
+               target: Target) -> CycleBreakdown:
+        lhs, rhs, out = operand_geometries(plan, problem)
+        ksplit = ksplit_cycles(ksplit_of(out, lhs, rhs), problem.precision, out.precision,
+                               target, latency_table(target, tiles))
+        return CycleBreakdown(ksplit.exchange, 0, ksplit.amp, ksplit.reduction)
+
+    def no_tile_count_helps(self, problem: GemmProblem, out: TensorFormatAttr,
+                            target: Target) -> str:
+        return no_tile_count_helps(self.name, out, target)

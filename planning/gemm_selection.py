@@ -1,11 +1,14 @@
-"""Choosing a GEMM plan: the cost model and selection among the valid candidates.
+"""Choosing a GEMM plan: every catalog entry built by its layout, validated, costed; the
+cheapest valid one wins.
 
-`graph-to-mid` calls `select_gemm_plan`: every catalog entry is built and validated
-(`planning/gemm_plans.py`); each valid one is costed by `estimate_cycles`, the cycles the
-device model charges for the plan's tile work, computed with the model's own cycle functions
-(`device/model/cycles.py`; a test holds them equal to modeled runs); the cheapest wins (the first in catalog
-order on ties). When none is valid, `NoValidPlan` names every candidate's reason, and a
-candidate that does not fit tile memory says whether more tiles would help.
+`graph-to-mid` calls `select_gemm_plan`. The layouts are strategies keyed by their dispatch
+kind (`LAYOUTS`; the protocol is `planning/gemm_layout.py`): for each enabled catalog entry
+(`planning/gemm_problem.py`) its layout cuts the operands (`build_gemm_plan`), the rules of
+`planning/gemm_rules.py` validate the plan, and the layout charges the cycles the device model
+charges for its tile work (`estimate_cycles`, computed with the model's own cycle functions,
+`device/model/cycles.py`; a test holds them equal to modeled runs); the cheapest wins (the
+first in catalog order on ties). When none is valid, `NoValidPlan` names every candidate's
+reason, and a candidate that does not fit tile memory says whether more tiles would help.
 """
 
 from __future__ import annotations
@@ -13,102 +16,80 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from device.layouts import AMP_BLOCK, block_bytes
-from device.model import cycles as device_cycles
-from device.target import WORD_BYTES, Target, latency_table
+from device.target import Target
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
-from planning.exchange_rows import broadcast_events
-from planning.gemm_grid import grid_cycles, grid_of
-from planning.gemm_ksplit import ksplit_cycles, ksplit_of
-from planning.gemm_plans import (
-    GRID,
-    KSPLIT,
-    LAYOUT_NAME,
-    DoesNotFit,
+from planning.gemm_grid import GridLayout
+from planning.gemm_ksplit import KSplitLayout
+from planning.gemm_layout import CycleBreakdown, GemmLayout, assemble_plan
+from planning.gemm_memory import DoesNotFit
+from planning.gemm_problem import (
+    CATALOG,
     GemmCandidate,
     GemmProblem,
-    build_gemm_plan,
+    InvalidPlan,
     catalog_entries,
     effective_plan,
-    has_f32_partials_panel,
-    row_tile_buffers,
-    validation_failure,
 )
-from planning.shard_geometry import ShardGeometry
+from planning.gemm_rows import RowsLayout
+from planning.gemm_rules import check_plan
+
+# The GEMM layouts, in the order diagnostics name them. A new layout is one more strategy
+# here, its catalog entries and its lowering (`passes/operators/gemm.py`, `LOWERINGS`).
+LAYOUTS: dict[DispatchKind, GemmLayout] = {
+    layout.dispatch: layout for layout in (RowsLayout(), GridLayout(), KSplitLayout())
+}
+
+
+def layout_of(plan: OperatorPlanAttr) -> GemmLayout | None:
+    """The strategy of the plan's dispatch kind (None: no GEMM layout has it)."""
+    return LAYOUTS.get(plan.dispatch.kind.data)
+
+
+def replicates_an_operand(name: str) -> bool:
+    """Whether the catalog entry stores an operand more than once (the K-split's B): the
+    entries a program that runs out of memory falls back without (`ipu-pipeline`)."""
+    return any(c.name == name and LAYOUTS[c.dispatch].replicates_an_operand for c in CATALOG)
+
+
+def build_gemm_plan(
+    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
+) -> OperatorPlanAttr:
+    """The complete plan of `candidate` for `problem` (not yet validated)."""
+    return assemble_plan(LAYOUTS[candidate.dispatch], candidate, problem, tiles, indivisible,
+                         target)
+
+
+def validation_failure(
+    plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
+) -> InvalidPlan | None:
+    try:
+        check_plan(plan, problem, tiles, target, layout_of(plan))
+    except InvalidPlan as reason:
+        return reason
+    return None
+
+
+def validate_gemm_plan(
+    plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
+) -> str | None:
+    """None if `plan` can run `problem` on `tiles` tiles, else the reason it cannot."""
+    failure = validation_failure(plan, problem, tiles, target)
+    return None if failure is None else str(failure)
+
 
 # ----------------------------------------------------------------------------------------------
 # Cost model: the device model's cycles
 # ----------------------------------------------------------------------------------------------
 
 
-
-
-@dataclass(frozen=True)
-class CycleBreakdown:
-    """A plan's modeled cycles by kind of step (what `run_package` charges, summed)."""
-
-    exchange: int  # syncs + exchange events of the rhs broadcasts
-    copies: int  # home tiles copying their own block into their slot
-    amp: int  # the GEMM kernel calls
-    rounding: int  # convert_shard of the f32 partials panels (FP32 partials of FP16 inputs);
-    # for the K-split, the reduction: the partials' exchange and the add that rounds
-
-    @property
-    def total(self) -> int:
-        return self.exchange + self.copies + self.amp + self.rounding
-
-
 def cycle_breakdown(
     plan: OperatorPlanAttr, problem: GemmProblem, tiles: int, target: Target
 ) -> CycleBreakdown:
     """The cycles the device model charges for the plan's tile work (`mid-to-tile`'s
-    gemm_blocks lowering), from the model's own cycle functions (`device.model.cycles`):
-    per batch and (k, j) block, the broadcast of block (k, j) from its home tile to the other
-    output-row tiles, a pair broadcast (a sync plus `words / 2 + max L(home, receiver)`
-    events: 64-bit items; no step without a receiver), the home tile's copy into its slot
-    when it is an output-row tile, and one GEMM call on every row tile; per column block,
-    the rounding of the f32 partials panel."""
-    plan, problem = effective_plan(plan), problem.effective()
-    precision = problem.precision
-    formats = {o: plan.operand_plan(o).format for o in ("lhs", "rhs", "out")}
-    lhs = ShardGeometry.from_format(problem.lhs_shape, formats["lhs"])
-    rhs = ShardGeometry.from_format(problem.rhs_shape, formats["rhs"])
-    out = ShardGeometry.from_format(problem.out_shape, formats["out"])
-    if plan.dispatch.kind.data == DispatchKind.GEMM_KSPLIT:
-        ksplit = ksplit_cycles(ksplit_of(out, lhs, rhs), precision, out.precision, target,
-                               latency_table(target, tiles))
-        return CycleBreakdown(ksplit.exchange, 0, ksplit.amp, ksplit.reduction)
-    if plan.dispatch.kind.data == DispatchKind.GEMM_GRID:
-        grid = grid_cycles(grid_of(out, lhs, rhs), problem.k, precision, out.precision,
-                           has_f32_partials_panel(plan), target, latency_table(target, tiles))
-        return CycleBreakdown(grid.exchange, 0, grid.amp, grid.rounding)
-    row_tiles, rows = out.tiles_used, out.chunk[-2]
-    n_k, n_j = lhs.padded_shape[-1] // AMP_BLOCK, out.padded_shape[-1] // AMP_BLOCK
-    homes = rhs.block_home_tiles((rhs.rank - 2, rhs.rank - 1))[:n_k, :n_j].reshape(-1)
-    items = broadcast_events(block_bytes(precision) // WORD_BYTES, pairs=True)
-    latency = latency_table(target, tiles)[:, :row_tiles].copy()
-    # a home tile that is a row tile does not receive its own broadcast
-    inside = homes < row_tiles
-    latency_to_others = latency[homes]
-    latency_to_others[np.flatnonzero(inside), homes[inside]] = -1
-    farthest = latency_to_others.max(axis=1)
-    with_receivers = farthest >= 0
-    exchange = int(np.sum(target.sync_cycles + items + farthest[with_receivers]))
-    copies = int(np.count_nonzero(inside)) * device_cycles.copy_cycles(
-        block_bytes(precision), target)
-    amp = homes.size * device_cycles.gemm_cycles(rows, precision, target)
-    rounding = 0
-    if has_f32_partials_panel(plan):
-        out_panel, partials_panel = (
-            ShardGeometry((row_tiles * rows, AMP_BLOCK), (rows, AMP_BLOCK), (row_tiles, 1),
-                          (True, True), 1, row_tiles, p, "amp_output")
-            for p in (out.precision, "f32")
-        )
-        rounding = n_j * device_cycles.convert_shard_cycles(out_panel, partials_panel, 0, target)
-    batch = problem.batch
-    return CycleBreakdown(batch * exchange, batch * copies, batch * amp, batch * rounding)
+    lowering of its layout), from the model's own cycle functions (`device.model.cycles`)."""
+    layout = layout_of(plan)
+    assert layout is not None  # a valid plan
+    return layout.cycles(effective_plan(plan), problem.effective(), tiles, target)
 
 
 def estimate_cycles(
@@ -164,27 +145,9 @@ def _tile_count_hint(
     def fits(count: int) -> bool:
         return validation_failure(plan_on(count), problem, count, target) is None
 
-    if (tiles >= target.tiles or not fits(target.tiles)) and candidate.layout in (GRID, KSPLIT):
-        out = plan_on(target.tiles).operand_plan("out").format
-        rows, cols = out.partitions[-2:]
-        name = LAYOUT_NAME[candidate.layout]
-        return (
-            f"no tile count helps: the {name} plan cuts the output into at most {rows} x {cols} "
-            f"blocks of 16 rows by 64 columns here, and on all {target.tiles} tiles a {name} "
-            "tile still does not fit"
-        )
     if tiles >= target.tiles or not fits(target.tiles):
         out = plan_on(target.tiles).operand_plan("out").format
-        rows = ShardGeometry.from_format(problem.out_shape, out).chunk[-2]
-        batches = (
-            f" in each of the {problem.batch} batch slices (batch axes are not partitioned)"
-            if problem.batch > 1 else ""
-        )
-        return (
-            "no tile count helps: the retained plan partitions output rows only, and on all "
-            f"{target.tiles} tiles an output-row tile still holds {rows} rows{batches} (with "
-            f"all {problem.n} output columns and all {problem.k} of K)"
-        )
+        return LAYOUTS[candidate.dispatch].no_tile_count_helps(problem, out, target)
     failing, fitting = tiles, target.tiles
     while fitting - failing > 1:
         middle = (failing + fitting) // 2
@@ -232,9 +195,10 @@ def _cycles_of(evaluation: Evaluation) -> int:
 
 
 def row_tile_memory(evaluation: Evaluation, problem: GemmProblem, target: Target) -> int:
-    """Bytes of tile memory an output-row tile holds for the plan (buffers with their tails
-    and alignment padding, as the memory check counts them)."""
-    buffers = row_tile_buffers(effective_plan(evaluation.plan), problem.effective(), target)
+    """Bytes of tile memory a tile of the plan holds (buffers with their tails and alignment
+    padding, as the memory check counts them)."""
+    layout = LAYOUTS[evaluation.candidate.dispatch]
+    buffers = layout.buffers(effective_plan(evaluation.plan), problem.effective(), target)
     return sum(b.extent for b in buffers.values())
 
 
@@ -242,7 +206,7 @@ def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisibl
                  target: Target | None = None,
                  catalog: Sequence[GemmCandidate] | None = None) -> list[str]:
     """One line per candidate, in catalog order: the chosen one marked `*`, its estimated
-    cycles (exchange + copies + AMP + rounding = total), the memory of an output-row tile,
+    cycles (exchange + copies + AMP + rounding = total), the memory of one of its tiles,
     or the reason it was rejected."""
     from device.target import IPU21
 
@@ -256,14 +220,12 @@ def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisibl
         if e.reason is not None:
             lines.append(f"{mark} {e.candidate.name:<22} rejected: {e.reason}")
             continue
+        layout = LAYOUTS[e.candidate.dispatch]
         parts = cycle_breakdown(e.plan, problem, tiles, target)
-        # the K-split's last step sums the layers' partials (an exchange and an add) and
-        # rounds there; the other plans' is the rounding of their f32 partials
-        last = "reduction" if e.candidate.layout == KSPLIT else "rounding"
         lines.append(
             f"{mark} {e.candidate.name:<22} {parts.total:>12,} cycles (exchange {parts.exchange:,}"
-            f", copies {parts.copies:,}, amp {parts.amp:,}, {last} {parts.rounding:,}); "
-            f"{row_tile_memory(e, problem, target):,} bytes per "
-            f"{LAYOUT_NAME[e.candidate.layout]} tile"
+            f", copies {parts.copies:,}, amp {parts.amp:,}, {layout.last_step} "
+            f"{parts.rounding:,}); {row_tile_memory(e, problem, target):,} bytes per "
+            f"{layout.name} tile"
         )
     return lines

@@ -110,7 +110,7 @@ def explain_gemms(func: FuncOp, tiles: int, indivisible: str, gemm_partials: str
     """`--explain`: per graph.gemm, the selector's candidates (planning.gemm_selection)."""
     from ipu_dialects.graph import GemmOp
     from ipu_dialects.locations import value_label
-    from planning.gemm_plans import GemmProblem, catalog_entries, default_catalog_names
+    from planning.gemm_problem import GemmProblem, catalog_entries, default_catalog_names
     from planning.gemm_selection import explain_gemm
 
     catalog = catalog_entries(default_catalog_names(gemm_partials))

@@ -13,7 +13,7 @@ right hold float8_e4m3fnuz codes (value q * 2**left_scale, q * 2**right_scale; F
 amp_right uses 16-row sub-blocks, as f16); each call's 64-deep product is computed exactly
 (float64: 4-bit significands, 64 terms) and rounded to FP32, then `previous + product`
 (accum) or the product (init) is rounded once to the f16 out panel. Planning picks a family
-by (inputs, accumulation) (`planning.gemm_plans.KERNEL_FAMILY` reads this table).
+by (inputs, accumulation) (`planning.gemm_problem.KERNEL_FAMILY` reads this table).
 """
 
 from __future__ import annotations

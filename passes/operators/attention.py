@@ -42,7 +42,8 @@ from planning.attention_plans import (
     memory_failure,
     plan_name,
 )
-from planning.gemm_plans import AMP_CONFIG, DoesNotFit, RowTileBuffer, _check_capacity
+from planning.gemm_memory import DoesNotFit, RowTileBuffer, check_capacity
+from planning.gemm_problem import AMP_CONFIG
 from planning.memory_allocator import Request
 from planning.shard_geometry import geometry
 
@@ -87,7 +88,7 @@ def shards_failure(types: Sequence[TensorType], target: Target) -> str | None:
             -(-nbytes // target.vector_alignment) * target.vector_alignment, 0,
             target.vector_alignment, False, False))
     try:
-        _check_capacity(buffers, target, "an attention tile")
+        check_capacity(buffers, target, "an attention tile")
     except DoesNotFit as failure:
         names = ", ".join(f"{n} {b.extent}" for n, b in buffers.items())
         return f"{failure} ({names})"

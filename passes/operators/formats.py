@@ -19,7 +19,7 @@ from xdsl.ir import SSAValue
 
 from device.target import WORD_BYTES
 from ipu_dialects import graph, mid
-from planning.gemm_plans import element_precision
+from planning.gemm_problem import element_precision
 from planning.shard_geometry import geometry
 
 

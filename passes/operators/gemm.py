@@ -1,25 +1,40 @@
-"""The GEMM operator: `graph.gemm` -> `mid.gemm` -> the retained AMP plan's block loops.
+"""The GEMM operator: `graph.gemm` -> `mid.gemm` -> the tile work of its plan's layout.
 
-Candidates, validation and the tile-count hints are `planning/gemm_plans.py`; cost and
-selection `planning/gemm_selection.py`; the tile work `passes/operators/gemm_lowering.py`.
+Selection is `planning/gemm_selection.py` (every catalog entry built by its layout, validated,
+costed); the tile work is one lowering per layout, looked up by the plan's dispatch kind
+(`LOWERINGS`, the same keys as `planning.gemm_selection.LAYOUTS`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
 
+from device.layouts import AMP_BLOCK
 from ipu_dialects import graph, mid
+from ipu_dialects.locations import value_label
 from passes.operators.base import Operator, SelectionContext, tensor_type
-from passes.operators.gemm_lowering import lower_gemm
-from planning.gemm_plans import GemmProblem, catalog_entries
+from passes.operators.gemm_grid_lowering import lower_gemm_grid
+from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
+from passes.operators.gemm_rows_lowering import lower_gemm_rows
+from passes.operators.tile_maps import effective_operand, tensor_format
+from planning.gemm_problem import GemmProblem, catalog_entries
 from planning.gemm_selection import select_gemm_plan
 
 if TYPE_CHECKING:
-    from passes.operators.base import TileLowering as FunctionLowering
+    from passes.operators.base import TileLowering
+
+Roles = dict[mid.OperandRole, mid.OperandPlanAttr]
+# The tile work of each GEMM layout, by the dispatch kind of its strategy.
+LOWERINGS: dict[mid.DispatchKind, Callable[[mid.GemmOp, TileLowering, Roles], list[Operation]]] = {
+    mid.DispatchKind.GEMM_BLOCKS: lower_gemm_rows,
+    mid.DispatchKind.GEMM_GRID: lower_gemm_grid,
+    mid.DispatchKind.GEMM_KSPLIT: lower_gemm_ksplit,
+}
 
 
 class GemmOperator(Operator):
@@ -44,6 +59,45 @@ class GemmOperator(Operator):
         return mid.GemmOp(operands[0], operands[1], result_type, plan,
                           op.transpose_lhs is not None, op.transpose_rhs is not None)
 
-    def lower(self, op: Operation, lowering: FunctionLowering) -> list[Operation]:
+    def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.GemmOp)
         return lower_gemm(op, lowering)
+
+
+def lower_gemm(op: mid.GemmOp, lowering: TileLowering) -> list[Operation]:
+    """The tile work of one `mid.gemm`, by its plan's layout. What every layout needs of a
+    plan is checked here first: a hand-written `mid.gemm` reaches `mid-to-tile` without the
+    selector's validation."""
+    plan = op.plan
+    dispatch = plan.dispatch
+    name = f"mid-to-tile: mid.gemm {value_label(op.result)}"
+    if dispatch.kind.data not in LOWERINGS:
+        kinds = [str(k) for k in LOWERINGS]
+        raise PassFailedException(
+            f"{name}: dispatch '{dispatch.kind.data}' is not {', '.join(kinds[:-1])} or "
+            f"{kinds[-1]}"
+        )
+    inner, columns = dispatch.inner_block, dispatch.column_block
+    if inner != AMP_BLOCK or columns != AMP_BLOCK:
+        raise PassFailedException(
+            f"{name}: dispatch blocks inner = {inner}, columns = {columns}; the AMP kernels "
+            f"take {AMP_BLOCK}x{AMP_BLOCK}"
+        )
+    assert dispatch.init_symbol is not None and dispatch.accum_symbol is not None  # verifier
+    roles = {entry.role.data: entry for entry in plan.operands.data}
+    for role in (mid.OperandRole.LEFT, mid.OperandRole.RIGHT, mid.OperandRole.OUTPUT):
+        if role not in roles:
+            raise PassFailedException(
+                f"{name}: plan '{plan.candidate.data}' has no {role} operand"
+            )
+    # a transposed operand (amp_left_t/amp_right_t) is indexed as its untransposed self
+    for what, fmt, order in (
+        ("lhs", effective_operand(op, "lhs", op.lhs)[1], "amp_left"),
+        ("rhs", effective_operand(op, "rhs", op.rhs)[1], "amp_right"),
+        ("result", tensor_format(op, "result", op.result)[1], "amp_output"),
+    ):
+        if fmt.order.data != order:
+            raise PassFailedException(
+                f"{name}: {what} is stored {fmt.order.data}, the AMP GEMM plan needs {order}"
+            )
+    return LOWERINGS[dispatch.kind.data](op, lowering, roles)

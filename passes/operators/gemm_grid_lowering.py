@@ -41,7 +41,7 @@ from ipu_dialects.tile import (
 from passes.operators.conversions import CONVERT_KERNEL
 from passes.operators.tile_maps import gemm_scalars, scalar_map, tensor_format
 from planning.gemm_grid import GridShape, grid_of, lhs_pairs, rhs_pairs, shard_descriptor
-from planning.gemm_plans import has_f32_partials_panel
+from planning.gemm_problem import has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
 
 if TYPE_CHECKING:

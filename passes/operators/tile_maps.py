@@ -15,6 +15,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
+from planning.gemm_problem import UNTRANSPOSED_ORDER, effective_format
 from planning.shard_geometry import ShardGeometry
 
 
@@ -30,6 +31,16 @@ def tensor_format(op: Operation, what: str, value: SSAValue) -> tuple[TensorType
     return value_type, value_type.encoding
 
 
+def effective_operand(op: Operation, what: str,
+                      value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
+    """A GEMM operand's type and format; a transposed one (amp_left_t/amp_right_t) as the
+    type and format of its transpose, which is how the GEMM lowerings index it."""
+    value_type, fmt = tensor_format(op, what, value)
+    if fmt.order.data not in UNTRANSPOSED_ORDER:
+        return value_type, fmt
+    shape = tuple(value_type.get_shape())
+    return (TensorType(value_type.get_element_type(), (*shape[:-2], shape[-1], shape[-2]),
+                       effective_format(fmt)), effective_format(fmt))
 
 
 def dims(depth: int) -> list[AffineExpr]:
@@ -51,7 +62,7 @@ def linearize(indices: Sequence[AffineExpr | int], extents: Sequence[int]) -> Af
 
 
 def gemm_scalars(rows: int, a: ShardGeometry, b: ShardGeometry) -> list[int]:
-    """The AMP GEMM kernels' scalars (both GEMM plans): rows; FP8 kernels also take the
+    """The AMP GEMM kernels' scalars (every GEMM layout): rows; FP8 kernels also take the
     operands' scales (value = q * 2**scale)."""
     if a.precision != "f8f143":
         return [rows]

@@ -21,7 +21,8 @@ from device.model.host import stored_of_values, values_of_stored
 from device.package import Package
 from frontend.builder import GraphBuilder
 from interpreters.graph import find_function, run_function
-from planning.gemm_plans import catalog_entries
+from ipu_dialects.mid import DispatchKind
+from planning.gemm_problem import catalog_entries
 from tools.ipu_run import compare, compile_module, random_inputs
 
 
@@ -50,7 +51,7 @@ class CompiledCase:
 
 # The row plan's candidates (the default catalog without the grid plans): for tests whose
 # subject is that plan's broadcasts and kernel calls.
-ROW_PLANS = tuple(c.name for c in catalog_entries(None) if c.layout == "rows")
+ROW_PLANS = tuple(c.name for c in catalog_entries(None) if c.dispatch == DispatchKind.GEMM_BLOCKS)
 
 
 def compile_case(module: ModuleOp, tiles: int, indivisible: str = "pad",

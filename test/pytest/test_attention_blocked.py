@@ -385,3 +385,12 @@ def test_block_kernel_checks_the_amp_memory_rules(what, message):
         run(TileMemory(T, 1), abi.symbol, [0], pointers,
             [BLOCK_SCALARS[n] for n in abi.scalars])
     assert str(info.value) == f"step 0: kernel attention_block_f16_init on tile 0: {message}"
+
+
+def test_a_blocked_attention_dispatch_needs_its_accumulation_kernel():
+    from xdsl.utils.exceptions import VerifyException
+
+    from ipu_dialects.mid import DispatchKind, OperatorDispatchAttr
+
+    with pytest.raises(VerifyException, match="dispatch: attention_blocks needs accum"):
+        OperatorDispatchAttr(DispatchKind.ATTENTION_BLOCKS.value, init="attention_block_f16_init")

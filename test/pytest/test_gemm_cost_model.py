@@ -11,7 +11,7 @@ from device.model.host import values_of_stored
 from device.target import IPU21
 from passes import get_all_passes
 from passes.ipu_pipeline import STAGES
-from planning.gemm_plans import GemmProblem, catalog_entries
+from planning.gemm_problem import GemmProblem, catalog_entries
 from planning.gemm_selection import evaluate_candidates
 from tools.ipu_run import find_function, make_context, random_inputs
 from tools.package_writer import build_package

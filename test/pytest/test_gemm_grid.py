@@ -140,7 +140,8 @@ def test_mid_to_tile_names_a_dispatch_that_is_no_gemm_plan(tmp_path, capsys):
 
 def test_a_grid_plan_whose_operands_are_cut_over_different_grids_is_invalid():
     from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorPlanAttr
-    from planning.gemm_plans import CATALOG, GemmProblem, build_gemm_plan, validate_gemm_plan
+    from planning.gemm_problem import CATALOG, GemmProblem
+    from planning.gemm_selection import build_gemm_plan, validate_gemm_plan
 
     grid = next(c for c in CATALOG if c.name == "amp_gemm_f16_grid")
     problem = GemmProblem((256, 256), (256, 256), (256, 256), "f16")
@@ -159,7 +160,7 @@ def test_a_grid_plan_whose_operands_are_cut_over_different_grids_is_invalid():
 
 
 def test_a_grid_that_cannot_fit_says_no_tile_count_helps():
-    from planning.gemm_plans import GemmProblem, catalog_entries
+    from planning.gemm_problem import GemmProblem, catalog_entries
     from planning.gemm_selection import evaluate_candidates
 
     # one 16x64 output block: the grid is 1 x 1 whatever the tiles, with all of K on it
@@ -173,7 +174,7 @@ def test_a_grid_that_cannot_fit_says_no_tile_count_helps():
 def test_the_grid_fit_hint_names_a_tile_count_the_whole_pipeline_compiles_on():
     import re
 
-    from planning.gemm_plans import GemmProblem, catalog_entries
+    from planning.gemm_problem import GemmProblem, catalog_entries
     from planning.gemm_selection import evaluate_candidates
     from tools.ipu_run import compile_module, parse_module
 
@@ -213,7 +214,7 @@ def test_grid_plan_differential(case, seed):
 def test_the_grid_chooser_keeps_the_output_inside_the_interleaved_region():
     """256x64 by 64x8192 on 18 tiles: a 1 x 16 grid fits tile memory in total but not its
     262144-byte output shard in the interleaved region; the 2 x 9 grid fits both."""
-    from planning.gemm_plans import GemmProblem, catalog_entries
+    from planning.gemm_problem import GemmProblem, catalog_entries
     from planning.gemm_selection import evaluate_candidates
 
     problem = GemmProblem((256, 64), (64, 8192), (256, 8192), "f16")

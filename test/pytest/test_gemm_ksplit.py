@@ -21,14 +21,8 @@ from device.package import ExchangeStep, KernelStep
 from device.target import IPU21, latency_table
 from frontend.builder import f16, f32
 from planning.gemm_ksplit import KSplitShape, candidate_shapes, choose_ksplit
-from planning.gemm_plans import (
-    CATALOG,
-    GemmProblem,
-    build_gemm_plan,
-    catalog_entries,
-    validate_gemm_plan,
-)
-from planning.gemm_selection import evaluate_candidates
+from planning.gemm_problem import CATALOG, GemmProblem, catalog_entries
+from planning.gemm_selection import build_gemm_plan, evaluate_candidates, validate_gemm_plan
 
 KSPLIT_F16, KSPLIT_F32 = ("amp_gemm_f16_ksplit",), ("amp_gemm_f32_ksplit",)
 

@@ -6,22 +6,29 @@ import pytest
 
 from device.layouts import AMP_BLOCK
 from device.target import IPU21
-from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorDispatchAttr, OperatorPlanAttr
-from planning.gemm_plans import (
-    CATALOG,
-    GemmProblem,
+from ipu_dialects.mid import (
+    AxisTilingAttr,
+    DispatchKind,
+    OperandPlanAttr,
+    OperatorDispatchAttr,
+    OperatorPlanAttr,
+)
+from planning.gemm_problem import CATALOG, GemmProblem, catalog_entries, default_catalog_names
+from planning.gemm_selection import (
+    NoValidPlan,
     build_gemm_plan,
-    catalog_entries,
-    default_catalog_names,
+    estimate_cycles,
+    evaluate_candidates,
+    select_gemm_plan,
     validate_gemm_plan,
 )
-from planning.gemm_selection import NoValidPlan, estimate_cycles, evaluate_candidates, select_gemm_plan
 from planning.shard_geometry import ShardGeometry
 
 # the row plan's candidates (the grid plan has tests of its own below)
-F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32" and c.layout == "rows"]
+ROWS = DispatchKind.GEMM_BLOCKS
+F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32" and c.dispatch == ROWS]
 P16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f16"]  # gemm-partials=f16
-F32 = [c for c in CATALOG if c.precision == "f32" and c.layout == "rows"]
+F32 = [c for c in CATALOG if c.precision == "f32" and c.dispatch == ROWS]
 
 
 def problem(m, k, n, precision="f16", batch_lhs=(), batch_rhs=(), **flags):
@@ -139,8 +146,8 @@ def test_reject_invalidates_only_the_indivisible_candidates():
     assert "extent 48 is not a multiple of block 64" in evals["amp_gemm_f16_r64"].reason
     # with padding every f16 candidate is valid, but the K-split: one K block has no halves
     padded = [e for e in evaluate_candidates(pr, 4, "pad", IPU21) if e.candidate.precision == "f16"]
-    assert all(e.reason is None for e in padded if e.candidate.layout != "ksplit")
-    assert [e.reason for e in padded if e.candidate.layout == "ksplit"] == [
+    assert all(e.reason is None for e in padded if e.candidate.dispatch != DispatchKind.GEMM_KSPLIT)
+    assert [e.reason for e in padded if e.candidate.dispatch == DispatchKind.GEMM_KSPLIT] == [
         "the K-split plan gives each of its two layers half of K; K has 1 block(s) of 64, an "
         "odd number"]
     with pytest.raises(NoValidPlan, match="extent 70 is not a multiple of block 64"):
@@ -567,7 +574,7 @@ def test_reason_kernel_with_other_pointers():
 def test_element_without_storage_precision():
     from xdsl.dialects.builtin import i32
 
-    from planning.gemm_plans import element_precision
+    from planning.gemm_problem import element_precision
 
     with pytest.raises(ValueError) as info:
         element_precision(i32)
@@ -613,3 +620,15 @@ def test_fit_hint_counts_the_exchange_row_slots():
     )
     assert validate_gemm_plan(build_gemm_plan(F16[0], pr, 256, "pad", IPU21), pr, 256,
                               IPU21) is None
+
+
+def test_every_gemm_layout_is_one_strategy_with_one_lowering():
+    """The dispatch kind is a layout's only tag: the dialect's GEMM kinds, the planning
+    strategies and the operator's lowerings are keyed by the same kinds, in one order."""
+    from ipu_dialects.mid import GEMM_DISPATCH_KINDS
+    from passes.operators.gemm import LOWERINGS
+    from planning.gemm_selection import LAYOUTS
+
+    assert tuple(LAYOUTS) == tuple(LOWERINGS) == GEMM_DISPATCH_KINDS
+    assert all(layout.dispatch == kind for kind, layout in LAYOUTS.items())
+    assert {c.dispatch for c in CATALOG} == set(LAYOUTS)

@@ -16,7 +16,8 @@ from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp
 from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_vectors
 from passes.mid_to_tile import MidToTilePass
-from planning.gemm_plans import CATALOG, GemmProblem, build_gemm_plan
+from planning.gemm_problem import CATALOG, GemmProblem
+from planning.gemm_selection import build_gemm_plan
 from planning.shard_geometry import geometry
 
 
@@ -27,7 +28,7 @@ def with_format(shape, element, fmt: mid.TensorFormatAttr) -> TensorType:
 def build_gemm_module(
     lhs_shape, rhs_shape, out_shape, tiles: int, precision: str = "f16", row_block: int = 16
 ) -> ModuleOp:
-    """A mid module with one `mid.gemm`, planned by gemm_plans' retained AMP plan."""
+    """A mid module with one `mid.gemm`, planned by the retained AMP plan (planning/gemm_rows.py)."""
     element = f16 if precision == "f16" else f32
     candidate = next(
         c for c in CATALOG if c.precision == precision and c.row_block == row_block

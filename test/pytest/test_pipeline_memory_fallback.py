@@ -16,8 +16,8 @@ from device.model.host import stored_of_values, values_of_stored
 from interpreters.graph import run_function
 from ipu_dialects.graph import GemmOp
 from passes.ipu_pipeline import IpuPipelinePass
-from planning.gemm_plans import GemmProblem, catalog_entries, replicates_an_operand
-from planning.gemm_selection import select_gemm_plan
+from planning.gemm_problem import GemmProblem, catalog_entries
+from planning.gemm_selection import replicates_an_operand, select_gemm_plan
 from tools.ipu_run import compare, compile_module, find_function, make_context, random_inputs
 
 LAYERS, TILES = 5, 16

@@ -1,4 +1,4 @@
-"""The tile work of the retained AMP GEMM plan (`gemm_blocks` dispatch).
+"""The tile work of the retained AMP GEMM plan (`gemm_blocks` dispatch, `planning/gemm_rows.py`).
 
     tile.loop %b_i ...                    one loop per broadcast batch axis of the result
       tile.loop %j = 0 to nJ              output-column blocks
@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr
 from xdsl.utils.exceptions import PassFailedException
@@ -44,19 +43,19 @@ from ipu_dialects.tile import (
 )
 from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.operators.conversions import CONVERT_KERNEL, COPY_KERNEL
-from passes.operators.gemm_grid_lowering import lower_gemm_grid
-from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
-from passes.operators.tile_maps import dims, gemm_scalars, linearize, scalar_map, tensor_format
-from planning.gemm_plans import UNTRANSPOSED_ORDER, effective_format, has_f32_partials_panel
+from passes.operators.tile_maps import (
+    dims,
+    effective_operand,
+    gemm_scalars,
+    linearize,
+    scalar_map,
+    tensor_format,
+)
+from planning.gemm_problem import has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
 
-GEMM_DISPATCH_KINDS = (mid.DispatchKind.GEMM_BLOCKS, mid.DispatchKind.GEMM_GRID,
-                       mid.DispatchKind.GEMM_KSPLIT)
-
 if TYPE_CHECKING:
-    from passes.operators.base import TileLowering as FunctionLowering
-
-
+    from passes.operators.base import TileLowering
 
 
 @dataclass
@@ -270,46 +269,13 @@ class GemmLowering:
         return TileSetAttr.of(both) if both else None
 
 
-def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
-    """The tile work of one `mid.gemm` (its plan's gemm_blocks dispatch)."""
-    plan = op.plan
-    dispatch = plan.dispatch
-    if dispatch.kind.data not in GEMM_DISPATCH_KINDS:
-        raise PassFailedException(
-            f"mid-to-tile: mid.gemm {value_label(op.result)}: dispatch "
-            f"'{dispatch.kind.data}' is not gemm_blocks, gemm_grid or gemm_ksplit"
-        )
-    inner, columns = dispatch.inner_block, dispatch.column_block
-    if inner != AMP_BLOCK or columns != AMP_BLOCK:
-        raise PassFailedException(
-            f"mid-to-tile: mid.gemm {value_label(op.result)}: dispatch blocks "
-            f"inner = {inner}, columns = {columns}; the AMP kernels take {AMP_BLOCK}x{AMP_BLOCK}"
-        )
-    init_symbol, accum_symbol = dispatch.init_symbol, dispatch.accum_symbol
-    assert init_symbol is not None and accum_symbol is not None  # the dispatch verifier
-    roles = {entry.role.data: entry for entry in plan.operands.data}
-    for role in (mid.OperandRole.LEFT, mid.OperandRole.RIGHT, mid.OperandRole.OUTPUT):
-        if role not in roles:
-            raise PassFailedException(
-                f"mid-to-tile: mid.gemm {value_label(op.result)}: plan "
-                f"'{plan.candidate.data}' has no {role} operand"
-            )
-    # a transposed operand (amp_left_t/amp_right_t) is indexed as its untransposed self
+def lower_gemm_rows(op: mid.GemmOp, lowering: TileLowering,
+                    roles: dict[mid.OperandRole, mid.OperandPlanAttr]) -> list[Operation]:
+    """The tile work of one `mid.gemm` whose plan has the gemm_blocks dispatch."""
+    plan, dispatch = op.plan, op.plan.dispatch
     lhs_type, lhs_fmt = effective_operand(op, "lhs", op.lhs)
     rhs_type, rhs_fmt = effective_operand(op, "rhs", op.rhs)
     out_type, out_fmt = tensor_format(op, "result", op.result)
-    for what, fmt, order in (
-        ("lhs", lhs_fmt, "amp_left"), ("rhs", rhs_fmt, "amp_right"), ("result", out_fmt, "amp_output")
-    ):
-        if fmt.order.data != order:
-            raise PassFailedException(
-                f"mid-to-tile: mid.gemm {value_label(op.result)}: {what} is stored "
-                f"{fmt.order.data}, the AMP GEMM plan needs {order}"
-            )
-    if dispatch.kind.data == mid.DispatchKind.GEMM_GRID:
-        return lower_gemm_grid(op, lowering, roles)
-    if dispatch.kind.data == mid.DispatchKind.GEMM_KSPLIT:
-        return lower_gemm_ksplit(op, lowering, roles)
     lhs = lowering.operand_buffer(op, op.lhs)
     rhs = lowering.operand_buffer(op, op.rhs)
     out = lowering.result_buffer(op.result)
@@ -329,27 +295,19 @@ def lower_gemm(op: mid.GemmOp, lowering: FunctionLowering) -> list[Operation]:
             f"{out.sym_name.data}_partials", row_tiles, (c.chunk[-2], AMP_BLOCK), "f32",
             "amp_output", "interleaved", roles[mid.OperandRole.OUTPUT].alignment.data,
         )
+    assert dispatch.init_symbol is not None and dispatch.accum_symbol is not None
     gemm = GemmLowering(
         op, lhs, rhs, out, slot, a, b, c, row_tiles,
         rows=c.chunk[-2],
         inner_blocks=a.padded_shape[-1] // AMP_BLOCK,
         column_blocks=c.padded_shape[-1] // AMP_BLOCK,
         batch=tuple(out_type.get_shape()[:-2]),
-        init_symbol=init_symbol,
-        accum_symbol=accum_symbol,
+        init_symbol=dispatch.init_symbol,
+        accum_symbol=dispatch.accum_symbol,
         partials=partials,
     )
     check_rhs_covers(op, gemm)
     return gemm.emit()
-
-
-def effective_operand(op: mid.GemmOp, what: str, value: SSAValue):
-    value_type, fmt = tensor_format(op, what, value)
-    if fmt.order.data not in UNTRANSPOSED_ORDER:
-        return value_type, fmt
-    shape = tuple(value_type.get_shape())
-    return (TensorType(value_type.get_element_type(), (*shape[:-2], shape[-1], shape[-2]),
-                       effective_format(fmt)), effective_format(fmt))
 
 
 def check_row_layout(op: mid.GemmOp, a: ShardGeometry, c: ShardGeometry) -> None:
@@ -368,6 +326,7 @@ def check_row_layout(op: mid.GemmOp, a: ShardGeometry, c: ShardGeometry) -> None
             f"{name}: lhs rows ({a.partitions[-2]} partitions of {a.chunk[-2]}) and result rows "
             f"({c.partitions[-2]} partitions of {c.chunk[-2]}) are cut differently"
         )
+
 
 def check_rhs_covers(op: mid.GemmOp, g: GemmLowering) -> None:
     b = g.b
