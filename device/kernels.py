@@ -208,10 +208,11 @@ def _gemm(precision: Precision, mode: str) -> KernelAbi:
     scalars: tuple[str, ...] = ("rows",)
     operands = f"({precision})"
     if precision == Precision.F8F143:
-        scalars = ("rows", "left_scale", "right_scale")
-        operands = ("(float8_e4m3fnuz codes, value q * 2**scale; the output panel is f16; "
-                    "each call's 64-deep product in FP32, then previous + product rounded "
-                    "to FP16)")
+        scalars = ("rows", "left_scale", "right_scale", "out_scale")
+        operands = ("(float8_e4m3fnuz codes, value q * 2**scale; the output panel is f16 "
+                    "partials in units of 2**out_scale; each call's 64-deep product of codes "
+                    "times 2**(left_scale + right_scale - out_scale) in FP32, then previous + "
+                    "product rounded to FP16)")
     name = "f8" if precision == Precision.F8F143 else precision
     return KernelAbi(
         symbol=f"amp_gemm_{name}_{mode}",

@@ -47,7 +47,7 @@ from xdsl.ir import Attribute
 from device.kernels import UnknownKernelError, get_kernel
 from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
 from device.target import WORD_BYTES, Target, latency_table
-from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
+from ipu_dialects.graph import fp8_scale
 from ipu_dialects.mid import (
     AxisTilingAttr,
     DispatchKind,
@@ -100,6 +100,13 @@ TWO_D_DISPATCHES = (DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT)
 # ----------------------------------------------------------------------------------------------
 
 
+def stored_scale(value_type: TensorType) -> int:
+    """The scale a value is stored with: its mid format's once it has one (a value lowered
+    for an earlier consumer), else its graph type's FP8 scale (0 without one)."""
+    encoding = value_type.encoding
+    return encoding.scale.data if isinstance(encoding, TensorFormatAttr) else fp8_scale(value_type)
+
+
 def element_precision(element: Attribute) -> str:
     """Storage precision name of a logical element type."""
     if isinstance(element, Float16Type):
@@ -123,6 +130,9 @@ class GemmProblem:
     transpose_rhs: bool = False
     lhs_scale: int = 0  # FP8 operands: value = q * 2**scale
     rhs_scale: int = 0
+    # FP8: the result's declared scale, which is also the unit of the FP16 partials (the
+    # output panel holds value / 2**out_scale, so any FP8 result at that scale fits in it)
+    out_scale: int = 0
 
     @classmethod
     def from_types(
@@ -140,8 +150,9 @@ class GemmProblem:
             element_precision(lhs.get_element_type()),
             transpose_lhs,
             transpose_rhs,
-            fp8_scale(lhs) if isinstance(lhs.encoding, Fp8ScaleAttr) else 0,
-            fp8_scale(rhs) if isinstance(rhs.encoding, Fp8ScaleAttr) else 0,
+            stored_scale(lhs),
+            stored_scale(rhs),
+            stored_scale(out),
         )
 
     def __post_init__(self) -> None:
@@ -169,10 +180,11 @@ class GemmProblem:
 
         return GemmProblem(untransposed(self.lhs_shape, self.transpose_lhs),
                            untransposed(self.rhs_shape, self.transpose_rhs), self.out_shape,
-                           self.precision, lhs_scale=self.lhs_scale, rhs_scale=self.rhs_scale)
+                           self.precision, lhs_scale=self.lhs_scale, rhs_scale=self.rhs_scale,
+                           out_scale=self.out_scale)
 
     def scale_of(self, operand: str) -> int:
-        return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": 0}[operand]
+        return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": self.out_scale}[operand]
 
     @property
     def m(self) -> int:
@@ -464,6 +476,7 @@ def build_gemm_plan(
             candidate.output_precision, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
             (candidate.row_block, parts["out"][0]), (AMP_BLOCK, parts["out"][1]), mode, tiles,
             MemoryClass.INTERLEAVED,
+            scale=problem.out_scale if p == problem.precision else 0,
         ),
     }
     for o in ("lhs", "rhs"):

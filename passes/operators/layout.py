@@ -140,6 +140,18 @@ def storage(value: SSAValue) -> tuple[str, int]:
     return (fmt.precision.data, fmt.scale.data) if fmt else storage_of(tensor_type(value))
 
 
+def copied_storage(op: Operation) -> tuple[str, int]:
+    """The (precision, scale) the copies move, the same for every operand and the result,
+    since a view copies codes bit-exactly: the operands' own when they agree (a differing
+    declared result scale is then one cast of the result, after the copy), else the declared
+    result's (each operand is cast to it first, which rounds each element exactly as the
+    reference rounds the result; copying at operand 0's scale would misread the others)."""
+    storages = {storage(value) for value in op.operands}
+    if len(storages) == 1:
+        return storages.pop()
+    return storage_of(tensor_type(op.results[0]))
+
+
 def source_options(value: SSAValue, ctx: SelectionContext) -> list[mid.TensorFormatAttr]:
     """The formats an operand may have: its own, or for a fresh graph input what the host may
     write (input policy `consumer`: any split or the whole; `row_major`: the whole)."""
@@ -185,7 +197,7 @@ class LayoutOperator(Operator):
         out_value = op.results[0]
         shape = shape_of(out_value)
         first = tensor_type(op.operands[0])
-        precision, scale = storage(op.operands[0])  # kept; the declared one is a cast after
+        precision, scale = copied_storage(op)
         views = self.views(op)
         names = self.plan_operand_names(op)
         candidates = []

@@ -103,7 +103,9 @@ def words_with(**changes) -> list[int]:
                           "row_major, amp_left, amp_right, amp_output, amp_left_t, amp_right_t)"),
     (words_with(order=5), "descriptor at word 0: order amp_right_t needs a shard of at least two "
                           "axes padded to 64-blocks, got shard shape (2, 64)"),
-    (words_with(scale=2), "descriptor at word 0: only f8f143 has a scale, f16 has 2"),
+    (words_with(precision=0, scale=2),
+     "descriptor at word 0: only f8f143 and f16 have a scale, f32 has 2"),
+    (words_with(scale=40), "descriptor at word 0: f16 scale 40 is outside -31..31"),
     (words_with(precision=2, scale=40),
      "descriptor at word 0: f8f143 scale 40 is outside -31..31"),
     (words_with(order=2), "descriptor at word 0: order amp_right needs a shard of at least two "
