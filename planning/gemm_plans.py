@@ -45,8 +45,8 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from device.kernels import UnknownKernelError, get_kernel
-from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
-from device.target import WORD_BYTES, Target, latency_table
+from device.layouts import AMP_BLOCK, AMP_ROWS, FP8_MAX, FP8_SCALE_RANGE, block_bytes, panel_bytes
+from device.target import WORD_BYTES, Precision, Target, latency_table
 from ipu_dialects.graph import fp8_scale
 from ipu_dialects.mid import (
     AxisTilingAttr,
@@ -100,6 +100,12 @@ TWO_D_DISPATCHES = (DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT)
 # ----------------------------------------------------------------------------------------------
 
 
+F16_MAX = float(np.finfo(np.float16).max)
+# How far an FP8 GEMM's partials may sit above the result's scale: FP16's subnormal step is
+# 2**-24 of the unit, FP8's 2**-10, so 10 keeps the partials 2**4 times finer.
+PARTIAL_HEADROOM = 10
+
+
 def stored_scale(value_type: TensorType) -> int:
     """The scale a value is stored with: its mid format's once it has one (a value lowered
     for an earlier consumer), else its graph type's FP8 scale (0 without one)."""
@@ -130,9 +136,7 @@ class GemmProblem:
     transpose_rhs: bool = False
     lhs_scale: int = 0  # FP8 operands: value = q * 2**scale
     rhs_scale: int = 0
-    # FP8: the result's declared scale, which is also the unit of the FP16 partials (the
-    # output panel holds value / 2**out_scale, so any FP8 result at that scale fits in it)
-    out_scale: int = 0
+    out_scale: int = 0  # FP8: the result's declared scale (the partials': `partial_scale`)
 
     @classmethod
     def from_types(
@@ -184,7 +188,22 @@ class GemmProblem:
                            out_scale=self.out_scale)
 
     def scale_of(self, operand: str) -> int:
-        return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": self.out_scale}[operand]
+        return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": self.partial_scale}[operand]
+
+    @property
+    def partial_scale(self) -> int:
+        """FP8: the unit 2**s of the FP16 partials (the output panel holds value / 2**s). The
+        result's scale, so that FP16 holds every FP8 value of it, raised until K products of
+        the largest codes cannot overflow FP16 (an infinite partial would stay infinite
+        whatever the later blocks add, and could saturate the result with the wrong sign),
+        by at most `PARTIAL_HEADROOM`: FP16's smallest step stays 2**4 times finer than
+        the result's smallest FP8 step."""
+        if self.precision != Precision.F8F143:
+            return 0
+        worst = self.k * FP8_MAX**2 * 2.0 ** (self.lhs_scale + self.rhs_scale)
+        needed = math.ceil(math.log2(worst / F16_MAX))
+        return min(max(self.out_scale, needed), self.out_scale + PARTIAL_HEADROOM,
+                   FP8_SCALE_RANGE.stop - 1)
 
     @property
     def m(self) -> int:
@@ -476,7 +495,7 @@ def build_gemm_plan(
             candidate.output_precision, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
             (candidate.row_block, parts["out"][0]), (AMP_BLOCK, parts["out"][1]), mode, tiles,
             MemoryClass.INTERLEAVED,
-            scale=problem.out_scale if p == problem.precision else 0,
+            scale=problem.partial_scale if p == problem.precision else 0,
         ),
     }
     for o in ("lhs", "rhs"):

@@ -59,9 +59,9 @@ from tools.run_io import OVERFLOW_NOTE as OVERFLOW_NOTE
 from tools.run_io import RELATIVE_TOLERANCE as RELATIVE_TOLERANCE
 from tools.run_io import argument_types as argument_types
 from tools.run_io import compare as compare
-from tools.run_io import fp8_spreads
 from tools.run_io import (
     diagnostic_text,
+    fp8_spreads,
     load_inputs,
     output_directory,
     read_source,

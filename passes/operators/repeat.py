@@ -37,6 +37,7 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
@@ -211,6 +212,15 @@ def copy_kernel(lowering: TileLowering, dst: BufferOp, src: BufferOp, value: SSA
     return copy
 
 
+@dataclass
+class YieldMove:
+    """One carried slot's copy at the end of the body: `dst` takes `value`, read from `src`."""
+
+    dst: BufferOp
+    src: BufferOp
+    value: SSAValue
+
+
 def yield_copies(op: mid.RepeatOp, lowering: TileLowering,
                  carried: Sequence[BufferOp]) -> list[Operation]:
     """The copies that end the body: every carried buffer takes its yielded value, all at
@@ -219,29 +229,29 @@ def yield_copies(op: mid.RepeatOp, lowering: TileLowering,
     temporary that its readers read instead."""
     terminator = op.block.last_op
     assert isinstance(terminator, mid.YieldOp)
-    moves = [[carried[i], lowering.operand_buffer(terminator, v), v]
+    moves = [YieldMove(carried[i], lowering.operand_buffer(terminator, v), v)
              for i, v in enumerate(terminator.values)]
-    moves = [m for m in moves if m[1] is not m[0]]
+    moves = [m for m in moves if m.src is not m.dst]
     copies: list[Operation] = []
     while moves:
-        ready = [m for m in moves if not any(o[1] is m[0] for o in moves if o is not m)]
+        ready = [m for m in moves if not any(o.src is m.dst for o in moves if o is not m)]
         if not ready:  # only cycles are left: free the first move's destination
-            dst, _, value = moves[0]
+            dst = moves[0].dst
             arg = op.carried_args[list(carried).index(dst)]
             temp = lowering.scratch(f"{dst.sym_name.data}_swap", dst.tiles, dst.shard_shape,
                                     dst.precision.data, dst.order.data, dst.memory.data,
                                     dst.alignment_bytes, dst.tail_bytes)
-            copies.append(copy_kernel(lowering, temp, dst, arg, "graph.yield",
-                                      SWAP_REASON, terminator))
+            copies.append(copy_kernel(lowering, temp, dst, arg, "graph.yield", SWAP_REASON,
+                                      terminator))
             for move in moves:
-                if move[1] is dst:
-                    move[1] = temp
+                if move.src is dst:
+                    move.src = temp
             continue
-        dst, src, value = ready[0]
-        moves.remove(ready[0])
+        move = ready[0]
+        moves.remove(move)
         lowering.yield_copies += 1
-        copies.append(copy_kernel(lowering, dst, src, value, "graph.yield", YIELD_COPY_REASON,
-                                  terminator))
+        copies.append(copy_kernel(lowering, move.dst, move.src, move.value, "graph.yield",
+                                  YIELD_COPY_REASON, terminator))
     return copies
 
 

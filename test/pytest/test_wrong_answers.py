@@ -244,3 +244,34 @@ def test_fp8_check_fails_a_small_element_far_off():
     spreads = rounding_spread(module, arrays)
     assert not compare(wrong, expected, types, spreads).passed
     assert compare(expected, expected, types, spreads).passed
+
+
+@pytest.mark.parametrize("k,scales,partial", [
+    (1, (4, 4, 20), 20),     # 240^2 * 2^8 fits FP16 at the result's scale
+    (2, (0, 0, 9), 9),
+    (128, (1, -1, -3), 7),   # 128 * 240^2 > 65504 * 2^6: raised to 7
+    (128, (-4, 21, -3), 7),  # raised by at most 10 above the result's scale
+    (64, (20, 20, 31), 31),  # never beyond the scale range
+])
+def test_fp8_partial_scale_holds_the_largest_sum_within_the_headroom(k, scales, partial):
+    from planning.gemm_plans import GemmProblem
+
+    problem = GemmProblem((16, k), (k, 16), (16, 16), "f8f143", lhs_scale=scales[0],
+                          rhs_scale=scales[1], out_scale=scales[2])
+    assert problem.partial_scale == partial
+
+
+def test_fp8_gemm_sum_of_opposite_blocks_keeps_its_sign():
+    # found by the widened differential (case 1033): lhs scale -4, rhs scale 21, result scale
+    # -3, K = 128: with partials at the result's scale the first 64-deep block overflowed to
+    # +inf and stayed there though the whole sum is negative (saturated -240 expected, +240 given)
+    rng = np.random.default_rng(1033)
+    module = one_gemm((8, 128), (128, 16), (-4, 21, -3))
+    lhs = rng.uniform(-1, 1, (8, 128)) * 2.0**-4
+    rhs = rng.uniform(-1, 1, (128, 16)) * 2.0**21
+    rhs[64:] *= -1.0
+    rhs[:64] *= 0.5
+    for tiles in TILES:
+        results, expected, types, _ = run_on_device(module, [lhs, rhs], tiles)
+        np.testing.assert_array_equal(np.sign(values(results[0], types[0])),
+                                      np.sign(values(expected[0], types[0])))
