@@ -1,12 +1,12 @@
 // amp_gemm_f8.S -- FP8 AMP GEMM of one output panel (a sketch; not assembled here).
-// Semantics are executed by device/model/kernels_gemm_f8.py; the ABI is device/kernels.py.
+// Its records (ABI, model implementation, cycles) come from device/model/kernels_gemm.py.
 //
 // Inputs are float8_e4m3fnuz codes (F143, value q * 2**scale); the AMP runs them at the FP8
 // rate (Target.amp_macs_per_cycle["f8f143"]) with FP16 partials, the only partials type
-// poplibs supports for quarter inputs. The output panel is f16 amp_output partials in units of
-// 2**out_scale (the FP8 result's scale, so FP16 holds every FP8 value of it); the scales are
-// applied to the product of codes (2**(left_scale + right_scale - out_scale)) before the FP16
-// store. amp_right holds 16-row sub-blocks, as for f16. Vertex-state record at $m0: out, left,
+// poplibs supports for quarter inputs. The output panel is f16 amp_output partials in units
+// of 2**out_scale (the FP8 result's scale or a little above: FP16 holds every FP8 value of
+// it); the scales are applied to the product of codes (2**(left_scale + right_scale -
+// out_scale)) before the FP16 store. amp_right holds 16-row sub-blocks, as for f16. Vertex-state record at $m0: out, left,
 // right, rows, left_scale, right_scale, out_scale (32-bit fields).
 
     .section .text.amp_gemm_f8, "ax"
