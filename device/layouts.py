@@ -57,6 +57,10 @@ TRANSPOSED_SUFFIX = "_t"
 FP8_MAX = 240.0
 # [C] Poplar QUARTER metadata: a signed power-of-two scale s in -31..31, value = q * 2**s.
 FP8_SCALE_RANGE = range(-31, 32)
+# The precisions a shard may store with a power-of-two scale (value = stored * 2**scale): FP8,
+# and FP16 for the FP8 AMP's partial sums, which hold value / 2**(the result's FP8 scale) so
+# that every FP8 result of that scale is inside FP16's range (docs/internals.md, "FP8").
+SCALED_PRECISIONS = (Precision.F8F143, Precision.F16)
 
 _NUMPY_STORAGE: dict[str, np.dtype[Any]] = {
     Precision.F16: np.dtype("<f2"),
@@ -111,8 +115,9 @@ def encode_elements(values: np.ndarray, precision: str, scale: int = 0) -> np.nd
     if precision == Precision.F8F143:
         stored = round_to_fp8(np.asarray(values, np.float64) * 2.0**-scale)
     else:
+        unscaled = np.asarray(values, np.float64) * 2.0**-scale if scale else np.asarray(values)
         with np.errstate(over="ignore"):  # IEEE rounding: past the largest finite value is inf
-            stored = np.asarray(values).astype(_NUMPY_STORAGE[precision])
+            stored = unscaled.astype(_NUMPY_STORAGE[precision])
     return np.ascontiguousarray(stored).reshape(-1).view(np.uint8)
 
 
@@ -120,7 +125,7 @@ def decode_elements(raw: np.ndarray, precision: str, scale: int = 0) -> np.ndarr
     """Storage bytes -> logical values as float64 (flat)."""
     stored = np.ascontiguousarray(raw, dtype=np.uint8).view(_NUMPY_STORAGE[precision])
     values = stored.astype(np.float64)
-    return values * 2.0**scale if precision == Precision.F8F143 else values
+    return values * 2.0**scale if scale else values
 
 
 def check_order(order: str, shape: tuple[int, ...], precision: str) -> None:

@@ -22,7 +22,7 @@ on types and carries vertex fields) receives each operand's format as a list of 
 
     rank, shape[rank], blocks[rank], partitions[rank], pads[rank] (0/1),
     replication, group, precision code (PRECISION_CODES index), order code (ORDERS index),
-    scale (signed; 0 unless f8f143)
+    scale (signed; 0 unless f8f143, or f16 FP8 GEMM partials: value = stored * 2**scale)
 
 that is 4 * rank + 6 words. `decode_descriptor(words, position)` reads one back and raises
 `DescriptorError` for a malformed one; the kernel then finds its own shard with
@@ -43,6 +43,7 @@ from device.layouts import (
     AMP_BLOCK,
     FP8_SCALE_RANGE,
     ORDERS,
+    SCALED_PRECISIONS,
     TRANSPOSED_SUFFIX,
     element_bytes,
     swap_last_axes,
@@ -115,7 +116,7 @@ class ShardGeometry:
     group: int = 1
     precision: str = "f32"
     order: str = "row_major"
-    scale: int = 0  # f8f143 only: value = q * 2**scale
+    scale: int = 0  # f8f143 (and f16 FP8 GEMM partials): value = stored * 2**scale
 
     def __post_init__(self) -> None:
         rank = len(self.shape)
@@ -329,12 +330,12 @@ def _check_descriptor_values(geometry: ShardGeometry) -> None:
             f"group {geometry.group} is smaller than the {geometry.tiles_used} tiles the "
             f"format uses"
         )
-    if geometry.precision == Precision.F8F143:
+    if geometry.precision in SCALED_PRECISIONS:
         if geometry.scale not in FP8_SCALE_RANGE:
-            raise DescriptorError(f"f8f143 scale {geometry.scale} is outside "
+            raise DescriptorError(f"{geometry.precision} scale {geometry.scale} is outside "
                                   f"{FP8_SCALE_RANGE.start}..{FP8_SCALE_RANGE.stop - 1}")
     elif geometry.scale != 0:
-        raise DescriptorError(f"only f8f143 has a scale, {geometry.precision} has "
+        raise DescriptorError(f"only f8f143 and f16 have a scale, {geometry.precision} has "
                               f"{geometry.scale}")
     if geometry.order != "row_major":
         chunk = stored = geometry.chunk

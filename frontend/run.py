@@ -70,7 +70,7 @@ def compile_and_run(module: ModuleOp, tiles: int = 16,
     from interpreters.graph import check_runnable, find_function, run_function
     from tools.ipu_run import compile_module
     from tools.pass_timing import PassTimer
-    from tools.run_io import compare, output_names
+    from tools.run_io import compare, fp8_spreads, output_names
     from tools.run_summary import RunFacts
 
     func = find_function(module, function)
@@ -83,7 +83,8 @@ def compile_and_run(module: ModuleOp, tiles: int = 16,
     outcome = run_package(package, feeds)
     results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
     result_types = list(func.function_type.outputs.data)
-    check = compare(results, expected, result_types)
+    check = compare(results, expected, result_types,
+                    fp8_spreads(module, arrays, func.sym_name.data))
     passed = check.passed and not outcome.exchange_errors
     compile_seconds = sum(s.seconds for s in timer.grouped() if s.parent is None)
     facts = RunFacts("<python>", func.sym_name.data, passed, check.max_abs, check.max_rel,

@@ -210,8 +210,104 @@ def run_block(block: Block, env: Env) -> list[np.ndarray]:
             return [env[v] for v in op.operands]
         semantics = SEMANTICS[type(op)]  # check_runnable vetted every op
         for result, value in zip(op.results, semantics(op, env), strict=True):
+            if _JITTER:
+                value = _JITTER[-1].accumulation(op, env, value)
             env[result] = round_to_type(value, result.type)
+            if _JITTER:
+                env[result] = _JITTER[-1].neighbour(env[result], result.type)
     raise InterpreterError("block has no terminator")
+
+
+# ----------------------------------------------------------------------------------------------
+# Rounding spread: how far a correct device may be from the reference
+# ----------------------------------------------------------------------------------------------
+
+# Unit roundoff of a GEMM's partial sums, by input element type, and whether it is taken once
+# per 64-deep AMP block (FP8: the FP16 partials are rounded after every block) or once per
+# term (FP32 sums, an upper bound for any summation order).
+ACCUMULATION = {"f8E4M3FNUZ": (2.0**-11, "block"), "f16": (2.0**-24, "term"),
+                "f32": (2.0**-24, "term")}
+AMP_DEPTH = 64
+
+_JITTER: list[Jitter] = []
+
+
+class Jitter:
+    """One perturbed evaluation: every op result that is rounded to its type is moved one
+    step (its type's spacing) up or down at random, and a GEMM's value first by its
+    accumulation's error bound (unit roundoff x roundings x sum |a||b|, random sign)."""
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def signs(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.choice((-1.0, 1.0), size=shape)
+
+    def accumulation(self, op: Operation, env: Env, value: np.ndarray) -> np.ndarray:
+        if not isinstance(op, GemmOp):
+            return value
+        lhs_type = op.lhs.type
+        assert isinstance(lhs_type, TensorType)
+        unit, per = ACCUMULATION[str(lhs_type.get_element_type())]
+        lhs, rhs = np.abs(env[op.lhs]), np.abs(env[op.rhs])
+        if op.transpose_lhs is not None:
+            lhs = np.swapaxes(lhs, -1, -2)
+        if op.transpose_rhs is not None:
+            rhs = np.swapaxes(rhs, -1, -2)
+        depth = lhs.shape[-1]
+        roundings = -(-depth // AMP_DEPTH) if per == "block" else depth
+        bound = unit * roundings * np.matmul(lhs, rhs)
+        return value + self.signs(np.shape(value)) * bound
+
+    def neighbour(self, rounded: np.ndarray, tensor_type: Attribute) -> np.ndarray:
+        assert isinstance(tensor_type, TensorType)
+        return round_to_type(rounded + self.signs(np.shape(rounded)) * spacing(rounded, tensor_type),
+                             tensor_type)
+
+
+def spacing(values: np.ndarray, tensor_type: TensorType) -> np.ndarray:
+    """The distance from each value to the next representable one away from zero (FP8: at
+    the type's scale; saturated and non-finite values: 0)."""
+    dtype = storage_dtype(tensor_type)
+    if dtype == FP8:
+        scale = 2.0 ** fp8_scale(tensor_type)
+        q = np.abs(np.asarray(values, np.float64)) / scale
+        with np.errstate(divide="ignore"):
+            exponent = np.floor(np.log2(q, where=q > 0, out=np.full(q.shape, -np.inf)))
+        step = np.exp2(np.maximum(exponent, -7) - 3) * scale
+        return np.where(q >= FP8_LARGEST, 0.0, step)
+    stored = np.asarray(values).astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = np.abs(np.nextafter(np.abs(stored), dtype.type(np.inf)).astype(np.float64)
+                      - np.abs(stored).astype(np.float64))
+    return np.where(np.isfinite(step), step, 0.0)
+
+
+FP8_LARGEST = 240.0
+
+
+def rounding_spread(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None,
+                    runs: int = 8, seed: int = 0) -> list[np.ndarray]:
+    """Per result element, the largest distance from the reference of `runs` perturbed
+    evaluations (`Jitter`), in the units of the stored results `run_function` returns (FP8:
+    codes q): how much the answer moves when every rounding lands one step off and every
+    GEMM sum is off by its accumulation's error bound. A well-conditioned element moves by
+    about one step of its own type; an ill-conditioned one (cancellation, a layer norm of
+    nearly equal values) by much more."""
+    reference = [np.asarray(r, np.float64) for r in run_function(module, inputs, function)]
+    spread = [np.zeros(r.shape) for r in reference]
+    rng = np.random.default_rng(seed)
+    for _ in range(runs):
+        _JITTER.append(Jitter(rng))
+        try:
+            jittered = run_function(module, inputs, function)
+        finally:
+            _JITTER.pop()
+        for total, got, want in zip(spread, jittered, reference, strict=True):
+            with np.errstate(invalid="ignore"):
+                moved = np.abs(np.asarray(got, np.float64) - want)
+            np.fmax(total, np.where(np.isfinite(moved), moved, 0.0), out=total)
+    return spread
 
 
 # ----------------------------------------------------------------------------------------------

@@ -88,7 +88,7 @@ from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from device.layouts import FP8_SCALE_RANGE
+from device.layouts import FP8_SCALE_RANGE, SCALED_PRECISIONS
 from device.layouts import ElementOrder as ElementOrder
 from device.target import MemoryClass as MemoryClass
 from device.target import Precision as StoragePrecision
@@ -337,6 +337,9 @@ class TensorFormatAttr(ParametrizedAttribute):
             if precision == StoragePrecision.F8F143:
                 with parser.in_angle_brackets():
                     scale = parser.parse_integer(allow_boolean=False)
+            elif precision == StoragePrecision.F16 and parser.parse_optional_punctuation("<"):
+                scale = parser.parse_integer(allow_boolean=False)  # scaled FP8 GEMM partials
+                parser.parse_punctuation(">")
             parser.parse_punctuation(",")
             order = parser.parse_str_enum(ElementOrder)
             parser.parse_punctuation(",")
@@ -363,7 +366,7 @@ class TensorFormatAttr(ParametrizedAttribute):
         )
 
     def precision_text(self) -> str:
-        if self.precision.data == StoragePrecision.F8F143:
+        if self.precision.data == StoragePrecision.F8F143 or self.scale.data:
             return f"{self.precision.data}<{self.scale.data}>"
         return str(self.precision.data)
 
@@ -380,14 +383,15 @@ class TensorFormatAttr(ParametrizedAttribute):
     def verify(self) -> None:
         precision = self.precision.data
         scale = self.scale.data
-        if precision == StoragePrecision.F8F143:
+        if precision in SCALED_PRECISIONS:
             if scale not in FP8_SCALE_RANGE:
                 raise VerifyException(
-                    f"format: f8f143 scale {scale} is outside "
+                    f"format: {precision} scale {scale} is outside "
                     f"{FP8_SCALE_RANGE.start}..{FP8_SCALE_RANGE.stop - 1}"
                 )
         elif scale != 0:
-            raise VerifyException(f"format: only f8f143 has a scale, {precision} has {scale}")
+            raise VerifyException(f"format: only f8f143 and f16 have a scale, {precision} has "
+                                  f"{scale}")
         for axis, entry in enumerate(self.tiling.data):
             if not isinstance(entry, AxisTilingAttr):
                 raise VerifyException(f"format: tiling entry {axis} is not a #mid.axis")

@@ -104,13 +104,16 @@ class FunctionLowering:
         assert isinstance(value.type, TensorType)
         wanted = with_format(value.type, fmt)
         if is_graph_tensor(value):
-            # a repeat body's argument is the repeat's to format, whatever the input policy
+            # A graph value is retyped into the consumer's layout but keeps its declared
+            # precision and scale: the host writes an argument's codes as given, and the
+            # value's other consumers read it at its own scale. A plan wanting another scale
+            # gets a conversion, bridged below.
+            # A repeat body's argument is the repeat's to format, whatever the input policy.
             if self.config.inputs.data == mid.InputPolicy.CONSUMER or is_body_argument(value):
-                return Rewriter.replace_value_with_new_type(value, wanted)
-            row_major = row_major_format(value.type, self.config.indivisible.data)
-            value = Rewriter.replace_value_with_new_type(
-                value, with_format(value.type, row_major)
-            )
+                layout = with_storage(fmt, value.type)
+            else:
+                layout = row_major_format(value.type, self.config.indivisible.data)
+            value = Rewriter.replace_value_with_new_type(value, with_format(value.type, layout))
         if value.type == wanted:
             return value
         bridge = UnrealizedConversionCastOp.get([value], [wanted])

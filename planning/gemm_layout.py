@@ -174,6 +174,7 @@ def assemble_plan(layout: GemmLayout, candidate: GemmCandidate, problem: GemmPro
             candidate.output_precision, ElementOrder.AMP_OUTPUT, rank_of["out"] - 2,
             (candidate.row_block, cuts.out[0]), (AMP_BLOCK, cuts.out[1]), mode, tiles,
             MemoryClass.INTERLEAVED,
+            scale=problem.partial_scale if p == problem.precision else 0,
         ),
     }
     for o in ("lhs", "rhs"):

@@ -22,6 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects.builtin import (
     Float8E4M3FNUZType,
     Float16Type,
@@ -30,9 +31,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from device.layouts import AMP_BLOCK, AMP_ROWS
+from device.layouts import AMP_BLOCK, AMP_ROWS, FP8_MAX, FP8_SCALE_RANGE
 from device.model.kernels_gemm import GEMM_FAMILIES
-from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
+from device.target import Precision
+from ipu_dialects.graph import fp8_scale
 from ipu_dialects.mid import (
     DispatchKind,
     ElementOrder,
@@ -55,6 +57,19 @@ ORDER_OF = {
 # ----------------------------------------------------------------------------------------------
 # The problem: what a graph.gemm asks for, in plain values
 # ----------------------------------------------------------------------------------------------
+
+
+F16_MAX = float(np.finfo(np.float16).max)
+# How far an FP8 GEMM's partials may sit above the result's scale: FP16's subnormal step is
+# 2**-24 of the unit, FP8's 2**-10, so 10 keeps the partials 2**4 times finer.
+PARTIAL_HEADROOM = 10
+
+
+def stored_scale(value_type: TensorType) -> int:
+    """The scale a value is stored with: its mid format's once it has one (a value lowered
+    for an earlier consumer), else its graph type's FP8 scale (0 without one)."""
+    encoding = value_type.encoding
+    return encoding.scale.data if isinstance(encoding, TensorFormatAttr) else fp8_scale(value_type)
 
 
 def element_precision(element: Attribute) -> str:
@@ -80,6 +95,7 @@ class GemmProblem:
     transpose_rhs: bool = False
     lhs_scale: int = 0  # FP8 operands: value = q * 2**scale
     rhs_scale: int = 0
+    out_scale: int = 0  # FP8: the result's declared scale (the partials': `partial_scale`)
 
     @classmethod
     def from_types(
@@ -97,8 +113,9 @@ class GemmProblem:
             element_precision(lhs.get_element_type()),
             transpose_lhs,
             transpose_rhs,
-            fp8_scale(lhs) if isinstance(lhs.encoding, Fp8ScaleAttr) else 0,
-            fp8_scale(rhs) if isinstance(rhs.encoding, Fp8ScaleAttr) else 0,
+            stored_scale(lhs),
+            stored_scale(rhs),
+            stored_scale(out),
         )
 
     def __post_init__(self) -> None:
@@ -126,10 +143,26 @@ class GemmProblem:
 
         return GemmProblem(untransposed(self.lhs_shape, self.transpose_lhs),
                            untransposed(self.rhs_shape, self.transpose_rhs), self.out_shape,
-                           self.precision, lhs_scale=self.lhs_scale, rhs_scale=self.rhs_scale)
+                           self.precision, lhs_scale=self.lhs_scale, rhs_scale=self.rhs_scale,
+                           out_scale=self.out_scale)
 
     def scale_of(self, operand: str) -> int:
-        return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": 0}[operand]
+        return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": self.partial_scale}[operand]
+
+    @property
+    def partial_scale(self) -> int:
+        """FP8: the unit 2**s of the FP16 partials (the output panel holds value / 2**s). The
+        result's scale, so that FP16 holds every FP8 value of it, raised until K products of
+        the largest codes cannot overflow FP16 (an infinite partial would stay infinite
+        whatever the later blocks add, and could saturate the result with the wrong sign),
+        by at most `PARTIAL_HEADROOM`: FP16's smallest step stays 2**4 times finer than
+        the result's smallest FP8 step."""
+        if self.precision != Precision.F8F143:
+            return 0
+        worst = self.k * FP8_MAX**2 * 2.0 ** (self.lhs_scale + self.rhs_scale)
+        needed = math.ceil(math.log2(worst / F16_MAX))
+        return min(max(self.out_scale, needed), self.out_scale + PARTIAL_HEADROOM,
+                   FP8_SCALE_RANGE.stop - 1)
 
     @property
     def m(self) -> int:

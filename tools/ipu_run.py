@@ -61,6 +61,7 @@ from tools.run_io import argument_types as argument_types
 from tools.run_io import compare as compare
 from tools.run_io import (
     diagnostic_text,
+    fp8_spreads,
     load_inputs,
     output_directory,
     read_source,
@@ -282,7 +283,8 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
     if save_dir is not None:
         save_outputs(save_dir, result_names, results, result_types)
-    check = compare(results, expected, func.function_type.outputs.data)
+    check = compare(results, expected, func.function_type.outputs.data,
+                    fp8_spreads(module, arrays, func.sym_name.data))
     check_passed = check.passed and not outcome.exchange_errors
     for message in outcome.exchange_errors[:5]:
         print(f"exchange error: {message}", file=sys.stderr)

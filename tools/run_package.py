@@ -28,6 +28,7 @@ from tools.run_io import (
     EXIT_PASS,
     compare,
     diagnostic_text,
+    fp8_spreads,
     load_inputs,
     output_directory,
     output_names,
@@ -107,7 +108,8 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
     results = [outcome.outputs[t.name] for t in package.outputs]
     if save_dir is not None:
         save_outputs(save_dir, output_names(func), results, result_types)
-    check = compare(results, expected, result_types)
+    check = compare(results, expected, result_types,
+                    fp8_spreads(module, arrays, func.sym_name.data))
     check_passed = check.passed and not outcome.exchange_errors
     for message in outcome.exchange_errors[:5]:
         print(f"exchange error: {message}", file=sys.stderr)

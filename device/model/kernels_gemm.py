@@ -10,9 +10,15 @@ Rate: Target.amp_macs_per_cycle of the inputs' precision (`gemm_cycles`).
 FP16 and FP32 inputs: the product of one call is formed in FP32 (float32 matmul: the AMP's
 FP32 partials) and rounded once to out's precision at the store. FP8 (`scales`): left and
 right hold float8_e4m3fnuz codes (value q * 2**left_scale, q * 2**right_scale; FP8
-amp_right uses 16-row sub-blocks, as f16); each call's 64-deep product is computed exactly
-(float64: 4-bit significands, 64 terms) and rounded to FP32, then `previous + product`
-(accum) or the product (init) is rounded once to the f16 out panel. Planning picks a family
+amp_right uses 16-row sub-blocks, as f16) and out is an f16 panel of partials in units of
+2**out_scale (value = stored * 2**out_scale). The AMP multiplies the stored codes; the three
+scales meet once, where a product joins the partials: each call's 64-deep product of codes
+is computed exactly (float64: 4-bit significands, 64 terms), scaled by
+2**(left_scale + right_scale - out_scale) and rounded to FP32, then `previous + product`
+(accum) or the product (init) is rounded once to the f16 out panel. With out_scale at (or
+a little above) the FP8 result's scale, FP16 holds every FP8 value of the result (240 <
+65504; FP16's subnormals reach 2**-24, FP8's 2**-10), so the partials neither overflow where
+the result does not nor lose what it keeps (docs/internals.md, "FP8 semantics"). Planning picks a family
 by (inputs, accumulation) (`planning.gemm_problem.KERNEL_FAMILY` reads this table).
 """
 
@@ -46,6 +52,7 @@ from device.model.kernel_call import (
 from device.target import Precision
 
 F8, F16, F32 = Precision.F8F143, Precision.F16, Precision.F32
+FP8_SCALES = ("left_scale", "right_scale", "out_scale")
 MODES = ("init", "accum")
 GEMM_POINTERS = ("out", "left", "right")
 # One entry point serves every row count: the 16-row AMP blocks are loop trips inside it.
@@ -60,7 +67,7 @@ class GemmFamily:
     precision: Precision  # of left and right
     accumulate: Precision  # of the partials kept across calls: out's precision
     summary: str  # for the ABI doc
-    scales: bool = False  # FP8: the scalars carry left_scale and right_scale
+    scales: bool = False  # FP8: the scalars carry left_scale, right_scale and out_scale
 
     @property
     def prefix(self) -> str:
@@ -74,8 +81,9 @@ GEMM_FAMILIES: tuple[GemmFamily, ...] = (
     GemmFamily("f16", F16, F16, "(f16), FP32 partials, stored FP16"),
     GemmFamily("f32", F32, F32, "(f32), FP32 throughout"),
     GemmFamily("f8", F8, F16, "(float8_e4m3fnuz codes, value q * 2**scale; the output panel "
-               "is f16; each call's 64-deep product in FP32, then previous + product "
-               "rounded to FP16), FP16 partials", scales=True),
+               "is f16 partials in units of 2**out_scale; each call's 64-deep product of "
+               "codes times 2**(left_scale + right_scale - out_scale) in FP32, then previous "
+               "+ product rounded to FP16), FP16 partials", scales=True),
     GemmFamily("f16p32", F16, F32, "(f16 inputs), FP32 partials stored FP32 in an f32 out "
                "panel (the partial sums, never rounded to FP16)"),
 )
@@ -120,17 +128,18 @@ def _scale(call: KernelCall, name: str) -> int:
 def _amp_gemm_f8(accumulate: bool) -> KernelImpl:
     def run(call: KernelCall) -> int:
         rows = call.positive_scalar("rows")
-        left_scale, right_scale = _scale(call, "left_scale"), _scale(call, "right_scale")
+        left_scale, right_scale, out_scale = (_scale(call, n) for n in FP8_SCALES)
         alignment = call.target.pace_alignment
         out, left, right = (call.aligned_pointer(n, alignment) for n in GEMM_POINTERS)
         out_bytes = panel_bytes(rows, F16)
         call.check_amp_memory(out, left, out_bytes, left_bytes=panel_bytes(rows, F8))
         panel_shape = (rows, AMP_BLOCK)
-        lhs = unpack(call.read("left", left, panel_bytes(rows, F8)), panel_shape, "amp_left",
-                     F8, left_scale)
+        lhs = unpack(call.read("left", left, panel_bytes(rows, F8)), panel_shape, "amp_left", F8)
         rhs = unpack(call.read("right", right, block_bytes(F8)), (AMP_BLOCK, AMP_BLOCK),
-                     "amp_right", F8, right_scale)
-        product = (lhs @ rhs).astype(np.float32).astype(np.float64)
+                     "amp_right", F8)
+        with np.errstate(over="ignore"):  # beyond FP32: inf, as the FP16 store would give
+            product = ((lhs @ rhs) * 2.0 ** (left_scale + right_scale - out_scale)).astype(
+                np.float32).astype(np.float64)
         if accumulate:
             product = unpack(call.read("out", out, out_bytes), panel_shape, "amp_output",
                              F16) + product
@@ -215,7 +224,7 @@ def _abi(family: GemmFamily, mode: str) -> KernelAbi:
                 "right": block_bytes(precision)}
 
     effect = "out = left @ right" if mode == "init" else "out += left @ right"
-    scalars = ("rows", "left_scale", "right_scale") if family.scales else ("rows",)
+    scalars = ("rows", *FP8_SCALES) if family.scales else ("rows",)
     doc = (f"{effect} on the AMP {family.summary}. left: a 64-column {precision} amp_left "
            f"panel of `rows` rows; right: one 64x64 {precision} amp_right block; out: a "
            f"64-column {stored} amp_output panel of `rows` rows. Every pointer PACE-aligned "

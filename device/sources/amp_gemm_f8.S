@@ -3,14 +3,15 @@
 //
 // Inputs are float8_e4m3fnuz codes (F143, value q * 2**scale); the AMP runs them at the FP8
 // rate (Target.amp_macs_per_cycle["f8f143"]) with FP16 partials, the only partials type
-// poplibs supports for quarter inputs. The output panel is f16 amp_output; the two power-of-two
-// scales are applied to the product (2**(left_scale + right_scale)) before the FP16 store.
-// amp_right holds 16-row sub-blocks, as for f16. Vertex-state record at $m0: out, left, right,
-// rows, left_scale, right_scale (32-bit fields).
+// poplibs supports for quarter inputs. The output panel is f16 amp_output partials in units
+// of 2**out_scale (the FP8 result's scale or a little above: FP16 holds every FP8 value of
+// it); the scales are applied to the product of codes (2**(left_scale + right_scale -
+// out_scale)) before the FP16 store. amp_right holds 16-row sub-blocks, as for f16. Vertex-state record at $m0: out, left,
+// right, rows, left_scale, right_scale, out_scale (32-bit fields).
 
     .section .text.amp_gemm_f8, "ax"
 
-// ABI: amp_gemm_f8_init(out, left, right; rows, left_scale, right_scale) -> void
+// ABI: amp_gemm_f8_init(out, left, right; rows, left_scale, right_scale, out_scale) -> void
 // status: Implemented
 // row_specialization: rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)
     .globl amp_gemm_f8_init
@@ -21,7 +22,7 @@ amp_gemm_f8_init:
     bri     .Lgemm_f8_body
     .size amp_gemm_f8_init, .-amp_gemm_f8_init
 
-// ABI: amp_gemm_f8_accum(out, left, right; rows, left_scale, right_scale) -> void
+// ABI: amp_gemm_f8_accum(out, left, right; rows, left_scale, right_scale, out_scale) -> void
 // status: Implemented
 // row_specialization: rows >= 1, one entry for all row counts (16-row AMP blocks looped inside)
     .globl amp_gemm_f8_accum
@@ -36,7 +37,9 @@ amp_gemm_f8_accum:
     ld32    $m4, $m0, $m15, 3         // rows
     ld32    $m5, $m0, $m15, 4         // left_scale
     ld32    $m6, $m0, $m15, 5         // right_scale
-    add     $m5, $m5, $m6             // product scale: 2**(left_scale + right_scale)
+    add     $m5, $m5, $m6
+    ld32    $m6, $m0, $m15, 6         // out_scale
+    sub     $m5, $m5, $m6             // product scale: 2**(left_scale + right_scale - out_scale)
     // set the FP8 metadata ($FP_CTL quarter format F143, scale $m5) for the AMP
     // ... weight load: 4 x 4 sub-blocks of 16 x 16 codes from $m3 into the CWEI registers ...
 .Lgemm_f8_rows:

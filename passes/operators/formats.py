@@ -24,9 +24,13 @@ from planning.shard_geometry import geometry
 
 
 def storage_of(value_type: TensorType) -> tuple[str, int]:
-    """(storage precision, FP8 scale) of a graph tensor type."""
-    scale = graph.fp8_scale(value_type) if isinstance(value_type.encoding, graph.Fp8ScaleAttr) else 0
-    return element_precision(value_type.get_element_type()), scale
+    """(storage precision, FP8 scale) a value is stored with: its mid format's once it has
+    one (an operand lowered for an earlier consumer), else its graph type's. Reading the
+    graph encoding alone would give a value already retyped to the mid level scale 0, and its
+    next consumer a conversion to scale 0 that saturates and flushes it."""
+    if isinstance(value_type.encoding, mid.TensorFormatAttr):
+        return value_type.encoding.precision.data, value_type.encoding.scale.data
+    return element_precision(value_type.get_element_type()), graph.fp8_scale(value_type)
 
 
 def with_storage(fmt: mid.TensorFormatAttr, value_type: TensorType) -> mid.TensorFormatAttr:

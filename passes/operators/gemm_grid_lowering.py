@@ -203,5 +203,5 @@ def lower_gemm_grid(op: mid.GemmOp, lowering: TileLowering,
         op, grid, -(-lhs_type.get_shape()[-1] // AMP_BLOCK),
         lowering.operand_buffer(op, op.lhs), lowering.operand_buffer(op, op.rhs), out,
         lhs_slot, rhs_slot, a, b, c, dispatch.init_symbol, dispatch.accum_symbol, partials,
-        gemm_scalars(grid.tile_rows, a, b),
+        gemm_scalars(grid.tile_rows, a, b, c),
     ).emit()

@@ -253,5 +253,5 @@ def lower_gemm_ksplit(op: mid.GemmOp, lowering: TileLowering,
         op, shape, a.precision, c.precision,
         lowering.operand_buffer(op, op.lhs), lowering.operand_buffer(op, op.rhs), out,
         lhs_slot, rhs_slot, partials, received, dispatch.init_symbol, dispatch.accum_symbol,
-        gemm_scalars(h, a, b),
+        gemm_scalars(h, a, b, c),
     ).emit()

@@ -84,7 +84,7 @@ class GemmLowering:
 
     @property
     def scalars(self) -> list[int]:
-        return gemm_scalars(self.rows, self.a, self.b)
+        return gemm_scalars(self.rows, self.a, self.b, self.c)
 
     # -- provenance ----------------------------------------------------------------------------
     def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:

@@ -135,10 +135,16 @@ def with_format(value: SSAValue, fmt: mid.TensorFormatAttr) -> TensorType:
     return TensorType(value_type.get_element_type(), value_type.get_shape(), fmt)
 
 
-def storage(value: SSAValue) -> tuple[str, int]:
-    """(precision, FP8 scale) a value is stored with: its format's, or its graph type's."""
-    fmt = current_format(value)
-    return (fmt.precision.data, fmt.scale.data) if fmt else storage_of(tensor_type(value))
+def copied_storage(op: Operation) -> tuple[str, int]:
+    """The (precision, scale) the copies move, the same for every operand and the result,
+    since a view copies codes bit-exactly: the operands' own when they agree (a differing
+    declared result scale is then one cast of the result, after the copy), else the declared
+    result's (each operand is cast to it first, which rounds each element exactly as the
+    reference rounds the result; copying at operand 0's scale would misread the others)."""
+    storages = {storage_of(tensor_type(value)) for value in op.operands}
+    if len(storages) == 1:
+        return storages.pop()
+    return storage_of(tensor_type(op.results[0]))
 
 
 def source_options(value: SSAValue, ctx: SelectionContext) -> list[mid.TensorFormatAttr]:
@@ -186,7 +192,7 @@ class LayoutOperator(Operator):
         out_value = op.results[0]
         shape = shape_of(out_value)
         first = tensor_type(op.operands[0])
-        precision, scale = storage(op.operands[0])  # kept; the declared one is a cast after
+        precision, scale = copied_storage(op)
         views = self.views(op)
         names = self.plan_operand_names(op)
         candidates = []

@@ -14,8 +14,11 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
   initial value is copied into it before the loop unless its buffer can be taken over (a
   scratch value used by the repeat alone). The yielded value's producer writes that buffer
   in place when that is safe (no later body op reads the carried argument, and the producer
-  reads it only as a pointwise operand of the output's format); otherwise an explicit
-  `convert_shard` copy (equal descriptors) ends the body, with its provenance reason.
+  reads it only as a pointwise operand of the output's format, and no other slot yields the
+  carried argument); otherwise an explicit `convert_shard` copy (equal descriptors) ends the
+  body, with its provenance reason. The copies are one parallel assignment (`yield %y, %x`
+  swaps): a copy runs after those that read its destination, and a cycle of them first saves
+  one destination in a temporary (`yield_copies`).
 - Invariants: the body reads the invariant's own buffer, placed once.
 - Sequences: the body's element is a view of the sequence's buffer at byte offset
   `i * stride` (the element's shard bytes), an affine base-pointer increment in every view
@@ -34,6 +37,7 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
@@ -63,6 +67,8 @@ from planning.shard_geometry import geometry
 
 YIELD_COPY_REASON = (
     "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
+SWAP_REASON = ("save a carried value that another carried slot takes before its own slot is "
+               "overwritten (the yield assigns every slot at once)")
 CARRY_IN_REASON = "copy the initial carried value into the repeat's carried buffer"
 SEQUENCE_STAGING_REASON = (
     "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so "
@@ -168,6 +174,8 @@ def writes_in_place(op: mid.RepeatOp, index: int) -> bool:
         return False
     if list(terminator.values).count(value) > 1 or value in op.res:
         return False
+    if any(in_carried_buffer(v, arg) for j, v in enumerate(terminator.values) if j != index):
+        return False  # another slot takes this carried value: its copy reads the buffer
     plan = getattr(producer, "plan", None)
     conversion = isinstance(producer, (mid.CastPrecisionOp, mid.RearrangeOp))
     if not isinstance(plan, mid.OperatorPlanAttr) and not conversion:
@@ -211,6 +219,49 @@ def copy_kernel(lowering: TileLowering, dst: BufferOp, src: BufferOp, value: SSA
     return copy
 
 
+@dataclass
+class YieldMove:
+    """One carried slot's copy at the end of the body: `dst` takes `value`, read from `src`."""
+
+    dst: BufferOp
+    src: BufferOp
+    value: SSAValue
+
+
+def yield_copies(op: mid.RepeatOp, lowering: TileLowering,
+                 carried: Sequence[BufferOp]) -> list[Operation]:
+    """The copies that end the body: every carried buffer takes its yielded value, all at
+    once (a parallel assignment, as `yield %y, %x` means a swap). A copy runs only after
+    every copy that reads its destination; in a cycle, one destination is first saved in a
+    temporary that its readers read instead."""
+    terminator = op.block.last_op
+    assert isinstance(terminator, mid.YieldOp)
+    moves = [YieldMove(carried[i], lowering.operand_buffer(terminator, v), v)
+             for i, v in enumerate(terminator.values)]
+    moves = [m for m in moves if m.src is not m.dst]
+    copies: list[Operation] = []
+    while moves:
+        ready = [m for m in moves if not any(o.src is m.dst for o in moves if o is not m)]
+        if not ready:  # only cycles are left: free the first move's destination
+            dst = moves[0].dst
+            arg = op.carried_args[list(carried).index(dst)]
+            temp = lowering.scratch(f"{dst.sym_name.data}_swap", dst.tiles, dst.shard_shape,
+                                    dst.precision.data, dst.order.data, dst.memory.data,
+                                    dst.alignment_bytes, dst.tail_bytes)
+            copies.append(copy_kernel(lowering, temp, dst, arg, "graph.yield", SWAP_REASON,
+                                      terminator))
+            for move in moves:
+                if move.src is dst:
+                    move.src = temp
+            continue
+        move = ready[0]
+        moves.remove(move)
+        lowering.yield_copies += 1
+        copies.append(copy_kernel(lowering, move.dst, move.src, move.value, "graph.yield",
+                                  YIELD_COPY_REASON, terminator))
+    return copies
+
+
 def nest(op: Operation, loop: OuterLoop) -> Operation:
     """`op` as work inside the repeat's loop (see the module doc); returns the op to keep.
     Each op moves itself (`LoopNestInterface.nested_in`)."""
@@ -248,12 +299,7 @@ class RepeatOperator(Operator):
         for inner in op.block.ops:
             if inner is not terminator:
                 body.extend(lowering.lower_op(inner))
-        for index, value in enumerate(terminator.values):
-            source = lowering.operand_buffer(terminator, value)
-            if source is not carried[index]:
-                lowering.yield_copies += 1
-                body.append(copy_kernel(lowering, carried[index], source, value,
-                                        "graph.yield", YIELD_COPY_REASON, terminator))
+        body.extend(yield_copies(op, lowering, carried))
         body[:0] = stage_sent_sequences(op, lowering, body, label)
         loop = LoopOp(0, op.iterations, WorkProvenanceAttr(
             label, value_label(op.results[0]) if op.results else "",

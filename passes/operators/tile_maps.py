@@ -61,9 +61,10 @@ def linearize(indices: Sequence[AffineExpr | int], extents: Sequence[int]) -> Af
     return result
 
 
-def gemm_scalars(rows: int, a: ShardGeometry, b: ShardGeometry) -> list[int]:
+def gemm_scalars(rows: int, a: ShardGeometry, b: ShardGeometry, c: ShardGeometry) -> list[int]:
     """The AMP GEMM kernels' scalars (every GEMM layout): rows; FP8 kernels also take the
-    operands' scales (value = q * 2**scale)."""
+    operands' scales (value = q * 2**scale) and the unit of the FP16 partials (`c`'s scale,
+    the FP8 result's)."""
     if a.precision != "f8f143":
         return [rows]
-    return [rows, a.scale, b.scale]
+    return [rows, a.scale, b.scale, c.scale]

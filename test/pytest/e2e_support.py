@@ -24,6 +24,7 @@ from interpreters.graph import find_function, run_function
 from ipu_dialects.mid import DispatchKind
 from planning.gemm_problem import catalog_entries
 from tools.ipu_run import compare, compile_module, random_inputs
+from tools.run_io import fp8_spreads
 
 
 def gemm_module(lhs_shape: Sequence[int], rhs_shape: Sequence[int], element_type,
@@ -47,6 +48,7 @@ class CompiledCase:
     feeds: dict[str, np.ndarray]
     expected: list[np.ndarray]
     result_types: list
+    spreads: list[np.ndarray] | None = None  # the FP8 check's (`tools.run_io.fp8_spreads`)
 
 
 # The row plan's candidates (the default catalog without the grid plans): for tests whose
@@ -59,10 +61,11 @@ def compile_case(module: ModuleOp, tiles: int, indivisible: str = "pad",
     func = find_function(module)
     arrays = random_inputs(func, seed)
     expected = run_function(module, arrays)
+    spreads = fp8_spreads(module, arrays)
     result_types = list(func.function_type.outputs.data)
     package = compile_module(module.clone(), tiles, indivisible, catalog=catalog)
     feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, arrays, strict=True)}
-    return CompiledCase(package, feeds, expected, result_types)
+    return CompiledCase(package, feeds, expected, result_types, spreads)
 
 
 def run_verdict(case: CompiledCase, package: Package | None = None) -> str | None:
@@ -75,7 +78,7 @@ def run_verdict(case: CompiledCase, package: Package | None = None) -> str | Non
     if outcome.exchange_errors:
         return f"exchange errors: {outcome.exchange_errors[0]}"
     results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
-    check = compare(results, case.expected, case.result_types)
+    check = compare(results, case.expected, case.result_types, case.spreads)
     if not check.passed:
         return f"outputs differ: max rel error {check.max_rel:.3g}"
     return None

@@ -421,8 +421,11 @@ def test_format_scale_only_on_fp8():
     from ipu_dialects.mid import AxisTilingAttr, TensorFormatAttr
 
     assert TensorFormatAttr("f8f143", "row_major", [AxisTilingAttr(1, 1)], scale=-3).scale.data == -3
-    with pytest.raises(VerifyException, match="format: only f8f143 has a scale, f16 has -3"):
-        TensorFormatAttr("f16", "row_major", [AxisTilingAttr(1, 1)], scale=-3)
+    # f16 too: the FP8 AMP's partials, in units of the FP8 result's scale
+    assert TensorFormatAttr("f16", "row_major", [AxisTilingAttr(1, 1)], scale=-3).scale.data == -3
+    with pytest.raises(VerifyException,
+                       match="format: only f8f143 and f16 have a scale, f32 has -3"):
+        TensorFormatAttr("f32", "row_major", [AxisTilingAttr(1, 1)], scale=-3)
 
 
 def test_incoming_writes_need_a_pic_first():

@@ -244,7 +244,9 @@ def test_overflow_to_inf_where_the_reference_overflows_too_passes(tmp_path, caps
     assert "max abs error: 0 " in out
 
 
-def test_compare_needs_matching_infinities_no_nan_and_something_finite():
+def test_compare_needs_the_reference_s_non_finite_elements():
+    # issue 24: non-finite elements pass where they equal the reference's (the same
+    # infinity, NaN where NaN), even when no element is finite
     types = [TensorType(f32, [2])]
     want = [np.array([1.0, np.inf], np.float32)]
     assert compare([np.array([1.0, np.inf], np.float32)], want, types).passed
@@ -252,9 +254,11 @@ def test_compare_needs_matching_infinities_no_nan_and_something_finite():
     assert not compare([np.array([1.0, -np.inf], np.float32)], want, types).passed
     assert not compare([np.array([np.nan, np.inf], np.float32)], want, types).passed
     nan = [np.array([np.nan, 2.0], np.float32)]
-    assert not compare([np.array([np.nan, 2.0], np.float32)], nan, types).passed
-    all_inf = [np.array([np.inf, np.inf], np.float32)]
-    assert not compare(all_inf, all_inf, types).passed  # nothing finite was compared
+    assert compare([np.array([np.nan, 2.0], np.float32)], nan, types).passed
+    assert not compare([np.array([1.0, 2.0], np.float32)], nan, types).passed
+    all_inf = [np.array([np.inf, -np.inf], np.float32)]
+    assert compare(all_inf, all_inf, types).passed
+    assert not compare([np.array([np.inf, np.inf], np.float32)], all_inf, types).passed
 
 
 def test_wrong_outputs_exit_1(tmp_path, capsys, monkeypatch):

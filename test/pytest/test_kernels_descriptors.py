@@ -103,7 +103,9 @@ def words_with(**changes) -> list[int]:
                           "row_major, amp_left, amp_right, amp_output, amp_left_t, amp_right_t)"),
     (words_with(order=5), "descriptor at word 0: order amp_right_t needs a shard of at least two "
                           "axes padded to 64-blocks, got shard shape (2, 64)"),
-    (words_with(scale=2), "descriptor at word 0: only f8f143 has a scale, f16 has 2"),
+    (words_with(precision=0, scale=2),
+     "descriptor at word 0: only f8f143 and f16 have a scale, f32 has 2"),
+    (words_with(scale=40), "descriptor at word 0: f16 scale 40 is outside -31..31"),
     (words_with(precision=2, scale=40),
      "descriptor at word 0: f8f143 scale 40 is outside -31..31"),
     (words_with(order=2), "descriptor at word 0: order amp_right needs a shard of at least two "
@@ -161,10 +163,10 @@ def test_descriptor_footprints_are_the_shard_bytes_in_pointer_order():
 
 
 def test_fp8_gemm_footprint_has_an_f16_output_panel():
-    footprint = get_kernel("amp_gemm_f8_init").footprint_of([32, -3, 2])
+    footprint = get_kernel("amp_gemm_f8_init").footprint_of([32, -3, 2, 4])
     assert footprint == {"out": 32 * 64 * 2, "left": 32 * 64, "right": 64 * 64}
     with pytest.raises(ValueError) as info:
-        get_kernel("amp_gemm_f8_init").footprint_of([-1, 0, 0])
+        get_kernel("amp_gemm_f8_init").footprint_of([-1, 0, 0, 0])
     assert str(info.value) == "scalar 'rows' = -1 must be >= 0"
 
 
@@ -181,7 +183,7 @@ def test_every_kernel_has_a_cycle_function_of_its_scalars_tile_and_target():
     from device.target import IPU21
 
     g = ShardGeometry((2, 4, 64, 64), (1, 1, 64, 64), (1, 2, 1, 1), (True,) * 4, 1, 2, "f16")
-    words = {"amp_gemm_f8_init": [64, 0, 0], "amp_gemm_f8_accum": [64, 0, 0],
+    words = {"amp_gemm_f8_init": [64, 0, 0, 0], "amp_gemm_f8_accum": [64, 0, 0, 0],
              "attention": [1, 0x3F800000], "gather_shard": [1], "gather_view": [1],
              "layer_norm": [0x3727C5AC]}
     # key block 0 of 64 keys against 64 rows of partition 1 (of 2): every row group active

@@ -29,9 +29,10 @@ def load(memory: TileMemory, rows: int, left_scale: int, right_scale: int):
     return left_q * 2.0**left_scale, right_q * 2.0**right_scale
 
 
-def output(memory: TileMemory, rows: int) -> np.ndarray:
+def output(memory: TileMemory, rows: int, scale: int = 0) -> np.ndarray:
+    """The partials' values (stored f16 * 2**scale, the kernel's out_scale)."""
     return unpack(memory.read(0, OUT, panel_bytes(rows, "f16")), (rows, AMP_BLOCK),
-                  "amp_output", "f16")
+                  "amp_output", "f16", scale)
 
 
 @pytest.mark.parametrize("rows,left_scale,right_scale", [(16, 0, 0), (48, -6, -5), (32, 3, -9)])
@@ -39,22 +40,41 @@ def test_init_then_accum_with_fp16_partials(rows, left_scale, right_scale):
     memory = TileMemory(T, 1)
     lhs, rhs = load(memory, rows, left_scale, right_scale)
     cycles = run(memory, "amp_gemm_f8_init", [0], [OUT, LEFT, RIGHT],
-                 [rows, left_scale, right_scale])
+                 [rows, left_scale, right_scale, 0])
     assert cycles == T.kernel_call_cycles + rows * AMP_BLOCK * AMP_BLOCK // 128
     # exact 64-deep products in float64, rounded to FP32, then to the FP16 partials
     first = (lhs @ rhs).astype(np.float32).astype(np.float16)
     np.testing.assert_array_equal(output(memory, rows), first)
     lhs2, rhs2 = load(memory, rows, left_scale, right_scale)
-    run(memory, "amp_gemm_f8_accum", [0], [OUT, LEFT, RIGHT], [rows, left_scale, right_scale])
+    run(memory, "amp_gemm_f8_accum", [0], [OUT, LEFT, RIGHT],
+        [rows, left_scale, right_scale, 0])
     second = (first.astype(np.float64) + (lhs2 @ rhs2).astype(np.float32)).astype(np.float16)
     np.testing.assert_array_equal(output(memory, rows), second)
     assert np.isfinite(second).all() and (second != 0).mean() > 0.5
 
 
+@pytest.mark.parametrize("out_scale", [20, 9, -20])
+def test_partials_are_in_units_of_the_out_scale(out_scale):
+    # 3840 * 3840 = 1.47e7 (issue 24): beyond FP16 in real units, 1.47e7 / 2**20 = 14.06 in
+    # units of 2**20; and at out_scale -20 the tiny products stay normal FP16 numbers
+    memory = TileMemory(T, 1)
+    left_scale, right_scale = (4, 4) if out_scale > 0 else (-14, -14)
+    lhs, rhs = load(memory, 16, left_scale, right_scale)
+    run(memory, "amp_gemm_f8_init", [0], [OUT, LEFT, RIGHT],
+        [16, left_scale, right_scale, out_scale])
+    exact = lhs @ rhs
+    stored = (exact * 2.0**-out_scale).astype(np.float32).astype(np.float16)
+    assert np.isfinite(stored).all()
+    np.testing.assert_array_equal(output(memory, 16, out_scale), stored.astype(np.float64)
+                                  * 2.0**out_scale)
+    big = np.abs(exact) > 65504
+    assert big.any() if out_scale > 0 else (np.abs(exact[exact != 0]) < 2.0**-14).any()
+
+
 def test_fp8_runs_at_twice_the_fp16_rate():
     memory = TileMemory(T, 1)
     load(memory, 64, 0, 0)
-    f8 = run(memory, "amp_gemm_f8_init", [0], [OUT, LEFT, RIGHT], [64, 0, 0])
+    f8 = run(memory, "amp_gemm_f8_init", [0], [OUT, LEFT, RIGHT], [64, 0, 0, 0])
     memory.write(0, LEFT, np.zeros(panel_bytes(64, "f16"), np.uint8))
     memory.write(0, RIGHT, np.zeros(block_bytes("f16"), np.uint8))
     f16 = run(memory, "amp_gemm_f16_init", [0], [OUT, LEFT, RIGHT], [64])
@@ -62,17 +82,19 @@ def test_fp8_runs_at_twice_the_fp16_rate():
 
 
 @pytest.mark.parametrize("pointers,scalars,message", [
-    ([OUT + 16, LEFT, RIGHT], [16, 0, 0],
+    ([OUT + 16, LEFT, RIGHT], [16, 0, 0, 0],
      f"pointer 'out' = {OUT + 16:#x} is not 32-byte aligned"),
-    ([OUT, LEFT, RIGHT], [16, 32, 0],
+    ([OUT, LEFT, RIGHT], [16, 32, 0, 0],
      "scalar 'left_scale' = 32 is outside the FP8 scale range -31..31"),
-    ([OUT, LEFT, RIGHT], [16, 0, -32],
+    ([OUT, LEFT, RIGHT], [16, 0, -32, 0],
      "scalar 'right_scale' = -32 is outside the FP8 scale range -31..31"),
-    ([LEFT, RIGHT, OUT], [16, 0, 0],
+    ([OUT, LEFT, RIGHT], [16, 0, 0, 40],
+     "scalar 'out_scale' = 40 is outside the FP8 scale range -31..31"),
+    ([LEFT, RIGHT, OUT], [16, 0, 0, 0],
      f"output panel at {LEFT:#x} is not in interleaved memory"),
-    ([OUT, OUT + 0x1000, RIGHT], [16, 0, 0],
+    ([OUT, OUT + 0x1000, RIGHT], [16, 0, 0, 0],
      f"output panel at {OUT:#x} and left panel at {OUT + 0x1000:#x} share memory element"),
-    ([OUT, LEFT, RIGHT], [0, 0, 0], "scalar 'rows' = 0 must be >= 1"),
+    ([OUT, LEFT, RIGHT], [0, 0, 0, 0], "scalar 'rows' = 0 must be >= 1"),
 ])
 def test_fp8_gemm_checks(pointers, scalars, message):
     with pytest.raises(ModelError) as info:
@@ -87,4 +109,4 @@ def test_left_panel_size_is_the_fp8_one():
     element = T.element_of(OUT)
     left = element.start - panel_bytes(rows, "f8f143")
     memory = TileMemory(T, 1)
-    run(memory, "amp_gemm_f8_init", [0], [OUT, left, RIGHT], [rows, 0, 0])
+    run(memory, "amp_gemm_f8_init", [0], [OUT, left, RIGHT], [rows, 0, 0, 0])

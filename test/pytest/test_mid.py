@@ -37,7 +37,8 @@ def test_format_prints_and_parses_back():
 @pytest.mark.parametrize("changes,message", [
     (dict(group=3), "tile group 3 is smaller than replication 1 x 4 partitions = 4 tiles"),
     (dict(replication=2, group=4), "tile group 4 is smaller than replication 2 x 4"),
-    (dict(precision="f16", scale=2), "only f8f143 has a scale"),
+    (dict(precision="f32", scale=2), "only f8f143 and f16 have a scale"),
+    (dict(precision="f16", scale=40), "f16 scale 40 is outside -31..31"),
     (dict(precision="f8f143", scale=40), "f8f143 scale 40 is outside -31..31"),
     (dict(order="col_major"), "element order 'col_major' is not one of"),
     (dict(memory="fast"), "memory class 'fast' is not one of"),
