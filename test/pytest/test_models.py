@@ -94,6 +94,7 @@ def test_the_real_sizes_are_those_of_the_models():
     assert GPT2_SMALL.causal and not BERT_BASE.causal
 
 
+@pytest.mark.slow  # two fresh compile processes
 def test_the_bench_prints_a_row_per_case_and_a_diagnostic_line_not_a_traceback():
     """bench/models.py at the tiny size: a compiled row, with its device-model run."""
     command = [sys.executable, str(ROOT / "bench" / "models.py"), "--tiny", "--json", "--run",
@@ -106,6 +107,7 @@ def test_the_bench_prints_a_row_per_case_and_a_diagnostic_line_not_a_traceback()
     assert row["ratio"] == pytest.approx(row["cycles"] / row["roofline"])
 
 
+@pytest.mark.slow
 def test_a_failing_case_prints_its_diagnostic():
     """BERT-large on one tile does not fit: the row is the diagnostic's first line."""
     command = [sys.executable, str(ROOT / "bench" / "models.py"), "--cases", "bert-large",
@@ -114,3 +116,22 @@ def test_a_failing_case_prints_its_diagnostic():
     assert "Traceback" not in done.stdout + done.stderr
     (line,) = done.stdout.splitlines()[1:]
     assert "diagnostic: " in line, line
+
+
+def test_the_device_models_descriptor_cache_decodes_as_before_and_still_rejects():
+    """device.model.kernel_shards caches decoded descriptors and shard boxes (a large model's
+    run was mostly re-decoding them): the same geometries, and a bad descriptor raises on
+    every call, not only the first."""
+    from device.model.kernel_shards import decoded, shard_box
+    from device.shard_geometry import DescriptorError, ShardGeometry, decode_descriptors
+
+    geometry = ShardGeometry((64, 96), (1, 1), (4, 2), (False, False), group=8, precision="f16")
+    words = (*geometry.encode(), *geometry.encode())
+    assert decoded(words, 2) == tuple(decode_descriptors(words, 2)) == (geometry, geometry)
+    assert decoded(words, 2) is decoded(words, 2)
+    assert [shard_box(geometry, t) for t in range(8)] == [geometry.shard_box(t) for t in range(8)]
+    for _ in range(2):
+        with pytest.raises(DescriptorError):
+            decoded(words[:-1], 2)
+        with pytest.raises(DescriptorError):
+            shard_box(geometry, 8)
