@@ -67,6 +67,9 @@ class KernelAbi:
     # Bytes each pointer operand covers, from the scalars (Implemented kernels): what the
     # verifier holds against the operand views, so a call cannot run past its buffers.
     footprint: Footprint | None = None
+    # Pointer pairs that must sit in different memory elements besides (out, left): an AMP's
+    # output and its left stream (place-memory keeps them apart, the model checks them).
+    distinct: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -106,6 +109,13 @@ class KernelAbi:
         if self.footprint is None:
             return None
         return self.footprint(*self.split_scalars(values))
+
+    @property
+    def distinct_pairs(self) -> tuple[tuple[str, str], ...]:
+        """Every pointer pair that must not share a memory element: (out, left) when the
+        kernel has both, then the declared ones."""
+        amp = (("out", "left"),) if {"out", "left"} <= set(self.pointers) else ()
+        return amp + self.distinct
 
     def accepts_scalar_count(self, count: int) -> bool:
         """Whether a call may pass `count` scalars (the package schema asks this)."""

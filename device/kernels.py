@@ -21,6 +21,7 @@ import numpy as np
 from device.kernel_abi import KernelAbi
 from device.model import (
     kernels_attention,
+    kernels_attention_blocked,
     kernels_gemm,
     kernels_layer_norm,
     kernels_layout,
@@ -33,7 +34,7 @@ from device.target import Target
 
 # The modules whose `RECORDS` make the table, in table order.
 FAMILIES = (kernels_gemm, kernels_layout, kernels_pointwise, kernels_attention,
-            kernels_layer_norm, kernels_views)
+            kernels_layer_norm, kernels_views, kernels_attention_blocked)
 
 
 class UnknownKernelError(KeyError):

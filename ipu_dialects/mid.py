@@ -115,6 +115,7 @@ class DispatchKind(StrEnum):
     GEMM_KSPLIT = "gemm_ksplit"
     POINTWISE = "pointwise"
     HEAD_SHARDED = "head_sharded"
+    ATTENTION_BLOCKS = "attention_blocks"
 
 
 class OperandRole(StrEnum):
@@ -529,6 +530,8 @@ class OperatorDispatchAttr(ParametrizedAttribute):
             ]
             if missing:
                 raise VerifyException(f"dispatch: {kind} needs {', '.join(missing)}")
+        if kind == DispatchKind.ATTENTION_BLOCKS and self.accum_symbol is None:
+            raise VerifyException(f"dispatch: {kind} needs accum")
 
 
 @irdl_attr_definition

@@ -10,13 +10,18 @@ affine ops. There are no SRAM addresses until `place-memory`, and no exchange ro
 The syntax of every op and attribute, and a worked example (a GEMM after `schedule-exchange`),
 are in docs/internals.md, "tile level". Shared syntax pieces: `ipu_dialects/tile_syntax.py`;
 shared verification helpers: `ipu_dialects/tile_checks.py`.
+
+The ops implement the interfaces that the passes ask instead of an op's class (what an op
+reads and writes, which buffers it accesses at once, how it moves into an outer loop):
+docs/internals.md, "Tile work interfaces".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, final
+from typing import ClassVar, TypeVar, final
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -65,11 +70,19 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
-from xdsl.traits import NoTerminator, SymbolTable, SymbolUserOpInterface
+from xdsl.traits import (
+    EffectInstance,
+    MemoryEffect,
+    MemoryEffectKind,
+    NoTerminator,
+    Resource,
+    SymbolTable,
+    SymbolUserOpInterface,
+)
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from device.kernels import KERNELS
+from device.kernels import KERNELS, UnknownKernelError, get_kernel
 from device.layouts import shard_bytes
 from device.target import WORD_BYTES, MemoryClass
 from ipu_dialects.exchange import RowOp
@@ -91,7 +104,7 @@ from ipu_dialects.tile_checks import (
     describe,
     map_values,
 )
-from ipu_dialects.tile_iteration import iteration_count, map_dims
+from ipu_dialects.tile_iteration import iteration_count, linear_in, map_dims, under_outer_loop
 from ipu_dialects.tile_syntax import (
     int_prop,
     parse_enum,
@@ -353,6 +366,122 @@ def check_induction_operands(op: Operation, ivs: Sequence[SSAValue]) -> list[tup
 
 
 # ----------------------------------------------------------------------------------------------
+# Interfaces of tile work: what it reads and writes, and how it sits in loops. The passes and
+# the package writer ask these instead of an op's class (docs/internals.md, "Tile work
+# interfaces").
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExchangeFabric(Resource):
+    """The resource of an exchange phase's effects: the exchange reads the words it sends and
+    writes the words it receives, outside the tile's instruction stream (placement keeps such
+    buffers out of the memory elements the code region touches)."""
+
+    def name(self) -> str:
+        return "exchange"
+
+
+EXCHANGE_FABRIC = ExchangeFabric()
+OpT = TypeVar("OpT", bound=Operation)
+
+
+class BufferEffects(MemoryEffect):
+    """xDSL's `MemoryEffect` trait of tile work: the effects its `buffer_effects` names (None,
+    xDSL's "unknown", for a kernel the ABI registry does not know)."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> frozenset[EffectInstance] | None:
+        assert isinstance(op, BufferEffectsInterface)
+        try:
+            return op.buffer_effects()
+        except UnknownKernelError:
+            return None
+
+
+class BufferEffectsInterface(Operation, ABC):
+    """Tile work that reads and writes buffers.
+
+    `buffer_effects` names every buffer the op reads (READ) and every buffer it writes
+    (WRITE), one `EffectInstance` each whose value is the `tile.buffer` result (a buffer both
+    read and written has both); the resource is `EXCHANGE_FABRIC` when the exchange moves the
+    words. `concurrent_buffers` names the pairs of buffers it accesses in the same cycles.
+    The trait makes the effects xDSL's (`xdsl.traits.get_effects`), so xDSL's `dce` and `cse`
+    see tile work as writing memory, as it does.
+    """
+
+    traits = traits_def(BufferEffects())
+
+    @abstractmethod
+    def buffer_effects(self) -> frozenset[EffectInstance]:
+        """The buffers the op reads and writes; `UnknownKernelError` when they depend on a
+        kernel ABI the registry does not know (the passes report it)."""
+        raise NotImplementedError()
+
+    @abstractmethod
+    def concurrent_buffers(self) -> list[tuple[SSAValue, SSAValue]]:
+        """Pairs of buffers the op accesses in the same cycles (a load from one and a store
+        to the other, or an exchange's send and incoming words on one tile): they must sit in
+        distinct memory elements. `UnknownKernelError` as for `buffer_effects`."""
+        raise NotImplementedError()
+
+
+@dataclass(frozen=True)
+class OuterLoop:
+    """A `tile.loop` that work moves into as its new outermost loop (a structured repeat's):
+    its index, the bytes per iteration that views of a buffer advance (a sequence's element
+    stride; absent: 0), and what the loop repeats, which the moved work's provenance names
+    (`"<op> in <repeats>"`, one `in` per enclosing repeat)."""
+
+    index: SSAValue
+    advance: Mapping[BufferOp, int]
+    repeats: str
+
+    def map(self, affine_map: AffineMap) -> AffineMap:
+        """A map of the loop indices, under the new outermost loop."""
+        return under_outer_loop(affine_map)
+
+    def view(self, buffer: SSAValue, offset: AffineMap) -> AffineMap:
+        """A view's byte offset under the new loop: advanced by its buffer's stride."""
+        owner = buffer.owner
+        return under_outer_loop(offset, self.advance.get(owner, 0) if isinstance(owner, BufferOp) else 0)
+
+    def ivs(self, ivs: Sequence[SSAValue]) -> list[SSAValue]:
+        return [self.index, *ivs]
+
+    def provenance(self, provenance: WorkProvenanceAttr) -> WorkProvenanceAttr:
+        return WorkProvenanceAttr(f"{provenance.op.data} in {self.repeats}", provenance.value.data,
+                                  provenance.reason.data)
+
+
+class LoopNestInterface(Operation, ABC):
+    """Tile work in a loop nest: how it moves into a new outermost loop, and whether it does
+    the same work in every iteration of an enclosing loop."""
+
+    @abstractmethod
+    def nested_in(self, loop: OuterLoop) -> Operation:
+        """This work inside `loop`, a new outermost loop: every map takes the loop's index as
+        its first dimension, views of the buffers `loop` advances move by that much per
+        iteration, `iv(...)` starts with the loop's index, the provenance names what `loop`
+        repeats. Returns the op to keep: this one, changed in place, or a new op (with this
+        one's location and attributes) that the caller puts in its place."""
+        raise NotImplementedError()
+
+    @abstractmethod
+    def repeats_across(self, position: int) -> bool:
+        """Whether every iteration of the enclosing loop at `position` (0: outermost) does
+        the same work, up to view offsets that advance linearly with that loop's index."""
+        raise NotImplementedError()
+
+
+def moved(new: OpT, old: Operation) -> OpT:
+    """`new`, which replaces `old` in an outer loop, with `old`'s attributes and location."""
+    new.attributes.update(old.attributes)
+    new.location = old.location
+    return new
+
+
+# ----------------------------------------------------------------------------------------------
 # Ops
 # ----------------------------------------------------------------------------------------------
 
@@ -527,7 +656,7 @@ class BufferOp(IRDLOperation):
 
 
 @irdl_op_definition
-class LoopOp(IRDLOperation):
+class LoopOp(IRDLOperation, LoopNestInterface):
     """`tile.loop %i = LB to UB provenance P { ... }`: the body once per i in [LB, UB)."""
 
     name = "tile.loop"
@@ -564,6 +693,26 @@ class LoopOp(IRDLOperation):
     @property
     def induction_var(self) -> SSAValue:
         return self.body.block.args[0]
+
+    # -- LoopNestInterface ------------------------------------------------------------------
+    def nested_in(self, loop: OuterLoop) -> LoopOp:
+        """The loop, changed in place: its provenance, and each op of its body moved."""
+        self.properties["provenance"] = loop.provenance(self.provenance)
+        block = self.body.block
+        for inner in list(block.ops):
+            if not isinstance(inner, LoopNestInterface):
+                raise VerifyException(
+                    f"tile.loop: {inner.name} in its body cannot move into an outer loop")
+            replacement = inner.nested_in(loop)
+            if replacement is not inner:
+                block.insert_op_before(replacement, inner)
+                block.erase_op(inner)
+        return self
+
+    def repeats_across(self, position: int) -> bool:
+        """Its bounds are static: its body decides."""
+        return all(isinstance(op, LoopNestInterface) and op.repeats_across(position)
+                   for op in self.body.block.ops)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -627,7 +776,7 @@ def exchange_row(op: Operation, name: str) -> RowOp:
 
 
 @irdl_op_definition
-class ExchangeOp(IRDLOperation):
+class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
     """One synchronized exchange phase per iteration of the enclosing loops (docs/internals.md)."""
 
     name = "tile.exchange"
@@ -730,6 +879,32 @@ class ExchangeOp(IRDLOperation):
     def item_words(self) -> int:
         """Words per exchange event: 2 for a pair broadcast's 64-bit items."""
         return 2 if self.pairs is not None else 1
+
+    # -- BufferEffectsInterface -------------------------------------------------------------
+    def buffer_effects(self) -> frozenset[EffectInstance]:
+        """The exchange reads `src` and writes `dst`."""
+        return frozenset((EffectInstance(MemoryEffectKind.READ, self.src, EXCHANGE_FABRIC),
+                          EffectInstance(MemoryEffectKind.WRITE, self.dst, EXCHANGE_FABRIC)))
+
+    def concurrent_buffers(self) -> list[tuple[SSAValue, SSAValue]]:
+        """`src` and `dst` when some tile sends for one group while it receives for another
+        (its send reads and incoming writes run in the same events)."""
+        return [(self.src, self.dst)] if self.has_full_duplex_tiles() else []
+
+    # -- LoopNestInterface ------------------------------------------------------------------
+    def nested_in(self, loop: OuterLoop) -> ExchangeOp:
+        """A new, unscheduled exchange (rows are built for the whole nest afterwards)."""
+        groups = (None if self.dst_shift is None
+                  else (self.group_count, loop.map(self.dst_shift.data)))
+        return moved(ExchangeOp(
+            self.word_count, self.src, loop.view(self.src, self.src_offset.data),
+            loop.map(self.src_tile.data), self.dst, loop.view(self.dst, self.dst_offset.data),
+            self.dst_tiles, loop.ivs(self.ivs), loop.provenance(self.provenance), groups,
+            self.pairs is not None), self)
+
+    def repeats_across(self, position: int) -> bool:
+        """When its rows do not vary with that loop (`row_loops`): then neither do its maps."""
+        return position not in self.row_loop_positions(len(self.ivs))
 
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.word_count} words from ")
@@ -1076,7 +1251,7 @@ class HomeView:
 
 
 @irdl_op_definition
-class KernelOp(IRDLOperation, NamedInDiagnostics):
+class KernelOp(IRDLOperation, NamedInDiagnostics, BufferEffectsInterface, LoopNestInterface):
     """A kernel run on every tile of a static set, per iteration (docs/internals.md)."""
 
     name = "tile.kernel"
@@ -1166,6 +1341,61 @@ class KernelOp(IRDLOperation, NamedInDiagnostics):
     @property
     def iv_scalar_maps(self) -> tuple[AffineMap, ...]:
         return () if self.iv_scalars is None else tuple(m.data for m in self.iv_scalars.data)
+
+    # -- BufferEffectsInterface -------------------------------------------------------------
+    def named_views(self) -> list[tuple[str, SSAValue]]:
+        """(ABI pointer name, buffer) of every view, home views under their pointer's name."""
+        pointers = get_kernel(self.symbol).pointers
+        named = [(name, view) for name, (view, _) in zip(pointers, self.pointer_views)]
+        return named + [(pointers[h.pointer], h.buffer) for h in self.homes
+                        if h.pointer < len(pointers)]
+
+    def buffer_effects(self) -> frozenset[EffectInstance]:
+        """The ABI's `out` pointer is written, every other pointer and every home view read
+        (an in-place call, `out` viewed again as an input, reads and writes it). Only the
+        pointer names are known here: an `_accum` GEMM also reads its `out`, and a gather or
+        view kernel leaves the elements of `out` it does not write as they are."""
+        return frozenset(
+            EffectInstance(MemoryEffectKind.WRITE if name == "out" else MemoryEffectKind.READ,
+                           view)
+            for name, view in self.named_views())
+
+    def concurrent_buffers(self) -> list[tuple[SSAValue, SSAValue]]:
+        """For each pointer pair the ABI keeps in distinct memory elements
+        (`KernelAbi.distinct_pairs`: `out` and `left` of the AMP GEMMs, which load the left
+        panel while they store the output panel, and the pairs a kernel declares, such as the
+        blocked attention kernels' two AMP products): the first pointer's view and each view
+        of the second, home views included."""
+        named = self.named_views()
+        pairs: list[tuple[SSAValue, SSAValue]] = []
+        for first, second in get_kernel(self.symbol).distinct_pairs:
+            firsts = [view for name, view in named if name == first]
+            seconds = [view for name, view in named if name == second]
+            pairs += [(a, b) for a in firsts[:1] for b in seconds]
+        return pairs
+
+    # -- LoopNestInterface ------------------------------------------------------------------
+    def nested_in(self, loop: OuterLoop) -> KernelOp:
+        views = [(v, loop.view(v, m)) for v, m in self.pointer_views]
+        homes = [HomeView(h.pointer, h.buffer, loop.view(h.buffer, h.offset), h.tiles,
+                          loop.map(h.shift)) for h in self.homes]
+        return moved(KernelOp(
+            self.symbol, views, self.scalar_values, self.tiles, loop.ivs(self.ivs),
+            loop.provenance(self.provenance),
+            loop.map(self.on_tile.data) if self.on_tile is not None else None,
+            [loop.map(m) for m in self.iv_scalar_maps], homes), self)
+
+    def repeats_across(self, position: int) -> bool:
+        """When that loop's index reaches no `only` tile, iv scalar or home shift, and
+        enters every view offset linearly (a pointer that advances by a fixed stride)."""
+        if self.on_tile is not None and position in map_dims(self.on_tile.data):
+            return False
+        if any(position in map_dims(m) for m in self.iv_scalar_maps):
+            return False
+        if any(position in map_dims(h.shift) for h in self.homes):
+            return False
+        return all(linear_in(expr, position) for offset in self.offsets.data
+                   for expr in offset.data.results)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

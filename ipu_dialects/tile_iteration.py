@@ -121,3 +121,13 @@ def selected_iteration(bounds: Bounds, ivs: Sequence[int], selected: Sequence[in
     """The linearized iteration over only the loops at positions `selected` (outermost
     first): what a quantity that does not vary with the other loops is indexed by."""
     return linearized_iteration([bounds[p] for p in selected], [ivs[p] for p in selected])
+
+
+def under_outer_loop(affine_map: AffineMap, stride: int = 0) -> AffineMap:
+    """`affine_map` under one more, outermost loop: a new d0, the other dimensions one
+    position up; the first result advanced by `d0 * stride` (a base-pointer increment)."""
+    dims = [AffineExpr.dimension(j + 1) for j in range(affine_map.num_dims)]
+    results = [e.replace_dims_and_symbols(dims, []) for e in affine_map.results]
+    if stride:
+        results = [results[0] + AffineExpr.dimension(0) * stride, *results[1:]]
+    return AffineMap(affine_map.num_dims + 1, 0, tuple(results))

@@ -6,12 +6,19 @@ a shared tile) are those of `planning/memory_allocator.py`, which graph-to-mid's
 uses too. This pass adds what it knows from the IR:
 - PACE operands (`amp_*` element orders) are aligned to `Target.pace_alignment`, every buffer
   to its own declared alignment (the larger of the two wins);
-- exchanged buffers are the sources and destinations of `tile.exchange`s
-  (`schedule-exchange` checks the contention they avoid with `device.memory_conflicts`);
-- partners are the `out` and `left` operands of every kernel that has both (the AMP GEMMs,
-  from the ABI registry `device/kernels.py`), and the source and destination of a grouped
-  exchange in which some tile sends for one group while it receives for another (its send
-  reads and incoming writes run in the same events).
+- exchanged buffers are those an op's effects say the exchange reads or writes (the sources
+  and destinations of `tile.exchange`s; `schedule-exchange` checks the contention they avoid
+  with `device.memory_conflicts`);
+- partners are the buffers an op accesses in the same cycles (`concurrent_buffers`): the
+  `out` and `left` operands of every kernel that has both (the AMP GEMMs, from the ABI
+  registry `device/kernels.py`) and the pairs a kernel's ABI declares
+  (`KernelAbi.distinct_pairs`: the blocked attention kernels' two AMP products), and the
+  source and destination of a grouped exchange in
+  which some tile sends for one group while it receives for another (its send reads and
+  incoming writes run in the same events).
+
+What an op reads and writes, and which buffers it accesses together, the pass asks the op
+(`BufferEffectsInterface` of `ipu_dialects/tile.py`), not its class.
 
 Placement is first fit, interleaved buffers first, in program order, or when that leaves some
 buffer no contiguous range, longest-lived first (the failure of the program order is the one
@@ -26,26 +33,31 @@ at the tile's peak), i.e. of the graph op whose value it stores.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import MemoryEffectKind
 from xdsl.utils.exceptions import PassFailedException
 
-from device.kernels import UnknownKernelError, get_kernel
+from device.kernels import UnknownKernelError
 from device.layouts import AMP_ORDERS
 from device.target import Target, get_target
 from ipu_dialects.locations import located
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.shared_attrs import configured_tile_count
-from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp
+from ipu_dialects.tile import EXCHANGE_FABRIC, BufferEffectsInterface, BufferOp, ExchangeOp
+from ipu_dialects.tile_checks import describe
 from planning.memory_allocator import FirstFit, Request
 from planning.pipeline_config import configured_target
+
+T = TypeVar("T")
 
 
 class OutOfTileMemory(PassFailedException):
@@ -67,8 +79,9 @@ def lifetimes(function: func.FuncOp) -> dict[BufferOp, tuple[int, int]]:
     the program runs) and outputs to the end (the host reads them after it); every other buffer
     from its first use to its last, where a use inside a loop counts for the whole loop — the
     innermost loop holding all the buffer's uses excepted when the first of those uses writes
-    the buffer: that buffer is rewritten before it is read in every iteration (a temporary of a
-    repeat's body), so it is live only between its uses within the iteration."""
+    the buffer and does not read it (its declared effects, `effects_of`): that buffer is
+    rewritten before it is read in every iteration (a temporary of a repeat's body), so it is
+    live only between its uses within the iteration."""
     positions: dict[Operation, int] = {}
     for op in function.body.walk():
         positions[op] = len(positions)
@@ -119,29 +132,27 @@ def live_span(buffer: BufferOp, users: list[Operation], positions: dict[Operatio
 
 
 def writes(op: Operation, buffer: BufferOp) -> bool:
-    if isinstance(op, ExchangeOp):
-        return op.dst.owner is buffer
-    if isinstance(op, KernelOp):
-        pointers = kernel_pointers(op)
-        return "out" in pointers and op.views[pointers.index("out")].owner is buffer
-    return False
+    return MemoryEffectKind.WRITE in effects_of(op, buffer.buffer)
 
 
 def reads(op: Operation, buffer: BufferOp) -> bool:
-    if isinstance(op, ExchangeOp):
-        return op.src.owner is buffer
-    if isinstance(op, KernelOp):
-        pointers = kernel_pointers(op)
-        return (any(v.owner is buffer for name, v in zip(pointers, op.views) if name != "out")
-                or any(h.buffer.owner is buffer for h in op.homes))
-    return True
+    return MemoryEffectKind.READ in effects_of(op, buffer.buffer)
 
 
-def kernel_pointers(op: KernelOp) -> tuple[str, ...]:
+def effects_of(op: Operation, buffer: SSAValue) -> set[MemoryEffectKind]:
+    """What `op` declares it does to `buffer` (`BufferEffectsInterface`); an op that declares
+    nothing may read and write it."""
+    if not isinstance(op, BufferEffectsInterface):
+        return {MemoryEffectKind.READ, MemoryEffectKind.WRITE}
+    return {e.kind for e in declared(op, op.buffer_effects) if e.value is buffer}
+
+
+def declared(op: Operation, query: Callable[[], Collection[T]]) -> Collection[T]:
+    """`query()` of `op`'s interface; a kernel the ABI registry does not know is an error."""
     try:
-        return get_kernel(op.symbol).pointers
+        return query()
     except UnknownKernelError as error:
-        raise PassFailedException(f"place-memory: tile.kernel @{op.symbol}: {error}") from None
+        raise PassFailedException(f"place-memory: {describe(op)}: {error}") from None
 
 
 @dataclass
@@ -189,21 +200,9 @@ class FunctionPlacement:
             partners.setdefault(b, set()).add(a)
 
         for op in self.function.walk():
-            if isinstance(op, ExchangeOp) and op.has_full_duplex_tiles():
-                pair(op.source.owner, op.destination.owner)
-            if not isinstance(op, KernelOp):
-                continue
-            try:
-                pointers = get_kernel(op.symbol).pointers
-            except UnknownKernelError as error:
-                raise PassFailedException(f"place-memory: tile.kernel @{op.symbol}: {error}") from None
-            if "out" not in pointers or "left" not in pointers:
-                continue
-            out = op.views[pointers.index("out")].owner
-            lefts = [op.views[pointers.index("left")].owner] + [
-                h.buffer.owner for h in op.homes if h.pointer == pointers.index("left")]
-            for left in lefts:
-                pair(out, left)
+            if isinstance(op, BufferEffectsInterface):
+                for a, b in declared(op, op.concurrent_buffers):
+                    pair(a.owner, b.owner)
         return partners
 
     # -- capacity diagnostics ------------------------------------------------------------
@@ -276,11 +275,13 @@ class FunctionPlacement:
 
     # -- placement -----------------------------------------------------------------------
     def exchanged_buffers(self) -> set[BufferOp]:
-        """Sources and destinations of exchange phases."""
+        """The buffers the exchange reads or writes (sources and destinations of phases)."""
         ends: set[BufferOp] = set()
         for op in self.function.walk():
-            if isinstance(op, ExchangeOp):
-                ends.update(v.owner for v in (op.src, op.dst) if isinstance(v.owner, BufferOp))
+            if isinstance(op, BufferEffectsInterface):
+                ends.update(e.value.owner for e in declared(op, op.buffer_effects)
+                            if e.resource == EXCHANGE_FABRIC and isinstance(e.value, SSAValue)
+                            and isinstance(e.value.owner, BufferOp))
         return ends
 
     def request(self, buffer: BufferOp) -> Request:

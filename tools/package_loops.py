@@ -17,33 +17,16 @@ import numpy as np
 from xdsl.utils.exceptions import PassFailedException
 
 from device.package import ExchangeStep, KernelStep, LoopStep, Step
-from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, enclosing_loops
-from ipu_dialects.tile_iteration import linear_in, map_dims
+from ipu_dialects.tile import LoopOp, enclosing_loops
 
 
 def folds(loop: LoopOp) -> bool:
     """Whether every iteration of `loop` runs the same steps up to kernel pointers that
-    advance linearly with its index (and it runs at least twice)."""
+    advance linearly with its index (and it runs at least twice): each op of the body says
+    (`LoopNestInterface.repeats_across`)."""
     if loop.upper_bound - loop.lower_bound < 2:
         return False
-    position = len(enclosing_loops(loop))
-    for op in loop.body.walk():
-        if isinstance(op, ExchangeOp) and position in op.row_loop_positions(len(op.ivs)):
-            return False
-        if isinstance(op, KernelOp) and not kernel_moves_only_pointers(op, position):
-            return False
-    return True
-
-
-def kernel_moves_only_pointers(op: KernelOp, position: int) -> bool:
-    if op.on_tile is not None and position in map_dims(op.on_tile.data):
-        return False
-    if any(position in map_dims(m) for m in op.iv_scalar_maps):
-        return False
-    if any(position in map_dims(h.shift) for h in op.homes):
-        return False
-    return all(linear_in(expr, position) for offset in op.offsets.data
-               for expr in offset.data.results)
+    return loop.repeats_across(len(enclosing_loops(loop)))
 
 
 def loop_body(first: list[Step], second: list[Step], where: str, depth: int = 0) -> list[Step]:

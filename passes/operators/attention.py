@@ -1,29 +1,50 @@
-"""The attention operator: `graph.attention` -> `mid.attention` -> one `attention` kernel call
-per shard of the output.
+"""The attention operator: `graph.attention` -> `mid.attention` -> the blocked plan's key-block
+loop, or one `attention` kernel call per shard of the output.
 
-Tensors are `[..., heads, seq, head_dim]`. A candidate cuts one axis of the query and output
-across the tiles (`split<axis>`, block 1):
+Tensors are `[..., heads, seq, head_dim]`. The blocked candidates (`attention_blocked_r<R>`,
+`planning/attention_plans.py`, lowered by `passes/operators/attention_blocked_lowering.py`) give
+every tile R query rows of one batch x head slice and bring the keys and values to it one
+64-key block at a time; no tile holds all of a slice's K or V. For causal attention the cyclic
+variants (`..._cyclic`) move the query rows so that a tile computes early and late rows
+alike. The retained candidates cut one axis of the query and output across the tiles
+(`split<axis>`, block 1):
 - a leading or head axis: key and value are cut the same way, so each tile holds whole heads;
 - the query-row axis (when there are fewer heads than tiles): key and value are whole on
   every tile of the output (replicated), each tile computes its rows (causal masking uses the
   rows' global positions).
 Scores, softmax (stable: the row maximum is subtracted) and the product with the values are
-FP32 inside the kernel; the result is rounded once to the output precision.
+FP32 inside the kernel; the result is rounded once to the output precision. Every candidate is
+checked against tile memory; the cheapest valid one wins (the retained plans win small cases).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from device.kernels import f32_bits
+from device.target import Target
 from ipu_dialects import graph, mid
+from passes.operators.attention_blocked_lowering import lower_attention_blocked
 from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles
-from passes.operators.formats import split_format
+from passes.operators.formats import split_format, storage_of
 from passes.operators.pointwise import lower_pointwise, plan_types, pointwise_plan
+from planning.attention_plans import (
+    blocked_cycles,
+    candidate_partitions,
+    formats_for_shapes,
+    layout_failure,
+    layout_for,
+    memory_failure,
+    plan_name,
+)
+from planning.gemm_plans import AMP_CONFIG, DoesNotFit, RowTileBuffer, _check_capacity
+from planning.memory_allocator import Request
+from planning.shard_geometry import geometry
 
 KERNEL = "attention"
 
@@ -35,6 +56,42 @@ def attention_plan(name: str, formats: dict[str, mid.TensorFormatAttr],
         name, mid.OperatorDispatchAttr(mid.DispatchKind.HEAD_SHARDED, init=KERNEL),
         mid.StoragePrecision.F32, "", list(plan.operands.data), [], "none",
     )
+
+
+def blocked_plan(name: str, formats: dict[str, mid.TensorFormatAttr], rows: int,
+                 precision: str, target: Target) -> mid.OperatorPlanAttr:
+    """A blocked candidate: query the AMP's left operand, key and value its right ones."""
+    roles = {"query": (mid.OperandRole.LEFT, target.pace_alignment,
+                       target.amp_left_access_tail_bytes),
+             "key": (mid.OperandRole.RIGHT, target.pace_alignment, 0),
+             "value": (mid.OperandRole.RIGHT, target.pace_alignment, 0),
+             "out": (mid.OperandRole.OUTPUT, target.vector_alignment, 0)}
+    operands = [mid.OperandPlanAttr(o, role, formats[o], align, tail)
+                for o, (role, align, tail) in roles.items()]
+    dispatch = mid.OperatorDispatchAttr(
+        mid.DispatchKind.ATTENTION_BLOCKS, inner=64, columns=rows,
+        init=f"attention_block_{precision}_init", accum=f"attention_block_{precision}_accum")
+    return mid.OperatorPlanAttr(name, dispatch, mid.StoragePrecision.F32, AMP_CONFIG[precision],
+                                operands, [], "none")
+
+
+def shards_failure(types: Sequence[TensorType], target: Target) -> str | None:
+    """A retained candidate's shards (out, query, key, value) on its fullest tile, against
+    tile memory."""
+    buffers = {}
+    for name, value_type in zip(("out", "query", "key", "value"), types, strict=True):
+        fmt = value_type.encoding
+        assert isinstance(fmt, mid.TensorFormatAttr)
+        nbytes = geometry(value_type.get_shape(), fmt).shard_bytes()
+        buffers[name] = RowTileBuffer(f"its {name} shard", Request(
+            -(-nbytes // target.vector_alignment) * target.vector_alignment, 0,
+            target.vector_alignment, False, False))
+    try:
+        _check_capacity(buffers, target, "an attention tile")
+    except DoesNotFit as failure:
+        names = ", ".join(f"{n} {b.extent}" for n, b in buffers.items())
+        return f"{failure} ({names})"
+    return None
 
 
 class AttentionOperator(Operator):
@@ -67,12 +124,45 @@ class AttentionOperator(Operator):
                                                  ctx.indivisible)
             ordered = {n: formats[n] for n in (*self.operand_names, "out")}
             plan = attention_plan(f"attention_split{axis}", ordered, ctx.target.vector_alignment)
+            types = plan_types(op, self.operand_names, ordered)
+            reason = shards_failure(types, ctx.target)
+            if reason is not None:
+                candidates.append(Candidate(plan, reason, None))
+                continue
             cycles = plan_kernel_cycles(
-                KERNEL, plan_types(op, self.operand_names, ordered), ctx.target,
+                KERNEL, types, ctx.target,
                 extra=(int(op.causal is not None), f32_bits(op.effective_scale())))
-            for value, name in zip(op.operands, self.operand_names, strict=True):
-                cycles += conversion_cycles(value, ordered[name], ctx)
-            candidates.append(Candidate(plan, None, cycles))
+            candidates.append(Candidate(plan, None, cycles + self.conversions(op, ordered, ctx)))
+        return self.blocked_candidates(op, ctx) + candidates
+
+    def conversions(self, op: Operation, formats: dict[str, mid.TensorFormatAttr],
+                    ctx: SelectionContext) -> int:
+        return sum(conversion_cycles(value, formats[name], ctx)
+                   for value, name in zip(op.operands, self.operand_names, strict=True))
+
+    def blocked_candidates(self, op: graph.AttentionOp, ctx: SelectionContext) -> list[Candidate]:
+        """One blocked candidate per distinct count of query rows per tile."""
+        query_type = tensor_type(op.query)
+        shape, key_shape = tuple(query_type.get_shape()), tuple(tensor_type(op.key).get_shape())
+        precision, _ = storage_of(query_type)
+        candidates = []
+        causal = op.causal is not None
+        layouts = [layout_for(shape, key_shape, partitions, precision, causal, cyclic)
+                   for partitions in candidate_partitions(math.prod(shape[:-2]), shape[-2],
+                                                          ctx.tiles)
+                   for cyclic in ((False, True) if causal else (False,))]
+        for layout in layouts:
+            if layout.cyclic and layout.units < 2:
+                continue  # one group per tile: the same rows as the contiguous candidate
+            formats = formats_for_shapes(layout, shape[:-2], precision, ctx.indivisible)
+            plan = blocked_plan(plan_name(layout), formats, layout.rows, precision, ctx.target)
+            reason = (layout_failure(layout, ctx.tiles, ctx.indivisible)
+                      or memory_failure(layout, ctx.target))
+            cycles = None
+            if reason is None:
+                cycles = (blocked_cycles(layout, ctx.target, ctx.tiles).total
+                          + self.conversions(op, formats, ctx))
+            candidates.append(Candidate(plan, reason, cycles))
         return candidates
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
@@ -83,6 +173,8 @@ class AttentionOperator(Operator):
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.AttentionOp)
+        if op.plan.dispatch.kind.data == mid.DispatchKind.ATTENTION_BLOCKS:
+            return lower_attention_blocked(op, lowering)
         return lower_pointwise(
             op, lowering, [op.query, op.key, op.value], "attention, one call per output shard",
             named=(int(op.causal is not None), f32_bits(op.scale.value.data)),

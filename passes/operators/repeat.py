@@ -37,13 +37,20 @@ from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
-from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
-from ipu_dialects.tile import BufferOp, ExchangeOp, HomeView, KernelOp, LoopOp, WorkProvenanceAttr
+from ipu_dialects.tile import (
+    BufferOp,
+    ExchangeOp,
+    KernelOp,
+    LoopNestInterface,
+    LoopOp,
+    OuterLoop,
+    WorkProvenanceAttr,
+)
 from passes.operators.base import GraphLowering, Operator, TileLowering, tensor_type
 from passes.operators.formats import (
     is_graph_tensor,
@@ -204,58 +211,14 @@ def copy_kernel(lowering: TileLowering, dst: BufferOp, src: BufferOp, value: SSA
     return copy
 
 
-def shifted(affine_map: AffineMap, stride: int = 0) -> AffineMap:
-    """`affine_map` under one more, outermost loop (new d0), advanced by `d0 * stride`."""
-    dims = [AffineExpr.dimension(j + 1) for j in range(affine_map.num_dims)]
-    results = [e.replace_dims_and_symbols(dims, []) for e in affine_map.results]
-    if stride:
-        results = [results[0] + AffineExpr.dimension(0) * stride, *results[1:]]
-    return AffineMap(affine_map.num_dims + 1, 0, tuple(results))
-
-
-def nested_provenance(provenance: WorkProvenanceAttr, repeat: str) -> WorkProvenanceAttr:
-    return WorkProvenanceAttr(f"{provenance.op.data} in {repeat}", provenance.value.data,
-                              provenance.reason.data)
-
-
-def stride_of(buffer: SSAValue, strides: dict[BufferOp, int]) -> int:
-    """Bytes a view of `buffer` advances per iteration: a sequence's stride, else 0."""
-    owner = buffer.owner
-    return strides.get(owner, 0) if isinstance(owner, BufferOp) else 0
-
-
-def nest(op: Operation, iv: SSAValue, strides: dict[BufferOp, int], repeat: str) -> Operation:
-    """`op` as work inside the repeat's loop (see the module doc); returns the op to keep."""
-    if isinstance(op, LoopOp):
-        op.properties["provenance"] = nested_provenance(op.provenance, repeat)
-        for inner in list(op.body.block.ops):
-            replacement = nest(inner, iv, strides, repeat)
-            if replacement is not inner:
-                op.body.block.insert_op_before(replacement, inner)
-                op.body.block.erase_op(inner)
-        return op
-    if isinstance(op, KernelOp):
-        views = [(v, shifted(m, stride_of(v, strides))) for v, m in op.pointer_views]
-        homes = [HomeView(h.pointer, h.buffer, shifted(h.offset, stride_of(h.buffer, strides)),
-                          h.tiles, shifted(h.shift)) for h in op.homes]
-        new: KernelOp | ExchangeOp = KernelOp(op.symbol, views, op.scalar_values, op.tiles, [iv, *op.ivs],
-                       nested_provenance(op.provenance, repeat),
-                       shifted(op.on_tile.data) if op.on_tile is not None else None,
-                       [shifted(m) for m in op.iv_scalar_maps], homes)
-    elif isinstance(op, ExchangeOp):
-        groups = (None if op.dst_shift is None
-                  else (op.group_count, shifted(op.dst_shift.data)))
-        new = ExchangeOp(op.word_count, op.src, shifted(op.src_offset.data,
-                                                        stride_of(op.src, strides)),
-                         shifted(op.src_tile.data), op.dst,
-                         shifted(op.dst_offset.data, stride_of(op.dst, strides)),
-                         op.dst_tiles, [iv, *op.ivs], nested_provenance(op.provenance, repeat),
-                         groups, op.pairs is not None)
-    else:
-        raise PassFailedException(f"mid-to-tile: cannot nest {op.name} in a repeat's loop")
-    new.attributes.update(op.attributes)
-    new.location = op.location
-    return new
+def nest(op: Operation, loop: OuterLoop) -> Operation:
+    """`op` as work inside the repeat's loop (see the module doc); returns the op to keep.
+    Each op moves itself (`LoopNestInterface.nested_in`)."""
+    fixed = next((o for o in op.walk() if not isinstance(o, LoopNestInterface)), None)
+    if fixed is not None:
+        raise PassFailedException(f"mid-to-tile: cannot nest {fixed.name} in a repeat's loop")
+    assert isinstance(op, LoopNestInterface)
+    return op.nested_in(loop)
 
 
 class RepeatOperator(Operator):
@@ -296,8 +259,9 @@ class RepeatOperator(Operator):
             label, value_label(op.results[0]) if op.results else "",
             f"{op.iterations} iterations of one tile-local body"))
         loop.induction_var.name_hint = "r"
+        outer = OuterLoop(loop.induction_var, strides, label)
         for work in body:
-            loop.body.block.add_op(nest(work, loop.induction_var, strides, label))
+            loop.body.block.add_op(nest(work, outer))
         return [*before, loop]
 
     @staticmethod

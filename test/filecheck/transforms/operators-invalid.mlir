@@ -15,8 +15,8 @@ func.func @fp8_f16_catalog(%x: tensor<32x64xf8E4M3FNUZ, #graph.fp8_scale<1>>, %w
 
 // -----
 
-// The pointwise and attention plans are not checked against tile memory when they are chosen
-// (the GEMM's are): a tensor too large for the tiles it is cut over is place-memory's
+// The pointwise plans are not checked against tile memory when they are chosen (the GEMM's
+// and attention's are): a tensor too large for the tiles it is cut over is place-memory's
 // diagnostic, naming the tile and the buffers.
 func.func @gelu_too_big(%x: tensor<4x200000xf32>) -> tensor<4x200000xf32> {
   %g = graph.gelu %x : tensor<4x200000xf32> -> tensor<4x200000xf32>
@@ -26,10 +26,11 @@ func.func @gelu_too_big(%x: tensor<4x200000xf32>) -> tensor<4x200000xf32> {
 
 // -----
 
-// One head on 2 tiles: the query rows are cut, so %q is also gathered whole onto both tiles as
-// key and value (q_1, q_2 and its staging slot).
+// One head of 2048 rows on 2 tiles: every attention candidate is checked against tile memory
+// and none fits (the blocked plans' 1024 or 2048 query rows per tile with their state and
+// scratch; the retained plan's whole key and value on each tile).
 func.func @attention_too_big(%q: tensor<1x2048x64xf32>) -> tensor<1x2048x64xf32> {
   %o = graph.attention %q, %q, %q causal : (tensor<1x2048x64xf32>, tensor<1x2048x64xf32>, tensor<1x2048x64xf32>) -> tensor<1x2048x64xf32>
   func.return %o : tensor<1x2048x64xf32>
 }
-// MEMORY: Out of memory on tile 0: 1605632 bytes needed, tiles only have 638976 bytes (code region 32768, buffers live together: q 262144, q_1 524288, q_2 524288, q_2_gather_slot 262144); 1 other tile(s) overflow too
+// MEMORY: graph.attention %o: no valid operator plan: attention_blocked_r1024: an attention tile needs 1876000 bytes, tile memory holds 606208 outside the code region; attention_blocked_r1024_cyclic: an attention tile needs 2400304 bytes, tile memory holds 606208 outside the code region; attention_blocked_r2048: an attention tile needs 3686432 bytes, tile memory holds 606208 outside the code region; attention_blocked_r2048_cyclic: an attention tile needs 4735024 bytes, tile memory holds 606208 outside the code region; attention_split1: an attention tile needs 1572864 bytes, tile memory holds 606208 outside the code region (out 262144, query 262144, key 524288, value 524288)

@@ -47,4 +47,4 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
     func.return
   }
 }
-// CHECK: place-memory: tile.kernel @no_such_kernel: unknown kernel symbol 'no_such_kernel'; the ABI registry (device/kernels.py) knows: add, amp_gemm_f16_accum, amp_gemm_f16_init, amp_gemm_f16p32_accum, amp_gemm_f16p32_init, amp_gemm_f32_accum, amp_gemm_f32_init, amp_gemm_f8_accum, amp_gemm_f8_init, attention, convert_shard, copy_words, fill_zero, gather_shard, gather_view, gelu, layer_norm, view_shard
+// CHECK: place-memory: tile.kernel @no_such_kernel: unknown kernel symbol 'no_such_kernel'; the ABI registry (device/kernels.py) knows: add, amp_gemm_f16_accum, amp_gemm_f16_init, amp_gemm_f16p32_accum, amp_gemm_f16p32_init, amp_gemm_f32_accum, amp_gemm_f32_init, amp_gemm_f8_accum, amp_gemm_f8_init, attention, attention_block_f16_accum, attention_block_f16_init, attention_block_f32_accum, attention_block_f32_init, attention_finish_f16, attention_finish_f32, convert_shard, copy_words, fill_zero, gather_shard, gather_view, gelu, layer_norm, view_shard

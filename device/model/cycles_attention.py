@@ -1,0 +1,102 @@
+"""Modeled cycles of the blocked attention kernels (`attention_block_*`, `attention_finish`).
+
+Pure functions of a kernel's scalars, the tile it runs on and the `Target` (never of tile
+memory), like `device/model/cycles.py`, which dispatches to them by symbol: the executable
+model charges them (`device/model/kernels_attention_blocked.py`) and the compiler's cost
+model calls them (`planning/attention_plans.py`).
+
+A compute tile holds `rows` query rows of one (batch, head) slice: tile t holds partition
+`p = t mod partitions` of the query rows, rows `p * rows ..` (or, `cyclic`, the 16-row
+blocks `g * partitions + p`: `group_starts`). One call of `attention_block_*`
+takes one 64-key block (`key_block`) against them, in 16-row groups (the AMP's row block). A
+group is *active* when it holds a query row of the tensor (not padding) that sees a key of the
+block: every key of a real block without the causal mask, with it only when the block's first
+key is at or before the group's last real row. Only active groups are computed and charged, so
+blocks above the causal diagonal cost a tile nothing but the call:
+
+- the AMP: S = Q . K_b^T (active rows x padded head_dim x 64) and O += P . V_b (active rows x
+  64 x padded head_dim), each at the inputs' AMP rate (P is stored at the inputs' precision,
+  so FP16 attention runs P . V at the FP16 rate);
+- the vector unit, per score: the row max, scale-and-subtract, exp, the row sum and the
+  conversion of P (`exp_cycles_per_element` and four FP32 operations on `vector_f32_lanes`);
+  per active row: the rescale of its running sum and of its accumulator row (one exp, head_dim
+  multiplies);
+- the initializing call (`*_init`, the first key block) also writes the running state of its
+  inactive rows (accumulator, max and sum), streamed at the vector store rate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from device.layouts import AMP_BLOCK, AMP_ROWS, element_bytes
+from device.target import Precision, Target
+
+KEY_BLOCK = AMP_BLOCK  # keys per block: one AMP block of output columns of S
+SCORE_VECTOR_OPS = 4  # row max, scale-and-subtract, row sum, conversion of P (per score)
+STATE_WORDS = 2  # per query row: running max, running sum (f32)
+
+
+def padded(head_dim: int) -> int:
+    """Head_dim as the AMP reads it: padded to whole 64-column panels."""
+    return -(-head_dim // AMP_BLOCK) * AMP_BLOCK
+
+
+def seq_partition(tile: int, partitions: int) -> int:
+    """The query-row partition a compute tile holds: tiles are (slice, partition), row-major."""
+    return tile % partitions
+
+
+def group_starts(partition: np.ndarray, rows: int, partitions: int, cyclic: bool) -> np.ndarray:
+    """The first global query row of each 16-row group of the given partitions' tiles
+    ([..., groups]): contiguous, rows p * rows + 16 g; cyclic (`cyclic`), the 16-row blocks
+    g * partitions + p, so that a tile holds early and late rows alike."""
+    p = np.asarray(partition, dtype=np.int64)[..., None]
+    g = np.arange(rows // AMP_ROWS, dtype=np.int64)
+    return (g * partitions + p) * AMP_ROWS if cyclic else p * rows + g * AMP_ROWS
+
+
+def active_groups(starts: np.ndarray, query_length: int, key_block: int,
+                  causal: bool) -> np.ndarray:
+    """How many of the 16-row groups starting at `starts` ([..., groups]) are active."""
+    active = starts < query_length
+    if causal:  # the block's first key at or before the group's last real row
+        active &= key_block * KEY_BLOCK <= np.minimum(starts + AMP_ROWS, query_length) - 1
+    return active.sum(axis=-1)
+
+
+def block_cycles_of(active: int, rows: int, head_dim: int, precision: str, init: bool,
+                    target: Target) -> int:
+    """One `attention_block_*` call with `active` active 16-row groups of a `rows`-row shard."""
+    active_rows = active * AMP_ROWS
+    width = padded(head_dim)
+    cycles = 0
+    if init:  # the running state of the inactive rows is written once
+        state_bytes = (rows - active_rows) * (width + STATE_WORDS) * element_bytes(Precision.F32)
+        cycles += -(-state_bytes // target.vector_bytes_per_cycle)
+    if active_rows == 0:
+        return target.kernel_call_cycles + cycles
+    scores = active_rows * KEY_BLOCK
+    amp = 2 * target.amp_cycles(scores * width, precision)
+    vector = ((scores + active_rows) * target.exp_cycles_per_element
+              + -(-(SCORE_VECTOR_OPS * scores + active_rows * width) // target.vector_f32_lanes))
+    return amp + vector + cycles
+
+
+def attention_block_cycles(scalars: dict[str, int], precision: str, init: bool, tile: int,
+                           target: Target) -> int:
+    """One call of `attention_block_<precision>_{init,accum}` on `tile` (its named scalars)."""
+    rows, partitions = scalars["rows"], max(1, scalars["partitions"])
+    starts = group_starts(np.array(seq_partition(tile, partitions)), rows, partitions,
+                          bool(scalars["cyclic"]))
+    active = int(active_groups(starts, scalars["query_length"], scalars["key_block"],
+                               bool(scalars["causal"])))
+    return block_cycles_of(active, rows, scalars["head_dim"], precision, init, target)
+
+
+def attention_finish_cycles(rows: int, head_dim: int, precision: str, target: Target) -> int:
+    """out = accumulator / running sum for every row of a tile's shard: the f32 accumulator
+    and sums read, out's row-major elements stored, one FP32 multiply per element."""
+    f32 = element_bytes(Precision.F32)
+    moved = rows * (padded(head_dim) * f32 + STATE_WORDS * f32 + head_dim * element_bytes(precision))
+    return target.vector_cycles(moved) + -(-rows * padded(head_dim) // target.vector_f32_lanes)

@@ -1,0 +1,361 @@
+"""The blocked attention plan (`attention_blocks` dispatch): layout, memory and cost.
+
+Tensors are `[..., heads, seq, head_dim]`; the leading axes together are S = batch x heads
+slices. Tile `s * P + p` owns query rows `p * R .. p * R + R - 1` of slice `s` (R a multiple
+of the AMP's 16 rows, P = ceil(seq / R) partitions): its query shard (amp_left, head_dim
+padded to 64), its output shard (row-major) and the attention state of those rows (an f32
+accumulator, the running max and sum). Key and value are cut the same way into P chunks of
+whole 64-key blocks (`kc` = ceil(key blocks / P) per tile, amp_right_t / amp_right), so no tile
+holds all of a slice's K or V: for key block j, one grouped exchange per operand sends block j
+of every slice from the tile of that slice that holds it (`s * P + j floordiv kc`) to the
+other tiles of the slice (S groups, to tile pairs when P is even), and every tile runs
+`attention_block_*` on it: S = Q . K_j^T on the AMP, the online softmax update (FP32 state),
+O += P . V_j on the AMP; the holder reads its block where it lives (`home`). After the last
+block, `attention_finish_*` writes out = O / l. A tile skips the 16-row groups of its rows
+that see no key of the block (padding; above the causal diagonal) and is charged only for the
+others (`device/model/cycles_attention.py`).
+
+The cost is what the device model charges for that tile work, from the model's cycle
+functions (`blocked_cycles`); candidates cover the partition counts that give distinct row
+chunks, each checked against tile memory with the allocator `place-memory` uses.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from device.layouts import AMP_BLOCK, AMP_ROWS, element_bytes
+from device.model import cycles as device_cycles
+from device.model.cycles_attention import (
+    KEY_BLOCK,
+    STATE_WORDS,
+    active_groups,
+    attention_finish_cycles,
+    block_cycles_of,
+    group_starts,
+    padded,
+)
+from device.target import WORD_BYTES, Precision, Target, latency_table
+from ipu_dialects import mid
+from planning.exchange_rows import broadcast_events
+from planning.gemm_grid import phase_events
+from planning.gemm_plans import (
+    DoesNotFit,
+    RowTileBuffer,
+    _check_capacity,
+    _check_placement,
+)
+from planning.memory_allocator import Request
+from planning.shard_geometry import ShardGeometry, ceil_div
+
+BLOCKED_PRECISIONS = (Precision.F16, Precision.F32)
+
+
+@dataclass(frozen=True)
+class BlockedLayout:
+    """The blocked plan's shape: S slices of P partitions of R query rows, kc key blocks per
+    holder tile."""
+
+    slices: int  # S: product of the leading (batch, head) axes
+    partitions: int  # P: query-row partitions per slice (tiles per slice)
+    rows: int  # R: query rows per tile, a multiple of 16
+    key_blocks: int  # nK: 64-key blocks of the keys
+    key_chunk: int  # kc: key blocks per holder tile
+    query_length: int
+    key_length: int
+    head_dim: int
+    precision: str
+    causal: bool
+    cyclic: bool = False  # compute tiles hold the 16-row blocks g * P + p (staged)
+
+    @property
+    def units(self) -> int:
+        """16-row groups per tile."""
+        return self.rows // AMP_ROWS
+
+    @property
+    def tiles(self) -> int:
+        return self.slices * self.partitions
+
+    @property
+    def width(self) -> int:
+        """Head_dim padded to whole 64-column panels."""
+        return padded(self.head_dim)
+
+    @property
+    def block_words(self) -> int:
+        """Words of one key (or value) block: 64 keys x the padded head_dim."""
+        return KEY_BLOCK * self.width * element_bytes(self.precision) // WORD_BYTES
+
+    @property
+    def block_bytes(self) -> int:
+        return self.block_words * WORD_BYTES
+
+    @property
+    def pairs(self) -> bool:
+        """The blocks go to tile pairs when every slice's tiles are whole pairs (P even)."""
+        return self.partitions % 2 == 0
+
+    @property
+    def exchanges(self) -> bool:
+        """Whether a block has receivers: one tile per slice holds and computes everything."""
+        return self.partitions > 1
+
+    def holder(self, key_block: int | np.ndarray) -> int | np.ndarray:
+        """The partition (within its slice) holding a key block."""
+        return key_block // self.key_chunk
+
+    @classmethod
+    def of(cls, query: ShardGeometry, key: ShardGeometry, causal: bool,
+           cyclic: bool) -> BlockedLayout:
+        """The layout a plan's query and key formats describe."""
+        return cls(math.prod(query.shape[:-2]), query.partitions[-2], query.chunk[-2],
+                   ceil_div(key.shape[-2], KEY_BLOCK), key.chunk[-2] // KEY_BLOCK,
+                   query.shape[-2], key.shape[-2], query.shape[-1], query.precision, causal,
+                   cyclic)
+
+
+CYCLIC_SUFFIX = "_cyclic"
+
+
+def plan_name(layout: BlockedLayout) -> str:
+    return f"attention_blocked_r{layout.rows}{CYCLIC_SUFFIX if layout.cyclic else ''}"
+
+
+# ---- the cyclic variant's staging ---------------------------------------------------------------
+@dataclass(frozen=True)
+class StagingPiece:
+    """Part of one staging phase of the cyclic variant: for g in [first, stop), the holder
+    partition h0 + g sends the 16-row block at `position` of its chunk to slot `slot` of the
+    compute partition p0 + units * g (in every slice); `local`: that one g is the same tile,
+    which copies instead."""
+
+    slot: int  # k
+    position: int  # j
+    h0: int
+    p0: int
+    first: int
+    stop: int
+    local: bool
+
+    @property
+    def count(self) -> int:
+        return self.stop - self.first
+
+
+def staging_pieces(layout: BlockedLayout) -> list[StagingPiece]:
+    """Block i = k * P + p (compute partition p, slot k) is held by partition i // c at
+    position i mod c: for each (k, j), the g with p = p0 + c g form an affine piece."""
+    c, partitions = layout.units, layout.partitions
+    pieces = []
+    for k in range(c):
+        for j in range(c):
+            p0 = (j - k * partitions) % c
+            if p0 >= partitions:
+                continue
+            h0, count = (k * partitions + p0 - j) // c, ceil_div(partitions - p0, c)
+            same = [g for g in range(count) if h0 + g == p0 + c * g]
+            cuts = [0, *[x for g in same for x in (g, g + 1)], count]
+            for first, stop in zip(cuts, cuts[1:]):
+                if stop > first:
+                    pieces.append(StagingPiece(k, j, h0, p0, first, stop, first in same))
+    return pieces
+
+
+def candidate_partitions(slices: int, query_length: int, tiles: int) -> list[int]:
+    """Partition counts worth costing: the most the tiles allow (the fewest rows per tile),
+    then the fewest partitions for each doubling of the 16-row groups per tile (fewer tiles,
+    each block reused by more rows); none when the slices alone exceed the tiles."""
+    groups = ceil_div(query_length, AMP_ROWS)
+    if slices > tiles:
+        return []
+    per_tile = ceil_div(groups, min(tiles // slices, groups))
+    found = []
+    while True:
+        found.append(ceil_div(groups, per_tile))
+        if found[-1] == 1:
+            return found
+        per_tile *= 2
+
+
+def layout_for(query_shape: Sequence[int], key_shape: Sequence[int], partitions: int,
+               precision: str, causal: bool, cyclic: bool = False) -> BlockedLayout:
+    groups = ceil_div(ceil_div(query_shape[-2], AMP_ROWS), partitions)
+    key_blocks = ceil_div(key_shape[-2], KEY_BLOCK)
+    return BlockedLayout(math.prod(query_shape[:-2]), partitions, groups * AMP_ROWS, key_blocks,
+                         ceil_div(key_blocks, partitions), query_shape[-2], key_shape[-2],
+                         query_shape[-1], precision, causal, cyclic)
+
+
+# ---- formats ------------------------------------------------------------------------------------
+def formats_for_shapes(layout: BlockedLayout, lead: Sequence[int], precision: str,
+                       indivisible: str) -> dict[str, mid.TensorFormatAttr]:
+    """The plan's formats for leading extents `lead`: query (amp_left), key (amp_right_t),
+    value (amp_right), out (row-major)."""
+
+    def fmt(order: str, seq_block: int, dim_block: int) -> mid.TensorFormatAttr:
+        tiling = [mid.AxisTilingAttr(1, extent, indivisible) for extent in lead]
+        tiling += [mid.AxisTilingAttr(seq_block, layout.partitions, indivisible),
+                   mid.AxisTilingAttr(dim_block, 1, indivisible)]
+        return mid.TensorFormatAttr(precision, order, tiling, 1, layout.tiles)
+
+    return {
+        "query": fmt(mid.ElementOrder.AMP_LEFT, AMP_ROWS, AMP_BLOCK),
+        "key": fmt(mid.ElementOrder.AMP_RIGHT_T, KEY_BLOCK, AMP_BLOCK),
+        "value": fmt(mid.ElementOrder.AMP_RIGHT, KEY_BLOCK, AMP_BLOCK),
+        "out": fmt(mid.ElementOrder.ROW_MAJOR, AMP_ROWS, 1),
+    }
+
+
+# ---- validity -----------------------------------------------------------------------------------
+def layout_failure(layout: BlockedLayout, tiles: int, indivisible: str) -> str | None:
+    """Why the layout cannot run (None: it can), before memory."""
+    if layout.precision not in BLOCKED_PRECISIONS:
+        return (f"the blocked plan has kernels for {' and '.join(BLOCKED_PRECISIONS)} "
+                f"attention, not {layout.precision}")
+    if layout.tiles > tiles:
+        return (f"{layout.slices} batch x head slices of {layout.partitions} query partitions "
+                f"need {layout.tiles} tiles, the pipeline has {tiles}")
+    if layout.width > AMP_BLOCK and layout.key_chunk > 1:
+        return (f"a key block of head_dim {layout.head_dim} is contiguous only when each tile "
+                f"holds one key block; {layout.partitions} partitions hold {layout.key_chunk}")
+    if layout.cyclic and (layout.width != AMP_BLOCK or layout.units < 2):
+        return ("the cyclic variant moves 16-row blocks of one 64-column panel between the "
+                "tiles of a slice: it needs head_dim <= 64 and two or more groups per tile")
+    if indivisible == mid.Indivisible.REJECT and (
+            layout.query_length % AMP_ROWS or layout.key_length % KEY_BLOCK
+            or layout.head_dim % AMP_BLOCK):
+        return (f"indivisible=reject: the blocked plan pads query rows to {AMP_ROWS}, keys to "
+                f"{KEY_BLOCK} and head_dim to {AMP_BLOCK}")
+    return None
+
+
+def tile_buffers(layout: BlockedLayout, target: Target) -> dict[str, RowTileBuffer]:
+    """The buffers of one compute tile, as `mid-to-tile` declares them: the four shards, the
+    two block receive slots, the accumulator, the state, S and P."""
+    own, f32 = element_bytes(layout.precision), element_bytes(Precision.F32)
+    rows, width, pace = layout.rows, layout.width, target.pace_alignment
+    tail = target.amp_left_access_tail_bytes
+    kv = layout.key_chunk * layout.block_bytes
+
+    def buffer(what: str, nbytes: int, interleaved: bool = False, exchanged: bool = False,
+               extra: int = 0, alignment: int = pace) -> RowTileBuffer:
+        return RowTileBuffer(what, Request(nbytes, extra, alignment, interleaved, exchanged))
+
+    return {
+        "query": buffer("its query shard", rows * width * own, extra=tail,
+                        exchanged=layout.cyclic),
+        "key": buffer("its key shard", kv, exchanged=layout.exchanges),
+        "value": buffer("its value shard", kv, exchanged=layout.exchanges),
+        "out": buffer("its output shard", rows * layout.head_dim * own,
+                      alignment=target.vector_alignment, exchanged=layout.cyclic),
+        "acc": buffer("its f32 accumulator", rows * width * f32, interleaved=True),
+        "stats": buffer("its running max and sum", rows * STATE_WORDS * f32),
+        "scores": buffer("its scores block", rows * KEY_BLOCK * f32, interleaved=True),
+        "probs": buffer("its probabilities block", rows * KEY_BLOCK * own, extra=tail),
+    } | ({
+        "key_slot": buffer("its key-block receive slot", layout.block_bytes, exchanged=True),
+        "value_slot": buffer("its value-block receive slot", layout.block_bytes, exchanged=True),
+    } if layout.exchanges else {}) | ({
+        "query_stage": buffer("its staged query blocks", rows * width * own, extra=tail,
+                              exchanged=True),
+        "out_stage": buffer("its output blocks before unstaging", rows * layout.head_dim * own,
+                            exchanged=True, alignment=target.vector_alignment),
+    } if layout.cyclic else {})
+
+
+DISTINCT = (("acc", "probs"), ("scores", "query"))
+# the cyclic variant's kernels read the staged query; its staging phases are full duplex
+CYCLIC_DISTINCT = (("acc", "probs"), ("scores", "query_stage"), ("query", "query_stage"),
+                   ("out", "out_stage"))
+
+
+def memory_failure(layout: BlockedLayout, target: Target) -> str | None:
+    """The checks `place-memory` makes, for the buffers of one compute tile."""
+    buffers = tile_buffers(layout, target)
+    who = "an attention tile"
+    try:
+        _check_capacity(buffers, target, who)
+        _check_placement(buffers, target, CYCLIC_DISTINCT if layout.cyclic else DISTINCT, who)
+    except DoesNotFit as failure:
+        return str(failure)
+    return None
+
+
+# ---- cycles -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BlockedCycles:
+    exchange: int  # the key and value block phases
+    compute: int  # the attention_block calls
+    finish: int
+    staging: int = 0  # the cyclic variant's query and output staging (phases and copies)
+
+    @property
+    def total(self) -> int:
+        return self.exchange + self.compute + self.finish + self.staging
+
+
+def block_words(layout: BlockedLayout, width: int) -> int:
+    """Words of one 16-row block of `width` columns at the layout's precision."""
+    return AMP_ROWS * width * element_bytes(layout.precision) // WORD_BYTES
+
+
+def piece_tiles(layout: BlockedLayout, piece: StagingPiece) -> tuple[np.ndarray, np.ndarray]:
+    """(holder tiles, compute tiles) of a staging piece, one per group (slice-major)."""
+    slices = np.arange(layout.slices)[:, None] * layout.partitions
+    g = np.arange(piece.first, piece.stop)[None, :]
+    holders = (slices + piece.h0 + g).reshape(-1)
+    return holders, (slices + piece.p0 + layout.units * g).reshape(-1)
+
+
+def staging_cycles(layout: BlockedLayout, target: Target, tiles: int) -> int:
+    """The query blocks to the compute tiles, and the output blocks back: one phase per
+    exchanged piece each (the farthest pair of any group), one copy per local piece."""
+    latency = latency_table(target, tiles)
+    total = 0
+    for piece in staging_pieces(layout):
+        for width in (layout.width, layout.head_dim):  # query (amp_left), out (row-major)
+            words = block_words(layout, width)
+            if piece.local:
+                total += device_cycles.copy_cycles(words * WORD_BYTES, target)
+                continue
+            holders, computes = piece_tiles(layout, piece)
+            pair = (holders, computes) if width == layout.width else (computes, holders)
+            events = phase_events(pair[0][None, :], pair[1][:, None], words, latency)
+            total += device_cycles.exchange_step_cycles(int(events[0]), target)
+    return total
+
+
+def blocked_cycles(layout: BlockedLayout, target: Target, tiles: int) -> BlockedCycles:
+    """What the device model charges for the blocked lowering
+    (`passes/operators/attention_blocked_lowering.py`): per key block j, a sync and the key
+    phase, a sync and the value phase (none when P = 1), the slowest tile's
+    `attention_block` call; then the finish."""
+    blocks = np.arange(layout.key_blocks)
+    exchange = 0
+    if layout.exchanges:
+        slices = np.arange(layout.slices)[:, None] * layout.partitions
+        senders = (slices.T + np.asarray(layout.holder(blocks))[:, None])  # [block, slice]
+        receivers = slices + np.arange(layout.partitions)[None, :]  # [slice, tile]
+        items = broadcast_events(layout.block_words, layout.pairs)
+        events = phase_events(senders, receivers, items, latency_table(target, tiles))
+        exchange = 2 * sum(device_cycles.exchange_step_cycles(int(e), target) for e in events)
+    starts = group_starts(np.arange(layout.partitions), layout.rows, layout.partitions,
+                          layout.cyclic)
+    compute = 0
+    for j in blocks.tolist():
+        active = active_groups(starts, layout.query_length, j, layout.causal)
+        compute += max(block_cycles_of(int(a), layout.rows, layout.head_dim, layout.precision,
+                                       j == 0, target) for a in np.unique(active).tolist())
+    finish = attention_finish_cycles(layout.rows, layout.head_dim, layout.precision, target)
+    staging = staging_cycles(layout, target, tiles) if layout.cyclic else 0
+    return BlockedCycles(exchange, compute, finish, staging)
+
+
+def attention_macs(query_shape: Sequence[int], key_shape: Sequence[int]) -> int:
+    """Multiply-accumulates of attention's two products (Q . K^T and P . V), unmasked."""
+    return 2 * math.prod(query_shape[:-1]) * key_shape[-2] * query_shape[-1]
