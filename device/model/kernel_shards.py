@@ -9,6 +9,7 @@ A descriptor kernel gets one format descriptor per pointer operand, in pointer o
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,10 +25,25 @@ Box = tuple[tuple[int, ...], tuple[int, ...]]
 _CODE_DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
+@lru_cache(maxsize=4096)
+def decoded(words: tuple[int, ...], count: int) -> tuple[ShardGeometry, ...]:
+    """`decode_descriptors`, once per distinct descriptor words: a layout step calls its
+    kernel on every tile (a gather once per source tile too) with the same descriptors, and
+    decoding them was most of a large model's run time. A bad descriptor raises each time
+    (exceptions are not cached)."""
+    return tuple(decode_descriptors(words, count))
+
+
+@lru_cache(maxsize=1 << 16)
+def shard_box(fmt: ShardGeometry, tile: int) -> Box:
+    """`fmt.shard_box(tile)`, remembered (the geometries are frozen; see `decoded`)."""
+    return fmt.shard_box(tile)
+
+
 def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:
     """Each pointer's decoded descriptor, by pointer name."""
     try:
-        formats = decode_descriptors(call.variadic, len(call.abi.pointers))
+        formats = decoded(tuple(call.variadic), len(call.abi.pointers))
     except DescriptorError as error:
         raise call.fail(f"bad descriptors: {error}") from None
     named = dict(zip(call.abi.pointers, formats, strict=True))
@@ -40,7 +56,7 @@ def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:
 def box_on(call: KernelCall, name: str, fmt: ShardGeometry, tile: int | None = None) -> Box:
     """The padded box of `name`'s shard on `tile` (default: the tile the call runs on)."""
     try:
-        return fmt.shard_box(call.tile if tile is None else tile)
+        return shard_box(fmt, call.tile if tile is None else tile)
     except DescriptorError as error:
         raise call.fail(f"operand '{name}': {error}") from None
 
