@@ -144,6 +144,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command()
 def run(
+    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(
         help="textual IR holding a graph func.func, or a package directory (--package)")],
     tiles: Annotated[int, typer.Option(help="tiles to compile for")] = 16,
@@ -189,15 +190,24 @@ def run(
     if file.is_dir():
         from tools.run_package import run_package_main
 
-        compile_only = {"--tiles": tiles != 16, "--reference": reference,
-                        "--function": function is not None, "--indivisible": indivisible != "pad",
-                        "--package": package_dir is not None, "--profile": profile,
-                        "--gemm-partials": gemm_partials != "f32", "--explain": explain}
         sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
-                                  [name for name, given in compile_only.items() if given]))
+                                  refused_package_options(ctx), inputs, quiet))
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
                       indivisible, package_dir, profile, json_output, report_dir, inputs, quiet,
                       gemm_partials, explain))
+
+
+def refused_package_options(ctx: typer.Context) -> list[str]:
+    """The options given on the command line that a package run does not use
+    (`tools.run_package.PACKAGE_OPTIONS`), as they were spelled there."""
+    from tools.run_package import PACKAGE_OPTIONS
+
+    def given(name: str) -> bool:  # click's ParameterSource.COMMANDLINE (typer vendors click)
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name == "COMMANDLINE"
+
+    return [param.opts[0] for param in ctx.command.params
+            if param.name is not None and param.name not in PACKAGE_OPTIONS and given(param.name)]
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,

@@ -6,6 +6,11 @@ that built it, so a run is checked against the NumPy reference exactly as a run 
 The package is untrusted input: `Package.load` checks it against its schema, and its source
 graph must have the package's inputs and outputs (names and shapes) before anything runs.
 
+A package run honours the options in `PACKAGE_OPTIONS` (the inputs, the seed, where the
+outputs go, `--json`, `--quiet`); every other option given on the command line is a usage
+error, never silently ignored: compile options have nothing to change in a compiled package,
+and `--report` needs the compiled module (its buffers' memory), which a package does not hold.
+
 Exit status: 0 when the check passes, 1 when it fails (or the device model stops), 2 when
 the package or an input file cannot be used (`ipu-run: error: <file>: <field>: ...`).
 """
@@ -37,6 +42,11 @@ from tools.run_io import (
     save_outputs,
 )
 from tools.usage import UsageError
+
+
+# the `ipu-run` parameters a package run uses; the file argument is the package itself
+PACKAGE_OPTIONS = frozenset({"file", "seed", "input", "inputs", "save_outputs_dir", "json_output",
+                             "quiet"})
 
 
 def check_signature(package: Package, func: FuncOp, names: list[str], where: str) -> None:
@@ -76,19 +86,26 @@ def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
 
 
 def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
-                     json_output: bool = False, compile_options=()) -> int:
+                     json_output: bool = False, compile_options=(), archive: str | None = None,
+                     quiet: bool = True) -> int:
+    """Run the package in `directory` with `ipu-run`'s inputs (`--input` specs in `inputs`,
+    the `--inputs` file `archive`, random for `seed` otherwise); `compile_options` are the
+    refused options the command line gave (a usage error)."""
     from device.model import ModelError, run_package
     from interpreters.graph import InterpreterError, input_names, run_function
+    from tools.progress import terminal_progress
 
     text = ""
     try:
         if compile_options:
             raise UsageError(f"{', '.join(compile_options)}: only for a .mlir file; a package "
-                             f"is already compiled ({directory} is a package directory)")
+                             f"is already compiled ({directory} is a package directory"
+                             + ("; --report needs the compiled module, which a package does "
+                                "not hold" if "--report" in compile_options else "") + ")")
         package, module, func = load_checked(Path(directory))
         text = package.source
         save_dir = output_directory("--save-outputs", save_dir)
-        arrays = load_inputs(func, input_names(func), list(inputs), seed)
+        arrays = load_inputs(func, input_names(func), list(inputs), seed, archive)
         expected = run_function(module, arrays, func.sym_name.data)
     except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
             ValueError) as error:
@@ -96,7 +113,7 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
         return EXIT_DIAGNOSTIC
     feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
-        outcome = run_package(package, feeds)
+        outcome = run_package(package, feeds, progress=terminal_progress(quiet))
     except ModelError as error:
         print(f"ipu-run: the device model stopped: {error}", file=sys.stderr)
         print(json.dumps({"check": "FAIL", "max_abs_error": None, "max_rel_error": None,
