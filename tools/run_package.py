@@ -92,6 +92,7 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
     the `--inputs` file `archive`, random for `seed` otherwise); `compile_options` are the
     refused options the command line gave (a usage error)."""
     from device.model import ModelError, run_package
+    from device.model.host import stored_of_values, values_of_stored
     from interpreters.graph import InterpreterError, input_names, run_function
     from tools.progress import terminal_progress
 
@@ -111,7 +112,9 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
             ValueError) as error:
         print(diagnostic_text(error, text), file=sys.stderr)
         return EXIT_DIAGNOSTIC
-    feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
+    # the reference holds an FP8 tensor as its stored q, the model reads and writes values
+    feeds = {tensor.name: values_of_stored(tensor, array)
+             for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
         outcome = run_package(package, feeds, progress=terminal_progress(quiet))
     except ModelError as error:
@@ -121,7 +124,7 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
               if json_output else "check: FAIL")
         return EXIT_FAIL
     result_types = func.function_type.outputs.data
-    results = [outcome.outputs[t.name] for t in package.outputs]
+    results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
     if save_dir is not None:
         save_outputs(save_dir, output_names(func), results, result_types)
     check = compare(results, expected, result_types)

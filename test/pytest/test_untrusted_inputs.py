@@ -77,3 +77,21 @@ def test_package_run_refuses_options_it_cannot_honour(gemm_package, tmp_path, op
     assert status == 2, output
     assert "only for a .mlir file; a package is already compiled" in output
     assert not (tmp_path / "REPORT").exists()
+
+
+# ---- 2: an FP8 package is fed values and judged on q, as its .mlir run is ----------------------
+
+
+@pytest.fixture(scope="module")
+def fp8_base(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("fp8")
+    assert run_main(ROOT / "examples" / "fp8_mlp.mlir", tiles=4, package_dir=directory / "pkg") == 0
+    return directory / "pkg"
+
+
+def test_an_fp8_package_passes_as_its_source_does(fp8_base, tmp_path):
+    status, output = run_cli(fp8_base, "--save-outputs", tmp_path / "pkg")
+    assert status == 0 and "check: PASS" in output, output
+    assert run_main(ROOT / "examples" / "fp8_mlp.mlir", tiles=4, save_dir=tmp_path / "mlir") == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "pkg" / "result0.npy"),
+                                  np.load(tmp_path / "mlir" / "result0.npy"))
