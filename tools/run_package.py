@@ -50,23 +50,36 @@ PACKAGE_OPTIONS = frozenset({"file", "seed", "input", "inputs", "save_outputs_di
 
 
 def check_signature(package: Package, func: FuncOp, names: list[str], where: str) -> None:
-    """The package's host tensors are the source function's arguments and results."""
-    # check_runnable has made every argument and result a ranked tensor
-    arguments = [tuple(t.get_shape()) for t in func.function_type.inputs.data
-                 if isinstance(t, TensorType)]
-    results = [tuple(t.get_shape()) for t in func.function_type.outputs.data
-               if isinstance(t, TensorType)]
-    for role, tensors, expected_names, shapes in (
+    """The package's host tensors are the source function's arguments and results: names,
+    shapes, element types (storage precision) and FP8 scales. The check's tolerance is chosen
+    by the source's element type, so a source that names another type than the package holds
+    would judge the package by the wrong tolerance (f16's is 100x f32's)."""
+    from ipu_dialects.graph import fp8_scale
+    from planning.gemm_plans import element_precision
+
+    # check_runnable has made every argument and result a ranked graph tensor
+    arguments = [t for t in func.function_type.inputs.data if isinstance(t, TensorType)]
+    results = [t for t in func.function_type.outputs.data if isinstance(t, TensorType)]
+    for role, tensors, expected_names, types in (
         ("inputs", package.inputs, names, arguments),
         ("outputs", package.outputs, output_names(func), results),
     ):
         if [t.name for t in tensors] != expected_names:
             raise PackageError(f"{where}: {role}: the package's {[t.name for t in tensors]} are "
                                f"not the source function's {expected_names}")
-        for index, (tensor, shape) in enumerate(zip(tensors, shapes, strict=True)):
+        for index, (tensor, source_type) in enumerate(zip(tensors, types, strict=True)):
+            shape = tuple(source_type.get_shape())
             if tuple(tensor.shape) != shape:
                 raise PackageError(f"{where}: {role}[{index}].shape: {list(tensor.shape)} is "
                                    f"not the source function's {list(shape)}")
+            element = source_type.get_element_type()
+            if tensor.precision != element_precision(element):
+                raise PackageError(f"{where}: {role}[{index}].precision: '{tensor.precision}' "
+                                   f"is not the source function's {element} (stored as "
+                                   f"'{element_precision(element)}')")
+            if tensor.scale != fp8_scale(source_type):
+                raise PackageError(f"{where}: {role}[{index}].scale: {tensor.scale} is not the "
+                                   f"source function's FP8 scale {fp8_scale(source_type)}")
 
 
 def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:

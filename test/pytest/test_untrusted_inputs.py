@@ -95,3 +95,35 @@ def test_an_fp8_package_passes_as_its_source_does(fp8_base, tmp_path):
     assert run_main(ROOT / "examples" / "fp8_mlp.mlir", tiles=4, save_dir=tmp_path / "mlir") == 0
     np.testing.assert_array_equal(np.load(tmp_path / "pkg" / "result0.npy"),
                                   np.load(tmp_path / "mlir" / "result0.npy"))
+
+
+# ---- 6: the package check reads the element types the package holds -----------------------------
+
+
+def test_a_source_naming_another_element_type_is_refused(tmp_path):
+    """An f32 package whose source.mlir says f16 would be judged with f16's tolerance."""
+    source = tmp_path / "gemm32.mlir"
+    source.write_text(GEMM.replace("f16", "f32"))
+    assert run_main(source, tiles=4, package_dir=tmp_path / "pkg") == 0
+    (tmp_path / "pkg" / "source.mlir").write_text(GEMM)
+    status, output = run_cli(tmp_path / "pkg")
+    assert status == 2, output
+    assert "inputs[0].precision: 'f32' is not the source function's f16" in output
+
+
+def test_a_source_naming_another_fp8_scale_is_refused(fp8_base, tmp_path):
+    shutil.copytree(fp8_base, tmp_path / "pkg")
+    source = tmp_path / "pkg" / "source.mlir"
+    source.write_text(source.read_text().replace("#graph.fp8_scale<-3>", "#graph.fp8_scale<-2>"))
+    status, output = run_cli(tmp_path / "pkg")
+    assert status == 2, output
+    assert "outputs[0].scale: -3 is not the source function's FP8 scale -2" in output
+
+
+def test_every_example_package_matches_its_source(tmp_path):
+    from tools.run_package import load_checked
+
+    for example in ("gemm_f16", "gemm_f32_batched", "mlp_f16", "fp8_mlp", "nested_repeat_f16"):
+        assert run_main(ROOT / "examples" / f"{example}.mlir", tiles=4,
+                        package_dir=tmp_path / example, reference=False) == 0
+        load_checked(tmp_path / example)
