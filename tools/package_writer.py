@@ -42,6 +42,7 @@ from ipu_dialects.tile import (
     enclosing_loops,
 )
 from ipu_dialects.tile_iteration import selected_iteration
+from planning.exchange_phases import recheck_exchange_rows
 from planning.exchange_rows import instantiate, slot_stride
 from planning.pipeline_config import pipeline_config, target_and_tiles
 from planning.shard_geometry import ShardGeometry
@@ -306,6 +307,7 @@ def build_package(module: ModuleOp, with_assembly: bool = True,
         raise PassFailedException(
             f"package: buffers without addresses: {', '.join(missing)} (run place-memory)"
         )
+    recheck_exchange_rows(module)  # rows read from IR text are untrusted, like a package's
     templates = {op.sym_name.data: op for op in module.ops if isinstance(op, RowOp)}
     rows = RowInterner(target.code_region[0])
     expansion = Expansion(tiles, templates, rows, progress=progress)

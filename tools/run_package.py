@@ -43,7 +43,6 @@ from tools.run_io import (
 )
 from tools.usage import UsageError
 
-
 # the `ipu-run` parameters a package run uses; the file argument is the package itself
 PACKAGE_OPTIONS = frozenset({"file", "seed", "input", "inputs", "save_outputs_dir", "json_output",
                              "quiet"})

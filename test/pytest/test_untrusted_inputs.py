@@ -127,3 +127,110 @@ def test_every_example_package_matches_its_source(tmp_path):
         assert run_main(ROOT / "examples" / f"{example}.mlir", tiles=4,
                         package_dir=tmp_path / example, reference=False) == 0
         load_checked(tmp_path / example)
+
+
+# ---- 4: rows read at the exchange level are checked against their schedule ---------------------
+
+
+@pytest.fixture(scope="module")
+def scheduled_gemm() -> str:
+    """The example f16 GEMM after ipu-pipeline on 2 tiles, as ipu-opt prints it (its loop over
+    K has rows with per-iteration patches)."""
+    import io
+
+    from xdsl.printer import Printer
+
+    from passes.ipu_pipeline import IpuPipelinePass
+    from tools.ipu_run import make_context
+    from tools.source_locations import parse_located_module
+
+    example = ROOT / "examples" / "gemm_f16.mlir"
+    module = parse_located_module(make_context(), example.read_text(), str(example))
+    IpuPipelinePass(tiles=2).apply(make_context(), module)
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue()
+
+
+def ipu_opt(capsys, path, *args) -> tuple[int, str, str]:
+    from tools.ipu_opt import IpuOptMain
+
+    try:
+        IpuOptMain(args=[str(path), *args]).run()
+        code = 0
+    except SystemExit as exited:
+        code = exited.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def unpatched_send(text: str) -> tuple[str, str]:
+    """An `exchange.send` line of a row no #tile.patch changes, and that line with its source
+    address one word on."""
+    import re
+
+    patched = set(re.findall(r"#tile.patch<@(\w+), 0, \"address\"", text))
+    for row, body in re.findall(r"exchange.row @(\w+) [^{]*\{\n(.*?)\n  \}", text, re.S):
+        if row in patched:
+            continue
+        if match := re.search(r"exchange.send (\d+), (0x[0-9a-f]+), (\d+)", body):
+            address = int(match.group(2), 16)
+            return match.group(0), match.group(0).replace(match.group(2), hex(address + 4))
+    raise AssertionError("no unpatched send")
+
+
+@pytest.mark.parametrize("emitter", ["ipu-rows", "ipu-asm"])
+def test_an_edited_send_address_is_refused_before_emitting(scheduled_gemm, tmp_path, capsys, emitter):
+    line, edited = unpatched_send(scheduled_gemm)
+    path = tmp_path / "edited.mlir"
+    path.write_text(scheduled_gemm.replace(line, edited, 1))
+    code, out, err = ipu_opt(capsys, path, "-t", emitter)
+    assert code == 1 and out == "", err
+    assert "error: package: tile.exchange (graph.gemm %c %b): row @" in err
+    assert "sends source word" in err and "but the schedule sends word" in err
+    path.write_text(scheduled_gemm)  # unedited, the same text emits
+    code, out, err = ipu_opt(capsys, path, "-t", emitter)
+    assert code == 0 and out, err
+
+
+def test_an_edited_patch_value_is_refused(scheduled_gemm, tmp_path, capsys):
+    import re
+
+    match = re.search(r"(#tile.patch<@\w+, 0, \"address\", array<i64: )(\d+)", scheduled_gemm)
+    assert match is not None
+    text = scheduled_gemm.replace(match.group(0), match.group(1) + str(int(match.group(2)) + 4), 1)
+    path = tmp_path / "edited.mlir"
+    path.write_text(text)
+    code, _, err = ipu_opt(capsys, path, "-t", "ipu-rows")
+    assert code == 1 and "in (iteration, group) 0: event 0:" in err, err
+
+
+def test_a_delay_shortened_by_one_event_is_refused(scheduled_gemm, tmp_path, capsys):
+    import re
+
+    match = re.search(r"exchange.delay (\d+)", scheduled_gemm)
+    assert match is not None
+    path = tmp_path / "edited.mlir"
+    path.write_text(scheduled_gemm.replace(match.group(0), f"exchange.delay {int(match.group(1)) - 1}", 1))
+    code, _, err = ipu_opt(capsys, path, "-t", "ipu-rows")
+    assert code == 1 and "but the schedule spans" in err, err
+
+
+def test_rows_changed_after_schedule_exchange_in_process_are_checked(scheduled_gemm):
+    """The in-memory record of checked rows holds only while nothing they derive from changes."""
+    from xdsl.dialects.builtin import IntegerAttr, i64
+    from xdsl.utils.exceptions import PassFailedException
+
+    from ipu_dialects.tile import BufferOp
+    from passes.ipu_pipeline import IpuPipelinePass
+    from tools.ipu_run import make_context
+    from tools.package_writer import build_package
+    from tools.source_locations import parse_located_module
+
+    module = parse_located_module(make_context(), GEMM, "gemm.mlir")
+    IpuPipelinePass(tiles=2).apply(make_context(), module)
+    build_package(module, with_assembly=False)
+    buffer = next(b for b in module.walk() if isinstance(b, BufferOp) and b.sym_name.data == "b")
+    buffer.properties["address"] = IntegerAttr(buffer.address_value + 8, i64)
+    with pytest.raises(PassFailedException, match="sends source word"):
+        build_package(module, with_assembly=False)
