@@ -234,3 +234,180 @@ def test_rows_changed_after_schedule_exchange_in_process_are_checked(scheduled_g
     buffer.properties["address"] = IntegerAttr(buffer.address_value + 8, i64)
     with pytest.raises(PassFailedException, match="sends source word"):
         build_package(module, with_assembly=False)
+
+
+# ---- 5: tracebacks ----------------------------------------------------------------------------
+
+
+def write_deep_repeat(path: Path, depth: int) -> Path:
+    t = "tensor<16x16xf16>"
+    lines = [f"func.func @deep(%x0: {t}, %w: {t}) -> {t} {{"]
+    previous = "%x0"
+    for d in range(depth):
+        weight = "%w" if d == 0 else f"%w{d - 1}"
+        lines.append(f"%r{d} = graph.repeat 1 carried(%c{d} = {previous} : {t}) "
+                     f"invariant(%w{d} = {weight} : {t}) {{")
+        previous = f"%c{d}"
+    lines += [f"%y = graph.gemm {previous}, %w{depth - 1} : ({t}, {t}) -> {t}", f"graph.yield %y : {t}"]
+    for d in reversed(range(depth)):
+        if d < depth - 1:
+            lines.append(f"graph.yield %r{d + 1} : {t}")
+        lines.append(f"}} -> {t}")
+    lines += [f"func.return %r0 : {t}", "}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ("64 x 1 pad], replication = 1, group = 2, interleaved",
+     "64 x 1 pad, 1 x 1 pad], replication = 1, group = 2, interleaved", "3 blocks for a rank-2 tensor"),
+    ("tail 16", "tail 4294967295", "exceed the 638976 bytes of tile memory"),
+])
+def test_tile_buffers_the_writer_cannot_use_are_verifier_errors(scheduled_gemm, tmp_path, capsys,
+                                                                 old, new, message):
+    assert old in scheduled_gemm
+    path = tmp_path / "edited.mlir"
+    path.write_text(scheduled_gemm.replace(old, new, 1))
+    code, _, err = ipu_opt(capsys, path, "-t", "ipu-rows")
+    assert code == 1 and "error: tile.buffer @" in err and message in err, err
+
+
+def test_a_repeat_nest_deeper_than_numpy_dimensions(tmp_path):
+    path = write_deep_repeat(tmp_path / "deep.mlir", 33)
+    status, output = run_cli(path, "--tiles", "2")
+    assert status == 0 and "check: PASS" in output, output
+
+
+@pytest.mark.parametrize("text, message", [
+    ("repeat150", "brackets nested more than 128 deep (MAX_NESTING, device/limits.py)"),
+    ("func.func @f() attributes {x = " + "[" * 5000 + "]" * 5000 + "} {\n  func.return\n}\n",
+     "brackets nested more than 128 deep"),
+])
+def test_deep_nesting_is_a_parse_error(tmp_path, capsys, text, message):
+    path = tmp_path / "deep.mlir"
+    if text == "repeat150":
+        write_deep_repeat(path, 150)
+    else:
+        path.write_text(text)
+    code, _, err = ipu_opt(capsys, path)
+    assert code == 1 and message in err and "Traceback" not in err, err[-2000:]
+    status, output = run_cli(path, "--reference")
+    assert status == 2 and message in output
+
+
+def test_an_npy_header_claiming_1e12_elements(tmp_path):
+    (tmp_path / "gemm.mlir").write_text(GEMM)
+    header = {"descr": "<f2", "fortran_order": False, "shape": (1000000, 1000000)}
+    with open(tmp_path / "a.npy", "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, header)
+    status, output = run_cli(tmp_path / "gemm.mlir", "--reference", "--input", f"a={tmp_path / 'a.npy'}")
+    assert status == 2 and "shape (1000000, 1000000) does not match the argument's (64, 128)" in output
+
+
+def onnx_model_with(initializer):
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "g", [x], [y],
+                              initializer=[initializer])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("initializer", [
+    dict(name="w", data_type=99, dims=[2, 2]),  # KeyError in numpy_helper
+    dict(name="w", data_type=1, dims=[2, 2]),  # dims without data: ValueError
+])
+def test_ipu_import_malformed_initializers(tmp_path, capsys, initializer):
+    import onnx
+
+    from tools.ipu_import import import_main
+
+    path = tmp_path / "m.onnx"
+    onnx.save(onnx_model_with(onnx.TensorProto(**initializer)), str(path))
+    assert import_main(path, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert "the ONNX checker refuses the model: TensorProto (tensor name: w)" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+# ---- 8: ipu-import runs the ONNX checker first ----------------------------------------------------
+
+
+def test_ipu_import_refuses_what_the_onnx_checker_refuses(tmp_path, capsys):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tools.ipu_import import import_main
+
+    w = numpy_helper.from_array(np.ones((2, 2), np.float32), "w")
+    w2 = numpy_helper.from_array(np.zeros((2, 2), np.float32), "w")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])
+    add = helper.make_node("Add", ["x", "w"], ["y"])
+    cases = {
+        "initializer name is not unique": helper.make_graph([add], "g", [x], [y], [w, w2]),
+        "'y' has been used as output names multiple times": helper.make_graph([add, add], "g", [x], [y], [w]),
+        "'x' has been used as graph input names multiple times": helper.make_graph([add], "g", [x, x], [y], [w]),
+    }
+    for n, (message, graph) in enumerate(cases.items()):
+        path = tmp_path / f"m{n}.onnx"
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+        assert import_main(path, tmp_path / f"out{n}") == 2
+        assert message in capsys.readouterr().err
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    assert import_main(tmp_path / "empty.onnx", tmp_path / "out") == 2
+    assert "does not have an ir_version set properly" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+# ---- 3: resource bombs: refused before the work, naming the bound ----------------------------------
+
+
+def test_a_dense_splat_claiming_a_billion_elements(tmp_path, capsys):
+    path = tmp_path / "splat.mlir"
+    path.write_text('func.func @f() attributes {x = dense<1> : tensor<1000000000xi8>} {\n'
+                    '  func.return\n}\n')
+    code, _, err = ipu_opt(capsys, path)
+    assert code == 1 and "dense attribute of 1000000000 elements" in err
+    assert "MAX_DENSE_ELEMENTS" in err
+
+
+def test_a_package_looping_a_million_times(gemm_package):
+    import json
+
+    from device.package import Package, PackageError
+
+    meta = json.loads((gemm_package / "metadata.json").read_text())
+    steps = meta["steps"]
+    meta["steps"] = [{"kind": "loop", "count": 1 << 20, "length": len(steps), "provenance": ""},
+                     *steps]
+    (gemm_package / "metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(PackageError, match="MAX_EXECUTED_STEPS"):
+        Package.load(gemm_package)
+
+
+def test_dev_zero_and_a_fifo_as_input_files(tmp_path):
+    import os
+
+    (tmp_path / "gemm.mlir").write_text(GEMM)
+    os.mkfifo(tmp_path / "fifo")
+    for source in ("/dev/zero", str(tmp_path / "fifo")):
+        status, output = run_cli(tmp_path / "gemm.mlir", "--reference", "--input", f"a={source}")
+        assert status == 2 and "not a regular file" in output, output
+
+
+def test_an_npz_member_claiming_4_gib(tmp_path):
+    """The member's size is read from the archive's directory, checked before decompressing."""
+    import zipfile
+
+    (tmp_path / "gemm.mlir").write_text(GEMM)
+    with zipfile.ZipFile(tmp_path / "in.npz", "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("a.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(
+                member, {"descr": "<f2", "fortran_order": False, "shape": (64, 128)})
+            chunk = bytes(1 << 20)
+            for _ in range(64):  # 64 MiB of zeros, ~64 KiB compressed
+                member.write(chunk)
+    status, output = run_cli(tmp_path / "gemm.mlir", "--reference", "--inputs", tmp_path / "in.npz")
+    assert status == 2 and "exceed what an array of shape (64, 128) needs" in output, output
