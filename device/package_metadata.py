@@ -24,21 +24,27 @@ from typing import Any
 
 from device.kernels import KERNELS
 from device.layouts import FP8_SCALE_RANGE, ORDERS, check_order, shard_bytes
+from device.limits import (  # the limits, documented in docs/internals.md
+    ARCHIVE,
+    ASSEMBLY,
+    FILE_LIMITS,
+    MAX_EXECUTED_STEPS,
+    MAX_LOOP_COUNT,
+    MAX_RANK,
+    MAX_ROWS,
+    MAX_STEPS,
+    MAX_TENSORS,
+    MAX_TEXT,
+    METADATA,
+    SOURCE,
+)
 from device.package_parts import FORMAT_VERSION, PackageError
 from device.target import IPU21, WORD_BYTES, Precision, Target
 
-METADATA, ARCHIVE, ASSEMBLY, SOURCE = "metadata.json", "program.npz", "program.s", "source.mlir"
-# Byte limits per file: generous for a 1472-tile program, far below what would hurt a host.
-FILE_LIMITS = {METADATA: 64 << 20, ARCHIVE: 1 << 30, ASSEMBLY: 256 << 20, SOURCE: 16 << 20}
-MAX_STEPS = 1 << 20
-MAX_ROWS = 1 << 20
-MAX_TENSORS = 1 << 12
-MAX_RANK = 8
 # Scalars of one kernel call: its named scalars, then (descriptor kernels) a descriptor of
 # 4 * rank + 6 words per pointer and (view kernels) an index view of 3 * rank + 1 words; at
 # MAX_RANK, attention's are the most (179). test_package_schema checks the bound covers them.
 MAX_SCALARS = 256
-MAX_TEXT = 4096  # names, provenance, the pipeline spelling
 # Kernel scalars are 32-bit fields of the worker's vertex state (device/kernels.py): signed
 # or unsigned, they must fit in one word.
 SCALAR_RANGE = (-(1 << 31), (1 << 32) - 1)
@@ -48,8 +54,6 @@ TOP_LEVEL_KEYS = ("format_version", "target", "tiles", "function", "row_count", 
 STEP_KEYS = {"exchange": ("kind", "row_address", "provenance"),
              "kernel": ("kind", "symbol", "scalars", "provenance"),
              "loop": ("kind", "count", "length", "provenance")}
-MAX_LOOP_COUNT = 1 << 20
-MAX_EXECUTED_STEPS = 1 << 24  # steps a run executes, loops unrolled: bounds a run's time
 TENSOR_KEYS = ("name", "shape", "precision", "order", "padded", "scale")
 PROFILING = ("off", "cycles")
 TARGETS = {IPU21.name: IPU21}
@@ -269,7 +273,7 @@ def check_loops(fields: Fields, steps: list[dict]) -> list[tuple[int, ...]]:
         close()
     if executed[0] > MAX_EXECUTED_STEPS:
         raise fields.error("steps", f"the loops run {executed[0]} steps (at most "
-                                    f"{MAX_EXECUTED_STEPS})")
+                                    f"{MAX_EXECUTED_STEPS}: MAX_EXECUTED_STEPS, device/limits.py)")
     return counts
 
 

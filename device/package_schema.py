@@ -42,6 +42,7 @@ import numpy as np
 
 from device.kernels import KERNELS, KernelAbi
 from device.layouts import shard_bytes
+from device.limits import MAX_ARRAY_BYTES, MAX_EXECUTED_TILE_STEPS, NPY_HEADER_LIMIT
 from device.package_metadata import (
     ARCHIVE,
     ASSEMBLY,
@@ -62,12 +63,9 @@ from device.package_parts import (
     LoopStep,
     PackageError,
     Step,
+    flat_steps,
 )
 from device.target import WORD_BYTES, Target
-
-MAX_ARRAY_BYTES = 2 << 30  # all arrays of program.npz, uncompressed
-NPY_HEADER_LIMIT = 1 << 16
-
 
 # ---- the archive -----------------------------------------------------------------------------
 
@@ -394,6 +392,25 @@ def check_disjoint_roles(archive: Archive, tensors: list[HostTensor],
                 f"their shards may not share memory")
 
 
+def check_tile_steps(archive: Archive, meta: Metadata, program: list[Step]) -> None:
+    """The (step, tile) pairs a run executes, loops unrolled, are bounded: the model's time
+    grows with the tiles each step runs on (`MAX_EXECUTED_TILE_STEPS`)."""
+    total = 0
+    flat = [s for _, s in flat_steps(program)]
+    for step, loops in zip(flat, meta.loop_counts, strict=True):
+        if isinstance(step, ExchangeStep):
+            tiles = int((step.row_id >= 0).sum())
+        elif isinstance(step, KernelStep):
+            tiles = int(step.tiles.shape[0])
+        else:
+            continue
+        total += tiles * math.prod(loops)
+    if total > MAX_EXECUTED_TILE_STEPS:
+        raise PackageError(f"{archive.path.parent / METADATA}: steps: a run executes {total} "
+                           f"(step, tile) pairs (at most {MAX_EXECUTED_TILE_STEPS}: "
+                           "MAX_EXECUTED_TILE_STEPS, device/limits.py)")
+
+
 # ---- the whole package -----------------------------------------------------------------------
 
 
@@ -410,6 +427,7 @@ def package_fields(directory: str | Path) -> dict[str, Any]:
         rows = load_rows(archive, meta)
         steps = nested([build_step(archive, meta, rows, members, i)
                         for i in range(len(meta.steps))], meta)
+        check_tile_steps(archive, meta, steps)
         tensors = [build_tensor(archive, meta, members, spec) for spec in meta.tensors]
         check_disjoint_roles(archive, tensors, meta.tensors)
     assembly = read_text(directory, ASSEMBLY, required=False) or ""

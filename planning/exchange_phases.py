@@ -199,9 +199,9 @@ def recheck_exchange(op: ExchangeOp, templates: dict[str, RowOp], latency: np.nd
                            else duplex_schedule(phase, receiving))
         for index, schedule in ((sender, sender_schedule), (receiver, phase.receiver_schedule())):
             symbol = symbols[index]
-            values = [(i, name, int(v[n])) for i, name, v in patches[symbol]]
+            patched = [(i, name, int(v[n])) for i, name, v in patches[symbol]]
             try:
-                instrs = instantiate(rows[symbol], values)
+                instrs = instantiate(rows[symbol], patched)
             except (TypeError, ValueError) as error:  # a patch of a field the row lacks
                 raise fail(f"row @{symbol} in (iteration, group) {n}: {error}") from None
             key = (tuple(instrs), schedule_key(schedule))

@@ -107,14 +107,15 @@ def archive_members(path: str) -> list[tuple[str, str, Reader]]:
             raise UsageError(f"--inputs: '{path}' is a single array, not an .npz archive of "
                              "named arrays (use --input NAME=PATH.npy)") from None
         raise UsageError(f"--inputs: cannot read '{path}': not an .npz archive ({error})") from None
-    members = []
+    members: list[tuple[str, str, Reader]] = []
     for info in archive.infolist():
         name = info.filename.removesuffix(".npy")
         label = f"--inputs {path}: array '{name}'"
         if not info.filename.endswith(".npy") or info.flag_bits & 0x1:
             raise UsageError(f"{label}: not an .npy member (or encrypted)")
 
-        def read(shape, storage, info=info, label=label) -> np.ndarray:
+        def read(shape: tuple[int, ...], storage: np.dtype, info: zipfile.ZipInfo = info,
+                 label: str = label) -> np.ndarray:
             limit = math.prod(shape) * 8 + INPUT_HEADER_LIMIT  # float64 at most, and a header
             if info.file_size > limit:
                 raise UsageError(f"{label}: its {info.file_size} bytes exceed what an array of "

@@ -277,7 +277,10 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
         package.source = module_text(source)  # so that `ipu-run DIR` can check a run of it
-        package.save(package_dir)
+        try:
+            package.save(package_dir)
+        except OSError as error:  # a directory in a file's place, a full disk: nothing half-written
+            return diagnostic(f"ipu-run: error: --package: cannot write '{package_dir}': {error}")
     feeds = {tensor.name: values_of_stored(tensor, array)
              for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
@@ -305,9 +308,11 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
                          check.max_rel, check.note, outcome.exchange_errors, package,
                          outcome.cycles_by_step, compile_seconds, timer.per_pass())
         if report_dir is not None:
+            from tools.output_files import staged_directory
             from tools.report import write_report
 
-            write_report(report_dir, facts, compiled, timer)
+            with staged_directory(report_dir) as staging:  # renamed into place, never followed
+                write_report(staging, facts, compiled, timer)
         if json_output:
             print_json(facts.summary())
             return EXIT_PASS if check_passed else EXIT_FAIL

@@ -45,6 +45,7 @@ from ipu_dialects.tile_iteration import selected_iteration
 from planning.exchange_phases import recheck_exchange_rows
 from planning.exchange_rows import instantiate, slot_stride
 from planning.pipeline_config import pipeline_config, target_and_tiles
+from planning.program_size import check_program_size
 from planning.shard_geometry import ShardGeometry
 from tools.asm_listing import format_assembly
 from tools.package_loops import folds, loop_body
@@ -307,6 +308,7 @@ def build_package(module: ModuleOp, with_assembly: bool = True,
         raise PassFailedException(
             f"package: buffers without addresses: {', '.join(missing)} (run place-memory)"
         )
+    check_program_size(module, "package")  # before any loop is expanded
     recheck_exchange_rows(module)  # rows read from IR text are untrusted, like a package's
     templates = {op.sym_name.data: op for op in module.ops if isinstance(op, RowOp)}
     rows = RowInterner(target.code_region[0])

@@ -411,3 +411,49 @@ def test_an_npz_member_claiming_4_gib(tmp_path):
                 member.write(chunk)
     status, output = run_cli(tmp_path / "gemm.mlir", "--reference", "--inputs", tmp_path / "in.npz")
     assert status == 2 and "exceed what an array of shape (64, 128) needs" in output, output
+
+
+# ---- 7: outputs: renamed into place, never through a symlink, nothing left on failure ------------
+
+
+def test_outputs_never_follow_a_planted_symlink(tmp_path):
+    (tmp_path / "gemm.mlir").write_text(GEMM)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "result0.npy").symlink_to(victim)
+    status, output = run_cli(tmp_path / "gemm.mlir", "--reference", "--save-outputs", out)
+    assert status == 0, output
+    assert victim.read_text() == "keep me" and not (out / "result0.npy").is_symlink()
+    (tmp_path / "linked").symlink_to(out)
+    status, output = run_cli(tmp_path / "gemm.mlir", "--reference", "--save-outputs", tmp_path / "linked")
+    assert status == 2 and "is a symbolic link" in output
+
+
+def test_ipu_opt_keeps_the_output_file_when_parsing_fails(tmp_path, capsys):
+    (tmp_path / "bad.mlir").write_text("func.func @f(\n")
+    existing = tmp_path / "existing.mlir"
+    existing.write_text("precious")
+    code, _, _ = ipu_opt(capsys, tmp_path / "bad.mlir", "-o", str(existing))
+    assert code == 1 and existing.read_text() == "precious"
+    (tmp_path / "good.mlir").write_text(GEMM)
+    code, _, _ = ipu_opt(capsys, tmp_path / "good.mlir", "-o", str(existing))
+    assert code == 0 and "graph.gemm" in existing.read_text()
+
+
+def test_a_failed_compile_leaves_no_output_directories(tmp_path):
+    (tmp_path / "bad.mlir").write_text(GEMM)  # 99999 tiles: a compile diagnostic
+    status, _ = run_cli(tmp_path / "bad.mlir", "--tiles", "99999", "--package", tmp_path / "pkg", "--save-outputs",
+                        tmp_path / "out", "--report", tmp_path / "report")
+    assert status == 2
+    assert not any(p.exists() for p in (tmp_path / "pkg", tmp_path / "out", tmp_path / "report"))
+
+
+def test_a_failed_package_save_is_a_diagnostic_and_leaves_nothing_half_written(tmp_path):
+    (tmp_path / "gemm.mlir").write_text(GEMM)
+    (tmp_path / "pkg" / "metadata.json").mkdir(parents=True)  # a directory in a file's place
+    status, output = run_cli(tmp_path / "gemm.mlir", "--tiles", "4", "--package", tmp_path / "pkg")
+    assert status == 2 and "--package: cannot write" in output, output
+    assert sorted(p.name for p in (tmp_path / "pkg").iterdir()) == ["metadata.json"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
