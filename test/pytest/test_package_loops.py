@@ -139,7 +139,7 @@ def loop_index(meta: dict) -> int:
      "ends past its enclosing body"),
     (lambda m: m["steps"][loop_index(m)].update(count=0), ".count: 0 is outside [1, 1048576]"),
     (lambda m: m["steps"][loop_index(m)].update(count=1 << 20),
-     "steps (at most 16777216)"),
+     "steps (at most 32768: MAX_EXECUTED_STEPS, device/limits.py)"),
     (lambda m: m["steps"][loop_index(m)].pop("length"), "missing key 'length'"),
 ])
 def test_malformed_loops_are_package_errors(tmp_path, edit, message):
