@@ -19,14 +19,30 @@ MAX_ROWS = 1 << 20
 MAX_TENSORS = 1 << 12
 MAX_RANK = 8
 MAX_TEXT = 4096  # names, provenance, the pipeline spelling
-MAX_LOOP_COUNT = 1 << 20
-# Steps a run executes, loops unrolled: bounds a model run's time. A step costs the model
-# about 1.5 ms at least, so 2**15 steps are under a minute; the programs we build execute far
-# fewer (a 4096^3 GEMM on 1472 tiles 226, the GPT-2 block of examples/onnx 3,545).
-MAX_EXECUTED_STEPS = 1 << 15
-# Executed (step, tile) pairs: a step costs the model per tile taking part (the 4096^3 GEMM:
-# 318,208; the GPT-2 block: 176,990).
-MAX_EXECUTED_TILE_STEPS = 1 << 22
+MAX_LOOP_COUNT = 1 << 20  # iterations of one loop (a tile.loop, a graph.repeat when compiled)
+# Steps the compiler builds when it expands loops (planning/program_size.py): rows per
+# iteration of an exchange's row loops, the package writer's steps (a folded loop's body
+# twice). A package holds at most MAX_STEPS; the folded bodies' second copies at most as many.
+MAX_EXPANDED_STEPS = 2 * MAX_STEPS
+# Loops open at once: per step the schema records the counts of its enclosing loops; IR nests
+# at most MAX_NESTING brackets, so a program we compile nests fewer loops than that.
+MAX_LOOP_DEPTH = 128
+
+# A loaded package is untrusted: what its run would cost the model is bounded before it runs.
+# A run's model time is about MODEL_SECONDS_PER_STEP per executed step plus
+# MODEL_SECONDS_PER_TILE_STEP per executed (step, tile) pair, loops unrolled. Measured (docs/
+# internals.md, "Limits on untrusted input"): 4.2e-4 to 8.1e-4 s a pair on five packages (the
+# GPT-2 block of examples/onnx on 1472 tiles: 3,545 steps, 176,990 pairs, 94 s); the
+# constants are about half the fastest, so the estimate is a floor.
+MODEL_SECONDS_PER_STEP = 1e-3
+MODEL_SECONDS_PER_TILE_STEP = 2e-4
+# The default bound on that estimate. A 12-layer GPT-2-small stack on 1472 tiles (12 of those
+# blocks: 42,540 steps, 2.1 million pairs) is estimated at 467 s, about an eighth of it; a
+# 4.7 KB package looping 2**20 times around a few steps (hours) is refused before it runs.
+# `ipu-run PKG --max-model-seconds S` (or `Package.load(dir, max_model_seconds=S)`, `inf`
+# for no bound) raises it for a run someone means to be long; a package compiled in this
+# process is the compiler's own and is not held to it.
+MAX_MODEL_SECONDS = 3600.0
 MAX_ARRAY_BYTES = 2 << 30  # all arrays of program.npz, uncompressed
 NPY_HEADER_LIMIT = 1 << 16
 
@@ -48,8 +64,8 @@ MAX_REFERENCE_BYTES = 8 << 30
 # The reference's work, in element operations (a GEMM's multiply-adds count 1/16 each: BLAS;
 # a gelu's elements 32 each: erf per element), every op counted once per enclosing repeat
 # iteration: about a minute of NumPy at most.
-MAX_REFERENCE_WORK = 1 << 34
-MAX_REPEAT_COUNT = MAX_EXECUTED_STEPS  # every iteration executes a step at least
+MAX_REFERENCE_WORK = 1 << 35
+MAX_REPEAT_COUNT = MAX_LOOP_COUNT  # a graph.repeat compiles to a tile.loop of its count
 
 # ---- input files (tools/run_io.py: --input, --inputs) ----------------------------------------
 # An --input .npy or an --inputs member: a regular file, its header read first (at most this

@@ -47,6 +47,7 @@ from pathlib import Path
 
 import numpy as np
 
+from device.limits import MAX_MODEL_SECONDS
 from device.package_parts import (
     FORMAT_VERSION,
     ExchangeStep,
@@ -178,7 +179,9 @@ class Package:
             (directory / "source.mlir").write_text(self.source)
 
     @classmethod
-    def load(cls, directory: str | Path) -> Package:
+    def load(cls, directory: str | Path,
+             max_model_seconds: float = MAX_MODEL_SECONDS) -> Package:
         """The package saved in `directory`, checked against the schema before anything is
-        allocated for it (`device/package_schema.py`); raises `PackageError`."""
-        return cls(**package_fields(directory))
+        allocated for it (`device/package_schema.py`), its run estimated to take the model
+        at most `max_model_seconds` (`math.inf`: not to be run); raises `PackageError`."""
+        return cls(**package_fields(directory, max_model_seconds))

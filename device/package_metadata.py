@@ -28,8 +28,8 @@ from device.limits import (  # the limits, documented in docs/internals.md
     ARCHIVE,
     ASSEMBLY,
     FILE_LIMITS,
-    MAX_EXECUTED_STEPS,
     MAX_LOOP_COUNT,
+    MAX_LOOP_DEPTH,
     MAX_RANK,
     MAX_ROWS,
     MAX_STEPS,
@@ -246,34 +246,25 @@ def check_metadata(fields: Fields, meta: object) -> Metadata:
 
 def check_loops(fields: Fields, steps: list[dict]) -> list[tuple[int, ...]]:
     """Each loop's body (the `length` entries after it) lies inside its enclosing loop's body,
-    and the unrolled program is bounded; returns each step's enclosing loop counts."""
+    and at most `MAX_LOOP_DEPTH` loops are open at once; returns each step's enclosing loop
+    counts. What the unrolled program costs is `check_model_time`'s (device/package_schema.py)."""
     counts: list[tuple[int, ...]] = []
     open_loops: list[tuple[int, int]] = []  # (index past the body, count)
-    executed = [0]  # steps one iteration of each open body runs; [0]: the whole program
-
-    def close() -> None:
-        _, count = open_loops.pop()
-        body = executed.pop()
-        executed[-1] += count * body
-
     for index, step in enumerate(steps):
         while open_loops and open_loops[-1][0] <= index:
-            close()
+            open_loops.pop()
         counts.append(tuple(count for _, count in open_loops))
         if step["kind"] != "loop":
-            executed[-1] += 1
             continue
         end, limit = index + 1 + step["length"], open_loops[-1][0] if open_loops else len(steps)
         if end > limit:
             raise fields.error(f"steps[{index}].length", f"a body of {step['length']} steps "
                                                          f"ends past its enclosing body (step {limit})")
+        if len(open_loops) == MAX_LOOP_DEPTH:
+            raise fields.error(f"steps[{index}]", f"a loop nested {MAX_LOOP_DEPTH + 1} deep (at "
+                                                  f"most {MAX_LOOP_DEPTH}: MAX_LOOP_DEPTH, "
+                                                  "device/limits.py)")
         open_loops.append((end, step["count"]))
-        executed.append(0)
-    while open_loops:
-        close()
-    if executed[0] > MAX_EXECUTED_STEPS:
-        raise fields.error("steps", f"the loops run {executed[0]} steps (at most "
-                                    f"{MAX_EXECUTED_STEPS}: MAX_EXECUTED_STEPS, device/limits.py)")
     return counts
 
 

@@ -42,7 +42,13 @@ import numpy as np
 
 from device.kernels import KERNELS, KernelAbi
 from device.layouts import shard_bytes
-from device.limits import MAX_ARRAY_BYTES, MAX_EXECUTED_TILE_STEPS, NPY_HEADER_LIMIT
+from device.limits import (
+    MAX_ARRAY_BYTES,
+    MAX_MODEL_SECONDS,
+    MODEL_SECONDS_PER_STEP,
+    MODEL_SECONDS_PER_TILE_STEP,
+    NPY_HEADER_LIMIT,
+)
 from device.package_metadata import (
     ARCHIVE,
     ASSEMBLY,
@@ -392,10 +398,10 @@ def check_disjoint_roles(archive: Archive, tensors: list[HostTensor],
                 f"their shards may not share memory")
 
 
-def check_tile_steps(archive: Archive, meta: Metadata, program: list[Step]) -> None:
-    """The (step, tile) pairs a run executes, loops unrolled, are bounded: the model's time
-    grows with the tiles each step runs on (`MAX_EXECUTED_TILE_STEPS`)."""
-    total = 0
+def estimated_model_seconds(meta: Metadata, program: list[Step]) -> float:
+    """A floor on the model's time for one run: per executed step and per executed (step,
+    tile) pair, loops unrolled (the costs measured in `device/limits.py`)."""
+    steps = pairs = 0
     flat = [s for _, s in flat_steps(program)]
     for step, loops in zip(flat, meta.loop_counts, strict=True):
         if isinstance(step, ExchangeStep):
@@ -404,18 +410,30 @@ def check_tile_steps(archive: Archive, meta: Metadata, program: list[Step]) -> N
             tiles = int(step.tiles.shape[0])
         else:
             continue
-        total += tiles * math.prod(loops)
-    if total > MAX_EXECUTED_TILE_STEPS:
-        raise PackageError(f"{archive.path.parent / METADATA}: steps: a run executes {total} "
-                           f"(step, tile) pairs (at most {MAX_EXECUTED_TILE_STEPS}: "
-                           "MAX_EXECUTED_TILE_STEPS, device/limits.py)")
+        runs = math.prod(loops)  # at most MAX_LOOP_DEPTH factors: an exact integer
+        steps, pairs = steps + runs, pairs + runs * tiles
+    return steps * MODEL_SECONDS_PER_STEP + pairs * MODEL_SECONDS_PER_TILE_STEP
+
+
+def check_model_time(archive: Archive, meta: Metadata, program: list[Step],
+                     max_model_seconds: float) -> None:
+    """A loaded package is untrusted: a run the model would spend more than
+    `max_model_seconds` on (estimated) is refused before it starts."""
+    seconds = estimated_model_seconds(meta, program)
+    if seconds > max_model_seconds:
+        raise PackageError(f"{archive.path.parent / METADATA}: steps: a run would take the "
+                           f"device model about {seconds:.3g} s, loops unrolled (at most "
+                           f"{max_model_seconds:.3g} s: MAX_MODEL_SECONDS, device/limits.py; "
+                           "ipu-run --max-model-seconds raises it)")
 
 
 # ---- the whole package -----------------------------------------------------------------------
 
 
-def package_fields(directory: str | Path) -> dict[str, Any]:
-    """The checked contents of a package directory: the arguments of `Package`."""
+def package_fields(directory: str | Path,
+                   max_model_seconds: float = MAX_MODEL_SECONDS) -> dict[str, Any]:
+    """The checked contents of a package directory: the arguments of `Package`; a run of
+    it must be estimated to take the model at most `max_model_seconds`."""
     directory = Path(directory)
     if not directory.is_dir():
         raise PackageError(f"{directory}: is not a package directory")
@@ -427,7 +445,7 @@ def package_fields(directory: str | Path) -> dict[str, Any]:
         rows = load_rows(archive, meta)
         steps = nested([build_step(archive, meta, rows, members, i)
                         for i in range(len(meta.steps))], meta)
-        check_tile_steps(archive, meta, steps)
+        check_model_time(archive, meta, steps, max_model_seconds)
         tensors = [build_tensor(archive, meta, members, spec) for spec in meta.tensors]
         check_disjoint_roles(archive, tensors, meta.tensors)
     assembly = read_text(directory, ASSEMBLY, required=False) or ""

@@ -72,7 +72,7 @@ from planning.exchange_rows import (
     varying_fields,
 )
 from planning.pipeline_config import target_and_tiles
-from planning.program_size import check_program_size
+from planning.program_size import check_expansion
 
 
 @dataclass
@@ -312,7 +312,7 @@ class ScheduleExchangePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target, tiles = target_and_tiles(op, self.name)
-        check_program_size(op, self.name)  # rows are built per iteration of their loops
+        check_expansion(op, self.name)  # rows are built per iteration of their row loops
         code = RowMemory.for_module(op, target)
         latency = latency_table(target, tiles)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]

@@ -184,6 +184,11 @@ def run(
                                 "estimated cycles and memory per tile, or why it was rejected "
                                 "(on stderr)")
     ] = False,
+    max_model_seconds: Annotated[
+        float | None, typer.Option(help="a package directory only: refuse it if its run is "
+                                        "estimated to take the device model longer (default "
+                                        "1 h: MAX_MODEL_SECONDS, device/limits.py)")
+    ] = None,
 ) -> None:
     """Compile FILE with the default pipeline (or load a saved package), run it on the device
     model, check it against the NumPy reference."""
@@ -191,7 +196,12 @@ def run(
         from tools.run_package import run_package_main
 
         sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
-                                  refused_package_options(ctx), inputs, quiet))
+                                  refused_package_options(ctx), inputs, quiet,
+                                  max_model_seconds))
+    if max_model_seconds is not None:  # a package compiled here is the compiler's: not bounded
+        print(f"ipu-run: --max-model-seconds: only for a package directory ({file} is not "
+              "one; a program compiled in this run is not held to it)", file=sys.stderr)
+        sys.exit(EXIT_DIAGNOSTIC)
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
                       indivisible, package_dir, profile, json_output, report_dir, inputs, quiet,
                       gemm_partials, explain))

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from device.limits import MAX_MODEL_SECONDS
 from device.package import Package, PackageError
 from interpreters.graph import find_function
 from tools.run_io import (
@@ -45,7 +46,7 @@ from tools.usage import UsageError
 
 # the `ipu-run` parameters a package run uses; the file argument is the package itself
 PACKAGE_OPTIONS = frozenset({"file", "seed", "input", "inputs", "save_outputs_dir", "json_output",
-                             "quiet"})
+                             "quiet", "max_model_seconds"})
 
 
 def check_signature(package: Package, func: FuncOp, names: list[str], where: str) -> None:
@@ -81,11 +82,12 @@ def check_signature(package: Package, func: FuncOp, names: list[str], where: str
                                    f"source function's FP8 scale {fp8_scale(source_type)}")
 
 
-def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
+def load_checked(directory: Path, max_model_seconds: float = MAX_MODEL_SECONDS,
+                 ) -> tuple[Package, ModuleOp, FuncOp]:
     """The package, its source module and function (verified, runnable)."""
     from interpreters.graph import check_runnable, input_names
 
-    package = Package.load(directory)
+    package = Package.load(directory, max_model_seconds)
     if not package.source:
         raise PackageError(f"{directory / 'source.mlir'}: missing; the package records no "
                            "source graph to check a run against (save it with ipu-run "
@@ -99,7 +101,7 @@ def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
 
 def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
                      json_output: bool = False, compile_options=(), archive: str | None = None,
-                     quiet: bool = True) -> int:
+                     quiet: bool = True, max_model_seconds: float | None = None) -> int:
     """Run the package in `directory` with `ipu-run`'s inputs (`--input` specs in `inputs`,
     the `--inputs` file `archive`, random for `seed` otherwise); `compile_options` are the
     refused options the command line gave (a usage error)."""
@@ -115,7 +117,8 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
                              f"is already compiled ({directory} is a package directory"
                              + ("; --report needs the compiled module, which a package does "
                                 "not hold" if "--report" in compile_options else "") + ")")
-        package, module, func = load_checked(Path(directory))
+        package, module, func = load_checked(
+            Path(directory), MAX_MODEL_SECONDS if max_model_seconds is None else max_model_seconds)
         text = package.source
         save_dir = output_directory("--save-outputs", save_dir)
         arrays = load_inputs(func, input_names(func), list(inputs), seed, archive)

@@ -373,18 +373,136 @@ def test_a_dense_splat_claiming_a_billion_elements(tmp_path, capsys):
     assert "MAX_DENSE_ELEMENTS" in err
 
 
-def test_a_package_looping_a_million_times(gemm_package):
+def loop_around_program(directory: Path, *counts: int) -> None:
     import json
+    import re
+
+    meta = json.loads((directory / "metadata.json").read_text())
+    for count in counts:
+        steps = meta["steps"]
+        meta["steps"] = [{"kind": "loop", "count": count, "length": len(steps),
+                          "provenance": ""}, *steps]
+    (directory / "metadata.json").write_text(json.dumps(meta))
+    with np.load(directory / "program.npz", allow_pickle=False) as archive:  # steps renumbered
+        arrays = {re.sub(r"^step(\d+)_", lambda m: f"step{int(m[1]) + len(counts)}_", k): archive[k]
+                  for k in archive.files}
+    for name, pointers in list(arrays.items()):  # a kernel in loops has a stride per loop
+        if match := re.fullmatch(r"step(\d+)_pointers", name):
+            arrays[f"step{match[1]}_pointer_strides"] = np.zeros(
+                (len(counts), pointers.shape[1]), np.int64)
+    np.savez_compressed(directory / "program.npz", **arrays)
+
+
+def test_a_package_looping_a_trillion_times(gemm_package):
+    import re
+    import time
 
     from device.package import Package, PackageError
 
-    meta = json.loads((gemm_package / "metadata.json").read_text())
-    steps = meta["steps"]
-    meta["steps"] = [{"kind": "loop", "count": 1 << 20, "length": len(steps), "provenance": ""},
-                     *steps]
-    (gemm_package / "metadata.json").write_text(json.dumps(meta))
-    with pytest.raises(PackageError, match="MAX_EXECUTED_STEPS"):
+    loop_around_program(gemm_package, 1 << 20, 1 << 20)
+    started = time.perf_counter()
+    with pytest.raises(PackageError, match=re.escape(
+            " s: MAX_MODEL_SECONDS, device/limits.py; ipu-run --max-model-seconds raises it")):
         Package.load(gemm_package)
+    assert time.perf_counter() - started < 10
+    status, output = run_cli(gemm_package)
+    assert status == 2 and "MAX_MODEL_SECONDS" in output and "Traceback" not in output
+
+
+def test_max_model_seconds_bounds_a_package_run_only(gemm_package, tmp_path):
+    loop_around_program(gemm_package, 1 << 12)  # a minute of model time: under the default
+    status, output = run_cli(gemm_package, "--max-model-seconds", "1")
+    assert status == 2 and "(at most 1 s: MAX_MODEL_SECONDS" in output, output
+    (tmp_path / "gemm.mlir").write_text(GEMM)
+    status, output = run_cli(tmp_path / "gemm.mlir", "--max-model-seconds", "1")
+    assert status == 2 and "only for a package directory" in output, output
+    assert "; a program compiled in this run is not held to it)" in output
+
+
+def repeat_text(count: int, shape: str = "16x16") -> str:
+    t = f"tensor<{shape}xf16>"
+    return (f"func.func @r(%x: {t}, %w: {t}) -> {t} {{\n"
+            f"  %r = graph.repeat {count} carried(%c = %x : {t}) invariant(%v = %w : {t}) {{\n"
+            f"    %y = graph.gemm %c, %v : ({t}, {t}) -> {t}\n"
+            f"    graph.yield %y : {t}\n"
+            f"  }} -> {t}\n"
+            f"  func.return %r : {t}\n}}\n")
+
+
+def test_a_repeat_of_a_billion_is_refused_by_the_reference_and_the_compiler(tmp_path, capsys):
+    import time
+
+    path = tmp_path / "bomb.mlir"
+    path.write_text(repeat_text(1000000000))
+    started = time.perf_counter()
+    status, output = run_cli(path, "--tiles", "2")
+    assert status == 2 and "the iterations of a device loop: MAX_REPEAT_COUNT, device/limits.py" in output, output
+    code, _, err = ipu_opt(capsys, path, "-p", "ipu-pipeline{tiles=2}", "-t", "ipu-rows")
+    assert code == 1 and "MAX_LOOP_COUNT" in err and "Traceback" not in err, err[-2000:]
+    assert time.perf_counter() - started < 10
+
+
+def test_a_program_executing_more_than_2_15_steps_compiles_and_loads(tmp_path):
+    """Real models execute tens of thousands of steps (a 12-layer stack): a package compiled
+    here is not bounded by a step count, and loading it back is bounded by model time only."""
+    from device.package import Package, executed_count
+    from tools.ipu_run import compile_module
+    from tools.run_io import parse_module
+
+    path = tmp_path / "long.mlir"
+    path.write_text(repeat_text(40000))
+    status, output = run_cli(path, "--tiles", "2", "--reference")  # the reference runs it
+    assert status == 0, output
+    package = compile_module(parse_module(path), 2, "pad", with_assembly=False)
+    executed = executed_count(package.steps)
+    assert executed > 40000
+    loaded = Package.load(package.save(tmp_path / "pkg"))
+    assert executed_count(loaded.steps) == executed
+
+
+def many_adds(count: int) -> str:
+    """`count` adds of 2**27 elements: each tensor within every bound, their float64 values
+    together 8 GiB and more."""
+    t = "tensor<16384x8192xf16>"
+    lines = [f"func.func @m(%x0: {t}) -> {t} {{"]
+    lines += [f"  %x{i + 1} = graph.add %x{i}, %x{i} : ({t}, {t}) -> {t}" for i in range(count)]
+    return "\n".join([*lines, f"  func.return %x{count} : {t}", "}", ""])
+
+
+@pytest.mark.parametrize("text, message", [
+    (repeat_text(200000, "128x128"),
+     "element operations (every op once per repeat iteration; at most"),
+    ("func.func @g(" + ", ".join(f"%a{i}: tensor<8192x16384xf16>" for i in range(40))
+     + ") -> tensor<8192x16384xf16> {\n  func.return %a0 : tensor<8192x16384xf16>\n}\n",
+     "bytes: MAX_ARGUMENT_BYTES, device/limits.py): they can never be on the device at once"),
+    (many_adds(20), "MAX_REFERENCE_BYTES, device/limits.py"),
+])
+def test_reference_and_argument_bombs(tmp_path, text, message):
+    import time
+
+    path = tmp_path / "bomb.mlir"
+    path.write_text(text)
+    started = time.perf_counter()
+    status, output = run_cli(path, "--reference")
+    assert status == 2 and message in output and "Traceback" not in output, output
+    assert time.perf_counter() - started < 10
+
+
+def test_gelu_is_the_same_in_chunks():
+    import math
+
+    from device.numerics import CHUNK, gelu
+
+    erf = np.vectorize(math.erf, otypes=[np.float64])  # the definition before chunking
+    rng = np.random.default_rng(5)
+    for shape in [(), (0,), (7,), (3, 5), (2, CHUNK + 3)]:
+        x = rng.standard_normal(shape) * 4
+        if x.size:
+            x.flat[0], x.flat[-1] = -np.inf, np.inf
+        with np.errstate(invalid="ignore"):
+            before = 0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))
+        before = np.where(np.isinf(x), np.maximum(x, 0.0), before)
+        assert np.array_equal(gelu(x), before) and gelu(x).shape == np.shape(x)
 
 
 def test_dev_zero_and_a_fifo_as_input_files(tmp_path):
