@@ -77,3 +77,8 @@ MAX_INPUT_FILE_BYTES = 8 * MAX_ARGUMENT_BYTES + NPY_HEADER_LIMIT
 # ---- ONNX (frontend/onnx) --------------------------------------------------------------------
 MAX_ONNX_BYTES = 2 << 30  # protobuf's own limit for one model file
 MAX_ONNX_NODES = 1 << 16
+# ipu-import --repeat-layers (frontend/repeat_layers.py): the run search's NumPy elements (the
+# op count per block length it considers: about 2**27 for 16,000 ops, seconds) and the IR ops
+# of the runs it tries to match (16 us each; a real stack matches at the first run it tries).
+MAX_REPEAT_ELEMENTS = 1 << 28
+MAX_REPEAT_VISITS = 1 << 20

@@ -36,6 +36,7 @@ from frontend.onnx.patterns import (
     match_attention,
     match_gelu,
 )
+from frontend.repeat_layers import RepeatSearchError
 from frontend.repeat_layers import repeat_layers as repeat_layers_of
 
 
@@ -315,6 +316,9 @@ def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",
     check_model(model)
     imported = Importer(model, dtype, function).run()
     if repeat_layers:
-        imported.repeats = repeat_layers_of(imported)
+        try:
+            imported.repeats = repeat_layers_of(imported)
+        except RepeatSearchError as error:
+            raise OnnxImportError(str(error)) from None
     return imported
 
