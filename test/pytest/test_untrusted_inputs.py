@@ -575,3 +575,12 @@ def test_a_failed_package_save_is_a_diagnostic_and_leaves_nothing_half_written(t
     assert status == 2 and "--package: cannot write" in output, output
     assert sorted(p.name for p in (tmp_path / "pkg").iterdir()) == ["metadata.json"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_function_declaration_through_the_pipeline(tmp_path, capsys):
+    """bench/robustness.py seed 2 found it: place-memory read the body block of a
+    declaration (a ValueError traceback); a declaration has no buffers to place."""
+    path = tmp_path / "declaration.mlir"
+    path.write_text("func.func @g(%a: tensor<2x32x64xf32>) -> tensor<2x32x64xf32>\n")
+    code, out, err = ipu_opt(capsys, path, "-p", "ipu-pipeline{tiles=2}")
+    assert code == 0 and "func.func @g(tensor<2x32x64xf32>) -> tensor<2x32x64xf32>" in out, err
