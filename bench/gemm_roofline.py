@@ -27,8 +27,9 @@ import numpy as np
 from xdsl.parser import Parser
 
 from device.exchange_timeline import row_timeline
+from device.kernels import kernel_cycles
 from device.model import run_package
-from device.model.cycles import exchange_step_cycles, kernel_cycles, kernel_step_cycles
+from device.model.cycles import exchange_step_cycles, kernel_step_cycles
 from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep, KernelStep, Package
 from device.target import IPU21, Target

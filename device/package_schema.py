@@ -40,7 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from device.kernels import KERNELS, KernelAbi
+from device.kernel_abi import KernelAbi
+from device.kernels import KERNELS
 from device.layouts import shard_bytes
 from device.limits import (
     MAX_ARRAY_BYTES,

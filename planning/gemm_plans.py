@@ -46,6 +46,7 @@ from xdsl.ir import Attribute
 
 from device.kernels import UnknownKernelError, get_kernel
 from device.layouts import AMP_BLOCK, AMP_ROWS, block_bytes, panel_bytes
+from device.model.kernels_gemm import GEMM_FAMILIES
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.graph import Fp8ScaleAttr, fp8_scale
 from ipu_dialects.mid import (
@@ -256,12 +257,9 @@ OUTPUT_PRECISION = {"f8f143": "f16"}
 # of K in FP32 (`amp_gemm_f16p32_*` keep an f32 partials panel, rounded to FP16 once at the
 # end) or, when the pipeline allows it (`gemm-partials=f16`), round to FP16 after every
 # 64-deep block (`amp_gemm_f16_*`: cheaper, less accurate). FP8 has FP16 partials only.
-KERNEL_FAMILY = {
-    ("f16", "f32"): "amp_gemm_f16p32_",
-    ("f16", "f16"): "amp_gemm_f16_",
-    ("f32", "f32"): "amp_gemm_f32_",
-    ("f8f143", "f16"): "amp_gemm_f8_",
-}
+# The one table of the families is the kernel table's (`device.model.kernels_gemm`).
+KERNEL_FAMILY: dict[tuple[str, str], str] = {(f.precision, f.accumulate): f.prefix
+                                             for f in GEMM_FAMILIES}
 ACCUMULATE = {"f16": "f32", "f32": "f32", "f8f143": "f16"}
 ROW_BLOCKS = (16, 32, 64)
 # The explicit, cheaper FP16-partials candidates carry this suffix; they are in the catalog

@@ -3,19 +3,19 @@
 Every function is pure: kernel cycles come from a kernel's scalars (for descriptor kernels the
 decoded `ShardGeometry`s, in pointer order), the tile it runs on and the `Target`, never from
 tile memory. The executable model charges exactly these, and the compiler's cost model calls
-the same functions, so the selector and the model cannot disagree on a plan's cycles.
-`kernel_cycles(symbol, scalars, tile, target)` dispatches on the symbol for either caller.
+the same functions, so the selector and the model cannot disagree on a plan's cycles. Each
+kernel's record names its function (`Kernel.cycles`); `device.kernels.kernel_cycles(symbol,
+scalars, tile, target)` finds it by symbol for either caller.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 
 from device.index_views import view_moves
-from device.kernels import get_kernel, split_view_words
+from device.kernel_abi import split_view_words
 from device.layouts import AMP_BLOCK, element_bytes
-from device.shard_geometry import ShardGeometry, decode_descriptors
+from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Precision, Target
 
 
@@ -131,42 +131,3 @@ def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
                              src.shard_box(tile if source_tile is None else source_tile))
     count = moved[0].size if moved else 1
     return target.vector_cycles(_moved_bytes(count, out, src))
-
-
-# ---- by symbol ---------------------------------------------------------------------------------
-def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target) -> int:
-    """Cycles of one call of `symbol` with these scalars (descriptors included) on `tile`.
-    Raises `UnknownKernelError` or `ValueError` (e.g. `DescriptorError`) for a bad call."""
-    abi = get_kernel(symbol)
-    named, words = abi.split_scalars(scalars)
-    if symbol in _GEMM_PRECISION:
-        return gemm_cycles(named["rows"], _GEMM_PRECISION[symbol], target)
-    if symbol == "copy_words":
-        return copy_cycles(named["words"] * WORD_BYTES, target)
-    if symbol == "fill_zero":
-        return fill_zero_cycles(named["words"], target)
-    if symbol == "view_shard":
-        return view_cycles(words, None, tile, target)
-    if symbol == "gather_view":
-        return view_cycles(words, named["source_tile"], tile, target)
-    formats = decode_descriptors(words, len(abi.pointers))
-    if symbol == "gather_shard":
-        out, staged = formats
-        return gather_shard_cycles(out, staged, named["source_tile"], tile, target)
-    return _DESCRIBED[symbol](*formats, tile, target)
-
-
-_GEMM_PRECISION = {
-    f"amp_gemm_{name}_{mode}": precision
-    for name, precision in (("f16", Precision.F16), ("f32", Precision.F32),
-                            ("f8", Precision.F8F143))
-    for mode in ("init", "accum")
-} | {f"amp_gemm_f16p32_{mode}": Precision.F16 for mode in ("init", "accum")}
-# Each takes the ABI's descriptors (one per pointer, so the arity varies), then tile, target.
-_DESCRIBED: dict[str, Callable[..., int]] = {
-    "convert_shard": convert_shard_cycles,
-    "gelu": gelu_cycles,
-    "add": add_cycles,
-    "attention": attention_cycles,
-    "layer_norm": layer_norm_cycles,
-}

@@ -1,19 +1,26 @@
-"""One kernel call on one tile, as the per-tile kernel implementations see it.
+"""A kernel record (`Kernel`) and the calls its parts are written against.
 
-The kernels of `device/model/kernels_*.py` are written against `KernelCall`;
-`device/model/kernel_impls.py` registers them by symbol (`IMPLEMENTATIONS`).
+A `Kernel` is everything about one symbol in one place: its ABI (`device.kernel_abi`), its
+per-tile model implementation (a function of a `KernelCall`: one call on one tile, reading
+and writing tile memory), optionally a batched form (a function of a `KernelBatch`: the
+whole step on all its tiles at once) and its cycle function (a function of `KernelScalars`:
+the call's scalars, tile and target, never memory). The records live beside their
+implementations in `device/model/kernels_*.py`; `device/kernels.py` is the table of all of
+them by symbol, which the model's steps (`device/model/kernel_steps.py`) and the compiler's
+cost model both read, so the model charges and the compiler estimates the same cycles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from device.kernels import KernelAbi
+from device.kernel_abi import KernelAbi
 from device.model.errors import ModelError
 from device.model.memory import TileMemory
+from device.shard_geometry import ShardGeometry, decode_descriptors
 from device.target import Target
 
 
@@ -70,4 +77,98 @@ class KernelCall:
         self.memory.write(self.tile, address, data, f"{self.describe()}, operand '{name}'")
 
 
+# Runs one call on one tile and returns its cycles (those of the record's cycle function).
 KernelImpl = Callable[[KernelCall], int]
+
+
+@dataclass(frozen=True)
+class KernelBatch:
+    """One kernel step on all its tiles: pointers as one int64 array per name."""
+
+    abi: KernelAbi
+    tiles: np.ndarray  # int64 [n], distinct and inside the package
+    pointers: dict[str, np.ndarray]
+    scalars: dict[str, int]
+    memory: TileMemory
+    target: Target
+    where: str
+
+    def aligned(self, name: str, alignment: int) -> bool:
+        return not np.any(self.pointers[name] % alignment)
+
+    def inside(self, name: str, nbytes: int) -> bool:
+        address = self.pointers[name]
+        return bool(np.all(address >= self.memory.base) and
+                    np.all(address + nbytes <= self.memory.end))
+
+    def read(self, name: str, nbytes: int) -> np.ndarray:
+        """[n, nbytes] operand bytes (the caller checked `inside`)."""
+        return self.memory.tile_bytes(self.tiles, self._address(name), nbytes)
+
+    def write(self, name: str, data: np.ndarray) -> None:
+        self.memory.write_tile_bytes(self.tiles, self._address(name),
+                                     data.reshape(self.tiles.size, -1))
+
+    def _address(self, name: str) -> np.ndarray | int:
+        """One address when every tile uses the same one (a slice instead of a gather)."""
+        address = self.pointers[name]
+        return int(address[0]) if np.all(address == address[0]) else address
+
+
+# Runs the whole step and returns its cycles, or None when some tile would fail a check of
+# the per-tile form: the step then runs tile by tile, which raises the exact diagnostic. It
+# must write the bytes the per-tile form writes (test/pytest/test_device_model_batched.py).
+BatchedImpl = Callable[[KernelBatch], "int | None"]
+
+
+@dataclass(frozen=True)
+class KernelScalars:
+    """One call as its cycles see it: named scalars, variadic words, tile and target."""
+
+    abi: KernelAbi
+    scalars: dict[str, int]
+    words: tuple[int, ...]
+    tile: int
+    target: Target
+
+    def formats(self) -> list[ShardGeometry]:
+        """The pointers' descriptors, in pointer order (DescriptorError when malformed)."""
+        return decode_descriptors(self.words, len(self.abi.pointers))
+
+
+CallCycles = Callable[[KernelScalars], int]
+
+
+def of_formats(cycles: Callable[..., int]) -> CallCycles:
+    """The cycle function of a descriptor kernel whose cycles depend on its pointers' formats
+    only: `cycles(*formats, tile, target)` (`convert_shard_cycles`, `gelu_cycles`, ...)."""
+    return lambda call: cycles(*call.formats(), call.tile, call.target)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel: its ABI, per-tile model implementation, optional batched form and cycle
+    function. An Implemented ABI needs `run` and `cycles`; a Required one has neither."""
+
+    abi: KernelAbi
+    run: KernelImpl | None = None
+    cycles: CallCycles | None = None
+    batched: BatchedImpl | None = None
+
+    def __post_init__(self) -> None:
+        has_model = self.run is not None and self.cycles is not None
+        if has_model != self.abi.implemented or (self.batched is not None and not has_model):
+            raise ValueError(f"kernel {self.symbol}: status {self.abi.status} needs a model "
+                             f"implementation and a cycle function exactly when Implemented")
+
+    @property
+    def symbol(self) -> str:
+        return self.abi.symbol
+
+    def call_cycles(self, scalars: Sequence[int], tile: int, target: Target) -> int:
+        """Cycles of one call with these scalars (descriptors included) on `tile`; ValueError
+        (e.g. `DescriptorError`) for scalars that give none."""
+        if self.cycles is None:
+            raise ValueError(f"kernel {self.symbol} is {self.abi.status}: it has no cycles")
+        named, words = self.abi.split_scalars(scalars)
+        return self.cycles(KernelScalars(self.abi, named, words, tile, target))

@@ -15,11 +15,11 @@ padded key rows and head_dim columns take no part.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from device.kernel_abi import described
 from device.model.cycles import attention_cycles
+from device.model.kernel_call import Kernel, KernelCall, of_formats
 from device.model.kernel_shards import (
     Box,
     box_on,
@@ -32,9 +32,6 @@ from device.model.kernel_shards import (
     write_values,
 )
 from device.shard_geometry import ShardGeometry
-
-if TYPE_CHECKING:
-    from device.model.kernel_call import KernelCall
 
 
 def _check_shapes(call: KernelCall, formats: dict[str, ShardGeometry]) -> None:
@@ -98,3 +95,20 @@ def attention(call: KernelCall) -> int:
     write_values(call, "out", out, result)
     return attention_cycles(out, query, formats["key"], formats["value"], call.tile,
                             call.target)
+
+
+RECORDS: tuple[Kernel, ...] = (
+    Kernel(
+        described(
+            "attention", ("out", "query", "key", "value"), ("causal", "scale_bits"),
+            "out = softmax(scale * query @ key^T [causal mask]) @ value over [..., heads, seq, "
+            "head_dim] (descriptors: out, query, key, value; out and query share a shard box, "
+            "key/value shards hold the box's heads with every key row and all of head_dim). "
+            "causal: 0 or 1; scale_bits: the f32 bit pattern of the scale. FP32 scores and "
+            "stable softmax, FP32 accumulation, one rounding to out's precision.",
+            checked=("causal", "scale_bits"),
+        ),
+        attention,
+        of_formats(attention_cycles),
+    ),
+)

@@ -10,11 +10,11 @@ to out's precision. Out's padding (rows or columns outside the logical extent) i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from device.kernel_abi import described
 from device.model.cycles import layer_norm_cycles
+from device.model.kernel_call import Kernel, KernelCall, of_formats
 from device.model.kernel_shards import (
     box_on,
     is_empty,
@@ -26,9 +26,6 @@ from device.model.kernel_shards import (
     write_values,
 )
 from device.shard_geometry import ShardGeometry
-
-if TYPE_CHECKING:
-    from device.model.kernel_call import KernelCall
 
 
 def _whole_vector(call: KernelCall, name: str, fmt: ShardGeometry, width: int) -> np.ndarray:
@@ -71,3 +68,21 @@ def layer_norm(call: KernelCall) -> int:
     write_values(call, "out", out, result)
     return layer_norm_cycles(out, src, formats["weight"], formats["bias"], call.tile,
                              call.target)
+
+
+RECORDS: tuple[Kernel, ...] = (
+    Kernel(
+        described(
+            "layer_norm", ("out", "src", "weight", "bias"), ("eps_bits",),
+            "out = (src - mean) / sqrt(var + eps) * weight + bias over the last axis "
+            "(descriptors: out, src, weight, bias; out and src share a shard box holding whole "
+            "rows of the last axis, weight and bias [C] shards hold all C entries on this "
+            "tile). eps_bits: the f32 bit pattern of eps. FP32 mean and biased variance, FP32 "
+            "normalization, one rounding to out's precision; padding of out is written as "
+            "zeros.",
+            checked=("eps_bits",),
+        ),
+        layer_norm,
+        of_formats(layer_norm_cycles),
+    ),
+)

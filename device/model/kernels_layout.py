@@ -1,5 +1,5 @@
-"""Layout kernels: `fill_zero`, `convert_shard` (cast and tile-local rearrange) and
-`gather_shard` (one source shard's part of this tile's shard).
+"""Word and layout kernels: `copy_words` and `fill_zero` (words), `convert_shard` (cast and
+tile-local rearrange) and `gather_shard` (one source shard's part of this tile's shard).
 
 `convert_shard` rounds once from the source values to the destination precision: to f16
 round-to-nearest-even with overflow to inf, to FP8 saturating at +-240 * 2**scale
@@ -11,16 +11,17 @@ destination first and calls it once per source tile.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from device.kernel_abi import described, words_abi
 from device.model.cycles import (
     box_overlap,
     convert_shard_cycles,
+    copy_cycles,
     fill_zero_cycles,
     gather_shard_cycles,
 )
+from device.model.kernel_call import Kernel, KernelBatch, KernelCall, KernelScalars, of_formats
 from device.model.kernel_shards import (
     box_on,
     is_empty,
@@ -34,8 +35,24 @@ from device.model.kernel_shards import (
 )
 from device.target import WORD_BYTES
 
-if TYPE_CHECKING:
-    from device.model.kernel_call import KernelCall
+
+def copy_words(call: KernelCall) -> int:
+    words = call.positive_scalar("words", minimum=0)
+    out, src = (call.aligned_pointer(n, WORD_BYTES) for n in ("out", "src"))
+    nbytes = words * WORD_BYTES
+    call.write("out", out, call.read("src", src, nbytes))
+    return copy_cycles(nbytes, call.target)
+
+
+def _copy_words_batched(batch: KernelBatch) -> int | None:
+    words = batch.scalars["words"]
+    nbytes = words * WORD_BYTES
+    if words < 0 or not (batch.aligned("out", WORD_BYTES) and batch.aligned("src", WORD_BYTES)):
+        return None
+    if not (batch.inside("out", nbytes) and batch.inside("src", nbytes)):
+        return None
+    batch.write("out", batch.read("src", nbytes))
+    return copy_cycles(nbytes, batch.target)
 
 
 def fill_zero(call: KernelCall) -> int:
@@ -86,3 +103,47 @@ def gather_shard(call: KernelCall) -> int:
             local_slices(region, source_box[0])]
         write_codes(call, "out", out, codes)
     return gather_shard_cycles(out, staged, source_tile, call.tile, call.target)
+
+
+def _gather_shard_cycles(call: KernelScalars) -> int:
+    out, staged = call.formats()
+    return gather_shard_cycles(out, staged, call.scalars["source_tile"], call.tile, call.target)
+
+
+RECORDS: tuple[Kernel, ...] = (
+    Kernel(
+        words_abi("copy_words", ("out", "src"),
+                  "Copy `words` 32-bit words from src to out (tile-local; both word-aligned)."),
+        copy_words,
+        lambda call: copy_cycles(call.scalars["words"] * WORD_BYTES, call.target),
+        _copy_words_batched,
+    ),
+    Kernel(
+        words_abi("fill_zero", ("out",), "Zero `words` 32-bit words at out (word-aligned)."),
+        fill_zero,
+        lambda call: fill_zero_cycles(call.scalars["words"], call.target),
+    ),
+    Kernel(
+        described(
+            "convert_shard", ("out", "src"), (),
+            "out's shard = src's shard in out's order, precision and scale (descriptors: out, "
+            "src; the same shard box on every tile). f32 -> f16 rounds to nearest even "
+            "(overflow -> inf); to FP8 saturates at +-240 * 2**scale; widening is exact. "
+            "mid.cast_precision and a tile-local mid.rearrange.",
+        ),
+        convert_shard,
+        of_formats(convert_shard_cycles),
+    ),
+    Kernel(
+        described(
+            "gather_shard", ("out", "staged"), ("source_tile",),
+            "staged holds the whole shard that tile `source_tile` stores in the staged format; "
+            "write the elements of (staged box of source_tile) & (out box of this tile) & (the "
+            "logical extent) into out's shard, in out's order (same precision and scale). "
+            "Other elements of out are left as they are.",
+            checked=("source_tile",),
+        ),
+        gather_shard,
+        _gather_shard_cycles,
+    ),
+)

@@ -9,11 +9,11 @@ this tile's out box, clipped to the logical extent, maps to each operand's coord
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from device.kernel_abi import described
 from device.model.cycles import add_cycles, gelu_cycles
+from device.model.kernel_call import Kernel, KernelCall, of_formats
 from device.model.kernel_shards import (
     Box,
     box_on,
@@ -26,9 +26,6 @@ from device.model.kernel_shards import (
 )
 from device.numerics import gelu as exact_gelu
 from device.shard_geometry import ShardGeometry
-
-if TYPE_CHECKING:
-    from device.model.kernel_call import KernelCall
 
 
 def gelu(call: KernelCall) -> int:
@@ -91,3 +88,27 @@ def add(call: KernelCall) -> int:
         result[local_slices(region, box[0])] = total
     write_values(call, "out", out, result)
     return add_cycles(out, formats["lhs"], formats["rhs"], call.tile, call.target)
+
+
+RECORDS: tuple[Kernel, ...] = (
+    Kernel(
+        described(
+            "gelu", ("out", "src"), (),
+            "out = gelu(src), exact erf form computed in float64, one rounding to out's "
+            "precision (descriptors: out, src; the same shard box). Padding of out is written "
+            "as zeros.",
+        ),
+        gelu,
+        of_formats(gelu_cycles),
+    ),
+    Kernel(
+        described(
+            "add", ("out", "lhs", "rhs"), (),
+            "out = lhs + rhs with NumPy broadcasting (descriptors: out, lhs, rhs); each "
+            "operand's view of this tile's out box must be in its shard on this tile. float64 "
+            "sum, one rounding to out's precision; padding of out is written as zeros.",
+        ),
+        add,
+        of_formats(add_cycles),
+    ),
+)

@@ -10,16 +10,12 @@ the source shard on this tile.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from device.index_views import IndexView, view_moves
-from device.kernels import split_view_words
+from device.kernel_abi import split_view_words, viewed
 from device.model.cycles import view_cycles
+from device.model.kernel_call import Kernel, KernelCall
 from device.model.kernel_shards import box_on, read_codes, write_codes
 from device.shard_geometry import DescriptorError, ShardGeometry
-
-if TYPE_CHECKING:
-    from device.model.kernel_call import KernelCall
 
 
 def _operands(call: KernelCall, source: str) -> tuple[ShardGeometry, ShardGeometry, IndexView]:
@@ -58,3 +54,32 @@ def view_shard(call: KernelCall) -> int:
 
 def gather_view(call: KernelCall) -> int:
     return _copy(call, "staged", call.scalars["source_tile"], local=False)
+
+
+RECORDS: tuple[Kernel, ...] = (
+    Kernel(
+        viewed(
+            "view_shard", ("out", "src"), (),
+            "For every element r of out's box on this tile within the view's window and out's "
+            "logical extent: out[r] = src[unravel(offset + sum((r - starts) * strides))], "
+            "which must be in src's shard on this tile (variadic: out's and src's descriptors, "
+            "then the view, device/index_views.py). Moves storage codes bit-exactly (same "
+            "precision and scale); other elements of out are left as they are. Layout ops, "
+            "tile-local.",
+        ),
+        view_shard,
+        lambda call: view_cycles(call.words, None, call.tile, call.target),
+    ),
+    Kernel(
+        viewed(
+            "gather_view", ("out", "staged"), ("source_tile",),
+            "staged holds the whole shard that tile `source_tile` stores in the staged format; "
+            "as view_shard, but only the elements whose source is in that shard are written "
+            "(others of out are left as they are). Layout ops, one call per source shard.",
+            checked=("source_tile",),
+        ),
+        gather_view,
+        lambda call: view_cycles(call.words, call.scalars["source_tile"], call.tile,
+                                 call.target),
+    ),
+)

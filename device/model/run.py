@@ -10,7 +10,7 @@ from device.model.cycles import exchange_step_cycles
 from device.model.errors import ModelError
 from device.model.fabric import RunCache, check_row_ids, run_exchange_phase
 from device.model.host import read_outputs, write_inputs
-from device.model.kernel_impls import run_kernel_step
+from device.model.kernel_steps import run_kernel_step
 from device.model.memory import TileMemory
 from device.package import ExchangeStep, KernelStep, Package, executed_count, flat_steps
 from device.target import IPU21, WORD_BYTES, Target

@@ -1,5 +1,5 @@
 // add.S -- broadcasting add of one output shard (a sketch; not assembled here).
-// Semantics are executed by device/model/kernels_pointwise.py; the ABI is device/kernels.py.
+// Its record (ABI, model implementation, cycles) is in device/model/kernels_pointwise.py.
 // Descriptors (device/shard_geometry.py): out, lhs, rhs. NumPy broadcasting: ranks aligned
 // at the right, extent-1 axes broadcast. The kernel walks out's shard box on its tile; each
 // operand's view of that box (broadcast axes at index 0) must be resident in the operand's

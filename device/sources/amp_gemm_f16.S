@@ -1,5 +1,5 @@
 // amp_gemm_f16.S -- FP16 AMP GEMM of one output panel (a sketch; not assembled here).
-// Semantics are executed by device/model/kernel_impls.py; the ABI is device/kernels.py.
+// Its records (ABI, model implementation, cycles) come from device/model/kernels_gemm.py.
 //
 // AMP configuration A16/B16x16/C16: 16 left rows per pass, the 64x64 right block loaded into
 // the AMP weights as 16x16 sub-blocks, FP32 partials, output rounded to FP16 once per call.

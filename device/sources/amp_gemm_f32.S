@@ -1,5 +1,5 @@
 // amp_gemm_f32.S -- FP32 AMP GEMM of one output panel (a sketch; not assembled here).
-// Semantics are executed by device/model/kernel_impls.py; the ABI is device/kernels.py.
+// Its records (ABI, model implementation, cycles) come from device/model/kernels_gemm.py.
 //
 // AMP configuration A8/B8x16/C16: 16 left rows per pass, the 64x64 right block loaded into
 // the AMP weights as 8x16 sub-blocks; FP32 inputs, partials and output.

@@ -1,5 +1,5 @@
 // amp_gemm_f8.S -- FP8 AMP GEMM of one output panel (a sketch; not assembled here).
-// Semantics are executed by device/model/kernels_gemm_f8.py; the ABI is device/kernels.py.
+// Its records (ABI, model implementation, cycles) come from device/model/kernels_gemm.py.
 //
 // Inputs are float8_e4m3fnuz codes (F143, value q * 2**scale); the AMP runs them at the FP8
 // rate (Target.amp_macs_per_cycle["f8f143"]) with FP16 partials, the only partials type

@@ -1,5 +1,5 @@
 // attention.S -- softmax attention of one shard of query rows (a sketch; not assembled here).
-// Semantics are executed by device/model/kernels_attention.py; the ABI is device/kernels.py.
+// Its record (ABI, model implementation, cycles) is in device/model/kernels_attention.py.
 // Descriptors (device/shard_geometry.py): out, query, key, value over [..., heads, seq,
 // head_dim]. out and query share a shard box (which may split query rows: the causal mask
 // uses the global query row of the box); key and value shards hold the box's heads with all

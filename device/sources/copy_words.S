@@ -1,5 +1,5 @@
 // copy_words.S -- tile-local word copy (a sketch; not assembled here).
-// Semantics are executed by device/model/kernel_impls.py; the ABI is device/kernels.py.
+// Its record (ABI, model implementation, cycles) is in device/model/kernels_layout.py.
 // Used by the GEMM plan when a block's home tile is also an output-row tile (its own
 // broadcast does not reach it). Vertex-state record at $m0: out, src, words.
 

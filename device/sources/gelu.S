@@ -1,5 +1,5 @@
 // gelu.S -- exact (erf) GeLU of one shard (a sketch; not assembled here).
-// Semantics are executed by device/model/kernels_pointwise.py; the ABI is device/kernels.py.
+// Its record (ABI, model implementation, cycles) is in device/model/kernels_pointwise.py.
 // Descriptors (device/shard_geometry.py): out, src -- the same shard box on every tile.
 // Elements are widened to FP32, gelu(x) = x/2 * (1 + erf(x / sqrt 2)) is evaluated in FP32
 // (the erf polynomial costs Target.erf_cycles_per_element), and rounded once to out's

@@ -1,5 +1,5 @@
 // layout.S -- zeroing, format conversion and shard gathering (a sketch; not assembled here).
-// Semantics are executed by device/model/kernels_layout.py; the ABI is device/kernels.py.
+// Its record (ABI, model implementation, cycles) is in device/model/kernels_layout.py.
 //
 // convert_shard and gather_shard take one format descriptor per pointer operand, in pointer
 // order, after their named scalars (device/shard_geometry.py: rank, shape, blocks,

@@ -1,8 +1,8 @@
 // static_runtime.S -- the supervisor entry of every tile (a sketch; not assembled here).
 //
 // The executable model does not run this file: it executes the package's steps directly.
-// It records what the runtime does on hardware so that the ABI described in
-// device/kernels.py has one concrete caller:
+// It records what the runtime does on hardware so that the ABIs of the kernel table
+// (device/kernels.py, device/kernel_abi.py) have one concrete caller:
 //
 //   1. clear the worker contexts' state and the exchange configuration registers,
 //   2. sync with the host (the host has written the tile image: exchange rows in the code

@@ -1,8 +1,8 @@
 // views.S -- element copies through an index view, for the layout ops (a sketch; not
-// assembled here). Semantics are executed by device/model/kernels_views.py; the ABI is
-// device/kernels.py. Variadic words: out's descriptor, the source's descriptor, then the
-// index view (device/index_views.py): window starts, stops, strides (one per out axis) and
-// an offset. For each element r of this tile's out box inside the window and the logical
+// assembled here). Its records (ABI, model implementation, cycles) are in
+// device/model/kernels_views.py. Variadic words: out's descriptor, the source's descriptor,
+// then the index view (device/index_views.py): window starts, stops, strides (one per out
+// axis) and an offset. For each element r of this tile's out box inside the window and the logical
 // extent, the source's row-major linear index offset + sum((r - starts) * strides) is
 // unravelled in the source shape; an element whose source is in the source shard is copied
 // code for code (same precision and scale), in the two operands' element orders.

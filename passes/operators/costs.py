@@ -1,6 +1,6 @@
 """Cycle costs for selection, from the functions the device model charges.
 
-A plan's kernel cycles are `device.model.cycles.kernel_call_cycles` of the very call the
+A plan's kernel cycles are `device.kernels.kernel_cycles` of the very call the
 lowering emits (same symbol, same scalars), on the tiles where it costs most, so the
 selector and the model agree on them. A conversion's cost is estimated from the same
 functions and the exchange model: when it gathers, one phase per round of the concurrent
@@ -16,6 +16,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
+from device import kernels
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
@@ -34,7 +35,7 @@ def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
     out_fmt = types[0].encoding
     assert isinstance(out_fmt, mid.TensorFormatAttr)
     used = geometry(types[0].get_shape(), out_fmt).tiles_used
-    return max(device_cycles.kernel_cycles(symbol, scalars, tile, target)
+    return max(kernels.kernel_cycles(symbol, scalars, tile, target)
                for tile in {0, used - 1})
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from device import kernels
 from device.index_views import IndexView, row_major_strides, view_moves
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES
@@ -108,7 +109,7 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], out_type: TensorType,
                   ctx: SelectionContext) -> int:
     """On the tiles where it costs most (the first and the last result shard)."""
     used = geometry_of(out_type).tiles_used
-    return max(device_cycles.kernel_cycles(symbol, scalars, tile, ctx.target)
+    return max(kernels.kernel_cycles(symbol, scalars, tile, ctx.target)
                for tile in {0, used - 1})
 
 

@@ -8,10 +8,9 @@ import math
 import ml_dtypes
 import numpy as np
 
-from device.kernels import descriptor_words
+from device.kernels import descriptor_words, kernel_cycles
 from device.layouts import pack, unpack
-from device.model.cycles import kernel_cycles
-from device.model.kernel_impls import run_kernel_step
+from device.model.kernel_steps import run_kernel_step
 from device.model.memory import TileMemory
 from device.package import KernelStep
 from device.shard_geometry import ShardGeometry

@@ -62,6 +62,7 @@ def duplex_rows(example: str, tiles: int) -> tuple[int, Counter]:
     return len(rows), Counter(inner.name for row in rows for inner in row.walk())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", PROGRAMS)
 def test_op_counts_do_not_grow_from_16_to_1472_tiles(example):
     by_tiles = {tiles: levels(example, tiles) for tiles in (16, 64, 1472)}
@@ -83,6 +84,7 @@ def test_op_counts_do_not_grow_from_16_to_1472_tiles(example):
     assert by_tiles[1472]["schedule-exchange"]["exchange.row"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", PROGRAMS)
 def test_only_conversions_change_with_the_tile_count_at_mid_level(example):
     """The operator ops (one per graph op) are the same at every tile count; plan choice

@@ -1,21 +1,23 @@
 """Batched kernel steps: the same bytes as the per-tile implementations, the same diagnostics.
 
-A step runs through `kernel_impls.BATCHED` when its kernel has a batched form; these tests
-run each step both ways (batched, and with the batched forms removed) on the same memory and
-compare every tile's bytes, and check that a bad pointer on one tile of a batch still gets
-the per-tile diagnostic naming that tile.
+A step runs through its record's batched form when it has one (`Kernel.batched`); these
+tests run each step both ways (batched, and with the batched forms removed) on the same
+memory and compare every tile's bytes, and check that a bad pointer on one tile of a batch
+still gets the per-tile diagnostic naming that tile.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from test_device_model_support import DATA, OUTPUT, T, kernel
 
+from device.kernels import RECORDS
 from device.layouts import block_bytes, panel_bytes
-from device.model import ModelError, kernel_impls
-from device.model.kernel_batches import BATCHED
-from device.model.kernel_impls import run_kernel_step
+from device.model import ModelError
+from device.model.kernel_steps import run_kernel_step
 from device.model.memory import TileMemory
 
 TILES = 5
@@ -38,7 +40,8 @@ def both_ways(monkeypatch, memory_of, step):
     batched = memory_of()
     cycles = run_kernel_step(batched, step, "step 0", T)
     with monkeypatch.context() as patch:
-        patch.setattr(kernel_impls, "BATCHED", {})
+        for symbol, record in RECORDS.items():
+            patch.setitem(RECORDS, symbol, replace(record, batched=None))
         per_tile = memory_of()
         per_tile_cycles = run_kernel_step(per_tile, step, "step 0", T)
     assert cycles == per_tile_cycles
@@ -51,7 +54,7 @@ def both_ways(monkeypatch, memory_of, step):
 def test_batched_gemm_writes_the_bytes_the_per_tile_gemm_writes(monkeypatch, precision, mode,
                                                                  same_right):
     symbol = f"amp_gemm_{precision}_{mode}"
-    assert symbol in BATCHED
+    assert RECORDS[symbol].batched is not None
     right = DATA + panel_bytes(ROWS, precision)
 
     def memory_of():

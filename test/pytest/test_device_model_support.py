@@ -94,7 +94,8 @@ class Broadcast:
 def required_kernel(monkeypatch, symbol: str = "future_kernel"):
     """Register a `Required` kernel (ABI fixed, no implementation) for this test only: every
     real entry is Implemented, but the checks that refuse a Required symbol stay tested."""
-    from device.kernels import KERNELS, REQUIRED, KernelAbi
+    from device.kernel_abi import REQUIRED, KernelAbi
+    from device.kernels import KERNELS
 
     abi = KernelAbi(symbol, ("out", "src"), ("words",), "void", "none", REQUIRED, "test only")
     monkeypatch.setitem(KERNELS, symbol, abi)

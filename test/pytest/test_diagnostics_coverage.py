@@ -199,6 +199,7 @@ def test_ipu_run_tile_count_out_of_range(tiles, tmp_path, capsys):
     assert f"ipu-run: compile error: graph-to-mid: tiles={tiles} is outside 1..{IPU21.tiles}" in err
 
 
+@pytest.mark.slow
 def test_ipu_run_gemm_too_big_for_the_tiles(tmp_path, capsys):
     text = GEMM.format(name="f", t="f32").replace("64x64", "4096x4096")
     status, _, err = ipu_run(capsys, write(tmp_path, text), tiles=2)
@@ -207,6 +208,7 @@ def test_ipu_run_gemm_too_big_for_the_tiles(tmp_path, capsys):
     assert "an output-row tile needs" in err and "outside the code region" in err
 
 
+@pytest.mark.slow
 def test_command_lines_never_print_a_traceback(tmp_path):
     """The installed entry points, as a user runs them (the in-process tests above cover the
     messages; this checks the exit statuses and stderr of the real processes)."""

@@ -289,6 +289,7 @@ def test_model_error_exits_1(tmp_path, capsys, monkeypatch):
     assert "check: FAIL" in out and "stopped on purpose" in err
 
 
+@pytest.mark.slow
 def test_cli_exit_codes_and_no_traceback(tmp_path):
     """The installed command: 0 on PASS, 2 with a one-line message on a bad --input."""
     path = gemm_file(tmp_path, [32, 64], [64, 64], f16)

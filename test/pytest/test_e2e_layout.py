@@ -94,6 +94,7 @@ def test_op_matches_the_reference_on_the_device_model(name, tiles):
     assert run_verdict(case) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,dtype,tiles", [
     ("gpt2_block", "f32", 16), ("gpt2_block", "f32", 64), ("gpt2_block", "f16", 16),
     ("gpt2_stack4", "f32", 16),

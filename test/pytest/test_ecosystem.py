@@ -50,6 +50,7 @@ def test_the_entry_point_is_installed_and_merges_with_xdsl():
     assert {"ipu-asm", "mlir"} <= set(multiverse.all_targets)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not XDSL_OPT.exists(), reason="xdsl-opt is not installed next to python")
 def test_plain_xdsl_opt_runs_the_pipeline_and_emitters():
     lowered = run([str(XDSL_OPT), "-p", "ipu-pipeline{tiles=4}", GEMM])
@@ -61,6 +62,7 @@ def test_plain_xdsl_opt_runs_the_pipeline_and_emitters():
     assert asm.returncode == 0 and "# ipu-asm: function @gemm, 4 tiles" in asm.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not XDSL_OPT.exists(), reason="xdsl-opt is not installed next to python")
 def test_readme_xdsl_opt_commands_run():
     readme = (ROOT / "README.md").read_text()
@@ -93,6 +95,7 @@ def test_help_describes_every_pass_and_its_options():
     assert "- profiling=off|cycles (default off)" in ipu_pipeline
 
 
+@pytest.mark.slow
 def test_time_passes_reports_each_stage_on_stderr():
     plain = ipu_opt(GEMM, "-p", "ipu-pipeline{tiles=4},cse")
     timed = ipu_opt(GEMM, "-p", "ipu-pipeline{tiles=4},cse", "--time-passes")

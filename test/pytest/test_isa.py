@@ -353,6 +353,7 @@ def test_decode_accepts_numpy_words():
     assert decode(np.array([0xFBB625B9, 0xA9ADF3C5], np.uint32)) == [GOLDEN[-1][0]]
 
 
+@pytest.mark.slow
 def test_a_million_random_words_decode_or_raise_decode_error():
     rng = np.random.default_rng(20240521)
     count = 1_000_000

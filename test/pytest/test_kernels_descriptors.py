@@ -177,7 +177,7 @@ def test_every_descriptor_kernel_names_one_descriptor_per_pointer():
 # ---- cycle functions: pure, one per kernel ------------------------------------------------------
 def test_every_kernel_has_a_cycle_function_of_its_scalars_tile_and_target():
     from device.index_views import IndexView, row_major_strides
-    from device.model.cycles import kernel_cycles
+    from device.kernels import kernel_cycles
     from device.target import IPU21
 
     g = ShardGeometry((2, 4, 64, 64), (1, 1, 64, 64), (1, 2, 1, 1), (True,) * 4, 1, 2, "f16")

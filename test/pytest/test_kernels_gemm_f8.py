@@ -1,4 +1,4 @@
-"""FP8 GEMM on the AMP (device/model/kernels_gemm_f8.py): float8_e4m3fnuz codes with scales,
+"""FP8 GEMM on the AMP (device/model/kernels_gemm.py): float8_e4m3fnuz codes with scales,
 FP16 partials, at the FP8 rate."""
 
 import ml_dtypes

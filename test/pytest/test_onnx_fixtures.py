@@ -186,6 +186,7 @@ def test_saved_block_package_with_an_all_padding_shard_runs_again(tmp_path, caps
     assert "check: PASS" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,tiles", [("f32", 16), ("f32", 64), ("f16", 16), ("f16", 64)])
 def test_imported_block_matches_torch_on_the_device_model(dtype, tiles, tmp_path, capsys) -> None:
     """The block as imported (no repeat), compiled and run on the device model."""

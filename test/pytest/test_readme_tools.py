@@ -46,6 +46,7 @@ def ran(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     return results
 
 
+@pytest.mark.slow
 def test_every_tools_command_succeeds(ran):
     commands = tools_commands()
     assert len(commands) >= 15
@@ -66,6 +67,7 @@ def test_the_section_shows_json_report_and_the_xdsl_opt_route():
     assert "docs/report_memory.png" in section and "docs/report_cycles.png" in section
 
 
+@pytest.mark.slow
 def test_json_objects_have_the_documented_fields(ran):
     (compiled,) = [c for c in tools_commands() if c.startswith("ipu-run examples/")
                    and c.endswith(" --json")]
@@ -83,6 +85,7 @@ def test_json_objects_have_the_documented_fields(ran):
     assert saved["check"] == "PASS" and saved["modeled_cycles"] == cycles["total"]
 
 
+@pytest.mark.slow
 def test_report_time_passes_help_and_xdsl_opt_outputs(ran):
     assert ran["report files"].stdout.split() == [
         "cycles.png", "exchange.png", "memory.png", "report.html", "trace.json"]

@@ -80,6 +80,7 @@ def test_repeat_matches_the_plain_import_and_torch_under_reference(dtype, tmp_pa
     assert relative_to_torch(repeated) <= RELATIVE_TOLERANCE[dtype]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype,tiles", [("f32", 16), ("f32", 64), ("f16", 16), ("f16", 64)])
 def test_repeat_passes_on_the_device_model(dtype, tiles, tmp_path, capsys) -> None:
     """measured against torch: f32 6e-7, f16 1.4e-3 (rel. to the largest output)"""

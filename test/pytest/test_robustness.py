@@ -33,6 +33,7 @@ def assert_clean(tally) -> None:
         assert counter["traceback"] == counter["hang"] == counter["aborted"] == 0, tool
 
 
+@pytest.mark.slow
 def test_mutated_ir_through_ipu_opt_and_ipu_run(robustness, tmp_path):
     tally = robustness.Tally({}, [])
     robustness.run_ir_corpus(tally, IR_CASES, SEED, TIMEOUT, tmp_path)
@@ -42,6 +43,7 @@ def test_mutated_ir_through_ipu_opt_and_ipu_run(robustness, tmp_path):
     assert tally.counts["ipu-opt"]["diagnostic"] > IR_CASES // 2  # the mutations do bite
 
 
+@pytest.mark.slow
 def test_corrupted_packages_through_every_reader(robustness, tmp_path):
     tally = robustness.Tally({}, [])
     robustness.run_package_corpus(tally, PACKAGE_CASES, SEED, TIMEOUT, tmp_path, big=5_000_000)

@@ -252,6 +252,7 @@ def test_op_count_does_not_grow_with_tiles_on_a_small_gemm():
     assert len(set(counts.values())) == 1, counts
 
 
+@pytest.mark.slow
 def test_row_slots_overflow_the_code_region_into_memory_no_buffer_or_exchange_uses():
     """65 x 32 = 2080 blocks of 64x64 at 16 bytes of row slot each exceed the 32 KiB code
     region: the second exchange's slots go to standard memory that no buffer occupies on any
