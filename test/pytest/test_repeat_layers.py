@@ -281,7 +281,7 @@ def test_the_run_search_on_2500_identical_nodes_is_fast(make, runs) -> None:
     model = make()
     started = time.perf_counter()
     assert [(r.count, r.block_ops) for r in repeat_layers(model)] == runs
-    assert time.perf_counter() - started < 10
+    assert time.perf_counter() - started < 60  # 1 to 2 s on an idle core; minutes before
 
 
 @pytest.mark.parametrize("limit, message", [
