@@ -19,7 +19,13 @@ Goal: 0 traceback, 0 hang, 0 aborted, and 0 wrong-silent for package runs throug
 The `wrong-silent` count of the bare API says how many corruptions the schema cannot see
 (a different but well-formed kernel symbol or address): only a reference check catches those.
 
-Usage: python bench/robustness.py [--ir 600] [--packages 600] [--seed 0] [--timeout 30]
+``--bombs`` also runs hand-built resource bombs (loops of a package, repeat counts, dense
+splats, sums of argument sizes, reference work and memory, nesting depth, /dev/zero, a FIFO, an
+--inputs member claiming 4 GiB, 2,500 identical ONNX nodes under --repeat-layers), each in its
+own process, and prints its exit status, wall time and peak RSS: each must be refused (a
+diagnostic) within `BOMB_SECONDS` and `BOMB_BYTES`.
+
+Usage: python bench/robustness.py [--ir 600] [--packages 600] [--seed 0] [--timeout 30] [--bombs]
 (test/pytest/test_robustness.py runs a smaller corpus of the same cases).
 """
 
@@ -504,6 +510,186 @@ def run_corpus(ir: int, packages: int, seed: int, timeout: float, big: int = 50_
     return tally
 
 
+
+# ---- hand-built resource bombs (--bombs): each in its own process, its time and peak RSS -----
+
+BOMB_SECONDS, BOMB_BYTES = 10.0, 1 << 30  # every bomb is refused within these
+
+
+def repeat_bomb(count: int, shape: str = "16x16") -> str:
+    t = f"tensor<{shape}xf16>"
+    return (f"func.func @r(%x: {t}, %w: {t}) -> {t} {{\n"
+            f"  %r = graph.repeat {count} carried(%c = %x : {t}) invariant(%v = %w : {t}) {{\n"
+            f"    %y = graph.gemm %c, %v : ({t}, {t}) -> {t}\n    graph.yield %y : {t}\n"
+            f"  }} -> {t}\n  func.return %r : {t}\n}}\n")
+
+
+def many_adds(count: int) -> str:
+    t = "tensor<16384x8192xf16>"
+    lines = [f"func.func @m(%x0: {t}) -> {t} {{"]
+    lines += [f"  %x{i + 1} = graph.add %x{i}, %x{i} : ({t}, {t}) -> {t}" for i in range(count)]
+    return "\n".join([*lines, f"  func.return %x{count} : {t}", "}", ""])
+
+
+GEMM_TEXT = ("func.func @gemm(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x64xf16> {\n"
+             "  %c = graph.gemm %a, %b : (tensor<64x128xf16>, tensor<128x64xf16>) -> tensor<64x64xf16>\n"
+             "  func.return %c : tensor<64x64xf16>\n}\n")
+
+
+def loop_bomb_package(base: Path, target: Path, *counts: int) -> Path:
+    """`base` with its program wrapped in loops of `counts` (members renumbered, strides 0)."""
+    shutil.copytree(base, target)
+    meta = json.loads((target / "metadata.json").read_text())
+    for count in counts:
+        meta["steps"] = [{"kind": "loop", "count": count, "length": len(meta["steps"]),
+                          "provenance": ""}, *meta["steps"]]
+    (target / "metadata.json").write_text(json.dumps(meta))
+    with np.load(target / "program.npz", allow_pickle=False) as archive:
+        arrays = {re.sub(r"^step(\d+)_", lambda m: f"step{int(m[1]) + len(counts)}_", k): archive[k]
+                  for k in archive.files}
+    for name, pointers in list(arrays.items()):
+        if match := re.fullmatch(r"step(\d+)_pointers", name):
+            arrays[f"step{match[1]}_pointer_strides"] = np.zeros((len(counts), pointers.shape[1]),
+                                                                 np.int64)
+    np.savez_compressed(target / "program.npz", **arrays)
+    return target
+
+
+def npz_claiming(path: Path, name: str, claimed: int) -> Path:
+    """An --inputs archive whose member's zip header claims `claimed` bytes (a small stored
+    member whose sizes are patched: the reader must refuse it from the directory)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{name}.npy", b"\x93NUMPY" + b"\0" * 64)
+    data = bytearray(path.read_bytes())
+    central = data.rfind(b"PK\x01\x02")
+    data[central + 24:central + 28] = min(claimed, 0xFFFFFFFF).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    return path
+
+
+def onnx_identical(path: Path, count: int) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Gelu", [f"x{i}"], [f"x{i + 1}"], domain="") for i in range(count)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [4, 8])],
+                              [helper.make_tensor_value_info(f"x{count}", TensorProto.FLOAT, [4, 8])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), str(path))
+    return path
+
+
+def bomb_cases(workdir: Path) -> list[tuple[str, list[str]]]:
+    """(what, tool command) of every bomb; each must end in a diagnostic, in time and memory."""
+    def write(name: str, text: str) -> str:
+        (workdir / name).write_text(text)
+        return str(workdir / name)
+
+    gemm = write("gemm.mlir", GEMM_TEXT)
+    base = workdir / "base"
+    status, output, _ = guarded(ipu_run([gemm, "--tiles", "4", "--package", str(base), "--quiet"]), 120)
+    assert status == 0, output
+    repeat = write("repeat.mlir", repeat_bomb(1_000_000_000))
+    fifo = workdir / "fifo"
+    os.mkfifo(fifo)
+    return [
+        ("package: loops of 2**20 x 2**20 around a GEMM", ["ipu-run", str(loop_bomb_package(
+            base, workdir / "loops", 1 << 20, 1 << 20))]),
+        ("package: a loop of 2**20 (hours of model time)", ["ipu-run", str(loop_bomb_package(
+            base, workdir / "loop", 1 << 20))]),
+        ("graph.repeat 1e9, reference", ["ipu-run", repeat, "--reference"]),
+        ("graph.repeat 1e9, compile and run", ["ipu-run", repeat, "--tiles", "2"]),
+        ("graph.repeat 1e9, ipu-opt -t ipu-rows", ["ipu-opt", repeat, "-p", "ipu-pipeline{tiles=2}",
+                                                   "-t", "ipu-rows"]),
+        ("dense splat of 1e9 elements", ["ipu-opt", write("splat.mlir", "func.func @f() attributes "
+                                         "{x = dense<1> : tensor<1000000000xi8>} {\n  func.return\n}\n")]),
+        ("modules nested 150 deep", ["ipu-opt", write("deep.mlir", "builtin.module {\n" * 150
+                                                      + "}\n" * 150)]),
+        ("attribute nested 5,000 deep", ["ipu-opt", write("deepattr.mlir", "func.func @f() attributes "
+                                         "{x = " + "[" * 5000 + "]" * 5000 + "} {\n  func.return\n}\n")]),
+        ("40 arguments of 256 MiB (sum of sizes)", ["ipu-run", write("args.mlir", "func.func @g(" + ", ".join(
+            f"%a{i}: tensor<8192x16384xf16>" for i in range(40)) + ") -> tensor<8192x16384xf16> {\n"
+            "  func.return %a0 : tensor<8192x16384xf16>\n}\n"), "--reference"]),
+        ("20 adds of 2**27 elements (reference bytes)", ["ipu-run", write("adds.mlir", many_adds(20)),
+                                                         "--reference"]),
+        ("repeat 200,000 of a 128^3 GEMM (reference work)", ["ipu-run", write(
+            "work.mlir", repeat_bomb(200_000, "128x128")), "--reference"]),
+        ("--input a=/dev/zero", ["ipu-run", gemm, "--reference", "--input", "a=/dev/zero"]),
+        ("--input a=FIFO", ["ipu-run", gemm, "--reference", "--input", f"a={fifo}"]),
+        ("--inputs member claiming 4 GiB", ["ipu-run", gemm, "--reference", "--inputs",
+                                            str(npz_claiming(workdir / "big.npz", "a", 1 << 32))]),
+        ("ONNX: 2,500 identical nodes, --repeat-layers (imported)", ["ipu-import", str(onnx_identical(
+            workdir / "gelus.onnx", 2500)), "--repeat-layers", "-o", str(workdir / "gelus.mlir")]),
+    ]
+
+
+@dataclass
+class BombOutcome:
+    what: str
+    status: int | None  # None: killed at the time limit
+    seconds: float
+    peak_bytes: int
+    output: str
+
+    @property
+    def refused(self) -> bool:
+        """A diagnostic; for a case marked "(imported)", a clean import in bounds."""
+        expected = (0,) if self.what.endswith("(imported)") else (1, 2)
+        return self.status in expected and "Traceback" not in self.output
+
+
+def run_bomb(what: str, command: list[str], seconds: float = BOMB_SECONDS) -> BombOutcome:
+    """`command` (a tool of this environment) in its own process: exit status, wall time and
+    peak RSS (wait4's ru_maxrss)."""
+    import subprocess
+    import sys
+
+    tool = str(Path(sys.executable).parent / command[0])
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen([tool, *command[1:]], stdout=log, stderr=log,
+                                   stdin=subprocess.DEVNULL)
+        deadline, status, usage = started + seconds, None, None
+        while time.perf_counter() < deadline:
+            pid, code, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                status = os.waitstatus_to_exitcode(code)
+                break
+            time.sleep(0.02)
+        else:
+            process.kill()
+            _, _, usage = os.wait4(process.pid, 0)
+        process.returncode = -1  # reaped here, not by Popen
+        elapsed = time.perf_counter() - started
+        log.seek(0)
+        output = log.read().decode(errors="replace")
+    return BombOutcome(what, status, elapsed, usage.ru_maxrss * 1024, output)
+
+
+def run_bombs(workdir: Path) -> list[BombOutcome]:
+    return [run_bomb(what, command) for what, command in bomb_cases(workdir)]
+
+
+def bomb_report(outcomes: list[BombOutcome]) -> str:
+    lines = [f"{'bomb':<50}{'status':>7}{'seconds':>9}{'peak MiB':>10}  verdict"]
+    for o in outcomes:
+        verdict = "refused" if o.refused else ("HANG" if o.status is None else "NOT REFUSED")
+        if o.refused and (o.seconds > BOMB_SECONDS or o.peak_bytes > BOMB_BYTES):
+            verdict = "refused, over budget"
+        lines_out = o.output.strip().splitlines()
+        said = next((line for line in lines_out if "error" in line or "note" in line),
+                    lines_out[-1] if lines_out else "")
+        last = said.strip()[:90]
+        lines.append(f"{o.what:<50}{o.status!s:>7}{o.seconds:>9.2f}{o.peak_bytes / 2**20:>10.0f}"
+                     f"  {verdict}: {last}")
+    worst_time = max(outcomes, key=lambda o: o.seconds)
+    worst_rss = max(outcomes, key=lambda o: o.peak_bytes)
+    lines.append(f"worst time {worst_time.seconds:.2f} s ({worst_time.what}); peak RSS "
+                 f"{worst_rss.peak_bytes / 2**20:.0f} MiB ({worst_rss.what})")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ir", type=int, default=600, help="mutated IR files")
@@ -512,7 +698,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per tool run")
     parser.add_argument("--show", choices=OUTCOMES, action="append", default=[],
                         help="also list the cases of this outcome")
+    parser.add_argument("--bombs", action="store_true",
+                        help="also run the hand-built resource bombs, each in its own process")
     args = parser.parse_args()
+    if args.bombs:
+        with tempfile.TemporaryDirectory(prefix="ipu-bombs-") as temp:
+            outcomes = run_bombs(Path(temp))
+        print(bomb_report(outcomes))
+        bad = [o for o in outcomes if not o.refused or o.seconds > BOMB_SECONDS
+               or o.peak_bytes > BOMB_BYTES]
+        print(f"{len(bad)} bomb(s) not refused within {BOMB_SECONDS:.0f} s and "
+              f"{BOMB_BYTES >> 20} MiB")
     tally = run_corpus(args.ir, args.packages, args.seed, args.timeout)
     print(tally.table())
     print(f"{len(tally.bad)} bad outcome(s) in {tally.seconds:.0f} s")

@@ -36,13 +36,18 @@ against the schema of `device/package_schema.py` and raises `PackageError` for a
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from device.limits import MAX_MODEL_SECONDS
 from device.package_parts import (
     FORMAT_VERSION,
     ExchangeStep,
@@ -91,8 +96,36 @@ class Package:
 
     # ---- persistence ------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
+        """Write the package into `directory`: its files are written beside it under
+        temporary names and renamed into place (metadata.json last), so a failure leaves no
+        half-written file; a symbolic link as `directory` is refused (OSError), one at a file's
+        place is replaced, never followed."""
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
+        if directory.is_symlink():
+            raise OSError(errno.ELOOP, "is a symbolic link; a package is never written "
+                                       "through one", str(directory))
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}.",
+                                        suffix=".tmp"))
+        try:
+            self._write(staging)
+            directory.mkdir(exist_ok=True)
+            names = ("program.npz", "program.s", "source.mlir", "metadata.json")
+            for name in names:  # what os.replace cannot replace, before any file is moved
+                place = directory / name
+                if place.is_dir() and not place.is_symlink():
+                    raise IsADirectoryError(errno.EISDIR, "a directory is in the place of a "
+                                                          "package file", str(place))
+            for name in names:
+                if (staging / name).exists():
+                    os.replace(staging / name, directory / name)
+                elif name == "source.mlir":
+                    (directory / name).unlink(missing_ok=True)  # not a stale one
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return directory
+
+    def _write(self, directory: Path) -> None:
         arrays: dict[str, np.ndarray] = {}
         row_lengths = np.array([len(r) for r in self.rows], dtype=np.int64)
         arrays["row_lengths"] = row_lengths
@@ -142,15 +175,13 @@ class Package:
         (directory / "metadata.json").write_text(json.dumps(meta, indent=1))
         np.savez_compressed(directory / "program.npz", **arrays)  # type: ignore[arg-type]
         (directory / "program.s").write_text(self.assembly)
-        source = directory / "source.mlir"
         if self.source:
-            source.write_text(self.source)
-        else:
-            source.unlink(missing_ok=True)  # not a stale one from an earlier package
-        return directory
+            (directory / "source.mlir").write_text(self.source)
 
     @classmethod
-    def load(cls, directory: str | Path) -> Package:
+    def load(cls, directory: str | Path,
+             max_model_seconds: float = MAX_MODEL_SECONDS) -> Package:
         """The package saved in `directory`, checked against the schema before anything is
-        allocated for it (`device/package_schema.py`); raises `PackageError`."""
-        return cls(**package_fields(directory))
+        allocated for it (`device/package_schema.py`), its run estimated to take the model
+        at most `max_model_seconds` (`math.inf`: not to be run); raises `PackageError`."""
+        return cls(**package_fields(directory, max_model_seconds))

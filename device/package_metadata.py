@@ -24,21 +24,27 @@ from typing import Any
 
 from device.kernels import KERNELS
 from device.layouts import FP8_SCALE_RANGE, ORDERS, check_order, shard_bytes
+from device.limits import (  # the limits, documented in docs/internals.md
+    ARCHIVE,
+    ASSEMBLY,
+    FILE_LIMITS,
+    MAX_LOOP_COUNT,
+    MAX_LOOP_DEPTH,
+    MAX_RANK,
+    MAX_ROWS,
+    MAX_STEPS,
+    MAX_TENSORS,
+    MAX_TEXT,
+    METADATA,
+    SOURCE,
+)
 from device.package_parts import FORMAT_VERSION, PackageError
 from device.target import IPU21, WORD_BYTES, Precision, Target
 
-METADATA, ARCHIVE, ASSEMBLY, SOURCE = "metadata.json", "program.npz", "program.s", "source.mlir"
-# Byte limits per file: generous for a 1472-tile program, far below what would hurt a host.
-FILE_LIMITS = {METADATA: 64 << 20, ARCHIVE: 1 << 30, ASSEMBLY: 256 << 20, SOURCE: 16 << 20}
-MAX_STEPS = 1 << 20
-MAX_ROWS = 1 << 20
-MAX_TENSORS = 1 << 12
-MAX_RANK = 8
 # Scalars of one kernel call: its named scalars, then (descriptor kernels) a descriptor of
 # 4 * rank + 6 words per pointer and (view kernels) an index view of 3 * rank + 1 words; at
 # MAX_RANK, attention's are the most (179). test_package_schema checks the bound covers them.
 MAX_SCALARS = 256
-MAX_TEXT = 4096  # names, provenance, the pipeline spelling
 # Kernel scalars are 32-bit fields of the worker's vertex state (device/kernels.py): signed
 # or unsigned, they must fit in one word.
 SCALAR_RANGE = (-(1 << 31), (1 << 32) - 1)
@@ -48,8 +54,6 @@ TOP_LEVEL_KEYS = ("format_version", "target", "tiles", "function", "row_count", 
 STEP_KEYS = {"exchange": ("kind", "row_address", "provenance"),
              "kernel": ("kind", "symbol", "scalars", "provenance"),
              "loop": ("kind", "count", "length", "provenance")}
-MAX_LOOP_COUNT = 1 << 20
-MAX_EXECUTED_STEPS = 1 << 24  # steps a run executes, loops unrolled: bounds a run's time
 TENSOR_KEYS = ("name", "shape", "precision", "order", "padded", "scale")
 PROFILING = ("off", "cycles")
 TARGETS = {IPU21.name: IPU21}
@@ -242,34 +246,25 @@ def check_metadata(fields: Fields, meta: object) -> Metadata:
 
 def check_loops(fields: Fields, steps: list[dict]) -> list[tuple[int, ...]]:
     """Each loop's body (the `length` entries after it) lies inside its enclosing loop's body,
-    and the unrolled program is bounded; returns each step's enclosing loop counts."""
+    and at most `MAX_LOOP_DEPTH` loops are open at once; returns each step's enclosing loop
+    counts. What the unrolled program costs is `check_model_time`'s (device/package_schema.py)."""
     counts: list[tuple[int, ...]] = []
     open_loops: list[tuple[int, int]] = []  # (index past the body, count)
-    executed = [0]  # steps one iteration of each open body runs; [0]: the whole program
-
-    def close() -> None:
-        _, count = open_loops.pop()
-        body = executed.pop()
-        executed[-1] += count * body
-
     for index, step in enumerate(steps):
         while open_loops and open_loops[-1][0] <= index:
-            close()
+            open_loops.pop()
         counts.append(tuple(count for _, count in open_loops))
         if step["kind"] != "loop":
-            executed[-1] += 1
             continue
         end, limit = index + 1 + step["length"], open_loops[-1][0] if open_loops else len(steps)
         if end > limit:
             raise fields.error(f"steps[{index}].length", f"a body of {step['length']} steps "
                                                          f"ends past its enclosing body (step {limit})")
+        if len(open_loops) == MAX_LOOP_DEPTH:
+            raise fields.error(f"steps[{index}]", f"a loop nested {MAX_LOOP_DEPTH + 1} deep (at "
+                                                  f"most {MAX_LOOP_DEPTH}: MAX_LOOP_DEPTH, "
+                                                  "device/limits.py)")
         open_loops.append((end, step["count"]))
-        executed.append(0)
-    while open_loops:
-        close()
-    if executed[0] > MAX_EXECUTED_STEPS:
-        raise fields.error("steps", f"the loops run {executed[0]} steps (at most "
-                                    f"{MAX_EXECUTED_STEPS})")
     return counts
 
 

@@ -43,6 +43,13 @@ import numpy as np
 from device.kernel_abi import KernelAbi
 from device.kernels import KERNELS
 from device.layouts import shard_bytes
+from device.limits import (
+    MAX_ARRAY_BYTES,
+    MAX_MODEL_SECONDS,
+    MODEL_SECONDS_PER_STEP,
+    MODEL_SECONDS_PER_TILE_STEP,
+    NPY_HEADER_LIMIT,
+)
 from device.package_metadata import (
     ARCHIVE,
     ASSEMBLY,
@@ -63,12 +70,9 @@ from device.package_parts import (
     LoopStep,
     PackageError,
     Step,
+    flat_steps,
 )
 from device.target import WORD_BYTES, Target
-
-MAX_ARRAY_BYTES = 2 << 30  # all arrays of program.npz, uncompressed
-NPY_HEADER_LIMIT = 1 << 16
-
 
 # ---- the archive -----------------------------------------------------------------------------
 
@@ -395,11 +399,42 @@ def check_disjoint_roles(archive: Archive, tensors: list[HostTensor],
                 f"their shards may not share memory")
 
 
+def estimated_model_seconds(meta: Metadata, program: list[Step]) -> float:
+    """A floor on the model's time for one run: per executed step and per executed (step,
+    tile) pair, loops unrolled (the costs measured in `device/limits.py`)."""
+    steps = pairs = 0
+    flat = [s for _, s in flat_steps(program)]
+    for step, loops in zip(flat, meta.loop_counts, strict=True):
+        if isinstance(step, ExchangeStep):
+            tiles = int((step.row_id >= 0).sum())
+        elif isinstance(step, KernelStep):
+            tiles = int(step.tiles.shape[0])
+        else:
+            continue
+        runs = math.prod(loops)  # at most MAX_LOOP_DEPTH factors: an exact integer
+        steps, pairs = steps + runs, pairs + runs * tiles
+    return steps * MODEL_SECONDS_PER_STEP + pairs * MODEL_SECONDS_PER_TILE_STEP
+
+
+def check_model_time(archive: Archive, meta: Metadata, program: list[Step],
+                     max_model_seconds: float) -> None:
+    """A loaded package is untrusted: a run the model would spend more than
+    `max_model_seconds` on (estimated) is refused before it starts."""
+    seconds = estimated_model_seconds(meta, program)
+    if seconds > max_model_seconds:
+        raise PackageError(f"{archive.path.parent / METADATA}: steps: a run would take the "
+                           f"device model about {seconds:.3g} s, loops unrolled (at most "
+                           f"{max_model_seconds:.3g} s: MAX_MODEL_SECONDS, device/limits.py; "
+                           "ipu-run --max-model-seconds raises it)")
+
+
 # ---- the whole package -----------------------------------------------------------------------
 
 
-def package_fields(directory: str | Path) -> dict[str, Any]:
-    """The checked contents of a package directory: the arguments of `Package`."""
+def package_fields(directory: str | Path,
+                   max_model_seconds: float = MAX_MODEL_SECONDS) -> dict[str, Any]:
+    """The checked contents of a package directory: the arguments of `Package`; a run of
+    it must be estimated to take the model at most `max_model_seconds`."""
     directory = Path(directory)
     if not directory.is_dir():
         raise PackageError(f"{directory}: is not a package directory")
@@ -411,6 +446,7 @@ def package_fields(directory: str | Path) -> dict[str, Any]:
         rows = load_rows(archive, meta)
         steps = nested([build_step(archive, meta, rows, members, i)
                         for i in range(len(meta.steps))], meta)
+        check_model_time(archive, meta, steps, max_model_seconds)
         tensors = [build_tensor(archive, meta, members, spec) for spec in meta.tensors]
         check_disjoint_roles(archive, tensors, meta.tensors)
     assembly = read_text(directory, ASSEMBLY, required=False) or ""

@@ -29,6 +29,7 @@ two different stacks gets two repeats. Nothing in the function changes when no r
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 
+from device.limits import MAX_REPEAT_ELEMENTS, MAX_REPEAT_VISITS
 from frontend.imported import ImportedModel, RepeatedRun
 from ipu_dialects.graph import RepeatOp, YieldOp
 
@@ -75,19 +77,113 @@ def repeat_layers(imported: ImportedModel) -> list[RepeatedRun]:
 
 
 def best_run(block: Block, weights: dict[str, np.ndarray]) -> RunMatch | None:
+    """The first run, in the order of the module docstring (most ops covered, then the
+    shorter block, then the earliest), that `match_run` accepts. Runs are generated lazily in
+    that order: per block length one heap entry, its copy counts computed in NumPy when first
+    needed (`run_counts`), so a model whose first run matches costs little more than its
+    signatures, and the work of a search that finds nothing is bounded (`SearchBudget`)."""
     ops = [op for op in block.ops if not isinstance(op, ReturnOp)]
-    signatures = signature_ids(ops)
-    candidates = []
-    for length in range(1, len(ops) // 2 + 1):
-        for start in range(len(ops) - 2 * length + 1):
-            count = repeats_from(signatures, start, length)
-            candidates += [(start, length, k) for k in range(2, count + 1)]
-    candidates.sort(key=lambda c: (-c[1] * c[2], c[1], c[0]))
-    for start, length, count in candidates:
-        match = match_run(ops, start, length, count, block, weights)
-        if match is not None:
-            return match
+    n = len(ops)
+    signatures = np.asarray(signature_ids(ops), dtype=np.int64)
+    readers = np.concatenate([[0], np.cumsum([reads_weight(op, block, weights) for op in ops])])
+    edges = def_use_edges(ops, block)
+    budget = SearchBudget()
+    # (-ops covered, length, copies or 0 for "not computed": -covered is then a bound)
+    heap = [(-length * (n // length), length, 0) for length in range(1, n // 2 + 1)]
+    heapq.heapify(heap)
+    counts: dict[int, np.ndarray] = {}
+    while heap:
+        _, length, copies = heapq.heappop(heap)
+        if not copies:
+            budget.spend(elements=n)
+            counts[length] = run_counts(signatures, readers, edges, length)
+            copies = int(counts[length].max(initial=0))
+        else:
+            for start in np.flatnonzero(counts[length] >= copies).tolist():
+                budget.spend(visits=length * copies)
+                if (match := match_run(ops, start, length, copies, block, weights)) is not None:
+                    return match
+            copies -= 1
+        if copies >= 2:
+            heapq.heappush(heap, (-length * copies, length, copies))
     return None
+
+
+@dataclass
+class SearchBudget:
+    """What the run search has looked at: NumPy elements (`run_counts`) and IR ops
+    (`match_run`), each bounded (`MAX_REPEAT_ELEMENTS`, `MAX_REPEAT_VISITS`)."""
+
+    elements: int = 0
+    visits: int = 0
+
+    def spend(self, elements: int = 0, visits: int = 0) -> None:
+        self.elements, self.visits = self.elements + elements, self.visits + visits
+        for spent, limit, name, what in ((self.elements, MAX_REPEAT_ELEMENTS, "MAX_REPEAT_ELEMENTS",
+                                          "signature elements"),
+                                         (self.visits, MAX_REPEAT_VISITS, "MAX_REPEAT_VISITS",
+                                          "ops of candidate runs")):
+            if spent > limit:
+                raise RepeatSearchError(
+                    f"--repeat-layers: the search for repeated blocks would look at more than "
+                    f"{limit} {what} ({name}, device/limits.py); import the model without "
+                    "--repeat-layers")
+
+
+class RepeatSearchError(ValueError):
+    """The run search would exceed its budget (`SearchBudget`)."""
+
+
+def reads_weight(op: Operation, block: Block, weights: dict[str, np.ndarray]) -> bool:
+    return any(isinstance(v, BlockArgument) and v.block is block and v.name_hint in weights
+               for v in op.operands)
+
+
+def def_use_edges(ops: list[Operation], block: Block) -> np.ndarray:
+    """(producer, user) index pairs of the top-level ops, an edge per operand."""
+    index = {op: i for i, op in enumerate(ops)}
+    pairs = [(index[top_level(v.op, block)], j) for j, op in enumerate(ops)
+             for inner in op.walk() for v in inner.operands
+             if isinstance(v, OpResult) and top_level(v.op, block) in index]
+    return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def strided_good(good: np.ndarray, starts: np.ndarray, length: int) -> np.ndarray:
+    """Per start s, how many of the positions s, s + length, ... are good in a row."""
+    n = len(good)
+    bad = np.flatnonzero(~good)
+    order = np.sort((bad % length) * (n + 1) + bad)  # the bad positions, by residue
+    query = (starts % length) * (n + 1) + starts
+    found = np.searchsorted(order, query)
+    found_key = np.append(order, -1)[found]
+    same_residue = (found < len(order)) & (found_key // (n + 1) == starts % length)
+    next_bad = np.where(same_residue, found_key % (n + 1), n + length)  # none: past the end
+    return (next_bad - starts) // length
+
+
+def run_counts(signatures: np.ndarray, readers: np.ndarray, edges: np.ndarray,
+               length: int) -> np.ndarray:
+    """Per start, how many consecutive blocks of `length` ops from there could be layers:
+    the signatures of the first, each reading a weight (a block reading none reads no
+    sequence), each after the first reading a value of the one before (the carried value).
+    `readers` counts weight readers before each op; `edges` are `def_use_edges`."""
+    n = len(signatures)
+    starts = np.arange(n - 2 * length + 1)
+    same = signatures[:n - length] == signatures[length:]
+    breaks = np.append(np.flatnonzero(~same), n - length)  # copies end at the first mismatch
+    copies = 1 + (breaks[np.searchsorted(breaks, starts)] - starts) // length
+    blocks = np.arange(n - length + 1)
+    reads = strided_good(readers[blocks + length] > readers[blocks], starts, length)
+    # boundary b is fed when an edge runs from [b - length, b) into [b, b + length)
+    producer, user = edges[:, 0], edges[:, 1]
+    low, high = np.maximum(producer + 1, user - length + 1), np.minimum(producer + length, user)
+    low, high = low[low <= high], high[low <= high]
+    marks = np.zeros(n + 2, np.int64)
+    np.add.at(marks, low, 1)
+    np.add.at(marks, high + 1, -1)
+    fed = np.cumsum(marks)[:n + 1] > 0
+    fed_after = strided_good(fed[np.minimum(blocks + length, n)], starts, length)
+    return np.minimum(np.minimum(copies, reads), 1 + fed_after)
 
 
 def signature_ids(ops: Sequence[Operation]) -> list[int]:
@@ -105,15 +201,6 @@ def signature_ids(ops: Sequence[Operation]) -> list[int]:
         ) if not op.regions else ("op with regions", id(op))
         result.append(ids.setdefault(key, len(ids)))
     return result
-
-
-def repeats_from(signatures: list[int], start: int, length: int) -> int:
-    """How many consecutive copies of signatures[start : start + length] start at `start`."""
-    first = signatures[start : start + length]
-    count = 1
-    while signatures[start + count * length : start + (count + 1) * length] == first:
-        count += 1
-    return count
 
 
 def match_run(ops: list[Operation], start: int, length: int, count: int, block: Block,

@@ -40,6 +40,12 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import round_to_fp8
+from device.limits import (
+    MAX_ARGUMENT_BYTES,
+    MAX_REFERENCE_BYTES,
+    MAX_REFERENCE_WORK,
+    MAX_REPEAT_COUNT,
+)
 from device.numerics import gelu as exact_gelu
 from device.target import IPU21
 from ipu_dialects.graph import (
@@ -65,6 +71,7 @@ Env = dict[SSAValue, np.ndarray]
 # The reference holds every live tensor in float64 (8 bytes an element), with temporaries of the
 # same size: 2**28 elements is 2 GiB a tensor, a bound a workstation can still evaluate.
 MAX_REFERENCE_ELEMENTS = 2**28
+GELU_WORK = 32  # element operations a gelu costs an element (math.erf, in chunks)
 
 
 class InterpreterError(Exception):
@@ -362,6 +369,8 @@ def check_runnable(func: FuncOp) -> None:
                 f"{op.name} is not a graph op; the reference interpreter runs {known}", op
             )
     check_sizes(func)
+    check_device_totals(func)
+    check_reference_cost(func)
 
 
 def check_tensor_size(
@@ -424,6 +433,79 @@ def check_sizes(func: FuncOp) -> None:
             logits = [*query.get_shape()[:-1], key.get_shape()[-2]]
             dims = "x".join(map(str, logits))
             check_tensor_size(f"the float64 logits [{dims}] of this attention", logits, None, op)
+
+
+def check_device_totals(func: FuncOp) -> None:
+    """The arguments live on the device all at once, and so do the results: each sum of
+    stored bytes is at most `MAX_ARGUMENT_BYTES` (each tensor alone is bounded above)."""
+    for what, types in (("arguments", [a.type for a in func.body.block.args]),
+                        ("results", list(func.function_type.outputs.data))):
+        total = sum(math.prod(graph_tensor(t).get_shape()) * itemsize_of(t) for t in types)
+        if total > MAX_ARGUMENT_BYTES:
+            raise InterpreterError(
+                f"the {len(types)} {what} of @{func.sym_name.data} hold {total} bytes together, "
+                f"more than the whole {IPU21.name} memory ({MAX_ARGUMENT_BYTES} bytes: "
+                "MAX_ARGUMENT_BYTES, device/limits.py): they can never be on the device at once",
+                func)
+
+
+def elements_of(value: SSAValue) -> int:
+    return math.prod(graph_tensor(value.type).get_shape())
+
+
+def op_work(op: Operation) -> int:
+    """The reference's work for one evaluation of `op`, in element operations: a GEMM's
+    multiply-adds count 1/16 each (BLAS), a gelu's elements `GELU_WORK` each (math.erf per
+    element); every result is rounded to its type (a few passes over it)."""
+    results = sum(elements_of(r) for r in op.results)
+    if isinstance(op, GemmOp):
+        lhs = graph_tensor(op.lhs.type).get_shape()
+        depth = lhs[-2] if op.transpose_lhs is not None else lhs[-1]
+        return results * depth // 16 + 4 * results
+    if isinstance(op, AttentionOp):
+        query, key, value = (graph_tensor(v.type).get_shape() for v in (op.query, op.key, op.value))
+        logits = math.prod(query[:-1]) * key[-2]
+        return logits * (query[-1] + value[-1]) // 16 + 8 * logits + 4 * results
+    if isinstance(op, GeluOp):
+        return GELU_WORK * results
+    return 8 * results
+
+
+def block_cost(block: Block) -> tuple[int, int]:
+    """(work, elements held) of one evaluation of `block`: the environment keeps every value
+    of the block; a repeat's body holds one iteration's values at a time."""
+    work = held = 0
+    for op in block.ops:
+        held += sum(elements_of(r) for r in op.results)
+        if isinstance(op, RepeatOp):
+            count = op.count.value.data
+            if count > MAX_REPEAT_COUNT:
+                raise InterpreterError(
+                    f"graph.repeat runs {count} times (at most {MAX_REPEAT_COUNT}, the "
+                    "iterations of a device loop: MAX_REPEAT_COUNT, device/limits.py)", op)
+            body_work, body_held = block_cost(op.body.block)
+            work, held = work + count * body_work + op_work(op), held + body_held
+        else:
+            work += op_work(op)
+    return work, held
+
+
+def check_reference_cost(func: FuncOp) -> None:
+    """The reference's work (every op once per iteration of its enclosing repeats) and its
+    float64 memory are bounded before it starts (`MAX_REFERENCE_WORK`, `MAX_REFERENCE_BYTES`):
+    a 100-byte `graph.repeat 1000000000` or a gelu on a huge tensor is a diagnostic, not hours."""
+    work, held = block_cost(func.body.block)
+    largest = max((elements_of(r) for op in func.body.walk() for r in op.results), default=0)
+    held_bytes = 8 * (held + sum(elements_of(a) for a in func.body.block.args) + 2 * largest)
+    if work > MAX_REFERENCE_WORK:
+        raise InterpreterError(
+            f"the NumPy reference would do about {work} element operations (every op once per "
+            f"repeat iteration; at most {MAX_REFERENCE_WORK}: MAX_REFERENCE_WORK, "
+            "device/limits.py)", func)
+    if held_bytes > MAX_REFERENCE_BYTES:
+        raise InterpreterError(
+            f"the NumPy reference would hold about {held_bytes} bytes of float64 values (at most "
+            f"{MAX_REFERENCE_BYTES}: MAX_REFERENCE_BYTES, device/limits.py)", func)
 
 
 def input_names(func_op: FuncOp) -> list[str]:

@@ -84,7 +84,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from device.kernels import KERNELS, UnknownKernelError, get_kernel
 from device.layouts import shard_bytes
-from device.target import WORD_BYTES, MemoryClass
+from device.target import IPU21, WORD_BYTES, MemoryClass
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.shared_attrs import (
     ElementOrderAttr,
@@ -649,10 +649,34 @@ class BufferOp(IRDLOperation):
             raise VerifyException(f"{label}: alignment {align} must be a power of two")
         if self.tail_bytes < 0:
             raise VerifyException(f"{label}: access tail {self.tail_bytes} must be >= 0")
+        span = IPU21.memory_end - IPU21.memory_base  # one target: its tile memory bounds all
+        if self.byte_size + self.tail_bytes > span:
+            raise VerifyException(f"{label}: {self.byte_size} bytes and an access tail of "
+                                  f"{self.tail_bytes} exceed the {span} bytes of tile memory")
         address = self.address_value
         if address is not None and address % align:
             raise VerifyException(f"{label}: address {address:#x} is not {align}-byte aligned")
+        if address is not None and not (IPU21.memory_base <= address
+                                        and address + self.byte_size + self.tail_bytes
+                                        <= IPU21.memory_end):
+            raise VerifyException(
+                f"{label}: [{address:#x}, {address + self.byte_size + self.tail_bytes:#x}) "
+                f"(with its access tail) is outside tile memory "
+                f"[{IPU21.memory_base:#x}, {IPU21.memory_end:#x})")
+        self.verify_format_rank(label)
         check_tile_set_fits(self, f"@{self.sym_name.data} tile set", self.tiles)
+
+    def verify_format_rank(self, label: str) -> None:
+        """The format of the stored tensor tiles every axis of it, once (what the package
+        writer's shard geometry needs; the #mid.format verifier cannot see the tensor)."""
+        fmt = self.format
+        if self.origin is None or getattr(fmt, "blocks", None) is None:
+            return
+        rank = len(self.origin.get_shape())
+        for name in ("blocks", "partitions", "pads"):
+            if len(getattr(fmt, name)) != rank:
+                raise VerifyException(f"{label}: the format of {self.origin} has "
+                                      f"{len(getattr(fmt, name))} {name} for a rank-{rank} tensor")
 
 
 @irdl_op_definition

@@ -38,9 +38,16 @@ def iteration_vectors(bounds: Bounds) -> np.ndarray:
     """All iteration vectors of a nest, shape (iterations, depth), in linearized order."""
     if not bounds:
         return np.zeros((1, 0), dtype=np.int64)
-    axes = [np.arange(lb, ub, dtype=np.int64) for lb, ub in bounds]
-    grids = np.meshgrid(*axes, indexing="ij")
-    return np.stack([g.reshape(-1) for g in grids], axis=1)
+    # axis by axis, not np.meshgrid: a nest may be deeper than NumPy's 32 dimensions
+    extents = [max(ub - lb, 0) for lb, ub in bounds]
+    total = math.prod(extents)
+    ivs = np.empty((total, len(bounds)), dtype=np.int64)
+    inner = total
+    for axis, ((lb, _), extent) in enumerate(zip(bounds, extents, strict=True)):
+        inner = inner // extent if extent else 0
+        outer = total // (extent * inner) if extent and inner else 0
+        ivs[:, axis] = np.tile(np.repeat(np.arange(lb, lb + extent, dtype=np.int64), inner), outer)
+    return ivs
 
 
 def linearized_iteration(bounds: Bounds, ivs: Sequence[int]) -> int:

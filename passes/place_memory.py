@@ -361,6 +361,6 @@ class PlaceMemoryPass(ModulePass):
                 )
         target = module_target(op)
         tiles = configured_tile_count(op) or 0
-        for function in op.walk():
-            if isinstance(function, func.FuncOp):
+        for function in op.walk():  # a declaration has no body, so no buffers to place
+            if isinstance(function, func.FuncOp) and not function.is_declaration:
                 FunctionPlacement(function, target, tiles).place()

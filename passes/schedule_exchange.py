@@ -51,15 +51,19 @@ from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target, latency_table, pair_tile
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.locations import located
-from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr, enclosing_loops, loop_bounds
-from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors, map_dims
+from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr
+from planning.exchange_phases import (
+    duplex_partners,
+    mark_checked,
+    phase_per_iteration,
+    row_loop_positions,
+)
 from planning.exchange_rows import (
     BroadcastPhase,
     checked_row,
     duplex_instructions,
     duplex_schedule,
     free_row_ranges,
-    plan_broadcast,
     receiver_instructions,
     sender_instructions,
     slot_stride,
@@ -68,15 +72,7 @@ from planning.exchange_rows import (
     varying_fields,
 )
 from planning.pipeline_config import target_and_tiles
-
-
-def placed_address(buffer: BufferOp, pass_name: str) -> int:
-    address = buffer.address_value
-    if address is None:
-        raise PassFailedException(located(
-            buffer, f"{pass_name}: buffer @{buffer.sym_name.data} has no address (run "
-            "place-memory first)"))
-    return address
+from planning.program_size import check_expansion
 
 
 @dataclass
@@ -118,57 +114,6 @@ class TemplateTable:
             self.templates.append(RowTemplate(f"{self.prefix}_{role}{suffix}", role))
         self.templates[self.keys[key]].variants[iteration] = instrs
         return self.keys[key]
-
-
-def row_loop_positions(op: ExchangeOp) -> list[int]:
-    """The enclosing loops whose index the exchange's source tile or offsets read: its rows
-    can differ only between their iterations, so only those get their own rows and slots
-    (a repeat's body exchanges do not read the repeat's index: one slot for every layer)."""
-    maps = [op.src_tile, op.src_offset, op.dst_offset]
-    if op.dst_shift is not None:
-        maps.append(op.dst_shift)
-    group_dim = len(op.ivs)  # the group index of grouped maps is not a loop
-    return sorted(set().union(*(map_dims(m.data) for m in maps)) - {group_dim})
-
-
-def row_iteration_vectors(op: ExchangeOp, positions: list[int]) -> np.ndarray:
-    """Iteration vectors over the loops at `positions`, the others at their lower bound, and
-    (for grouped exchanges) the group index last, varying fastest."""
-    bounds = loop_bounds(enclosing_loops(op))
-    selected = iteration_vectors([bounds[p] for p in positions] + op.group_bounds())
-    ivs = np.tile(np.asarray([lb for lb, _ in bounds] + [0] * len(op.group_bounds()),
-                             dtype=np.int64), (selected.shape[0], 1))
-    ivs[:, positions + [len(bounds)] * len(op.group_bounds())] = selected
-    return ivs
-
-
-def phase_per_iteration(op: ExchangeOp, latency: np.ndarray,
-                        positions: list[int]) -> list[BroadcastPhase | None]:
-    """The concrete broadcast of every iteration of the loops at `positions` and, for grouped
-    exchanges, of every group of it (group fastest; None: no receiver)."""
-    ivs = row_iteration_vectors(op, positions)
-    loop_ivs = ivs[:, :len(op.ivs)]
-    src, dst = op.src.owner, op.dst.owner
-    assert isinstance(src, BufferOp) and isinstance(dst, BufferOp)
-    senders = evaluate_map(op.src_tile.data, ivs)[:, 0]
-    shifts = (np.zeros(len(ivs), dtype=np.int64) if op.dst_shift is None
-              else evaluate_map(op.dst_shift.data, ivs)[:, 0])
-    def offsets(offset) -> np.ndarray:  # a grouped exchange's offset may read the group
-        return evaluate_map(offset, ivs if op.offset_reads_group(offset) else loop_ivs)[:, 0]
-
-    sources = placed_address(src, ScheduleExchangePass.name) + offsets(op.src_offset.data)
-    dests = placed_address(dst, ScheduleExchangePass.name) + offsets(op.dst_offset.data)
-    dst_tiles = tuple(int(t) for t in op.dst_tiles.tiles())
-    phases: list[BroadcastPhase | None] = []
-    for sender, shift, source, dest in zip(senders.tolist(), shifts.tolist(), sources.tolist(),
-                                           dests.tolist(), strict=True):
-        receivers = tuple(t + shift for t in dst_tiles if t + shift != sender)
-        phases.append(
-            plan_broadcast(sender, receivers, op.word_count, source, dest, latency,
-                           op.pairs is not None)
-            if receivers else None
-        )
-    return phases
 
 
 def check_memory_elements(op: ExchangeOp, phase: BroadcastPhase, sender_words,
@@ -266,20 +211,6 @@ class RowMemory:
 Rows = tuple[list[Instruction], list[Instruction]]  # (sender row, receiver row)
 
 
-def duplex_partners(op: ExchangeOp, phases: list[BroadcastPhase | None]) -> list[BroadcastPhase | None]:
-    """Per (iteration, group): the phase its sender receives in during the same iteration,
-    when it is a receiver of another group (its row is then full duplex), else None."""
-    groups = op.group_count
-    partners: list[BroadcastPhase | None] = [None] * len(phases)
-    for first in range(0, len(phases), groups):
-        iteration = phases[first:first + groups]
-        receiving = {r: p for p in iteration if p is not None for r in p.receivers}
-        for g, phase in enumerate(iteration):
-            if phase is not None:
-                partners[first + g] = receiving.get(phase.sender)
-    return partners
-
-
 def check_pair_buses(op: ExchangeOp, phases: list[BroadcastPhase | None]) -> None:
     """A pair broadcast's receiver takes its items over both incoming buses of its tile pair
     (2i, 2i + 1): its pair tile may receive in the same phase only the same broadcast."""
@@ -330,7 +261,7 @@ def check_distinct_rows(phases: list[BroadcastPhase | None], rows: list[Rows | N
 def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
                 code: RowMemory) -> list[RowOp]:
     positions = row_loop_positions(op)
-    phases = phase_per_iteration(op, latency, positions)
+    phases = phase_per_iteration(op, latency, positions, ScheduleExchangePass.name)
     check_pair_buses(op, phases)
     partners = duplex_partners(op, phases)
     rows = [concrete_rows(phase, receiving) for phase, receiving in zip(phases, partners,
@@ -371,6 +302,7 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
     for row in row_ops:  # a row and its instructions point at the user's source line of the graph op(s) it serves
         for row_op in row.walk():
             row_op.location = op.location
+    mark_checked(op, row_ops, (target.name, latency.shape[0]))  # the package writer need not recheck them
     return row_ops
 
 
@@ -380,6 +312,7 @@ class ScheduleExchangePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target, tiles = target_and_tiles(op, self.name)
+        check_expansion(op, self.name)  # rows are built per iteration of their row loops
         code = RowMemory.for_module(op, target)
         latency = latency_table(target, tiles)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]

@@ -27,9 +27,26 @@ import numpy as np
 import typer
 from xdsl.printer import Printer
 
+from tools.usage import UsageError
+
 EXIT_OK, EXIT_DIAGNOSTIC = 0, 2
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+def check_model_file(model: Path) -> None:
+    """A regular file (a FIFO would block the read, /dev/zero never end) within protobuf's
+    2 GiB (`MAX_ONNX_BYTES`, device/limits.py)."""
+    import stat
+
+    from device.limits import MAX_ONNX_BYTES
+
+    info = model.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError("not a regular file")
+    if info.st_size > MAX_ONNX_BYTES:
+        raise ValueError(f"{info.st_size} bytes (at most {MAX_ONNX_BYTES}: MAX_ONNX_BYTES, "
+                         "device/limits.py)")
 
 
 def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "main",
@@ -43,6 +60,7 @@ def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "
               file=sys.stderr)
         return EXIT_DIAGNOSTIC
     try:
+        check_model_file(model)
         loaded = onnx.load(str(model))
     except Exception as error:  # missing, a directory, not protobuf: all one usage error
         print(f"ipu-import: error: cannot read '{model}' as an ONNX model: {error}",
@@ -54,14 +72,16 @@ def import_main(model: Path, output: Path, dtype: str = "f32", function: str = "
         print(f"ipu-import: error: {model}: {error}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
     try:
-        output.mkdir(parents=True, exist_ok=True)
-        with open(output / "model.mlir", "w") as stream:
-            Printer(stream=stream).print_op(imported.module)
-            stream.write("\n")
-        # (Any: numpy's stub reads a ** mapping as possibly holding its allow_pickle flag)
-        arrays: dict[str, Any] = imported.weights
-        np.savez(output / "weights.npz", **arrays)
-    except OSError as error:
+        from tools.output_files import staged_directory
+
+        with staged_directory(output) as staging:  # renamed into place, never followed
+            with open(staging / "model.mlir", "w") as stream:
+                Printer(stream=stream).print_op(imported.module)
+                stream.write("\n")
+            # (Any: numpy's stub reads a ** mapping as possibly holding its allow_pickle flag)
+            arrays: dict[str, Any] = imported.weights
+            np.savez(staging / "weights.npz", **arrays)
+    except (OSError, UsageError) as error:
         print(f"ipu-import: error: cannot write to '{output}': {error}", file=sys.stderr)
         return EXIT_DIAGNOSTIC
     ops = sum(op.name.startswith("graph.") and op.name != "graph.yield"

@@ -7,6 +7,7 @@ stderr (the stages of `ipu-pipeline` one by one), and `--pass-pipeline` takes ml
 """
 
 import argparse
+import io
 import re
 import sys
 from collections.abc import Sequence
@@ -43,6 +44,16 @@ def ipu_stack_version() -> str:
         return "unknown"
 
 
+class PendingOutput(io.StringIO):
+    """The text for `-o FILE`, kept when the driver closes the stream."""
+
+    text = ""
+
+    def close(self) -> None:
+        self.text = self.getvalue()
+        super().close()
+
+
 class IpuOptMain(xDSLOptMain):
     version_format = f"ipu-opt {ipu_stack_version()} (ipu-stack, on xdsl {{xdsl_version}})"
     timer: PassTimer
@@ -51,7 +62,9 @@ class IpuOptMain(xDSLOptMain):
         super().__init__(description="ipu-stack modular optimizer driver", args=args)
 
     def run(self):
-        """Report malformed input as a diagnostic on stderr with exit status 1, not a traceback."""
+        """Report malformed input as a diagnostic on stderr with exit status 1, not a traceback.
+        `-o FILE` is written only when everything succeeded, under a temporary name renamed
+        into place (`tools/output_files.py`): a failure leaves FILE as it was."""
         try:
             super().run()
         except (ParseError, DiagnosticException) as error:
@@ -59,6 +72,24 @@ class IpuOptMain(xDSLOptMain):
             for note in getattr(error, "__notes__", ()):  # the IR with the failing op marked
                 print(note, file=sys.stderr)
             sys.exit(1)
+        if isinstance(self.pending, PendingOutput):
+            from pathlib import Path
+
+            from tools.output_files import write_file
+
+            try:
+                write_file(Path(self.args.output_file), self.pending.text)
+            except OSError as error:
+                usage_error(f"output {self.args.output_file}: {error}")
+
+    pending: object = None
+
+    def prepare_output(self):
+        """`-o FILE`: collected in memory, written by `run` when nothing failed."""
+        if self.args.output_file is None:
+            return super().prepare_output()
+        self.pending = PendingOutput()
+        return self.pending
 
     def setup_pipeline(self):
         """Time every pass, the stages of `ipu-pipeline` one by one (`PassTimer`). An unknown

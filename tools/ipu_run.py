@@ -145,6 +145,7 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
 @app.command()
 def run(
+    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(
         help="textual IR holding a graph func.func, or a package directory (--package)")],
     tiles: Annotated[int, typer.Option(help="tiles to compile for")] = 16,
@@ -184,21 +185,40 @@ def run(
                                 "estimated cycles and memory per tile, or why it was rejected "
                                 "(on stderr)")
     ] = False,
+    max_model_seconds: Annotated[
+        float | None, typer.Option(help="a package directory only: refuse it if its run is "
+                                        "estimated to take the device model longer (default "
+                                        "1 h: MAX_MODEL_SECONDS, device/limits.py)")
+    ] = None,
 ) -> None:
     """Compile FILE with the default pipeline (or load a saved package), run it on the device
     model, check it against the NumPy reference."""
     if file.is_dir():
         from tools.run_package import run_package_main
 
-        compile_only = {"--tiles": tiles != 16, "--reference": reference,
-                        "--function": function is not None, "--indivisible": indivisible != "pad",
-                        "--package": package_dir is not None, "--profile": profile,
-                        "--gemm-partials": gemm_partials != "f32", "--explain": explain}
         sys.exit(run_package_main(file, seed, input, save_outputs_dir, json_output,
-                                  [name for name, given in compile_only.items() if given]))
+                                  refused_package_options(ctx), inputs, quiet,
+                                  max_model_seconds))
+    if max_model_seconds is not None:  # a package compiled here is the compiler's: not bounded
+        print(f"ipu-run: --max-model-seconds: only for a package directory ({file} is not "
+              "one; a program compiled in this run is not held to it)", file=sys.stderr)
+        sys.exit(EXIT_DIAGNOSTIC)
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
                       indivisible, package_dir, profile, json_output, report_dir, inputs, quiet,
                       gemm_partials, explain))
+
+
+def refused_package_options(ctx: typer.Context) -> list[str]:
+    """The options given on the command line that a package run does not use
+    (`tools.run_package.PACKAGE_OPTIONS`), as they were spelled there."""
+    from tools.run_package import PACKAGE_OPTIONS
+
+    def given(name: str) -> bool:  # click's ParameterSource.COMMANDLINE (typer vendors click)
+        source = ctx.get_parameter_source(name)
+        return source is not None and source.name == "COMMANDLINE"
+
+    return [param.opts[0] for param in ctx.command.params
+            if param.name is not None and param.name not in PACKAGE_OPTIONS and given(param.name)]
 
 
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
@@ -268,7 +288,10 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     compile_seconds = time.perf_counter() - started
     if package_dir is not None:
         package.source = module_text(source)  # so that `ipu-run DIR` can check a run of it
-        package.save(package_dir)
+        try:
+            package.save(package_dir)
+        except OSError as error:  # a directory in a file's place, a full disk: nothing half-written
+            return diagnostic(f"ipu-run: error: --package: cannot write '{package_dir}': {error}")
     feeds = {tensor.name: values_of_stored(tensor, array)
              for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
@@ -297,9 +320,11 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
                          check.max_rel, check.note, outcome.exchange_errors, package,
                          outcome.cycles_by_step, compile_seconds, timer.per_pass())
         if report_dir is not None:
+            from tools.output_files import staged_directory
             from tools.report import write_report
 
-            write_report(report_dir, facts, compiled, timer)
+            with staged_directory(report_dir) as staging:  # renamed into place, never followed
+                write_report(staging, facts, compiled, timer)
         if json_output:
             print_json(facts.summary())
             return EXIT_PASS if check_passed else EXIT_FAIL

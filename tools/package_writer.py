@@ -19,7 +19,8 @@ and their shared `exchange.row`s.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,8 +43,10 @@ from ipu_dialects.tile import (
     enclosing_loops,
 )
 from ipu_dialects.tile_iteration import selected_iteration
+from planning.exchange_phases import recheck_exchange_rows
 from planning.exchange_rows import instantiate, slot_stride
 from planning.pipeline_config import pipeline_config, target_and_tiles
+from planning.program_size import check_expansion
 from planning.shard_geometry import ShardGeometry
 from tools.asm_listing import format_assembly
 from tools.package_loops import folds, loop_body
@@ -293,6 +296,19 @@ def unplaced(buffers: list[BufferOp]) -> list[str]:
     return [b.sym_name.data for b in buffers if b.address_value is None]
 
 
+def written_copies() -> Callable[[ExchangeOp | KernelOp], int]:
+    """The steps `Expansion` builds for an op: one per iteration of each enclosing loop it
+    unrolls, two per loop it keeps as a loop (it expands the first two iterations)."""
+    folded: dict[LoopOp, bool] = {}  # folds walks the loop's body: once per loop
+
+    def iterations(loop: LoopOp) -> int:
+        if loop not in folded:
+            folded[loop] = folds(loop)
+        return 2 if folded[loop] else max(loop.upper_bound - loop.lower_bound, 0)
+
+    return lambda op: math.prod(iterations(loop) for loop in enclosing_loops(op))
+
+
 def build_package(module: ModuleOp, with_assembly: bool = True,
                   progress: Progress = no_progress) -> Package:
     """The package of a scheduled module; `with_assembly` also formats `package.assembly`
@@ -306,6 +322,8 @@ def build_package(module: ModuleOp, with_assembly: bool = True,
         raise PassFailedException(
             f"package: buffers without addresses: {', '.join(missing)} (run place-memory)"
         )
+    check_expansion(module, "package", written_copies())  # before any loop is expanded
+    recheck_exchange_rows(module)  # rows read from IR text are untrusted, like a package's
     templates = {op.sym_name.data: op for op in module.ops if isinstance(op, RowOp)}
     rows = RowInterner(target.code_region[0])
     expansion = Expansion(tiles, templates, rows, progress=progress)

@@ -107,69 +107,35 @@ def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
     return arrays
 
 
-def archive_inputs(path: str | None) -> list[tuple[str, str, str, np.ndarray | None]]:
-    """`--inputs FILE.npz`: (argument name, how messages name it, origin, array) per array."""
-    if path is None:
-        return []
-    try:
-        archive = np.load(path)
-    except (OSError, ValueError) as error:  # missing, a directory, not numpy's, pickled
-        raise UsageError(f"--inputs: cannot read '{path}': {error}") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise UsageError(f"--inputs: '{path}' is a single array, not an .npz archive of named "
-                         "arrays (use --input NAME=PATH.npy)")
-    try:
-        with archive:
-            return [(name, f"--inputs {path}: array '{name}'", path, archive[name])
-                    for name in archive.files]
-    except (OSError, ValueError) as error:  # a pickled (object) array, a damaged member
-        raise UsageError(f"--inputs: cannot read '{path}': {error}") from None
-
-
 def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int,
                 archive: str | None = None) -> list[np.ndarray]:
-    """Random inputs, replaced by the arrays of `--inputs FILE.npz` and `--input NAME=PATH`."""
+    """Random inputs, replaced by the arrays of `--inputs FILE.npz` and `--input NAME=PATH`:
+    names are checked first, then each file's header against its argument, then its data
+    (`tools/input_files.py`)."""
+    from interpreters.graph import storage_dtype
+    from tools.input_files import archive_members, npy_reader
+
     arrays = random_inputs(func, seed)
     seen: set[str] = set()
-    specs = archive_inputs(archive)
+    specs = archive_members(archive) if archive is not None else []
     for spec in given:
         if "=" not in spec:
             raise UsageError(f"--input expects NAME=PATH.npy, got '{spec}'")
         name, path = spec.split("=", 1)
-        specs.append((name, f"--input {name}", path, None))
-    for name, label, path, value in specs:
+        specs.append((name, f"--input {name}", npy_reader(path, f"--input {name}")))
+    for name, label, _ in specs:
         if name not in names:
             raise UsageError(f"{label}: the function has no argument '{name}' "
                              f"(arguments: {', '.join(names)})")
         if name in seen:
             raise UsageError(f"{label}: given more than once")
         seen.add(name)
+    types = argument_types(func)
+    for name, _, read in specs:
         index = names.index(name)
-        value = read_input_array(name, path) if value is None else value
-        if value.dtype.kind != "f" and value.dtype != arrays[index].dtype:
-            # integers, booleans and complex numbers would be cast silently (and lossily)
-            raise UsageError(f"{label}: dtype {value.dtype} is not a floating-point type "
-                             f"(the argument holds {arrays[index].dtype})")
-        if value.shape != arrays[index].shape:
-            raise UsageError(f"{label}: shape {value.shape} does not match the "
-                             f"argument's {arrays[index].shape}")
-        arrays[index] = stored_input(value, argument_types(func)[index])
+        value = read(arrays[index].shape, np.dtype(storage_dtype(types[index])))
+        arrays[index] = stored_input(value, types[index])
     return arrays
-
-
-def read_input_array(name: str, path: str) -> np.ndarray:
-    """One .npy array; never unpickles, and an .npz archive or an empty file is a usage error."""
-    try:
-        value = np.load(path, allow_pickle=False)
-    except EOFError:  # np.load of an empty file (click would print only "Aborted.")
-        raise UsageError(f"--input {name}: '{path}' is empty, not an .npy array") from None
-    except (OSError, ValueError) as error:  # missing, a directory, not an .npy, pickled
-        raise UsageError(f"--input {name}: cannot read '{path}': {error}") from None
-    if not isinstance(value, np.ndarray):  # an NpzFile: several arrays, which one is meant?
-        value.close()
-        raise UsageError(f"--input {name}: '{path}' is an .npz archive; give one array as .npy "
-                         "(np.save)")
-    return value
 
 
 def stored_input(values: np.ndarray, arg_type: TensorType) -> np.ndarray:
@@ -181,16 +147,12 @@ def stored_input(values: np.ndarray, arg_type: TensorType) -> np.ndarray:
 
 
 def output_directory(option: str, path: str | None) -> Path | None:
-    """The directory an option writes to, created now so that a bad path is a usage error
-    before anything is compiled or run."""
-    if path is None:
-        return None
-    directory = Path(path)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:  # a file in the way, no permission, a read-only file system
-        raise UsageError(f"{option}: cannot use '{path}' as an output directory: {error}") from None
-    return directory
+    """The directory an option writes to, checked now so that a bad path is a usage error
+    before anything is compiled or run; created only when its files are written
+    (`tools/output_files.py`)."""
+    from tools.output_files import check_output_directory
+
+    return check_output_directory(option, path)
 
 
 def output_names(func: FuncOp) -> list[str]:
@@ -200,12 +162,13 @@ def output_names(func: FuncOp) -> list[str]:
 def save_outputs(directory: Path, names: list[str], arrays: list[np.ndarray], types) -> None:
     """Each result as DIR/NAME.npy; FP8 results as float32 values (see the module docstring)."""
     from interpreters.graph import FP8, from_storage
+    from tools.output_files import staged_directory
 
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, array, result_type in zip(names, arrays, types, strict=True):
-        if array.dtype == FP8:  # np.save would write raw bytes ('V1') that nothing reads back
-            array = from_storage(array, result_type).astype(np.float32)
-        np.save(directory / f"{name}.npy", array)
+    with staged_directory(directory) as staging:  # renamed into place, never followed
+        for name, array, result_type in zip(names, arrays, types, strict=True):
+            if array.dtype == FP8:  # np.save would write raw bytes ('V1') that nothing reads back
+                array = from_storage(array, result_type).astype(np.float32)
+            np.save(staging / f"{name}.npy", array)
 
 
 @dataclass

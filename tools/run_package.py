@@ -6,6 +6,11 @@ that built it, so a run is checked against the NumPy reference exactly as a run 
 The package is untrusted input: `Package.load` checks it against its schema, and its source
 graph must have the package's inputs and outputs (names and shapes) before anything runs.
 
+A package run honours the options in `PACKAGE_OPTIONS` (the inputs, the seed, where the
+outputs go, `--json`, `--quiet`); every other option given on the command line is a usage
+error, never silently ignored: compile options have nothing to change in a compiled package,
+and `--report` needs the compiled module (its buffers' memory), which a package does not hold.
+
 Exit status: 0 when the check passes, 1 when it fails (or the device model stops), 2 when
 the package or an input file cannot be used (`ipu-run: error: <file>: <field>: ...`).
 """
@@ -20,6 +25,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
+from device.limits import MAX_MODEL_SECONDS
 from device.package import Package, PackageError
 from interpreters.graph import find_function
 from tools.run_io import (
@@ -39,32 +45,50 @@ from tools.run_io import (
 )
 from tools.usage import UsageError
 
+# the `ipu-run` parameters a package run uses; the file argument is the package itself
+PACKAGE_OPTIONS = frozenset({"file", "seed", "input", "inputs", "save_outputs_dir", "json_output",
+                             "quiet", "max_model_seconds"})
+
 
 def check_signature(package: Package, func: FuncOp, names: list[str], where: str) -> None:
-    """The package's host tensors are the source function's arguments and results."""
-    # check_runnable has made every argument and result a ranked tensor
-    arguments = [tuple(t.get_shape()) for t in func.function_type.inputs.data
-                 if isinstance(t, TensorType)]
-    results = [tuple(t.get_shape()) for t in func.function_type.outputs.data
-               if isinstance(t, TensorType)]
-    for role, tensors, expected_names, shapes in (
+    """The package's host tensors are the source function's arguments and results: names,
+    shapes, element types (storage precision) and FP8 scales. The check's tolerance is chosen
+    by the source's element type, so a source that names another type than the package holds
+    would judge the package by the wrong tolerance (f16's is 100x f32's)."""
+    from ipu_dialects.graph import fp8_scale
+    from planning.gemm_plans import element_precision
+
+    # check_runnable has made every argument and result a ranked graph tensor
+    arguments = [t for t in func.function_type.inputs.data if isinstance(t, TensorType)]
+    results = [t for t in func.function_type.outputs.data if isinstance(t, TensorType)]
+    for role, tensors, expected_names, types in (
         ("inputs", package.inputs, names, arguments),
         ("outputs", package.outputs, output_names(func), results),
     ):
         if [t.name for t in tensors] != expected_names:
             raise PackageError(f"{where}: {role}: the package's {[t.name for t in tensors]} are "
                                f"not the source function's {expected_names}")
-        for index, (tensor, shape) in enumerate(zip(tensors, shapes, strict=True)):
+        for index, (tensor, source_type) in enumerate(zip(tensors, types, strict=True)):
+            shape = tuple(source_type.get_shape())
             if tuple(tensor.shape) != shape:
                 raise PackageError(f"{where}: {role}[{index}].shape: {list(tensor.shape)} is "
                                    f"not the source function's {list(shape)}")
+            element = source_type.get_element_type()
+            if tensor.precision != element_precision(element):
+                raise PackageError(f"{where}: {role}[{index}].precision: '{tensor.precision}' "
+                                   f"is not the source function's {element} (stored as "
+                                   f"'{element_precision(element)}')")
+            if tensor.scale != fp8_scale(source_type):
+                raise PackageError(f"{where}: {role}[{index}].scale: {tensor.scale} is not the "
+                                   f"source function's FP8 scale {fp8_scale(source_type)}")
 
 
-def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
+def load_checked(directory: Path, max_model_seconds: float = MAX_MODEL_SECONDS,
+                 ) -> tuple[Package, ModuleOp, FuncOp]:
     """The package, its source module and function (verified, runnable)."""
     from interpreters.graph import check_runnable, input_names
 
-    package = Package.load(directory)
+    package = Package.load(directory, max_model_seconds)
     if not package.source:
         raise PackageError(f"{directory / 'source.mlir'}: missing; the package records no "
                            "source graph to check a run against (save it with ipu-run "
@@ -77,27 +101,38 @@ def load_checked(directory: Path) -> tuple[Package, ModuleOp, FuncOp]:
 
 
 def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
-                     json_output: bool = False, compile_options=()) -> int:
+                     json_output: bool = False, compile_options=(), archive: str | None = None,
+                     quiet: bool = True, max_model_seconds: float | None = None) -> int:
+    """Run the package in `directory` with `ipu-run`'s inputs (`--input` specs in `inputs`,
+    the `--inputs` file `archive`, random for `seed` otherwise); `compile_options` are the
+    refused options the command line gave (a usage error)."""
     from device.model import ModelError, run_package
+    from device.model.host import stored_of_values, values_of_stored
     from interpreters.graph import InterpreterError, input_names, run_function
+    from tools.progress import terminal_progress
 
     text = ""
     try:
         if compile_options:
             raise UsageError(f"{', '.join(compile_options)}: only for a .mlir file; a package "
-                             f"is already compiled ({directory} is a package directory)")
-        package, module, func = load_checked(Path(directory))
+                             f"is already compiled ({directory} is a package directory"
+                             + ("; --report needs the compiled module, which a package does "
+                                "not hold" if "--report" in compile_options else "") + ")")
+        package, module, func = load_checked(
+            Path(directory), MAX_MODEL_SECONDS if max_model_seconds is None else max_model_seconds)
         text = package.source
         save_dir = output_directory("--save-outputs", save_dir)
-        arrays = load_inputs(func, input_names(func), list(inputs), seed)
+        arrays = load_inputs(func, input_names(func), list(inputs), seed, archive)
         expected = run_function(module, arrays, func.sym_name.data)
     except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
             ValueError) as error:
         print(diagnostic_text(error, text), file=sys.stderr)
         return EXIT_DIAGNOSTIC
-    feeds = {tensor.name: array for tensor, array in zip(package.inputs, arrays, strict=True)}
+    # the reference holds an FP8 tensor as its stored q, the model reads and writes values
+    feeds = {tensor.name: values_of_stored(tensor, array)
+             for tensor, array in zip(package.inputs, arrays, strict=True)}
     try:
-        outcome = run_package(package, feeds)
+        outcome = run_package(package, feeds, progress=terminal_progress(quiet))
     except ModelError as error:
         print(f"ipu-run: the device model stopped: {error}", file=sys.stderr)
         print(json.dumps({"check": "FAIL", "max_abs_error": None, "max_rel_error": None,
@@ -105,7 +140,7 @@ def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
               if json_output else "check: FAIL")
         return EXIT_FAIL
     result_types = func.function_type.outputs.data
-    results = [outcome.outputs[t.name] for t in package.outputs]
+    results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
     if save_dir is not None:
         save_outputs(save_dir, output_names(func), results, result_types)
     check = compare(results, expected, result_types,

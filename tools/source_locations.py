@@ -11,6 +11,12 @@ the op in the user's file. Two small pieces give that:
 * `LocatingParser` also lexes string literals with an equivalent pattern that cannot
   backtrack: xDSL 0.74's `(?:[^"...]+|...)*"` takes exponential time on an unterminated
   string (`"tensor<...` on a long line), so a one-character typo made `ipu-opt` hang.
+* `check_text_limits(text, name)`, before the parser sees the text, bounds what would cost
+  more than the text's size (`device/limits.py`): brackets nested deeper than `MAX_NESTING`
+  (the parser recurses per level and Python's stack ends near 150 regions) and `dense<...>`
+  attributes claiming more than `MAX_DENSE_ELEMENTS` elements (xDSL expands a splat into a
+  list entry per element). Each is a located parse error naming the limit; it runs in one
+  linear pass. A RecursionError that still escapes the parser is a parse error too.
 * `verify_with_locations(module)` verifies; on failure it finds the innermost op whose own
   verification fails and re-raises its error prefixed with that op's location.
 """
@@ -24,8 +30,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
 
+from device.limits import MAX_DENSE_ELEMENTS, MAX_NESTING
 from ipu_dialects.locations import located
 
 # xDSL's string-literal pattern without the nested `+`: one way to match each character.
@@ -55,10 +63,47 @@ class LocatingParser(Parser):
         return op
 
 
+# what the nesting scan looks at: string literals and comments (skipped), `->`, brackets
+NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|[(\[{<)\]}>]')
+OPENERS, CLOSERS = frozenset("([{<"), frozenset(")]}>")
+DENSE = re.compile(r'dense<(?:[^<>"]|"(?:[^"\\\n]|\\.)*")*>\s*:\s*(?:tensor|vector)<([0-9x?]*)')
+
+
+def check_text_limits(text: str, name: str) -> None:
+    """Raise a located `ParseError` for nesting deeper than `MAX_NESTING` or a `dense<...>`
+    of more than `MAX_DENSE_ELEMENTS` elements (see the module docstring)."""
+    def error(position: int, message: str) -> ParseError:
+        return ParseError(Span(position, position + 1, Input(text, name)), message)
+
+    depth = 0
+    for token in NESTING_TOKENS.finditer(text):
+        bracket = token.group()
+        if bracket in OPENERS:
+            depth += 1
+            if depth > MAX_NESTING:
+                raise error(token.start(), f"brackets nested more than {MAX_NESTING} deep "
+                                           "(MAX_NESTING, device/limits.py)")
+        elif bracket in CLOSERS:
+            depth = max(depth - 1, 0)
+    for match in DENSE.finditer(text):
+        elements = 1
+        for dim in match.group(1).split("x"):
+            if dim.isdigit():
+                elements *= int(dim)
+        if elements > MAX_DENSE_ELEMENTS:
+            raise error(match.start(), f"dense attribute of {elements} elements (at most "
+                                       f"{MAX_DENSE_ELEMENTS}: MAX_DENSE_ELEMENTS, device/limits.py)")
+
+
 def parse_located_module(
     ctx: Context, text: str, name: str, line_offset: int = 0, allow_implicit_module: bool = True
 ) -> ModuleOp:
-    return LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
+    check_text_limits(text, name)
+    try:
+        return LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
+    except RecursionError:  # a backstop: MAX_NESTING keeps the parser well inside the stack
+        raise ParseError(Span(0, 1, Input(text, name)), "the text nests too deeply to parse "
+                         f"(MAX_NESTING, device/limits.py: {MAX_NESTING})") from None
 
 
 def first_failing_op(op: Operation) -> tuple[Operation, VerifyException] | None:

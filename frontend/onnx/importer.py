@@ -36,7 +36,35 @@ from frontend.onnx.patterns import (
     match_attention,
     match_gelu,
 )
+from frontend.repeat_layers import RepeatSearchError
 from frontend.repeat_layers import repeat_layers as repeat_layers_of
+
+
+def check_model(model: onnx.ModelProto) -> None:
+    """ONNX's own checker first: what it refuses (duplicate initializer, node output or graph
+    input names, tensors without exactly one data field or of an unknown data type, a model
+    without an IR version, as an empty file parses) is never imported. Then the node count is
+    bounded (`MAX_ONNX_NODES`, device/limits.py)."""
+    from device.limits import MAX_ONNX_NODES
+
+    # A graph input or output without a shape is the importer's to word (an input needs a
+    # static shape, an output's is inferred): the checker sees it with an empty one.
+    unshaped = [v.type.tensor_type for v in [*model.graph.input, *model.graph.output]
+                if v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape")]
+    for tensor_type in unshaped:
+        tensor_type.shape.SetInParent()
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as error:
+        raise OnnxImportError(f"the ONNX checker refuses the model: "
+                              f"{str(error).strip().splitlines()[0]}") from None
+    finally:
+        for tensor_type in unshaped:
+            tensor_type.ClearField("shape")
+    if len(model.graph.node) > MAX_ONNX_NODES:
+        raise OnnxImportError(f"{len(model.graph.node)} nodes (at most {MAX_ONNX_NODES}: "
+                              "MAX_ONNX_NODES, device/limits.py)")
+
 
 ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
     "f32": (f32, np.float32), "f16": (f16, np.float16)
@@ -285,8 +313,12 @@ def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",
         raise OnnxImportError(f"dtype '{dtype}' is not one of {', '.join(ELEMENT_TYPES)}")
     if not isinstance(model, onnx.ModelProto):
         model = onnx.load(str(model))
+    check_model(model)
     imported = Importer(model, dtype, function).run()
     if repeat_layers:
-        imported.repeats = repeat_layers_of(imported)
+        try:
+            imported.repeats = repeat_layers_of(imported)
+        except RepeatSearchError as error:
+            raise OnnxImportError(str(error)) from None
     return imported
 

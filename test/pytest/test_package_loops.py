@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +131,17 @@ def edit_metadata(directory: Path, edit) -> None:
     path.write_text(json.dumps(meta))
 
 
+def nest_loop(meta: dict, count: int, *outer: int) -> None:
+    """The loop's count set to `count`, and the loop wrapped in loops of counts `outer`."""
+    index = loop_index(meta)
+    loop = meta["steps"][index]
+    loop["count"] = count
+    for n in outer:
+        meta["steps"].insert(index, {"kind": "loop", "count": n, "length": loop["length"] + 1,
+                                     "provenance": ""})
+        loop = meta["steps"][index]
+
+
 def loop_index(meta: dict) -> int:
     return next(i for i, s in enumerate(meta["steps"]) if s["kind"] == "loop")
 
@@ -138,15 +150,37 @@ def loop_index(meta: dict) -> int:
     (lambda m: m["steps"][loop_index(m)].update(length=10**4),
      "ends past its enclosing body"),
     (lambda m: m["steps"][loop_index(m)].update(count=0), ".count: 0 is outside [1, 1048576]"),
-    (lambda m: m["steps"][loop_index(m)].update(count=1 << 20),
-     "steps (at most 16777216)"),
+    (lambda m: nest_loop(m, 1, *[1] * 128), "a loop nested 129 deep (at most 128: MAX_LOOP_DEPTH, device/limits.py)"),
     (lambda m: m["steps"][loop_index(m)].pop("length"), "missing key 'length'"),
 ])
 def test_malformed_loops_are_package_errors(tmp_path, edit, message):
     directory = small_loop_package(tmp_path)
     edit_metadata(directory, edit)
+    started = time.perf_counter()
     with pytest.raises(PackageError, match=re.escape(message)):
         Package.load(directory)
+    assert time.perf_counter() - started < 10  # refused before the work, not after
+
+
+def test_a_long_loop_is_bounded_by_estimated_model_time(tmp_path):
+    """A package is bounded by what its run would cost (steps and (step, tile) pairs, loops
+    unrolled), not by a step count: 65,536 iterations of this small body are minutes of
+    model time, under the default bound; a caller can lower the bound, or raise it."""
+    directory = small_loop_package(tmp_path)
+    with np.load(directory / "program.npz", allow_pickle=False) as archive:
+        strides = [k for k in archive.files if k.endswith("_pointer_strides")]
+    for name in strides:  # the body's pointers stay where they are, however long the loop
+        rewrite_array(directory, name, np.zeros_like)
+    edit_metadata(directory, lambda m: nest_loop(m, 1 << 16))
+    Package.load(directory)  # under MAX_MODEL_SECONDS
+    with pytest.raises(PackageError, match=r"about \d.* s, loops unrolled \(at most 10 s"):
+        Package.load(directory, max_model_seconds=10)
+    edit_metadata(directory, lambda m: nest_loop(m, 1 << 20))
+    started = time.perf_counter()
+    with pytest.raises(PackageError, match="MAX_MODEL_SECONDS"):
+        Package.load(directory)
+    assert time.perf_counter() - started < 10
+    Package.load(directory, max_model_seconds=float("inf"))  # a run someone means to be huge
 
 
 def rewrite_array(directory: Path, name: str, change) -> None:

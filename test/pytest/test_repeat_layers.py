@@ -5,6 +5,7 @@ structural rules on small graphs."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -240,3 +241,58 @@ def test_printed_repeat_parses_back(tmp_path) -> None:
     module.verify()
     func = next(op for op in module.ops if isinstance(op, FuncOp))
     assert input_names(func) == ["x", "w0-2", "layer0-2.bias"]
+
+
+def identical_adds(count: int, chained: bool) -> ImportedModel:
+    """`count` identical adds, each of its own weight: chained (layers of one op) or each
+    reading the input (no carried value: no layers)."""
+    b = GraphBuilder("f")
+    x0 = x = b.input([4, 8], f32, name="x")
+    weights, results = {}, []
+    for i in range(count):
+        weights[f"w{i}"] = np.zeros(8, np.float32)
+        y = b.add(x if chained else x0, b.input([8], f32, name=f"w{i}"))
+        x = y if chained else x
+        results.append(y)
+    b.output(x) if chained else b.output(*results)
+    return ImportedModel(b.build(), weights)
+
+
+def many_gelus(count: int) -> ImportedModel:
+    b = GraphBuilder("f")
+    x = b.input([4, 8], f32, name="x")
+    for _ in range(count):
+        x = b.gelu(x)
+    b.output(x)
+    return ImportedModel(b.build(), {})
+
+
+@pytest.mark.parametrize("make, runs", [
+    (lambda: many_gelus(2500), []),
+    (lambda: identical_adds(2500, chained=False), []),
+    (lambda: identical_adds(2500, chained=True), [(2500, 1)]),
+])
+def test_the_run_search_on_2500_identical_nodes_is_fast(make, runs) -> None:
+    """The search was O(N^2 log N) runs, each matched in O(N): 2,500 identical nodes took
+    minutes. Runs are generated lazily, most ops first, with the necessary conditions
+    (a weight per block, a value from the block before) checked in NumPy."""
+    import time
+
+    model = make()
+    started = time.perf_counter()
+    assert [(r.count, r.block_ops) for r in repeat_layers(model)] == runs
+    assert time.perf_counter() - started < 60  # 1 to 2 s on an idle core; minutes before
+
+
+@pytest.mark.parametrize("limit, message", [
+    ("MAX_REPEAT_ELEMENTS", "signature elements (MAX_REPEAT_ELEMENTS, device/limits.py); "
+                            "import the model without --repeat-layers"),
+    ("MAX_REPEAT_VISITS", "ops of candidate runs (MAX_REPEAT_VISITS, device/limits.py)"),
+])
+def test_the_run_search_is_bounded(monkeypatch, limit, message) -> None:
+    from frontend import repeat_layers as module
+
+    monkeypatch.setattr(module, limit, 50)  # the first run tried: 90 ops
+    with pytest.raises(module.RepeatSearchError, match=re.escape(
+            "--repeat-layers: the search for repeated blocks would look at more than 50 " + message)):
+        repeat_layers(chain(30))

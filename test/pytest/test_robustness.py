@@ -67,3 +67,15 @@ def test_a_hang_and_a_traceback_are_seen(robustness):
     assert robustness.run_tool(crash, 5).kind == "traceback"
     assert robustness.run_tool(lambda: (_ for _ in ()).throw(SystemExit(2)), 5).kind == \
         "diagnostic"
+
+
+def test_a_sample_of_resource_bombs_is_refused_in_time_and_memory(robustness, tmp_path):
+    """Three of `bench/robustness.py --bombs` (each in its own process): a package looping
+    2**40 times, graph.repeat 1e9 under the reference, /dev/zero as an input file."""
+    wanted = ("package: loops of 2**20 x 2**20", "graph.repeat 1e9, reference", "--input a=/dev/zero")
+    cases = [c for c in robustness.bomb_cases(tmp_path) if c[0].startswith(wanted)]
+    assert len(cases) == len(wanted)
+    for what, command in cases:
+        outcome = robustness.run_bomb(what, command, seconds=60)  # a loaded machine starts slowly
+        assert outcome.refused, robustness.bomb_report([outcome])
+        assert outcome.peak_bytes < robustness.BOMB_BYTES, robustness.bomb_report([outcome])
