@@ -199,7 +199,7 @@ def test_an_onnx_node_with_a_malformed_attribute(tmp_path, capsys):
 # ---- frontend/models.py ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field", ["seq", "d_model", "mlp", "batch", "layers"])
+@pytest.mark.parametrize("field", ["seq", "d_model", "heads", "mlp", "batch", "layers"])
 def test_a_model_config_with_a_size_below_one(field):
     from frontend.models import TransformerConfig
 
