@@ -68,11 +68,12 @@ class TransformerConfig:
     heads_form: Literal["fused", "split"] = "fused"
 
     def __post_init__(self) -> None:
+        # sizes first: heads = 0 would otherwise be a ZeroDivisionError in the modulo below
+        if min(self.seq, self.d_model, self.heads, self.mlp, self.batch, self.layers) < 1:
+            raise ValueError(f"{self.name}: every size must be >= 1")
         if self.d_model % self.heads:
             raise ValueError(f"{self.name}: d_model {self.d_model} is not a multiple of "
                              f"{self.heads} heads")
-        if min(self.seq, self.d_model, self.heads, self.mlp, self.batch, self.layers) < 1:
-            raise ValueError(f"{self.name}: every size must be >= 1")
 
     @property
     def head_dim(self) -> int:
