@@ -649,8 +649,11 @@ class BufferOp(IRDLOperation):
             raise VerifyException(f"{label}: alignment {align} must be a power of two")
         if self.tail_bytes < 0:
             raise VerifyException(f"{label}: access tail {self.tail_bytes} must be >= 0")
+        # An access tail longer than tile memory is malformed IR (it overflowed the memory
+        # element arithmetic); a buffer too big for its tiles is place-memory's to report,
+        # with what else is live there and the user's source line.
         span = IPU21.memory_end - IPU21.memory_base  # one target: its tile memory bounds all
-        if self.byte_size + self.tail_bytes > span:
+        if self.tail_bytes > span:
             raise VerifyException(f"{label}: {self.byte_size} bytes and an access tail of "
                                   f"{self.tail_bytes} exceed the {span} bytes of tile memory")
         address = self.address_value
