@@ -27,6 +27,8 @@ import numpy as np
 import typer
 from xdsl.printer import Printer
 
+from tools.version import version_callback
+
 EXIT_OK, EXIT_DIAGNOSTIC = 0, 2
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
@@ -86,6 +88,9 @@ def run(
     repeat_layers: Annotated[bool, typer.Option(
         "--repeat-layers",
         help="consecutive identical blocks as one graph.repeat, their weights stacked")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=version_callback("ipu-import"), is_eager=True,
+        help="print the version and exit")] = False,
 ) -> None:
     """Import MODEL.onnx as DIR/model.mlir and DIR/weights.npz."""
     sys.exit(import_main(model, output, dtype, function, repeat_layers))

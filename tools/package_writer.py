@@ -47,7 +47,7 @@ from planning.pipeline_config import pipeline_config, target_and_tiles
 from planning.shard_geometry import ShardGeometry
 from tools.asm_listing import format_assembly
 from tools.package_loops import folds, loop_body
-from tools.progress import Progress, no_progress
+from tools.progress import Progress, no_progress, phase
 
 
 def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence[int],
@@ -317,6 +317,6 @@ def build_package(module: ModuleOp, with_assembly: bool = True,
         metadata={"row_symbols": rows.symbols, "tiles_used": tiles_used, "profiling": profiling},
     )
     if with_assembly:
-        package.assembly = format_assembly(package)
+        package.assembly = phase(progress, "listing", lambda: format_assembly(package))
     return package
 
