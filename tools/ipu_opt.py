@@ -24,6 +24,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tools.pass_help import passes_help
 from tools.pass_timing import PassTimer
+from tools.progress import terminal_progress
 from tools.registry import opt_dialects, opt_passes
 from tools.source_locations import parse_located_module, verify_with_locations
 from tools.usage import EXIT_USAGE
@@ -218,7 +219,17 @@ class IpuOptMain(xDSLOptMain):
         if not self.args.disable_verify:
             verify_with_locations(prog)
         self.timer.spans.clear()  # one report per input chunk
-        super().apply_passes(prog)
+        # xDSL's PassPipeline.apply, with a progress bar over the passes (the stages of
+        # ipu-pipeline one by one) on a terminal's stderr once they run a second
+        passes, callback = self.pipeline.passes, self.pipeline.callback
+        previous: ModulePass | None = None
+        for upcoming in terminal_progress()(passes, "ipu-opt", len(passes)):
+            if callback is not None:
+                callback(previous, prog, upcoming)
+            upcoming.apply(self.ctx, prog)
+            previous = upcoming
+        if callback is not None:
+            callback(previous, prog, None)
         if self.args.time_passes:  # stderr: stdout holds the IR
             print(self.timer.report(), file=sys.stderr)
 

@@ -7,7 +7,9 @@ its largest buffers named and the exchange rows (code) apart (`tools/report_memo
 modeled cycles by phase and by graph op; each graph op's cycles split into sync, exchange and
 compute, with the format conversions between plans as bars of their own; exchange bytes each
 tile sends. Each picture has its figures as a table under it. The numbers are those of
-`tools/run_summary.py`, the same as `ipu-run --json` prints.
+`tools/run_summary.py`, the same as `ipu-run --json` prints; `DIR/summary.json` holds them
+with the report's own (memory per tile, peak live bytes, cycles per op and phase), which
+`ipu-report-compare A B` reads (`tools/report_compare.py`).
 """
 
 from __future__ import annotations
@@ -265,4 +267,10 @@ def write_report(directory: Path, facts: RunFacts, module: ModuleOp, timer: Pass
 """
     path = directory / "report.html"
     path.write_text(page, encoding="utf-8")
+    figures = {**summary, "report": {
+        "memory_per_tile": {label: per_tile.tolist() for label, per_tile in usage.items()},
+        "peak_live_bytes": {str(live.tile): live.peak_bytes for live in lives},
+        "op_phases": split,
+        "pictures": [p.name for _, p, _ in sections]}}
+    (directory / "summary.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
     return path

@@ -216,11 +216,12 @@ def test_help_names_the_values_of_catalog_and_target():
 def test_every_tool_answers_version():
     from typer.testing import CliRunner
 
-    from tools import ipu_as, ipu_import, ipu_objdump, ipu_run
+    from tools import ipu_as, ipu_import, ipu_objdump, ipu_run, report_compare
 
     expected = f"{version('ipu-stack')} (ipu-stack, on xdsl {version('xdsl')})"
     for tool, module in [("ipu-run", ipu_run), ("ipu-import", ipu_import),
-                         ("ipu-objdump", ipu_objdump), ("ipu-as", ipu_as)]:
+                         ("ipu-objdump", ipu_objdump), ("ipu-as", ipu_as),
+                         ("ipu-report-compare", report_compare)]:
         done = CliRunner().invoke(module.app, ["--version"])
         assert done.exit_code == 0 and done.output.strip() == f"{tool} {expected}", tool
 

@@ -99,3 +99,12 @@ def test_a_phase_is_one_step_with_its_own_bar(terminal):
     assert progress.phase(progress.terminal_progress(quiet=True), "listing", work) == 42
     assert stream.getvalue() == ""
     assert progress.phase(progress.no_progress, "listing", lambda: 7) == 7
+
+
+def test_ipu_opt_shows_its_passes_on_a_terminal(terminal, capsys):
+    from tools.ipu_opt import IpuOptMain
+
+    stream = terminal()
+    IpuOptMain(args=[str(REPO / "examples" / "gemm_f16.mlir"), "-p", "ipu-pipeline{tiles=4}"]).run()
+    assert "ipu-opt" in stream.getvalue() and "/6" in stream.getvalue()  # the six stages
+    assert "exchange.row" in capsys.readouterr().out

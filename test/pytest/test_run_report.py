@@ -195,3 +195,32 @@ def test_report_says_which_buffer_fills_a_tile_when_and_splits_each_op(capsys, t
     split = op_phases(package, outcome.cycles_by_step)
     assert sum(sum(p.values()) for p in split.values()) == summary["modeled_cycles"]["total"]
     assert any(name.endswith("(conversion)") for name in split)
+
+
+def test_two_reports_side_by_side(capsys, tmp_path):
+    """`ipu-report-compare A B`: the figures of both runs (B's change against A) and their
+    pictures next to each other; a directory that is not a report is a usage error."""
+    from typer.testing import CliRunner
+
+    from tools.report_compare import app
+
+    for tiles in (4, 8):
+        assert run_main(GEMM, tiles=tiles, report_dir=tmp_path / f"t{tiles}", quiet=True) == EXIT_PASS
+    capsys.readouterr()
+    a = json.loads((tmp_path / "t4" / "summary.json").read_text())
+    b = json.loads((tmp_path / "t8" / "summary.json").read_text())
+    out = tmp_path / "compare.html"
+    done = CliRunner().invoke(app, [str(tmp_path / "t4"), str(tmp_path / "t8"), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    page = out.read_text()
+    total_a, total_b = a["modeled_cycles"]["total"], b["modeled_cycles"]["total"]
+    change = f"{100 * (total_b - total_a) / total_a:+.1f}%"
+    assert (f'<tr><th>modeled cycles</th><td class="num">{total_a}</td>'
+            f'<td class="num">{total_b}</td><td class="num">{change}</td></tr>') in page
+    assert '<tr><th>tiles used</th><td class="num">4</td><td class="num">8</td>' in page
+    common = set(a["report"]["pictures"]) & set(b["report"]["pictures"])
+    assert {"memory.png", "liveness_tile0.png", "op_phases.png"} <= common
+    for picture in common:
+        assert f'<td><img src="t4/{picture}" alt="{picture}"></td><td><img src="t8/{picture}"' in page
+    done = CliRunner().invoke(app, [str(tmp_path / "t4"), str(tmp_path), "-o", str(out)])
+    assert done.exit_code == 2 and "not a report's summary" in done.output
