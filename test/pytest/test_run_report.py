@@ -224,3 +224,4 @@ def test_two_reports_side_by_side(capsys, tmp_path):
         assert f'<td><img src="t4/{picture}" alt="{picture}"></td><td><img src="t8/{picture}"' in page
     done = CliRunner().invoke(app, [str(tmp_path / "t4"), str(tmp_path), "-o", str(out)])
     assert done.exit_code == 2 and "not a report's summary" in done.output
+    assert "write the report again with ipu-run --report DIR" in done.output
