@@ -18,4 +18,10 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return IpuPipelinePass
 
-    return {**get_stage_passes(), "ipu-pipeline": get_ipu_pipeline}
+    def get_convert_linalg_to_graph():
+        from passes.convert_linalg_to_graph import ConvertLinalgToGraphPass
+
+        return ConvertLinalgToGraphPass
+
+    return {"convert-linalg-to-graph": get_convert_linalg_to_graph, **get_stage_passes(),
+            "ipu-pipeline": get_ipu_pipeline}

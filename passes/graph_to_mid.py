@@ -89,6 +89,12 @@ class FunctionLowering:
                 self.lower_op(op, operator)
             elif isinstance(op, graph.RepeatOp):
                 lower_repeat(self, op)
+            elif op.dialect_name() in ("linalg", "tensor"):
+                result = f" (result {value_label(op.results[0])})" if op.results else ""
+                raise PassFailedException(located(
+                    op, f"graph-to-mid: {op.name}{result} is not a graph op; run "
+                        "convert-linalg-to-graph first (it rewrites linalg.matmul, "
+                        "linalg.batch_matmul, elementwise additions and tensor.empty)"))
             elif op.dialect_name() == "graph" and not isinstance(op, graph.YieldOp):
                 raise PassFailedException(located(
                     op,

@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from tools.package_writer import build_package
+from tools.progress import terminal_progress
 
 
 @dataclass(frozen=True)
@@ -21,4 +22,6 @@ class IpuAsmTarget(Target):
     name = "ipu-asm"
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        output.write(build_package(module).assembly)  # the writer formats it once
+        # the writer formats it once; a long build and listing show their progress on a
+        # terminal's stderr (tools/progress.py)
+        output.write(build_package(module, progress=terminal_progress()).assembly)

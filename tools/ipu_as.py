@@ -35,6 +35,7 @@ from device.isa import AsmSyntaxError, EncodeError, encode, parse_instruction
 from device.target import WORD_BYTES
 from tools.ipu_objdump import checked_address, parse_address
 from tools.usage import EXIT_USAGE, UsageError
+from tools.version import version_callback
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -148,6 +149,9 @@ def format_hex_words(rows: list[tuple[int, list[int], bool]]) -> str:
 def assemble_command(
     file: Annotated[Path | None, typer.Argument(help="assembly file (default: stdin)")] = None,
     address: Annotated[str | None, typer.Option("--address", help="byte address of the row")] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=version_callback("ipu-as"), is_eager=True,
+        help="print the version and exit")] = False,
 ) -> None:
     """Assemble exchange instructions into hex words."""
     try:

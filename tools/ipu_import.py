@@ -28,6 +28,7 @@ import typer
 from xdsl.printer import Printer
 
 from tools.usage import UsageError
+from tools.version import version_callback
 
 EXIT_OK, EXIT_DIAGNOSTIC = 0, 2
 
@@ -106,6 +107,9 @@ def run(
     repeat_layers: Annotated[bool, typer.Option(
         "--repeat-layers",
         help="consecutive identical blocks as one graph.repeat, their weights stacked")] = False,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=version_callback("ipu-import"), is_eager=True,
+        help="print the version and exit")] = False,
 ) -> None:
     """Import MODEL.onnx as DIR/model.mlir and DIR/weights.npz."""
     sys.exit(import_main(model, output, dtype, function, repeat_layers))

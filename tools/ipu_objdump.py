@@ -43,6 +43,7 @@ from device.exchange_timeline import (
 from device.isa import DecodeError, Instruction, decode_at, format_instruction
 from device.target import WORD_BYTES
 from tools.usage import EXIT_USAGE, UsageError
+from tools.version import version_callback
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
@@ -200,6 +201,9 @@ def objdump(
     package: Annotated[Path | None, typer.Option("--package", help="package directory")] = None,
     tile: Annotated[int | None, typer.Option("--tile", help="tile whose image to disassemble")] = None,
     address: Annotated[str, typer.Option("--address", help="byte address of the row")] = "0",
+    version: Annotated[bool, typer.Option(
+        "--version", callback=version_callback("ipu-objdump"), is_eager=True,
+        help="print the version and exit")] = False,
 ) -> None:
     """Disassemble exchange rows with their event intervals and effects."""
     from device.package import PackageError

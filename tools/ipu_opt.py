@@ -1,17 +1,21 @@
 """`ipu-opt`: xDSL's opt driver restricted to ipu-stack's dialects, passes and emitters.
 
-Beyond xDSL's driver: `--help` lists each pass with what it does and its options,
-`--version` gives ours, `--time-passes` writes an MLIR-style table of each pass's wall time to
-stderr (the stages of `ipu-pipeline` one by one), and `--pass-pipeline` takes mlir-opt's
-`builtin.module(...)` spelling.
+Beyond xDSL's driver, mlir-opt's habits: `--help` lists each pass with what it does and its
+options (with their values), `--version` gives ours, `--time-passes` (`--mlir-timing`) writes an
+MLIR-style table of each pass's wall time to stderr (the stages of `ipu-pipeline` one by one),
+`--pass-pipeline` takes mlir-opt's `builtin.module(...)` spelling with nested `func.func(...)`
+anchors, `--verify-diagnostics` matches `expected-error` annotations
+(`tools/verify_diagnostics.py`), `-` reads standard input, and `--mlir-print-debuginfo`,
+`--mlir-print-ir-after-all`, `--mlir-print-op-generic` are xDSL's `--print-*` flags.
 """
 
 import argparse
+import dataclasses
 import io
 import re
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
+from io import BytesIO
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
@@ -21,27 +25,91 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tools.pass_help import passes_help
 from tools.pass_timing import PassTimer
+from tools.progress import terminal_progress
 from tools.registry import opt_dialects, opt_passes
 from tools.source_locations import parse_located_module, verify_with_locations
 from tools.usage import EXIT_USAGE
+from tools.verify_diagnostics import Diagnostic, expectations, parse_diagnostics, verify
+from tools.version import version_line
+
+# xDSL's passes that act op by op inside any function: nested under a func.func anchor they do
+# what they do on the whole module. Ours transform the module as a whole.
+FUNCTION_LOCAL = ("canonicalize", "cse", "dce")
+
+
+class PipelineSpecError(ValueError):
+    pass
+
+
+def split_top_level(text: str) -> list[str]:
+    """`a{x=1,2},f(b,c)` -> [`a{x=1,2}`, `f(b,c)`]: commas outside braces and parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        if char in "{(":
+            depth += 1
+        elif char in "})":
+            depth -= 1
+            if depth < 0:
+                raise PipelineSpecError(f"unbalanced '{char}' at offset {i}")
+        elif char == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    if depth != 0:
+        raise PipelineSpecError("unbalanced brackets")
+    parts.append(text[start:])
+    return [part.strip() for part in parts if part.strip()]
+
+
+ANCHORED = re.compile(r"([\w.]+)\s*\((.*)\)", re.S)
+
+
+def flatten_pipeline(spec: str, anchor: str = "builtin.module") -> list[str]:
+    """mlir-opt's `--pass-pipeline` as xDSL's flat list: `builtin.module(a, func.func(cse))`
+    is `a,cse`. A pass nested under `func.func(...)` or `any(...)` must be one that works op by
+    op (FUNCTION_LOCAL); our passes transform the whole module and stay at its level."""
+    flat = []
+    for part in split_top_level(spec):
+        nested = ANCHORED.fullmatch(part)
+        if nested is None:
+            name = re.match(r"[\w.-]+", part)
+            if anchor != "builtin.module" and (name is None or name.group() not in FUNCTION_LOCAL):
+                raise PipelineSpecError(
+                    f"'{part}' cannot be nested under {anchor}(...): it runs on the whole "
+                    f"builtin.module (only {', '.join(FUNCTION_LOCAL)} run per function)")
+            flat.append(part)
+            continue
+        inner_anchor, body = nested.groups()
+        if inner_anchor not in ("func.func", "any"):
+            raise PipelineSpecError(
+                f"unknown anchor '{inner_anchor}(...)': nest passes under func.func(...) or "
+                "any(...) inside builtin.module(...)")
+        flat += flatten_pipeline(body, inner_anchor)
+    return flat
 
 
 def mlir_pipeline(spec: str) -> str:
-    """Accept mlir-opt's `builtin.module(a,b{x=1})` spelling by stripping the anchor."""
-    match = re.fullmatch(r"\s*builtin\.module\((.*)\)\s*", spec, re.S)
-    return match.group(1) if match else spec
+    """Accept mlir-opt's `builtin.module(a,func.func(b),c{x=1})` spelling: the anchors are
+    flattened (`flatten_pipeline`); a spec without the anchor is xDSL's, taken as it is."""
+    match = re.fullmatch(r"\s*builtin\.module\s*\((.*)\)\s*", spec, re.S)
+    if match is None:
+        return spec
+    try:
+        return ",".join(flatten_pipeline(match.group(1)))
+    except PipelineSpecError as error:
+        raise argparse.ArgumentTypeError(f"'{spec}': {error}") from None
+
+
+MLIR_ALIASES = (
+    ("--mlir-print-debuginfo", "print_debuginfo", "--print-debuginfo"),
+    ("--mlir-print-ir-after-all", "print_between_passes", "--print-between-passes"),
+    ("--mlir-timing", "time_passes", "--time-passes"),
+    ("--mlir-print-op-generic", "print_op_generic", "--print-op-generic"),
+)
 
 
 def usage_error(message: str):
     print(f"ipu-opt: error: {message}", file=sys.stderr)
     sys.exit(EXIT_USAGE)
-
-
-def ipu_stack_version() -> str:
-    try:
-        return version("ipu-stack")
-    except PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
 
 
 class PendingOutput(io.StringIO):
@@ -55,7 +123,7 @@ class PendingOutput(io.StringIO):
 
 
 class IpuOptMain(xDSLOptMain):
-    version_format = f"ipu-opt {ipu_stack_version()} (ipu-stack, on xdsl {{xdsl_version}})"
+    version_format = version_line("ipu-opt").replace("{", "{{").replace("}", "}}")
     timer: PassTimer
 
     def __init__(self, args: Sequence[str] | None = None):
@@ -64,7 +132,10 @@ class IpuOptMain(xDSLOptMain):
     def run(self):
         """Report malformed input as a diagnostic on stderr with exit status 1, not a traceback.
         `-o FILE` is written only when everything succeeded, under a temporary name renamed
-        into place (`tools/output_files.py`): a failure leaves FILE as it was."""
+        into place (`tools/output_files.py`): a failure leaves FILE as it was. With
+        `--verify-diagnostics`, match the diagnostics against the input's annotations."""
+        if self.args.verify_diagnostics:
+            sys.exit(self.run_verifying())
         try:
             super().run()
         except (ParseError, DiagnosticException) as error:
@@ -91,6 +162,42 @@ class IpuOptMain(xDSLOptMain):
         self.pending = PendingOutput()
         return self.pending
 
+    def run_verifying(self) -> int:
+        """mlir-opt's `--verify-diagnostics` (`tools/verify_diagnostics.py`): each chunk's
+        diagnostics against its `expected-*` annotations; 1 on any difference, else 0."""
+        chunks, file_extension = self.prepare_input()
+        output_stream = self.prepare_output()
+        name = self.get_input_name()
+        failures: list[str] = []
+        try:
+            for i, (chunk, offset) in enumerate(chunks):
+                data = chunk.read()
+                chunk.close()
+                found = expectations(data.decode("utf-8", errors="replace"), name, offset + 1)
+                diagnostics: list[Diagnostic] = []
+                if i > 0:
+                    output_stream.write("// -----\n")
+                try:
+                    module = self.parse_chunk(BytesIO(data), file_extension, offset)
+                    if module is not None:
+                        self.apply_passes(module)
+                        output_stream.write(self.output_resulting_program(module))
+                except ParseError as error:
+                    where = dataclasses.replace(error.span, line_offset=offset).get_location()
+                    here = where.file == name
+                    diagnostics = [Diagnostic("error", where.line if here else None,
+                                              where.col if here else None, error.msg)]
+                except DiagnosticException as error:
+                    diagnostics = parse_diagnostics(str(error), name)
+                failures += verify(found, diagnostics, name)
+                output_stream.flush()
+        finally:
+            if output_stream is not sys.stdout:
+                output_stream.close()
+        for failure in failures:
+            print(failure, file=sys.stderr)
+        return 1 if failures else 0
+
     def setup_pipeline(self):
         """Time every pass, the stages of `ipu-pipeline` one by one (`PassTimer`). An unknown
         pass, option or option value is a usage error, not a traceback."""
@@ -108,6 +215,15 @@ class IpuOptMain(xDSLOptMain):
         print(f"IR after {done.name}:")
         Printer(stream=sys.stdout).print_op(module)
         print("\n\n\n")
+
+    def get_input_stream(self):
+        """`-` is standard input, as for mlir-opt."""
+        if self.args.input_file == "-":
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self):
+        return "stdin" if self.args.input_file == "-" else super().get_input_name()
 
     def prepare_input(self):
         """A missing or unreadable input file is a usage error, not a traceback."""
@@ -134,7 +250,17 @@ class IpuOptMain(xDSLOptMain):
         if not self.args.disable_verify:
             verify_with_locations(prog)
         self.timer.spans.clear()  # one report per input chunk
-        super().apply_passes(prog)
+        # xDSL's PassPipeline.apply, with a progress bar over the passes (the stages of
+        # ipu-pipeline one by one) on a terminal's stderr once they run a second
+        passes, callback = self.pipeline.passes, self.pipeline.callback
+        previous: ModulePass | None = None
+        for upcoming in terminal_progress()(passes, "ipu-opt", len(passes)):
+            if callback is not None:
+                callback(previous, prog, upcoming)
+            upcoming.apply(self.ctx, prog)
+            previous = upcoming
+        if callback is not None:
+            callback(previous, prog, None)
         if self.args.time_passes:  # stderr: stdout holds the IR
             print(self.timer.report(), file=sys.stderr)
 
@@ -164,8 +290,13 @@ class IpuOptMain(xDSLOptMain):
             dest="passes",
             type=mlir_pipeline,
             default=argparse.SUPPRESS,
-            help="mlir-opt spelling of -p; the 'builtin.module(...)' anchor is accepted",
+            help="mlir-opt spelling of -p: 'builtin.module(a,func.func(cse),b{x=1})'; "
+                 "canonicalize, cse and dce may be nested under func.func(...) or any(...)",
         )
+        # mlir-opt's spellings of xDSL's options, the same flags under a second name
+        for mlir_name, dest, xdsl_name in MLIR_ALIASES:
+            arg_parser.add_argument(mlir_name, dest=dest, action="store_true",
+                                    default=argparse.SUPPRESS, help=f"the same as {xdsl_name}")
 
 
 def main():

@@ -30,8 +30,10 @@ errors, modeled cycles by phase, kernel and graph op, tiles used, compile time p
 pictures and `DIR/trace.json`, a Chrome trace for ui.perfetto.dev (`tools/report.py`,
 `tools/trace.py`).
 
-Progress. Compiles and model runs longer than a second or two show progress bars on stderr
-(`tools/progress.py`), only when stderr is a terminal; `--quiet` turns them off.
+Progress. Work that runs longer than a second shows a bar on stderr from then on, redrawn
+while it runs: the NumPy reference, each stage of the pipeline (by name), the package build,
+the listing and the model run (`tools/progress.py`); only when stderr is a terminal, and
+`--quiet` turns them off.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from interpreters.graph import find_function as find_function
-from tools.progress import Progress, no_progress, terminal_progress
+from tools.progress import Progress, no_progress, phase, terminal_progress
 from tools.registry import make_context as make_context
 from tools.run_io import EXIT_DIAGNOSTIC as EXIT_DIAGNOSTIC
 from tools.run_io import EXIT_FAIL as EXIT_FAIL
@@ -72,6 +74,7 @@ from tools.run_io import output_names as output_names
 from tools.run_io import parse_module as parse_module
 from tools.run_io import random_inputs as random_inputs
 from tools.usage import UsageError
+from tools.version import version_callback
 
 
 def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "reject"],
@@ -142,24 +145,35 @@ def module_text(module: ModuleOp) -> str:
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
+CHECK_EPILOG = (
+    "The check: PASS when, for every result, the largest absolute difference from the NumPy "
+    "reference (over the elements both hold as finite numbers) is at most the tolerance of "
+    "the result's element type times the largest reference magnitude: "
+    + ", ".join(f"{t} {v:g}" for t, v in RELATIVE_TOLERANCE.items())
+    + ". 'max rel error' is that normwise ratio (max |got - want| / max |want|), not an "
+    "elementwise one. A NaN, or an infinity the reference does not have, fails. Exit status: "
+    "0 PASS, 1 FAIL, 2 a diagnostic or a usage error.")
 
-@app.command()
+
+@app.command(epilog=CHECK_EPILOG)
 def run(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(
         help="textual IR holding a graph func.func, or a package directory (--package)")],
     tiles: Annotated[int, typer.Option(help="tiles to compile for")] = 16,
     seed: Annotated[int, typer.Option(help="seed for the random inputs")] = 0,
-    input: Annotated[list[str], typer.Option(help="NAME=PATH.npy, repeatable")] = [],  # noqa: B006
-    inputs: Annotated[
-        str | None, typer.Option(help="FILE.npz of named arrays for any of the arguments")
-    ] = None,
+    input: Annotated[list[str], typer.Option(
+        metavar="NAME=PATH.npy", help="an argument's values, by its name; repeatable")] = [],  # noqa: B006
+    inputs: Annotated[list[str], typer.Option(
+        metavar="FILE.npz", help="named arrays for any of the arguments; repeatable (an "
+                                 "argument in two files is refused)")] = [],  # noqa: B006
     save_outputs_dir: Annotated[
         Path | None, typer.Option("--save-outputs", help="write each result as DIR/NAME.npy")
     ] = None,
     reference: Annotated[bool, typer.Option(help="run only the NumPy reference")] = False,
     function: Annotated[str | None, typer.Option(help="function to run")] = None,
-    indivisible: Annotated[str, typer.Option(help="pad or reject indivisible extents")] = "pad",
+    indivisible: Annotated[Literal["pad", "reject"], typer.Option(
+        help="extents that are no multiple of a plan's block: pad them or reject the plan")] = "pad",
     package_dir: Annotated[
         Path | None, typer.Option("--package", help="also write the package to DIR")
     ] = None,
@@ -177,7 +191,8 @@ def run(
         bool, typer.Option(help="no progress bars (they show on a terminal's stderr only)")
     ] = False,
     gemm_partials: Annotated[
-        str, typer.Option(help="GEMM partial sums over K: f32 (one rounding) or f16 (cheaper "
+        Literal["f32", "f16"], typer.Option(
+                          help="GEMM partial sums over K: f32 (one rounding) or f16 (cheaper "
                                "candidates that round after every 64-deep block)")
     ] = "f32",
     explain: Annotated[
@@ -190,6 +205,9 @@ def run(
                                         "estimated to take the device model longer (default "
                                         "1 h: MAX_MODEL_SECONDS, device/limits.py)")
     ] = None,
+    version: Annotated[bool, typer.Option(
+        "--version", callback=version_callback("ipu-run"), is_eager=True,
+        help="print the version and exit")] = False,
 ) -> None:
     """Compile FILE with the default pipeline (or load a saved package), run it on the device
     model, check it against the NumPy reference."""
@@ -245,7 +263,9 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         report_dir = output_directory("--report", report_dir)
         names = input_names(func)
         arrays = load_inputs(func, names, list(inputs), seed, archive)
-        expected = run_function(module, arrays, func.sym_name.data)
+        progress = terminal_progress(quiet)
+        expected = phase(progress, "reference (NumPy)",
+                         lambda: run_function(module, arrays, func.sym_name.data))
     except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
             ValueError) as error:
         return diagnostic(diagnostic_text(error, text))
@@ -273,7 +293,6 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
                   file=sys.stderr)
         except ValueError as error:  # a bad --gemm-partials: graph-to-mid words it below
             print(f"ipu-run: --explain: {error}", file=sys.stderr)
-    progress = terminal_progress(quiet)
     started = time.perf_counter()
     timer = PassTimer()
     source = ModuleOp([func.clone()])

@@ -50,7 +50,7 @@ from planning.program_size import check_expansion
 from planning.shard_geometry import ShardGeometry
 from tools.asm_listing import format_assembly
 from tools.package_loops import folds, loop_body
-from tools.progress import Progress, no_progress
+from tools.progress import Progress, no_progress, phase
 
 
 def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence[int],
@@ -335,6 +335,6 @@ def build_package(module: ModuleOp, with_assembly: bool = True,
         metadata={"row_symbols": rows.symbols, "tiles_used": tiles_used, "profiling": profiling},
     )
     if with_assembly:
-        package.assembly = format_assembly(package)
+        package.assembly = phase(progress, "listing", lambda: format_assembly(package))
     return package
 

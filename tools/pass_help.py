@@ -16,18 +16,42 @@ _LITERAL = re.compile(r"Literal\[(.*)\]")
 def option_type(annotation: object) -> str:
     """`Literal['pad', 'reject']` -> `pad|reject`; `int | None` stays as written."""
     text = str(annotation).strip("'\"")
+    if text == "tuple[str, ...]":
+        return "NAME,NAME,..."
     if match := _LITERAL.fullmatch(text):
         return "|".join(part.strip().strip("'\"") for part in match.group(1).split(","))
     return text
 
 
+def option_values(pass_class: type[ModulePass], option: str) -> str | None:
+    """The valid values of an option whose type does not list them (ours: the GEMM catalog,
+    the target), else None."""
+    if not pass_class.__module__.startswith("passes."):
+        return None
+    if option == "catalog":
+        from planning.gemm_plans import CATALOG_NAMES, default_catalog_names
+
+        default = set(default_catalog_names())
+        return ("GEMM candidates: " + ", ".join(f"{n}{'*' if n in default else ''}" for n in CATALOG_NAMES))
+    if option == "target":
+        from device.target import IPU21
+
+        return f"one of: {IPU21.name}"
+    return None
+
+
 def pass_options(pass_class: type[ModulePass]) -> list[str]:
-    """`name=TYPE (default D)` for each option (a dataclass field of the pass)."""
+    """`name=TYPE (default D)` for each option (a dataclass field of the pass), followed by its
+    valid values where the type does not name them (`option_values`)."""
     options = []
     for option in dataclasses.fields(pass_class):
         default = "" if option.default is dataclasses.MISSING else (
             f" (default {str(option.default).lower()})")
+        if option.default == ():
+            default = " (default: those marked *)" if option.name == "catalog" else ""
         options.append(f"{option.name}={option_type(option.type)}{default}")
+        if (values := option_values(pass_class, option.name)) is not None:
+            options[-1] += "\n" + values
     return options
 
 
@@ -49,5 +73,9 @@ def passes_help(passes: dict[str, Callable[[], type[ModulePass]]], width: int = 
         lines += textwrap.wrap(pass_description(pass_class), width,
                                initial_indent=" " * 6, subsequent_indent=" " * 6)
         for option in pass_options(pass_class):
-            lines.append(f"      - {option}")
+            head, _, values = option.partition("\n")
+            lines.append(f"      - {head}")
+            if values:
+                lines += textwrap.wrap(values, width, initial_indent=" " * 8,
+                                       subsequent_indent=" " * 8)
     return "\n".join(lines)

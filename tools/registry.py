@@ -15,15 +15,21 @@ from xdsl.passes import ModulePass
 from ipu_dialects import get_all_dialects
 from passes import get_all_passes
 
-XDSL_DIALECTS = ("builtin", "func", "arith", "test")
+XDSL_DIALECTS = ("builtin", "func", "arith", "test", "tensor", "linalg")
 XDSL_PASSES = ("canonicalize", "cse", "dce")
 
 
 def opt_dialects() -> dict[str, Callable[[], Dialect]]:
-    """xDSL's `builtin`, `func`, `arith` and `test`, then ours."""
+    """xDSL's `builtin`, `func`, `arith` and `test`, `tensor` and `linalg` (what IR from the
+    MLIR world brings: `convert-linalg-to-graph` rewrites it), then ours."""
     from xdsl.dialects import get_all_dialects as xdsl_dialects
 
-    upstream = xdsl_dialects()
+    def linalg_with_batch_matmul():
+        from ipu_dialects.linalg_batch import LINALG
+
+        return LINALG
+
+    upstream = {**xdsl_dialects(), "linalg": linalg_with_batch_matmul}
     return {**{name: upstream[name] for name in XDSL_DIALECTS}, **get_all_dialects()}
 
 

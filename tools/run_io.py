@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,11 +37,17 @@ def read_source(path: Path) -> str:
 
 def parse_module(path: Path, text: str | None = None) -> ModuleOp:
     """Parse (the file's text unless given) and verify; verifier errors carry the failing
-    op's file:line:col."""
+    op's file:line:col. IR from the MLIR world (linalg on tensors) is first rewritten to graph
+    ops by `convert-linalg-to-graph`, whose diagnostics are located too."""
     if text is None:
         text = read_source(path)
     module = parse_located_module(make_context(), text, str(path))
     verify_with_locations(module)
+    if any(op.dialect_name() in ("linalg", "tensor") for op in module.walk()):
+        from passes.convert_linalg_to_graph import ConvertLinalgToGraphPass
+
+        ConvertLinalgToGraphPass().apply(make_context(), module)
+        verify_with_locations(module)
     return module
 
 
@@ -108,16 +115,18 @@ def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
 
 
 def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int,
-                archive: str | None = None) -> list[np.ndarray]:
-    """Random inputs, replaced by the arrays of `--inputs FILE.npz` and `--input NAME=PATH`:
-    names are checked first, then each file's header against its argument, then its data
-    (`tools/input_files.py`)."""
+                archive: str | Sequence[str] | None = None) -> list[np.ndarray]:
+    """Random inputs, replaced by the arrays of `--inputs FILE.npz` (one file or several,
+    merged: an argument in two of them is a usage error, as one given twice) and `--input
+    NAME=PATH`: names are checked first, then each file's header against its argument, then
+    its data (`tools/input_files.py`)."""
     from interpreters.graph import storage_dtype
     from tools.input_files import archive_members, npy_reader
 
     arrays = random_inputs(func, seed)
-    seen: set[str] = set()
-    specs = archive_members(archive) if archive is not None else []
+    seen: dict[str, str] = {}  # argument name -> the option that gave it
+    archives = [archive] if isinstance(archive, str) else list(archive or ())
+    specs = [spec for path in archives for spec in archive_members(path)]
     for spec in given:
         if "=" not in spec:
             raise UsageError(f"--input expects NAME=PATH.npy, got '{spec}'")
@@ -128,8 +137,8 @@ def load_inputs(func: FuncOp, names: list[str], given: list[str], seed: int,
             raise UsageError(f"{label}: the function has no argument '{name}' "
                              f"(arguments: {', '.join(names)})")
         if name in seen:
-            raise UsageError(f"{label}: given more than once")
-        seen.add(name)
+            raise UsageError(f"{label}: given more than once (by {seen[name]})")
+        seen[name] = label
     types = argument_types(func)
     for name, _, read in specs:
         index = names.index(name)

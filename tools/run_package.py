@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -101,10 +102,11 @@ def load_checked(directory: Path, max_model_seconds: float = MAX_MODEL_SECONDS,
 
 
 def run_package_main(directory: Path, seed: int = 0, inputs=(), save_dir=None,
-                     json_output: bool = False, compile_options=(), archive: str | None = None,
+                     json_output: bool = False, compile_options=(),
+                     archive: str | Sequence[str] | None = None,
                      quiet: bool = True, max_model_seconds: float | None = None) -> int:
     """Run the package in `directory` with `ipu-run`'s inputs (`--input` specs in `inputs`,
-    the `--inputs` file `archive`, random for `seed` otherwise); `compile_options` are the
+    the `--inputs` files `archive`, random for `seed` otherwise); `compile_options` are the
     refused options the command line gave (a usage error)."""
     from device.model import ModelError, run_package
     from device.model.host import stored_of_values, values_of_stored

@@ -155,3 +155,73 @@ def test_report_pictures_are_drawn_from_the_numbers():
     assert [bar.get_width() for bar in ops.containers[0]] == [200, 300]
     assert [t.get_text() for t in ops.get_yticklabels()] == ["graph.add %d", "graph.gemm %c"]
     report.pyplot().close(fig)
+
+
+def test_report_says_which_buffer_fills_a_tile_when_and_splits_each_op(capsys, tmp_path):
+    """Memory on tile 0 over the program with its buffers named (the inputs a and b live from
+    the start, the output to the end), and each graph op's cycles as sync + exchange +
+    compute with conversions apart, as tables that add up to the run's cycles."""
+    from tools.report_memory import op_phases, tile_liveness
+
+    status, summary = run_json(capsys, ROOT / "examples" / "mlp_f16.mlir", tiles=4,
+                               report_dir=tmp_path / "rep")
+    assert status == EXIT_PASS
+    page = (tmp_path / "rep" / "report.html").read_text()
+    for picture in ("liveness_tile0.png", "op_phases.png"):
+        assert f'src="{picture}"' in page
+    assert "<h2>Memory on tile 0 over the program</h2>" in page
+    assert "(conversion)" in page  # the mlp's plans differ: conversions are bars of their own
+
+    module = parse_module(ROOT / "examples" / "mlp_f16.mlir")
+    package = compile_module(module, 4, "pad", with_assembly=False)
+    live = tile_liveness(module, package, 0)
+    assert len(live.buffers) == 10 and f"<td>{live.buffers[0].name}</td>" in page
+    assert sum(band[live.peak_position] for band in live.bands.values()) == live.peak_bytes
+    every = tile_liveness(module, package, 0, named=1000)  # every buffer of tile 0 named
+    names = {b.name: b for b in every.buffers}
+    assert names["x"].start == 0 and names["out"].stop == every.positions - 1
+    assert (sum(every.bands.values()) == sum(live.bands.values())).all()
+    from xdsl.dialects.func import FuncOp
+
+    from device.model import run_package
+    from device.model.host import values_of_stored
+    from tools.run_io import random_inputs
+
+    func = next(op for op in parse_module(ROOT / "examples" / "mlp_f16.mlir").walk()
+                if isinstance(op, FuncOp))
+    feeds = {t.name: values_of_stored(t, a)
+             for t, a in zip(package.inputs, random_inputs(func, 0), strict=True)}
+    outcome = run_package(package, feeds)
+    split = op_phases(package, outcome.cycles_by_step)
+    assert sum(sum(p.values()) for p in split.values()) == summary["modeled_cycles"]["total"]
+    assert any(name.endswith("(conversion)") for name in split)
+
+
+def test_two_reports_side_by_side(capsys, tmp_path):
+    """`ipu-report-compare A B`: the figures of both runs (B's change against A) and their
+    pictures next to each other; a directory that is not a report is a usage error."""
+    from typer.testing import CliRunner
+
+    from tools.report_compare import app
+
+    for tiles in (4, 8):
+        assert run_main(GEMM, tiles=tiles, report_dir=tmp_path / f"t{tiles}", quiet=True) == EXIT_PASS
+    capsys.readouterr()
+    a = json.loads((tmp_path / "t4" / "summary.json").read_text())
+    b = json.loads((tmp_path / "t8" / "summary.json").read_text())
+    out = tmp_path / "compare.html"
+    done = CliRunner().invoke(app, [str(tmp_path / "t4"), str(tmp_path / "t8"), "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    page = out.read_text()
+    total_a, total_b = a["modeled_cycles"]["total"], b["modeled_cycles"]["total"]
+    change = f"{100 * (total_b - total_a) / total_a:+.1f}%"
+    assert (f'<tr><th>modeled cycles</th><td class="num">{total_a}</td>'
+            f'<td class="num">{total_b}</td><td class="num">{change}</td></tr>') in page
+    assert '<tr><th>tiles used</th><td class="num">4</td><td class="num">8</td>' in page
+    common = set(a["report"]["pictures"]) & set(b["report"]["pictures"])
+    assert {"memory.png", "liveness_tile0.png", "op_phases.png"} <= common
+    for picture in common:
+        assert f'<td><img src="t4/{picture}" alt="{picture}"></td><td><img src="t8/{picture}"' in page
+    done = CliRunner().invoke(app, [str(tmp_path / "t4"), str(tmp_path), "-o", str(out)])
+    assert done.exit_code == 2 and "not a report's summary" in done.output
+    assert "write the report again with ipu-run --report DIR" in done.output

@@ -1,13 +1,13 @@
 // Option and policy diagnostics of graph-to-mid, one run each.
-// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=0}' | filecheck %s --check-prefix=ZERO
-// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=1473}' | filecheck %s --check-prefix=MANY
-// RUN: ipu-opt %s --verify-diagnostics --pass-pipeline='builtin.module(graph-to-mid{tiles=1473})' | filecheck %s --check-prefix=MANY
-// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid' | filecheck %s --check-prefix=MISSING
-// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f8}' | filecheck %s --check-prefix=CATALOG
-// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 target=gc200}' | filecheck %s --check-prefix=TARGET
-// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 indivisible=reject}' | filecheck %s --check-prefix=REJECT
-// RUN: ipu-opt %s --verify-diagnostics --pass-pipeline='builtin.module(graph-to-mid{tiles=4 indivisible=reject})' | filecheck %s --check-prefix=REJECT
-// RUN: ipu-opt %s --verify-diagnostics -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r64}' | filecheck %s --check-prefix=ONLY64
+// RUN: not ipu-opt %s -p 'graph-to-mid{tiles=0}' 2>&1 | filecheck %s --check-prefix=ZERO
+// RUN: not ipu-opt %s -p 'graph-to-mid{tiles=1473}' 2>&1 | filecheck %s --check-prefix=MANY
+// RUN: not ipu-opt %s --pass-pipeline='builtin.module(graph-to-mid{tiles=1473})' 2>&1 | filecheck %s --check-prefix=MANY
+// RUN: not ipu-opt %s -p 'graph-to-mid' 2>&1 | filecheck %s --check-prefix=MISSING
+// RUN: not ipu-opt %s -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r16,amp_gemm_f8}' 2>&1 | filecheck %s --check-prefix=CATALOG
+// RUN: not ipu-opt %s -p 'graph-to-mid{tiles=4 target=gc200}' 2>&1 | filecheck %s --check-prefix=TARGET
+// RUN: not ipu-opt %s -p 'graph-to-mid{tiles=4 indivisible=reject}' 2>&1 | filecheck %s --check-prefix=REJECT
+// RUN: not ipu-opt %s --pass-pipeline='builtin.module(graph-to-mid{tiles=4 indivisible=reject})' 2>&1 | filecheck %s --check-prefix=REJECT
+// RUN: ipu-opt %s -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_r64}' | filecheck %s --check-prefix=ONLY64
 // Padding of the row plan (catalog pinned to the row plans) and of the grid plan the default
 // catalog picks (ipu-run on 4 tiles: PASS):
 // RUN: ipu-opt %s -p 'graph-to-mid{tiles=4 indivisible=pad catalog=amp_gemm_f16_r16,amp_gemm_f16_r32,amp_gemm_f16_r64,amp_gemm_f32_r16,amp_gemm_f32_r32,amp_gemm_f32_r64,amp_gemm_f8_r16,amp_gemm_f8_r32,amp_gemm_f8_r64}' | filecheck %s --check-prefix=PAD

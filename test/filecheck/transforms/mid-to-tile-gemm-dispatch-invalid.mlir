@@ -1,4 +1,4 @@
-// RUN: ipu-opt %s --verify-diagnostics -p mid-to-tile | filecheck %s
+// RUN: ipu-opt %s --verify-diagnostics -p mid-to-tile
 // mid-to-tile lowers a mid.gemm by its plan's dispatch: gemm_blocks (row plan) or gemm_grid.
 // The plan of graph-to-mid{tiles=1 catalog=amp_gemm_f16_r16} with its dispatch replaced by a pointwise one:
 builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = ["amp_gemm_f16_r16"], scheduling = in_order, profiling = off>} {
@@ -8,4 +8,4 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
   }
 }
 
-// CHECK: mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid or gemm_ksplit
+// expected-error @unknown {{mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid or gemm_ksplit}}
