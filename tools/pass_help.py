@@ -29,7 +29,7 @@ def option_values(pass_class: type[ModulePass], option: str) -> str | None:
     if not pass_class.__module__.startswith("passes."):
         return None
     if option == "catalog":
-        from planning.gemm_plans import CATALOG_NAMES, default_catalog_names
+        from planning.gemm_problem import CATALOG_NAMES, default_catalog_names
 
         default = set(default_catalog_names())
         return ("GEMM candidates: " + ", ".join(f"{n}{'*' if n in default else ''}" for n in CATALOG_NAMES))

@@ -204,7 +204,7 @@ def test_mlir_timing_is_time_passes(capsys):
 
 def test_help_names_the_values_of_catalog_and_target():
     from passes.graph_to_mid import GraphToMidPass
-    from planning.gemm_plans import CATALOG_NAMES, default_catalog_names
+    from planning.gemm_problem import CATALOG_NAMES, default_catalog_names
     from tools.pass_help import pass_options
 
     options = {o.split("=", 1)[0]: o for o in pass_options(GraphToMidPass)}

@@ -1,5 +1,5 @@
 // RUN: ipu-opt %s --split-input-file --verify-diagnostics -p 'graph-to-mid{tiles=4 catalog=amp_gemm_f16_grid,amp_gemm_f32_grid}'
-// What the grid GEMM plan does not run (passes/gemm_plans.py): the selector says why.
+// What the grid GEMM plan does not run (planning/gemm_grid.py): the selector says why.
 
 // The grid plan reads A and B untransposed (the default catalog takes a row plan here).
 func.func @transposed(%a: tensor<64x32xf16>, %b: tensor<64x64xf16>) -> tensor<32x64xf16> {
