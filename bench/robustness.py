@@ -639,32 +639,45 @@ class BombOutcome:
         return self.status in expected and "Traceback" not in self.output
 
 
+# Runs one command and reports its exit status and wait4's ru_maxrss on stdout. Linux keeps a
+# process's ru_maxrss across exec, so a child forked from a large parent (a pytest worker that
+# has run many tests) would report the parent's size: this small process is the fork parent.
+_MEASURE = """
+import json, os, subprocess, sys, time
+deadline = time.monotonic() + float(sys.argv[1])
+with open(sys.argv[2], "wb") as log:
+    process = subprocess.Popen(sys.argv[3:], stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    status, usage = None, None
+    while time.monotonic() < deadline:
+        pid, code, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            status = os.waitstatus_to_exitcode(code)
+            break
+        time.sleep(0.02)
+    else:
+        process.kill()
+        _, _, usage = os.wait4(process.pid, 0)
+    process.returncode = -1  # reaped here, not by Popen
+print(json.dumps([status, usage.ru_maxrss * 1024]))
+"""
+
+
 def run_bomb(what: str, command: list[str], seconds: float = BOMB_SECONDS) -> BombOutcome:
     """`command` (a tool of this environment) in its own process: exit status, wall time and
-    peak RSS (wait4's ru_maxrss)."""
+    peak RSS (wait4's ru_maxrss, measured from a small parent: `_MEASURE`)."""
+    import json
     import subprocess
     import sys
 
     tool = str(Path(sys.executable).parent / command[0])
     started = time.perf_counter()
-    with tempfile.TemporaryFile() as log:
-        process = subprocess.Popen([tool, *command[1:]], stdout=log, stderr=log,
-                                   stdin=subprocess.DEVNULL)
-        deadline, status, usage = started + seconds, None, None
-        while time.perf_counter() < deadline:
-            pid, code, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                status = os.waitstatus_to_exitcode(code)
-                break
-            time.sleep(0.02)
-        else:
-            process.kill()
-            _, _, usage = os.wait4(process.pid, 0)
-        process.returncode = -1  # reaped here, not by Popen
+    with tempfile.NamedTemporaryFile() as log:
+        measured = subprocess.run([sys.executable, "-c", _MEASURE, str(seconds), log.name, tool,
+                                   *command[1:]], capture_output=True, text=True, check=True)
+        status, peak = json.loads(measured.stdout)
         elapsed = time.perf_counter() - started
-        log.seek(0)
-        output = log.read().decode(errors="replace")
-    return BombOutcome(what, status, elapsed, usage.ru_maxrss * 1024, output)
+        output = Path(log.name).read_bytes().decode(errors="replace")
+    return BombOutcome(what, status, elapsed, peak, output)
 
 
 def run_bombs(workdir: Path) -> list[BombOutcome]:
