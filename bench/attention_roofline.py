@@ -11,7 +11,6 @@ Usage: python bench/attention_roofline.py [--tiles N ...] [--no-run] [--only NAM
 from __future__ import annotations
 
 import argparse
-import math
 import time
 
 from device.model import run_package
@@ -19,6 +18,7 @@ from device.model.host import stored_of_values, values_of_stored
 from device.target import IPU21
 from frontend.builder import GraphBuilder
 from interpreters.graph import run_function
+from planning.attention_plans import attention_macs
 from tools.ipu_run import compare, compile_module, find_function, random_inputs
 
 # name: (query shape, key shape, element, causal)
@@ -40,8 +40,7 @@ def module(query, key, element, causal):
 
 
 def roofline(query, key, tiles: int) -> float:
-    macs = 2 * math.prod(query[:-1]) * key[-2] * query[-1]
-    return macs / (IPU21.amp_macs_per_cycle["f16"] * tiles)
+    return attention_macs(query, key) / (IPU21.amp_macs_per_cycle["f16"] * tiles)
 
 
 def measure(name: str, tiles: int, run: bool) -> str:
