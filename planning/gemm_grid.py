@@ -93,19 +93,36 @@ def grid_of(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry) -> GridS
                      lhs.chunk[-1] // AMP_BLOCK, rhs.chunk[-2] // AMP_BLOCK)
 
 
-def candidate_grids(m: int, n: int, k: int, tiles: int) -> list[GridShape]:
+def candidate_grids(m: int, n: int, k: int, tiles: int, slices: int = 1) -> list[GridShape]:
     """Every grid worth costing: for each panel count per tile, the fewest columns that
-    cover N and as many rows as the tiles left allow (no grid row or column is empty)."""
+    cover N and as many rows as the tiles left allow (no grid row or column is empty); for
+    rows stacked from `slices` equal slices, as many as keep each tile's rows in one slice
+    (when there are any such grids)."""
     row_blocks, col_blocks = ceil_div(m, GRID_ROW_BLOCK), ceil_div(n, AMP_BLOCK)
     grids = {}
     for panels in range(1, col_blocks + 1):
         cols = ceil_div(col_blocks, panels)
         if cols > tiles:
             continue
-        rows = min(tiles // cols, row_blocks)
-        rows = ceil_div(row_blocks, ceil_div(row_blocks, rows))
+        rows = slice_rows(row_blocks, tiles // cols, slices) if slices > 1 else None
+        if rows is None:
+            rows = min(tiles // cols, row_blocks)
+            rows = ceil_div(row_blocks, ceil_div(row_blocks, rows))
         grids[(rows, cols)] = GridShape.of(m, n, k, rows, cols)
     return list(grids.values())
+
+
+def slice_rows(row_blocks: int, most: int, slices: int, per_row: int = 1) -> int | None:
+    """The most grid rows, at most `most`, that cut `row_blocks` blocks stacked from `slices`
+    equal slices evenly with each grid row inside one slice, counted in grid rows of
+    `per_row` partitions each (the K-split's two layers: 2); None if there are none."""
+    if row_blocks % slices:
+        return None
+    per_slice = row_blocks // slices
+    counts = [slices * q for q in range(1, per_slice + 1)
+              if per_slice % q == 0 and (slices * q) % per_row == 0
+              and slices * q // per_row <= most]
+    return max(counts) // per_row if counts else None
 
 
 # ---- memory ---------------------------------------------------------------------------------
@@ -209,10 +226,10 @@ def usable_bytes(target: Target) -> int:
 
 def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
                 f32_partials: bool, lhs_tail: int, target: Target,
-                latency: np.ndarray) -> GridShape:
+                latency: np.ndarray, slices: int = 1) -> GridShape:
     """The cheapest grid whose shards fit a tile (the smallest one when none fits: validation
-    then says why)."""
-    grids = candidate_grids(m, n, k, tiles)
+    then says why); `slices`: `candidate_grids`'."""
+    grids = candidate_grids(m, n, k, tiles, slices)
 
     def size(g: GridShape) -> int:
         return grid_bytes(g, precision, out_precision, f32_partials, lhs_tail).total
@@ -257,7 +274,7 @@ class GridLayout:
         grid = choose_grid(problem.m, problem.n, problem.k, tiles, candidate.precision,
                            candidate.output_precision, candidate.has_f32_partials(problem),
                            target.amp_left_access_tail_bytes, target,
-                           latency_table(target, tiles))
+                           latency_table(target, tiles), problem.row_slices)
         cut = (grid.rows, grid.cols)
         return OperandCuts(cut, cut, cut)
 

@@ -41,7 +41,7 @@ from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, OperatorPlanAttr, TensorFormatAttr
 from planning.exchange_rows import broadcast_events
-from planning.gemm_grid import no_tile_count_helps, phase_events, usable_bytes
+from planning.gemm_grid import no_tile_count_helps, phase_events, slice_rows, usable_bytes
 from planning.gemm_layout import CycleBreakdown, OperandCuts
 from planning.gemm_memory import RowTileBuffer, phase_stride, scratch_buffer, shard_buffer
 from planning.gemm_problem import (
@@ -111,9 +111,11 @@ def ksplit_of(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry) -> KSp
                        lhs.chunk[-1] // AMP_BLOCK, rhs.chunk[-2] // AMP_BLOCK, n_k // LAYERS)
 
 
-def candidate_shapes(m: int, n: int, k: int, tiles: int) -> list[KSplitShape]:
+def candidate_shapes(m: int, n: int, k: int, tiles: int, slices: int = 1) -> list[KSplitShape]:
     """For each panel count per tile, the fewest columns that cover N and as many rows as the
-    tiles left allow (none when K has an odd number of blocks or M fewer than two chunks)."""
+    tiles left allow (none when K has an odd number of blocks or M fewer than two chunks);
+    for rows stacked from `slices` equal slices, as many as keep each tile's rows in one
+    slice (`gemm_grid.slice_rows`) when there are any."""
     row_blocks, col_blocks = ceil_div(m, AMP_ROWS), ceil_div(n, AMP_BLOCK)
     if ceil_div(k, AMP_BLOCK) % LAYERS or row_blocks < LAYERS:
         return []
@@ -125,6 +127,8 @@ def candidate_shapes(m: int, n: int, k: int, tiles: int) -> list[KSplitShape]:
             continue
         per_tile = ceil_div(row_blocks, LAYERS * rows)
         rows = ceil_div(row_blocks, LAYERS * per_tile)
+        if slices > 1:
+            rows = slice_rows(row_blocks, tiles // (LAYERS * cols), slices, LAYERS) or rows
         shapes[(rows, cols)] = KSplitShape.of(m, n, k, rows, cols)
     return list(shapes.values())
 
@@ -283,10 +287,11 @@ def half_descriptor(shape: KSplitShape, precision: str) -> ShardGeometry:
 
 
 def choose_ksplit(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
-                  lhs_tail: int, target: Target, latency: np.ndarray) -> KSplitShape | None:
+                  lhs_tail: int, target: Target, latency: np.ndarray,
+                  slices: int = 1) -> KSplitShape | None:
     """The cheapest shape whose buffers fit a tile (the smallest one when none fits:
-    validation then says why; None when no shape exists)."""
-    shapes = candidate_shapes(m, n, k, tiles)
+    validation then says why; None when no shape exists); `slices`: `candidate_shapes`'."""
+    shapes = candidate_shapes(m, n, k, tiles, slices)
     if not shapes:
         return None
     fitting = [s for s in shapes if fits(s, precision, out_precision, lhs_tail, target)]
@@ -313,7 +318,7 @@ class KSplitLayout:
         one tile, which `check` then refuses."""
         shape = choose_ksplit(problem.m, problem.n, problem.k, tiles, candidate.precision,
                               candidate.output_precision, target.amp_left_access_tail_bytes,
-                              target, latency_table(target, tiles))
+                              target, latency_table(target, tiles), problem.row_slices)
         if shape is None:
             return OperandCuts((1, 1), (1, 1), (1, 1))
         rows, cols = LAYERS * shape.rows, shape.cols

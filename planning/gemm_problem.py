@@ -96,6 +96,9 @@ class GemmProblem:
     lhs_scale: int = 0  # FP8 operands: value = q * 2**scale
     rhs_scale: int = 0
     out_scale: int = 0  # FP8: the result's declared scale (the partials': `partial_scale`)
+    # the rows are this many stacked slices of equal size (a folded batch,
+    # `planning/gemm_fold.py`): the 2-D layouts keep each tile's rows inside one slice
+    row_slices: int = 1
 
     @classmethod
     def from_types(
@@ -144,7 +147,7 @@ class GemmProblem:
         return GemmProblem(untransposed(self.lhs_shape, self.transpose_lhs),
                            untransposed(self.rhs_shape, self.transpose_rhs), self.out_shape,
                            self.precision, lhs_scale=self.lhs_scale, rhs_scale=self.rhs_scale,
-                           out_scale=self.out_scale)
+                           out_scale=self.out_scale, row_slices=self.row_slices)
 
     def scale_of(self, operand: str) -> int:
         return {"lhs": self.lhs_scale, "rhs": self.rhs_scale, "out": self.partial_scale}[operand]

@@ -24,6 +24,7 @@ from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, MemoryClass, OperatorPlanAttr, TensorFormatAttr
 from planning.exchange_rows import broadcast_events
+from planning.gemm_grid import slice_rows
 from planning.gemm_layout import CycleBreakdown, OperandCuts
 from planning.gemm_memory import RowTileBuffer, phase_stride, scratch_buffer, shard_buffer
 from planning.gemm_problem import (
@@ -63,6 +64,9 @@ class RowsLayout:
         """A and the output by rows only, B's 64x64 blocks spread. A transposed rhs keeps K
         whole on each tile so that its blocks are numbered the same way in both orders."""
         r = row_partitions(problem.m, candidate.row_block, tiles)
+        if problem.row_slices > 1:  # a folded batch: each tile's rows inside one slice
+            r = slice_rows(ceil_div(problem.m, candidate.row_block), tiles,
+                           problem.row_slices) or r
         p_k, p_n = right_partitions(problem.k, problem.n, tiles)
         return OperandCuts((r, 1), (1 if problem.transpose_rhs else p_k, p_n), (r, 1))
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from device.target import Target
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
+from planning.gemm_fold import batch_fold, folded_problem, refit_fold, unfold_plan
 from planning.gemm_grid import GridLayout
 from planning.gemm_ksplit import KSplitLayout
 from planning.gemm_layout import CycleBreakdown, GemmLayout, assemble_plan
@@ -57,6 +58,35 @@ def build_gemm_plan(
     """The complete plan of `candidate` for `problem` (not yet validated)."""
     return assemble_plan(LAYOUTS[candidate.dispatch], candidate, problem, tiles, indivisible,
                          target)
+
+
+# A fold whose plan puts rows of two slices on one tile is padded to that plan's rows per tile
+# and planned again (the layout may then choose other rows per tile): this many times at most.
+FOLD_ATTEMPTS = 3
+PlannedAs = tuple[OperatorPlanAttr, GemmProblem, OperatorPlanAttr]
+
+
+def candidate_plans(
+    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
+) -> list[PlannedAs]:
+    """Each way `candidate` may run the op, as (the op's plan, the problem its layout plans,
+    the plan in that problem's terms): a foldable batched GEMM as its fold
+    (`planning/gemm_fold.py`) when the batched operands can hold the folded plan, then slice
+    by slice; any other GEMM as itself."""
+    options: list[PlannedAs] = []
+    fold = batch_fold(problem, candidate.row_block)
+    for _ in range(FOLD_ATTEMPTS):
+        if fold is None:
+            break
+        planned = folded_problem(problem, fold)
+        folded = build_gemm_plan(candidate, planned, tiles, indivisible, target)
+        batched = unfold_plan(folded, problem, fold)
+        if batched is not None:
+            options.append((batched, planned, folded))
+            break
+        fold = refit_fold(fold, folded, problem.lhs_shape[-2])
+    plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
+    return [*options, (plan, problem, plan)]
 
 
 def validation_failure(
@@ -107,9 +137,11 @@ def estimate_cycles(
 @dataclass(frozen=True)
 class Evaluation:
     candidate: GemmCandidate
-    plan: OperatorPlanAttr
+    plan: OperatorPlanAttr  # the op's
     reason: str | None  # None: valid
     cycles: int | None  # only for valid plans
+    planned: GemmProblem  # what the layout planned: the op's problem, or its fold
+    layout_plan: OperatorPlanAttr  # `plan` in `planned`'s terms
 
 
 def evaluate_candidates(
@@ -121,16 +153,29 @@ def evaluate_candidates(
 ) -> list[Evaluation]:
     """Build, validate and (when valid) cost every catalog entry (default: the default
     catalog, `catalog_entries(None)`), in catalog order."""
-    results: list[Evaluation] = []
-    for candidate in catalog_entries(None) if catalog is None else catalog:
-        plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
-        failure = validation_failure(plan, problem, tiles, target)
-        reason = None if failure is None else str(failure)
-        if isinstance(failure, DoesNotFit):
-            reason = f"{reason}; {_tile_count_hint(candidate, problem, tiles, indivisible, target)}"
-        cycles = estimate_cycles(plan, problem, tiles, target) if reason is None else None
-        results.append(Evaluation(candidate, plan, reason, cycles))
-    return results
+    return [evaluate_candidate(candidate, problem, tiles, indivisible, target)
+            for candidate in (catalog_entries(None) if catalog is None else catalog)]
+
+
+def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                       indivisible: str, target: Target) -> Evaluation:
+    """The cheapest valid way the candidate runs the op (`candidate_plans`, the first on
+    ties), or when none is valid the first way and why it is not."""
+    options = candidate_plans(candidate, problem, tiles, indivisible, target)
+    failures = [validation_failure(layout_plan, planned, tiles, target)
+                for _, planned, layout_plan in options]
+    costs = [estimate_cycles(layout_plan, planned, tiles, target) if failure is None else None
+             for (_, planned, layout_plan), failure in zip(options, failures, strict=True)]
+    valid = [i for i, cost in enumerate(costs) if cost is not None]
+    if valid:
+        best = min(valid, key=lambda i: costs[i] or 0)  # min keeps the first of equal costs
+        plan, planned, layout_plan = options[best]
+        return Evaluation(candidate, plan, None, costs[best], planned, layout_plan)
+    plan, planned, layout_plan = options[0]
+    reason = str(failures[0])
+    if isinstance(failures[0], DoesNotFit):
+        reason = f"{reason}; {_tile_count_hint(candidate, problem, tiles, indivisible, target)}"
+    return Evaluation(candidate, plan, reason, None, planned, layout_plan)
 
 
 def _tile_count_hint(
@@ -139,15 +184,15 @@ def _tile_count_hint(
     """Whether more tiles would let a candidate that does not fit tile memory fit: every shard
     shrinks (or stays) as tiles are added, so the fewest tiles that fit are found by bisection."""
 
-    def plan_on(count: int) -> OperatorPlanAttr:
-        return build_gemm_plan(candidate, problem, count, indivisible, target)
-
     def fits(count: int) -> bool:
-        return validation_failure(plan_on(count), problem, count, target) is None
+        return any(validation_failure(plan, planned, count, target) is None for _, planned, plan
+                   in candidate_plans(candidate, problem, count, indivisible, target))
 
     if tiles >= target.tiles or not fits(target.tiles):
-        out = plan_on(target.tiles).operand_plan("out").format
-        return LAYOUTS[candidate.dispatch].no_tile_count_helps(problem, out, target)
+        _, planned, plan = candidate_plans(candidate, problem, target.tiles, indivisible,
+                                           target)[0]
+        out = plan.operand_plan("out").format
+        return LAYOUTS[candidate.dispatch].no_tile_count_helps(planned, out, target)
     failing, fitting = tiles, target.tiles
     while fitting - failing > 1:
         middle = (failing + fitting) // 2
@@ -194,11 +239,12 @@ def _cycles_of(evaluation: Evaluation) -> int:
 # ----------------------------------------------------------------------------------------------
 
 
-def row_tile_memory(evaluation: Evaluation, problem: GemmProblem, target: Target) -> int:
+def row_tile_memory(evaluation: Evaluation, target: Target) -> int:
     """Bytes of tile memory a tile of the plan holds (buffers with their tails and alignment
     padding, as the memory check counts them)."""
     layout = LAYOUTS[evaluation.candidate.dispatch]
-    buffers = layout.buffers(effective_plan(evaluation.plan), problem.effective(), target)
+    buffers = layout.buffers(effective_plan(evaluation.layout_plan),
+                             evaluation.planned.effective(), target)
     return sum(b.extent for b in buffers.values())
 
 
@@ -221,11 +267,20 @@ def explain_gemm(problem: GemmProblem, tiles: int, indivisible: str = Indivisibl
             lines.append(f"{mark} {e.candidate.name:<22} rejected: {e.reason}")
             continue
         layout = LAYOUTS[e.candidate.dispatch]
-        parts = cycle_breakdown(e.plan, problem, tiles, target)
+        parts = cycle_breakdown(e.layout_plan, e.planned, tiles, target)
         lines.append(
             f"{mark} {e.candidate.name:<22} {parts.total:>12,} cycles (exchange {parts.exchange:,}"
             f", copies {parts.copies:,}, amp {parts.amp:,}, {layout.last_step} "
-            f"{parts.rounding:,}); {row_tile_memory(e, problem, target):,} bytes per "
-            f"{layout.name} tile"
+            f"{parts.rounding:,}); {row_tile_memory(e, target):,} bytes per "
+            f"{layout.name} tile{folded_note(e, problem)}"
         )
     return lines
+
+
+def folded_note(evaluation: Evaluation, problem: GemmProblem) -> str:
+    """How `--explain` says a plan runs the batch slices as one GEMM."""
+    if evaluation.planned is problem:
+        return ""
+    rows, k = evaluation.planned.lhs_shape
+    return (f"; batch folded: {problem.batch} slices as one [{rows}, {k}] x "
+            f"[{k}, {problem.n}] GEMM")

@@ -84,3 +84,17 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
 def cached_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
     """`plan_rounds`, once per pair of geometries (the selector asks for many candidates)."""
     return plan_rounds(a, b)
+
+
+def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | None:
+    """Why a plan whose output and operands have these formats cannot run (None: it may): a
+    tile holding a shard of each (every format starts at tile 0) needs more bytes than tile
+    memory has outside the code region. What else is live there is the placement's concern
+    (`place-memory`); a plan that cannot hold even its own shards is never a candidate."""
+    needed = sum(geometry(t.get_shape(), t.encoding).shard_bytes()  # type: ignore[arg-type]
+                 for t in types)
+    available = target.sram_bytes - target.code_region_bytes
+    if needed <= available:
+        return None
+    return (f"a tile holding its shards needs {needed} bytes, tile memory holds {available} "
+            "outside the code region")

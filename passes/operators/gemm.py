@@ -21,7 +21,8 @@ from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
-from passes.operators.tile_maps import effective_operand, tensor_format
+from passes.operators.tile_maps import GemmOperands, effective_operand, tensor_format
+from planning.gemm_fold import NotAFold, folded_type, plan_fold, refold_plan
 from planning.gemm_problem import GemmProblem, catalog_entries
 from planning.gemm_selection import select_gemm_plan
 
@@ -30,7 +31,8 @@ if TYPE_CHECKING:
 
 Roles = dict[mid.OperandRole, mid.OperandPlanAttr]
 # The tile work of each GEMM layout, by the dispatch kind of its strategy.
-LOWERINGS: dict[mid.DispatchKind, Callable[[mid.GemmOp, TileLowering, Roles], list[Operation]]] = {
+Lowering = Callable[[mid.GemmOp, "TileLowering", Roles, GemmOperands], list[Operation]]
+LOWERINGS: dict[mid.DispatchKind, Lowering] = {
     mid.DispatchKind.GEMM_BLOCKS: lower_gemm_rows,
     mid.DispatchKind.GEMM_GRID: lower_gemm_grid,
     mid.DispatchKind.GEMM_KSPLIT: lower_gemm_ksplit,
@@ -100,4 +102,19 @@ def lower_gemm(op: mid.GemmOp, lowering: TileLowering) -> list[Operation]:
             raise PassFailedException(
                 f"{name}: {what} is stored {fmt.order.data}, the AMP GEMM plan needs {order}"
             )
-    return LOWERINGS[dispatch.kind.data](op, lowering, roles)
+    lower = LOWERINGS[dispatch.kind.data]
+    operands = GemmOperands.of(op)
+    try:
+        fold = plan_fold(plan, operands.lhs, operands.rhs, operands.out,
+                         op.transpose_lhs is not None)
+    except NotAFold as reason:
+        raise PassFailedException(f"{name}: {reason}") from None
+    if fold is None:
+        return lower(op, lowering, roles, operands)
+    folded = refold_plan(plan, fold)
+    operands = GemmOperands(*(
+        folded_type(value_type, folded.operand_plan(o).format, fold, o != "rhs")
+        for o, value_type in zip(("lhs", "rhs", "out"),
+                                 (operands.lhs, operands.rhs, operands.out))))
+    roles = {entry.role.data: entry for entry in folded.operands.data}
+    return lower(op, lowering, roles, operands)

@@ -39,7 +39,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from passes.operators.add import KERNEL as ADD_KERNEL
-from passes.operators.tile_maps import gemm_scalars, scalar_map, tensor_format
+from passes.operators.tile_maps import GemmOperands, gemm_scalars, scalar_map
 from planning.gemm_ksplit import (
     LAYERS,
     KSplitShape,
@@ -224,12 +224,12 @@ class KSplitLowering:
 
 
 def lower_gemm_ksplit(op: mid.GemmOp, lowering: TileLowering,
-                      roles: dict[mid.OperandRole, mid.OperandPlanAttr]) -> list[Operation]:
-    """The tile work of one `mid.gemm` whose plan has the gemm_ksplit dispatch."""
+                      roles: dict[mid.OperandRole, mid.OperandPlanAttr],
+                      operands: GemmOperands) -> list[Operation]:
+    """The tile work of one `mid.gemm` whose plan has the gemm_ksplit dispatch
+    (`operands`: what `lower_gemm` gives it, a folded plan's as the fold's matrices)."""
     dispatch = op.plan.dispatch
-    lhs_type, lhs_fmt = tensor_format(op, "lhs", op.lhs)
-    rhs_type, rhs_fmt = tensor_format(op, "rhs", op.rhs)
-    out_type, out_fmt = tensor_format(op, "result", op.result)
+    (lhs_type, lhs_fmt), (rhs_type, rhs_fmt), (out_type, out_fmt) = operands.typed()
     a = geometry(lhs_type.get_shape(), lhs_fmt)
     b = geometry(rhs_type.get_shape(), rhs_fmt)
     c = geometry(out_type.get_shape(), out_fmt)

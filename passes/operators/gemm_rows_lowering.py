@@ -44,12 +44,12 @@ from ipu_dialects.tile import (
 from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.operators.conversions import CONVERT_KERNEL, COPY_KERNEL
 from passes.operators.tile_maps import (
+    GemmOperands,
     dims,
-    effective_operand,
+    effective_type,
     gemm_scalars,
     linearize,
     scalar_map,
-    tensor_format,
 )
 from planning.gemm_problem import has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
@@ -270,12 +270,15 @@ class GemmLowering:
 
 
 def lower_gemm_rows(op: mid.GemmOp, lowering: TileLowering,
-                    roles: dict[mid.OperandRole, mid.OperandPlanAttr]) -> list[Operation]:
-    """The tile work of one `mid.gemm` whose plan has the gemm_blocks dispatch."""
+                    roles: dict[mid.OperandRole, mid.OperandPlanAttr],
+                    operands: GemmOperands) -> list[Operation]:
+    """The tile work of one `mid.gemm` whose plan has the gemm_blocks dispatch
+    (`operands`: what `lower_gemm` gives it, a folded plan's as the fold's matrices)."""
     plan, dispatch = op.plan, op.plan.dispatch
-    lhs_type, lhs_fmt = effective_operand(op, "lhs", op.lhs)
-    rhs_type, rhs_fmt = effective_operand(op, "rhs", op.rhs)
-    out_type, out_fmt = tensor_format(op, "result", op.result)
+    typed = operands.typed()
+    lhs_type, lhs_fmt = effective_type(*typed[0])
+    rhs_type, rhs_fmt = effective_type(*typed[1])
+    out_type, out_fmt = typed[2]
     lhs = lowering.operand_buffer(op, op.lhs)
     rhs = lowering.operand_buffer(op, op.rhs)
     out = lowering.result_buffer(op.result)

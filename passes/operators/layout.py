@@ -38,6 +38,7 @@ from passes.operators.base import (
     tensor_type,
 )
 from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
+from passes.operators.costs import shard_memory_reason
 from passes.operators.formats import descriptor, shard_words, split_format, storage_of
 from passes.operators.pointwise import pointwise_plan
 from passes.operators.tile_maps import scalar_map
@@ -219,7 +220,9 @@ class LayoutOperator(Operator):
             plan = pointwise_plan(f"{self.kind}_{cut}_{how}",
                                   LOCAL_KERNEL if local else GATHER_KERNEL, formats,
                                   ctx.target.vector_alignment)
-            candidates.append(Candidate(plan, None, cycles))
+            types = [with_format(v, formats[n])
+                     for v, n in zip((out_value, *op.operands), ("out", *names), strict=True)]
+            candidates.append(Candidate(plan, shard_memory_reason(types, ctx.target), cycles))
         return candidates
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:

@@ -12,7 +12,7 @@ from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Candidate, SelectionContext, TileLowering, current_format, tensor_type
-from passes.operators.costs import conversion_cycles, plan_kernel_cycles
+from passes.operators.costs import conversion_cycles, plan_kernel_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, split_format, with_storage
 from passes.operators.tile_maps import scalar_map
 from planning.shard_geometry import geometry
@@ -77,11 +77,11 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         formats["out"] = out_fmt
         alias = alias_of(op, operand_names, formats, aliasable)
         plan = pointwise_plan(plan_name, symbol, formats, ctx.target.vector_alignment, alias)
-        reason = tiles_reason(op, formats, ctx.tiles)
+        types = plan_types(op, operand_names, formats)
+        reason = tiles_reason(op, formats, ctx.tiles) or shard_memory_reason(types, ctx.target)
         cycles = None
         if reason is None:
-            cycles = plan_kernel_cycles(symbol, plan_types(op, operand_names, formats), ctx.target,
-                                        extra=named)
+            cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx)
         candidates.append(Candidate(plan, reason, cycles))

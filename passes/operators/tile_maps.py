@@ -7,6 +7,7 @@ the iteration vector (d0, d1, ...) of the enclosing `tile.loop`s, outermost firs
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -35,12 +36,38 @@ def effective_operand(op: Operation, what: str,
                       value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
     """A GEMM operand's type and format; a transposed one (amp_left_t/amp_right_t) as the
     type and format of its transpose, which is how the GEMM lowerings index it."""
-    value_type, fmt = tensor_format(op, what, value)
+    return effective_type(*tensor_format(op, what, value))
+
+
+def effective_type(value_type: TensorType,
+                   fmt: mid.TensorFormatAttr) -> tuple[TensorType, mid.TensorFormatAttr]:
+    """`effective_operand` of a type and its format."""
     if fmt.order.data not in UNTRANSPOSED_ORDER:
         return value_type, fmt
     shape = tuple(value_type.get_shape())
     return (TensorType(value_type.get_element_type(), (*shape[:-2], shape[-1], shape[-2]),
                        effective_format(fmt)), effective_format(fmt))
+
+
+@dataclass(frozen=True)
+class GemmOperands:
+    """The types a GEMM layout's lowering reads its operands by, each with its format as its
+    encoding: the op's own, or for a folded batched plan the fold's matrices
+    (`planning/gemm_fold.py`), whose formats place every element where the op's do."""
+
+    lhs: TensorType
+    rhs: TensorType
+    out: TensorType
+
+    @staticmethod
+    def of(op: Operation) -> GemmOperands:
+        return GemmOperands(*(tensor_format(op, what, value)[0] for what, value in
+                              (("lhs", op.operands[0]), ("rhs", op.operands[1]),
+                               ("result", op.results[0]))))
+
+    def typed(self) -> tuple[tuple[TensorType, mid.TensorFormatAttr], ...]:
+        """((type, format) of lhs, rhs, out)."""
+        return tuple((t, t.encoding) for t in (self.lhs, self.rhs, self.out))  # type: ignore[misc]
 
 
 def dims(depth: int) -> list[AffineExpr]:

@@ -18,9 +18,10 @@ func.func @transposed_rhs(%a: tensor<32x64xf16>, %b: tensor<64x64xf16>) -> tenso
 
 // -----
 
-// One GEMM per grid: batch axes are for the row plan.
-func.func @batched(%a: tensor<2x32x64xf32>, %b: tensor<64x64xf32>) -> tensor<2x32x64xf32> {
+// One GEMM per grid: batch slices with a B each are for the row plan (slices of one B fold
+// into one GEMM: planning/gemm_fold.py, test/pytest/test_gemm_fold.py).
+func.func @batched(%a: tensor<2x32x64xf32>, %b: tensor<2x64x64xf32>) -> tensor<2x32x64xf32> {
   // expected-error @+1 {{graph.gemm %c: no valid operator plan: amp_gemm_f16_grid: init kernel @amp_gemm_f16_init does not run f32 operands; amp_gemm_f32_grid: the grid plan runs one GEMM; this one has 2 batch slices}}
-  %c = graph.gemm %a, %b : (tensor<2x32x64xf32>, tensor<64x64xf32>) -> tensor<2x32x64xf32>
+  %c = graph.gemm %a, %b : (tensor<2x32x64xf32>, tensor<2x64x64xf32>) -> tensor<2x32x64xf32>
   func.return %c : tensor<2x32x64xf32>
 }

@@ -38,10 +38,37 @@ func.func @right_on_one_tile(%a: tensor<16x512xf16>, %b: tensor<512x512xf16>) ->
 
 // -----
 
-// Batch axes are not partitioned either: an output-row tile holds its rows of all 72 batch
-// slices, and the message says so.
-func.func @batched(%a: tensor<8x9x13x193xf32>, %b: tensor<193x4xf32>) -> tensor<8x9x13x4xf32> {
+// Batch slices with a B each are not partitioned either: an output-row tile holds its rows
+// of all 72 batch slices, and the message says so.
+func.func @batched(%a: tensor<8x9x13x193xf32>, %b: tensor<8x9x193x4xf32>) -> tensor<8x9x13x4xf32> {
   // expected-error-re @+1 {{amp_gemm_f32_r16: an output-row tile needs {{[0-9]+}} bytes, tile memory holds 606208 outside the code region; no tile count helps: {{.*}} in each of the 72 batch slices (batch axes are not partitioned)}}
+  %c = graph.gemm %a, %b : (tensor<8x9x13x193xf32>, tensor<8x9x193x4xf32>) -> tensor<8x9x13x4xf32>
+  func.return %c : tensor<8x9x13x4xf32>
+}
+
+// -----
+
+// Slices of one B fold into one GEMM, one slice per tile: 72 tiles would hold them.
+func.func @folded(%a: tensor<8x9x13x193xf32>, %b: tensor<193x4xf32>) -> tensor<8x9x13x4xf32> {
+  // expected-error-re @+1 {{amp_gemm_f32_r16: an output-row tile needs {{[0-9]+}} bytes, tile memory holds 606208 outside the code region; it fits on 72 tiles}}
   %c = graph.gemm %a, %b : (tensor<8x9x13x193xf32>, tensor<193x4xf32>) -> tensor<8x9x13x4xf32>
   func.return %c : tensor<8x9x13x4xf32>
+}
+
+// -----
+
+// Pointwise and layout plans are checked against tile memory too: on one tile the shards
+// of both operands and the result (400 KB each) do not fit.
+func.func @big_add(%a: tensor<100000xf32>, %b: tensor<100000xf32>) -> tensor<100000xf32> {
+  // expected-error @+1 {{graph.add %c: no valid operator plan: add_split0: a tile holding its shards needs 1200000 bytes, tile memory holds 606208 outside the code region}}
+  %c = graph.add %a, %b : (tensor<100000xf32>, tensor<100000xf32>) -> tensor<100000xf32>
+  func.return %c : tensor<100000xf32>
+}
+
+// -----
+
+func.func @big_reshape(%a: tensor<100000x2xf32>) -> tensor<200000xf32> {
+  // expected-error @+1 {{graph.reshape %c: no valid operator plan: reshape_split0_local: a tile holding its shards needs 1600000 bytes, tile memory holds 606208 outside the code region}}
+  %c = graph.reshape %a : tensor<100000x2xf32> -> tensor<200000xf32>
+  func.return %c : tensor<200000xf32>
 }
