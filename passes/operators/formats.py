@@ -12,7 +12,6 @@ codelets are templated on types: their scalars are the formats' descriptors
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -63,28 +62,22 @@ def partitioned_axes(fmt: mid.TensorFormatAttr) -> list[int]:
 def broadcast_operand_format(out_fmt: mid.TensorFormatAttr, out_shape: Sequence[int],
                              operand_type: TensorType) -> mid.TensorFormatAttr | None:
     """The format an operand broadcast against `out_shape` needs so that every output shard's
-    operand elements are on the output shard's tile: the output's tiling on the operand's
-    own axes, replicated over the partitions of the axes it is broadcast along. None where
-    `out_fmt` cannot serve it: a replicated output, or a broadcast axis cut inside an axis the
-    operand has (its copies would not be whole consecutive runs of the output's tiles: the
-    output numbers its tiles row-major over its partitions)."""
+    operand elements are on the output shard's tile; None where `out_fmt` cannot serve it
+    (more than one partitioned axis, or replicated)."""
     shape = tuple(operand_type.get_shape())
     lead = len(out_shape) - len(shape)
     if shape == tuple(out_shape[lead:]) and lead == 0:
         return with_storage(out_fmt, operand_type)
-    if out_fmt.replication.data != 1:
-        return None
-
-    def broadcast(axis: int) -> bool:
-        return axis < lead or shape[axis - lead] != out_shape[axis]
-
     cut = partitioned_axes(out_fmt)
-    kept = [a for a in cut if not broadcast(a)]
-    spread = [a for a in cut if broadcast(a)]
-    if kept and spread and max(spread) > min(kept):
+    if len(cut) > 1 or out_fmt.replication.data != 1:
         return None
-    tilings = [mid.AxisTilingAttr(1, 1) if broadcast(j + lead) else out_fmt.tiling.data[j + lead]
-               for j in range(len(shape))]
+    tilings = []
+    for j, extent in enumerate(shape):
+        i = j + lead
+        whole = extent != out_shape[i]
+        tilings.append(mid.AxisTilingAttr(1, 1) if whole else out_fmt.tiling.data[i])
+    keeps_cut = bool(cut) and cut[0] >= lead and shape[cut[0] - lead] == out_shape[cut[0]]
+    parts = out_fmt.partition_count
     same_tail = len(shape) >= 2 and shape[-2:] == tuple(out_shape[-2:])
     order = out_fmt.order.data if same_tail else mid.ElementOrder.ROW_MAJOR
     precision, scale = storage_of(operand_type)
@@ -92,7 +85,7 @@ def broadcast_operand_format(out_fmt: mid.TensorFormatAttr, out_shape: Sequence[
         precision,
         order,
         tilings,
-        replication=math.prod(out_fmt.partitions[a] for a in spread),
+        replication=1 if keeps_cut or parts == 1 else parts,
         group=out_fmt.group.data,
         memory=mid.MemoryClass.STANDARD,
         scale=scale,
