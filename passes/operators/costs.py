@@ -91,8 +91,11 @@ def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | No
     tile holding a shard of each (every format starts at tile 0) needs more bytes than tile
     memory has outside the code region. What else is live there is the placement's concern
     (`place-memory`); a plan that cannot hold even its own shards is never a candidate."""
-    needed = sum(geometry(t.get_shape(), t.encoding).shard_bytes()  # type: ignore[arg-type]
-                 for t in types)
+    needed = 0
+    for value_type in types:
+        fmt = value_type.encoding
+        assert isinstance(fmt, mid.TensorFormatAttr)
+        needed += geometry(value_type.get_shape(), fmt).shard_bytes()
     available = target.sram_bytes - target.code_region_bytes
     if needed <= available:
         return None

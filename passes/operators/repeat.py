@@ -187,8 +187,9 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
             f"{repeat_label(op)} body (its element of this iteration)")
         bridge.location = op.location
         Rewriter.insert_op(bridge, InsertPoint.at_start(block))
-        spread_arg.replace_uses_with_if(bridge.results[0],
-                                        lambda use, own=bridge: use.operation is not own)
+        fetched = bridge.results[0]
+        for use in [u for u in spread_arg.uses if u.operation is not bridge]:
+            use.operation.operands[use.index] = fetched
         total += stacked_bytes(spread_arg, count) - sizes[arg]
 
 

@@ -2,7 +2,6 @@
 (`planning/gemm_fold.py`): every layout plans the fold, the batched operands hold the folded
 plan's shards, and the device model computes the right numbers from them."""
 
-import numpy as np
 import pytest
 from xdsl.dialects.builtin import Float16Type, TensorType
 from xdsl.parser import Parser
