@@ -17,7 +17,11 @@ as a whole may then not fit (the K-split replicates its B in both layers, which 
 weight that stays resident). With the default catalog, when `place-memory` reports that the
 program is out of memory (`OutOfTileMemory`), the stages run once more without the plans
 that replicate an operand (`run_with_fallback`; `ipu-run` does the same). An explicit
-`catalog` is taken as given.
+`catalog` is taken as given. When `schedule-exchange` finds no room for the exchange rows
+(`RowsDoNotFit`: a program whose buffers fill the standard memory of every tile, such as a
+12-layer stack at full width), the stages run again with
+`place-memory{row-elements=1}` (the rest of the code region's memory element kept free of
+buffers for the rows), then `row-elements=2` (one element more).
 """
 
 from __future__ import annotations
@@ -33,6 +37,9 @@ from xdsl.utils.exceptions import PassFailedException
 from passes.stages import get_stage_passes
 from planning.pipeline_config import PipelineOptions
 
+# The rows' fallback keeps at most this many memory elements for rows (the code region's and
+# one more: 96 KiB on the IPU21 model, of 624).
+MAX_ROW_ELEMENTS = 2
 STAGES = (
     "graph-to-mid",
     "insert-conversions",
@@ -48,6 +55,9 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
     """Its options are `PipelineOptions`, graph-to-mid's, declared once for both passes."""
 
     name = "ipu-pipeline"
+    # memory elements place-memory keeps for exchange rows (`place-memory{row-elements}`;
+    # what `run_with_fallback` asks for when the rows do not fit otherwise)
+    row_elements: int = 0
 
     def stage_passes(self) -> list[ModulePass]:
         registry = get_stage_passes()
@@ -64,6 +74,11 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
 
                 assert issubclass(pass_class, GraphToMidPass)  # the registry's entry
                 stages.append(pass_class(**self.pipeline_options()))
+            elif stage == "place-memory":
+                from passes.place_memory import PlaceMemoryPass
+
+                assert issubclass(pass_class, PlaceMemoryPass)  # the registry's entry
+                stages.append(pass_class(row_elements=self.row_elements))
             else:
                 stages.append(pass_class())
         return stages
@@ -78,12 +93,22 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         memory, restore `module` and `run` `without_replicating_plans()`. When that fails
         too, the first diagnostic is the one reported."""
         from passes.place_memory import OutOfTileMemory  # loaded when run, like the stages
+        from passes.schedule_exchange import RowsDoNotFit
 
-        original = None if self.catalog else module.clone()
+        original = module.clone()
         try:
             run(self)
+        except RowsDoNotFit as error:
+            if self.row_elements >= MAX_ROW_ELEMENTS:
+                raise
+            restore(module, original)
+            try:
+                replace(self, row_elements=max(1, self.row_elements + 1)).run_with_fallback(
+                    module, run)
+            except PassFailedException:
+                raise error from None
         except OutOfTileMemory as error:
-            if original is None:
+            if self.catalog:
                 raise
             restore(module, original)
             try:

@@ -34,7 +34,7 @@ at the tile's peak), i.e. of the graph op whose value it stores.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 import numpy as np
@@ -54,7 +54,7 @@ from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 from ipu_dialects.shared_attrs import configured_tile_count
 from ipu_dialects.tile import EXCHANGE_FABRIC, BufferEffectsInterface, BufferOp, ExchangeOp
 from ipu_dialects.tile_checks import describe
-from planning.memory_allocator import FirstFit, Request
+from planning.memory_allocator import FirstFit, Request, code_elements_end
 from planning.pipeline_config import configured_target
 
 T = TypeVar("T")
@@ -347,9 +347,28 @@ class FunctionPlacement:
 
 @dataclass(frozen=True)
 class PlaceMemoryPass(ModulePass):
-    """Assign an SRAM `address` to every `tile.buffer` (see the module docstring)."""
+    """Assign an SRAM `address` to every `tile.buffer` (see the module docstring).
+    `row-elements=N`: keep the memory elements the code region touches and the N - 1 after
+    them free of buffers, as room for the exchange rows (`schedule-exchange` puts rows in
+    memory no buffer occupies on any tile and no exchanged buffer's element touches); 0,
+    the default: only the code region."""
 
     name = "place-memory"
+    row_elements: int = 0
+
+    def row_target(self, target: Target) -> Target:
+        """`target` with its code region grown over the elements kept for rows."""
+        if self.row_elements < 0:
+            raise PassFailedException(f"{self.name}: row-elements={self.row_elements}: expected "
+                                      "a count of memory elements >= 0")
+        if self.row_elements == 0:
+            return target
+        end = code_elements_end(target) + (self.row_elements - 1) * target.element_bytes
+        if end > target.interleaved_start:
+            raise PassFailedException(
+                f"{self.name}: row-elements={self.row_elements} reaches past the standard "
+                f"region (it ends at {target.interleaved_start:#x})")
+        return replace(target, code_region_bytes=end - target.memory_base)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for exchange in op.walk():
@@ -359,7 +378,7 @@ class PlaceMemoryPass(ModulePass):
                     f"'{exchange.provenance.reason.data}' has rows, which hold buffer addresses); "
                     "place buffers before schedule-exchange"
                 )
-        target = module_target(op)
+        target = self.row_target(module_target(op))
         tiles = configured_tile_count(op) or 0
         for function in op.walk():  # a declaration has no body, so no buffers to place
             if isinstance(function, func.FuncOp) and not function.is_declaration:

@@ -167,6 +167,11 @@ def arriving_writes(phase: BroadcastPhase, first: int) -> np.ndarray:
                            phase.words // phase.items)
 
 
+class RowsDoNotFit(PassFailedException):
+    """The exchange rows have no room left (`ipu-pipeline` then places the buffers again,
+    keeping the rest of the code region's memory element for rows)."""
+
+
 @dataclass
 class RowMemory:
     """Where row slots go, bump-allocated in op order: the target's code region first; when it
@@ -199,7 +204,7 @@ class RowMemory:
         if address is not None:
             return address
         left = sorted((end - start for start, end in self.ranges), reverse=True)
-        raise PassFailedException(located(
+        raise RowsDoNotFit(located(
             op,
             f"schedule-exchange: the exchange rows of {what} need {nbytes} bytes, but neither "
             f"the code region [{self.code_region[0]:#x}, {self.code_region[1]:#x}) nor the "
