@@ -77,3 +77,29 @@ def test_ipu_pipeline_falls_back_too():
     IpuPipelinePass(tiles=TILES).apply(ctx, module)
     assert not any(replicates_an_operand(name) for name in catalog_of(module))
     assert not any(isinstance(op, GemmOp) for op in module.walk())
+
+
+def test_rows_that_do_not_fit_are_retried_with_elements_kept_for_rows():
+    """`RowsDoNotFit` from schedule-exchange: the stages run again with one memory element
+    kept for rows, then two; past that the first diagnostic is the one reported."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from passes.ipu_pipeline import MAX_ROW_ELEMENTS
+    from passes.schedule_exchange import RowsDoNotFit
+
+    tried: list[int] = []
+
+    def run(pipeline: IpuPipelinePass, fits_at: int) -> None:
+        tried.append(pipeline.row_elements)
+        stage = next(s for s in pipeline.stage_passes() if s.name == "place-memory")
+        assert stage.row_elements == pipeline.row_elements  # what place-memory is given
+        if pipeline.row_elements < fits_at:
+            raise RowsDoNotFit(f"rows do not fit with {pipeline.row_elements} elements")
+
+    IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), lambda p: run(p, 2))
+    assert tried == [0, 1, 2]
+    tried.clear()
+    with pytest.raises(RowsDoNotFit, match="rows do not fit with 0 elements"):
+        IpuPipelinePass(tiles=4).run_with_fallback(
+            ModuleOp([]), lambda p: run(p, MAX_ROW_ELEMENTS + 1))
+    assert tried == list(range(MAX_ROW_ELEMENTS + 1))
