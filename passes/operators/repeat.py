@@ -168,7 +168,10 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     tiles, indivisible = lowering.config.tiles.data, lowering.config.indivisible.data
     budget = (target.sram_bytes - target.code_region_bytes) * SEQUENCE_BUDGET
     count = op.count.value.data
-    args = list(op.sequence_args)  # each has its first consumer's format by now
+    # each has its first consumer's format by now; one that a nested repeat iterates has a
+    # provisional one (normalize-repeats stores it as blocks of the inner elements' blocks)
+    args = [a for a in op.sequence_args
+            if not any(isinstance(u.operation, mid.RepeatOp) for u in a.uses)]
     sizes = {a: stacked_bytes(a, count) for a in args}
     total = sum(sizes.values())
     block = op.body.block
