@@ -41,7 +41,7 @@ func.func @right_on_one_tile(%a: tensor<16x512xf16>, %b: tensor<512x512xf16>) ->
 // Batch slices with a B each are not partitioned either: an output-row tile holds its rows
 // of all 72 batch slices, and the message says so.
 func.func @batched(%a: tensor<8x9x13x193xf32>, %b: tensor<8x9x193x4xf32>) -> tensor<8x9x13x4xf32> {
-  // expected-error-re @+1 {{amp_gemm_f32_r16: an output-row tile needs {{[0-9]+}} bytes, tile memory holds 606208 outside the code region; no tile count helps: the retained plan partitions output rows only, and on all 1472 tiles an output-row tile still holds 16 rows in each of the 72 batch slices \(batch axes are not partitioned\) \(with all 4 output columns and all 193 of K\)}}
+  // expected-error-re @+1 {{amp_gemm_f32_r16: an output-row tile needs {{[0-9]+}} bytes, tile memory holds 606208 outside the code region; no tile count helps: the retained plan partitions output rows only, and on all 1472 tiles an output-row tile still holds 16 rows in each of the 72 batch slices (batch axes are not partitioned) (with all 4 output columns and all 193 of K)}}
   %c = graph.gemm %a, %b : (tensor<8x9x13x193xf32>, tensor<8x9x193x4xf32>) -> tensor<8x9x13x4xf32>
   func.return %c : tensor<8x9x13x4xf32>
 }
