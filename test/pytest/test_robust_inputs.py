@@ -1,0 +1,80 @@
+"""Regressions found by `bench/robustness.py`'s wider corpus (issue 25, second pass): each was a
+traceback, and is now a diagnostic that names what is wrong."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from frontend.onnx import OnnxImportError, import_onnx  # noqa: E402
+from tools.output_files import check_output_directory  # noqa: E402
+from tools.usage import UsageError  # noqa: E402
+
+
+def matmul_model(weight: onnx.TensorProto) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])], [weight])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def weight() -> onnx.TensorProto:
+    return numpy_helper.from_array(np.ones((8, 16), np.float32), "w")
+
+
+def test_an_initializer_whose_data_does_not_fill_its_dims_is_a_diagnostic():
+    """The checker does not compare raw_data's length with the dims: numpy's reshape did."""
+    tensor = weight()
+    tensor.dims[:] = [8, 15]
+    with pytest.raises(OnnxImportError, match=r"initializer 'w': its data does not hold a "
+                       r"tensor of dims \[8, 15\] and type FLOAT"):
+        import_onnx(matmul_model(tensor))
+
+
+def test_an_initializer_of_a_data_type_onnx_has_no_name_for_is_a_diagnostic():
+    """data_type is an open enum: the checker lets 2**31 - 1 through, ONNX has no name for it."""
+    tensor = weight()
+    tensor.data_type = 2**31 - 1
+    with pytest.raises(OnnxImportError, match=r"initializer 'w': .* type data type 2147483647"):
+        import_onnx(matmul_model(tensor))
+
+
+def test_ipu_import_words_an_overfull_initializer_without_a_traceback(tmp_path):
+    """Data too short for the dims is the checker's; data too long was numpy's reshape error."""
+    from tools.ipu_import import app
+
+    tensor = weight()
+    tensor.dims[:] = [8, 15]
+    model = tmp_path / "m.onnx"
+    model.write_bytes(matmul_model(tensor).SerializeToString())
+    result = CliRunner().invoke(app, [str(model), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    assert "its data does not hold a tensor of dims [8, 15]" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("path", ["/proc/ipu-robust/out", "/sys/ipu-robust"])
+def test_an_output_directory_nothing_can_be_created_in_is_refused_before_the_work(path):
+    """os.access says yes to root under /proc and /sys; a probe directory says no."""
+    with pytest.raises(UsageError, match="cannot create anything in"):
+        check_output_directory("--save-outputs", path)
+
+
+def test_ipu_run_save_outputs_under_proc_is_a_usage_error(tmp_path):
+    from tools.ipu_run import app
+
+    source = tmp_path / "g.mlir"
+    source.write_text("func.func @g(%a: tensor<16x16xf16>) -> tensor<16x16xf16> {\n"
+                      "  %b = graph.gelu %a : tensor<16x16xf16> -> tensor<16x16xf16>\n"
+                      "  func.return %b : tensor<16x16xf16>\n}\n")
+    for option in ("--save-outputs", "--report", "--package"):
+        result = CliRunner().invoke(app, [str(source), "--tiles", "2", option,
+                                          "/proc/ipu-robust/out", "--quiet"])
+        assert result.exit_code == 2, (option, result.output)
+        assert "cannot create anything in '/proc'" in result.output, option
