@@ -78,3 +78,41 @@ def test_ipu_run_save_outputs_under_proc_is_a_usage_error(tmp_path):
                                           "/proc/ipu-robust/out", "--quiet"])
         assert result.exit_code == 2, (option, result.output)
         assert "cannot create anything in '/proc'" in result.output, option
+
+
+def exchange_level_gemm() -> str:
+    """A 64x128x64 f16 GEMM after the whole pipeline on 2 tiles, as ipu-opt prints it."""
+    import io
+
+    from xdsl.printer import Printer
+
+    from passes.ipu_pipeline import IpuPipelinePass
+    from tools.registry import make_context
+    from tools.source_locations import parse_located_module
+
+    t = "tensor<64x128xf16>, tensor<128x64xf16>"
+    text = (f"func.func @gemm(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x64xf16> {{\n"
+            f"  %c = graph.gemm %a, %b : ({t}) -> tensor<64x64xf16>\n"
+            "  func.return %c : tensor<64x64xf16>\n}\n")
+    module = parse_located_module(make_context(), text, "gemm")
+    IpuPipelinePass(tiles=2).apply(make_context(), module)
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue() + "\n"
+
+
+def test_an_unknown_kernel_symbol_in_tile_ir_is_a_diagnostic_of_the_listing(tmp_path, capsys):
+    """The tile verifier leaves an unknown symbol to the passes; `-t ipu-asm` (and the package
+    writer, which formats the listing) raised UnknownKernelError from the listing."""
+    from tools.ipu_opt import IpuOptMain
+
+    text = exchange_level_gemm()
+    symbol = next(s for s in ("amp_gemm_f16_init", "amp_gemm_f16p32_init") if f"@{s}(" in text)
+    path = tmp_path / "unknown.mlir"
+    path.write_text(text.replace(f"@{symbol}(", "@to(", 1))
+    with pytest.raises(SystemExit) as done:
+        IpuOptMain(args=[str(path), "-t", "ipu-asm"]).run()
+    assert done.value.code not in (0, None)
+    err = capsys.readouterr()
+    assert "no listing for the kernel step of graph.gemm %c" in err.out + err.err
+    assert "unknown kernel symbol 'to'" in err.out + err.err
