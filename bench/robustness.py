@@ -1,7 +1,38 @@
-"""Robustness corpus: mutated IR and corrupted packages through every tool that reads them.
+"""Robustness corpus: every input the tools take, mutated or hand-built, through every tool.
 
 Seeded and reproducible. Every case runs in-process (the tools' own entry points, with their
-output captured) under a wall-clock limit, and ends in one of:
+output captured) under a wall-clock limit. The categories:
+
+- ``--ir N``: mutated IR at every level, round robin over four seeds (the f16 and the batched
+  f32 GEMM, the FP8 MLP of examples/fp8_mlp.mlir, a repeated GEMM and gelu) and five levels:
+  graph, mid (after graph-to-mid), tile (after mid-to-tile), placed (after place-memory) and
+  exchange (after schedule-exchange), all on 2 tiles. Each mutant goes through `ipu-opt`
+  (parse and verify), the stages left after its level with `-t ipu-asm` and with `-t
+  ipu-rows`, a package (graph IR: `ipu-run FILE --package DIR`; the lower levels: the package
+  writer, `build_package` after the stages left, saved with the seed's graph as its source),
+  and, when a package was written, `ipu-run DIR`, which checks a run against that graph.
+- ``--packages N``: corrupted packages (the f16 GEMM on 4 tiles, the batched f32 GEMM on 2,
+  the FP8 MLP on 4: metadata edits, archive edits, flipped bytes, mutated source.mlir, files
+  replaced by links, directories, FIFOs) through `ipu-objdump --package`, `ipu-run DIR` and
+  `Package.load` + `run_package`; then the hand-crafted FP8 packages (`fp8_package_cases`:
+  scales, precisions and source edits, `--input` values), each with the verdicts it may get.
+- ``--onnx N``: malformed ONNX models (three valid seeds with one to three structural edits:
+  data types, dims, raw data, duplicates, dangling inputs, unknown ops, attributes, opsets,
+  outsized constants, external data outside the model's directory, subgraphs; or corrupt
+  bytes) through `ipu-import` (sometimes with `--repeat-layers` or `--dtype f16`); what imports
+  goes on through `ipu-opt` and `ipu-run --reference` with the weights it wrote.
+- ``--outputs``: every output option (`ipu-opt -o`, `ipu-run --package`, `--save-outputs`,
+  `--report`, `ipu-run DIR --save-outputs`, `ipu-import -o`, with good and bad inputs) to
+  every kind of destination (`DESTINATIONS`: symlinks in and out, a directory or file in the
+  other's place, a FIFO, under a file, under /proc, the input itself).
+- ``--bombs``: hand-built resource bombs (loops of a package, repeat counts, dense splats,
+  sums of argument sizes, reference work and memory, nesting depth, /dev/zero, a FIFO, an
+  --inputs member claiming 4 GiB, an .npy header claiming 10^12 elements, a package whose
+  source holds a billion-fold repeat, 2,500 identical ONNX nodes under --repeat-layers), each
+  in its own process, with its exit status, wall time, CPU time and peak RSS: each must be
+  refused (a diagnostic) within `BOMB_SECONDS` of CPU time and `BOMB_BYTES`.
+
+Each run ends in one of:
 
 - ``accepted``: exit 0 (IR that is still valid after the mutation; a package run that PASSes);
 - ``diagnostic``: a clean error, exit 1 or 2 (for the package API: `PackageError` or
@@ -10,23 +41,29 @@ output captured) under a wall-clock limit, and ends in one of:
   wrong answer is reported, not hidden;
 - ``wrong-silent`` (package API only): `Package.load` + `run_package` finished without an
   error and the outputs differ from the reference;
+
+or in a bad outcome:
+
 - ``aborted``: click's bare "Aborted." (an EOFError or KeyboardInterrupt escaped the tool);
 - ``traceback``: any other exception escaped the tool;
-- ``hang``: no answer within the time limit.
+- ``hang``: no answer within the time limit;
+- ``wrong-verdict``: a hand-crafted FP8 package got a verdict it may not get;
+- ``wrote-outside``: an output option changed something outside the place it was given;
+- ``left-behind``: a run that failed left an output or a temporary file, or changed an
+  existing file (an import that failed left its directory);
+- ``not-written``: a run that said it succeeded has no output of its kind where it was told.
 
-Goal: 0 traceback, 0 hang, 0 aborted, and 0 wrong-silent for package runs through ipu-run
-(`ipu-run DIR` checks against the reference, so a wrong answer there is ``check-fail``).
-The `wrong-silent` count of the bare API says how many corruptions the schema cannot see
-(a different but well-formed kernel symbol or address): only a reference check catches those.
+Goal: 0 bad outcomes, and 0 wrong-silent for package runs through ipu-run (`ipu-run DIR`
+checks against the reference, so a wrong answer there is ``check-fail``). The `wrong-silent`
+count of the bare API says how many corruptions the schema cannot see (a different but
+well-formed kernel symbol or address): only a reference check catches those; likewise a
+``check-fail`` of `ipu-run DIR` on a mutant of lower-level IR is a valid program that
+computes something else, caught by the check against the seed's graph.
 
-``--bombs`` also runs hand-built resource bombs (loops of a package, repeat counts, dense
-splats, sums of argument sizes, reference work and memory, nesting depth, /dev/zero, a FIFO, an
---inputs member claiming 4 GiB, 2,500 identical ONNX nodes under --repeat-layers), each in its
-own process, and prints its exit status, wall time and peak RSS: each must be refused (a
-diagnostic) within `BOMB_SECONDS` of CPU time and `BOMB_BYTES`.
-
-Usage: python bench/robustness.py [--ir 600] [--packages 600] [--seed 0] [--timeout 30] [--bombs]
-(test/pytest/test_robustness.py runs a smaller corpus of the same cases).
+Usage: python bench/robustness.py [--ir 600] [--packages 600] [--onnx 0] [--outputs]
+[--bombs] [--seed 0] [--timeout 30] [--show KIND]... (issue 25's size: --ir 1000 --packages 500
+--bombs --onnx 200 --outputs, for two seeds; test/pytest/test_robustness.py runs a small
+corpus of each category).
 """
 
 from __future__ import annotations
@@ -47,6 +84,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -762,7 +800,7 @@ def run_fp8_package_cases(tally: Tally, workdir: Path, timeout: float) -> list[s
 # ---- malformed ONNX (--onnx) -----------------------------------------------------------------
 
 
-def onnx_seed_models() -> dict[str, object]:
+def onnx_seed_models() -> dict[str, Any]:
     """Small valid models of the ops the importer maps (onnx.helper), one per seed."""
     from onnx import TensorProto, helper, numpy_helper
 
@@ -807,7 +845,7 @@ ONNX_TYPES = (0, 1, 2, 5, 6, 7, 9, 10, 11, 16, 17, 99, -1, 2**31 - 1)
 ONNX_DIMS = (-1, 0, 1, 3, 2**31 - 1, 2**40, 10**12)
 
 
-def mutate_onnx(model, rng: random.Random) -> tuple[object, str]:
+def mutate_onnx(model, rng: random.Random) -> tuple[Any, str]:
     """One structural edit of a model proto: what an attacker can write and protobuf keeps."""
     import onnx
     from onnx import helper, numpy_helper
@@ -921,12 +959,13 @@ def mutate_onnx(model, rng: random.Random) -> tuple[object, str]:
         node.attribute.append(helper.make_attribute("body", inner))
         return model, f"node {node.name} with a subgraph"
     # a Constant node with an odd value
-    value = rng.choice((np.zeros((0,), np.float32), np.full((2,), np.nan, np.float32),
-                        np.array(2**40, np.int64), np.zeros((1, 1, 1, 1, 1, 1, 1, 1), np.float16)))
+    constant: np.ndarray = rng.choice((
+        np.zeros((0,), np.float32), np.full((2,), np.nan, np.float32), np.array(2**40, np.int64),
+        np.zeros((1, 1, 1, 1, 1, 1, 1, 1), np.float16)))
     graph.node.insert(0, helper.make_node("Constant", [], [graph.input[0].name if graph.input
                                                              else "c"], name="const",
-                                          value=numpy_helper.from_array(value)))
-    return model, f"Constant of {value.dtype}{list(value.shape)}"
+                                          value=numpy_helper.from_array(constant)))
+    return model, f"Constant of {constant.dtype}{list(constant.shape)}"
 
 
 def onnx_bytes_edit(data: bytes, rng: random.Random) -> tuple[bytes, str]:
@@ -1027,7 +1066,7 @@ DESTINATIONS = ("new", "new/nested", "symlink to a file outside", "symlink to a 
 
 def _snapshot(root: Path) -> dict[str, tuple]:
     """Every entry under `root`: (kind, bytes or link target), to see what a run changed."""
-    entries = {}
+    entries: dict[str, tuple] = {}
     for path in sorted(root.rglob("*")):
         if path.is_symlink():
             entries[str(path)] = ("link", os.readlink(path))

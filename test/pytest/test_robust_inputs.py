@@ -62,7 +62,7 @@ def test_ipu_import_words_an_overfull_initializer_without_a_traceback(tmp_path):
 @pytest.mark.parametrize("path", ["/proc/ipu-robust/out", "/sys/ipu-robust"])
 def test_an_output_directory_nothing_can_be_created_in_is_refused_before_the_work(path):
     """os.access says yes to root under /proc and /sys; a probe directory says no."""
-    with pytest.raises(UsageError, match="cannot create anything in"):
+    with pytest.raises(UsageError, match="as an output directory: cannot create anything in"):
         check_output_directory("--save-outputs", path)
 
 

@@ -1,9 +1,12 @@
-"""A seeded corpus of mutated IR and corrupted packages through every tool that reads them.
+"""A seeded corpus of mutated and hand-built inputs through every tool that reads them.
 
 The cases and their classification are `bench/robustness.py`'s (which runs a larger corpus);
-here a few hundred tool runs, in-process. No run may end in a traceback, a hang or click's
-bare "Aborted.", and no corrupted package may run to a wrong answer through `ipu-run DIR`
-without saying so (its reference check FAILs instead).
+here a small run of each category, in-process: mutated IR at every level through every
+emitter and a package, corrupted and hand-crafted (FP8) packages, malformed ONNX, output paths
+and a sample of the resource bombs. No run may end in a bad outcome (a traceback, a hang,
+click's bare "Aborted.", a wrong verdict, a write outside its place, an output left behind),
+and no corrupted package may run to a wrong answer through `ipu-run DIR` without saying so (its
+reference check FAILs instead).
 """
 
 from __future__ import annotations
@@ -35,12 +38,15 @@ def assert_clean(tally) -> None:
 
 @pytest.mark.slow
 def test_mutated_ir_through_ipu_opt_and_ipu_run(robustness, tmp_path):
+    """The larger corpus: IR_CASES mutants over every seed and level."""
     tally = robustness.Tally({}, [])
     robustness.run_ir_corpus(tally, IR_CASES, SEED, TIMEOUT, tmp_path)
     assert_clean(tally)
-    assert sum(tally.counts["ipu-opt"].values()) == IR_CASES
-    assert set(tally.counts) == {"ipu-opt", "ipu-opt -p ipu-pipeline", "ipu-run"}
-    assert tally.counts["ipu-opt"]["diagnostic"] > IR_CASES // 2  # the mutations do bite
+    parsed = [f"ipu-opt [{level}]" for level in robustness.LEVELS]
+    assert sum(sum(tally.counts[tool].values()) for tool in parsed) == IR_CASES
+    assert sum(tally.counts[tool]["diagnostic"] for tool in parsed) > IR_CASES // 2  # they bite
+    assert sum(tally.counts["ipu-run --package [graph]"].values()) == IR_CASES // len(
+        robustness.LEVELS)
 
 
 @pytest.mark.slow
