@@ -21,6 +21,10 @@ output captured) under a wall-clock limit. The categories:
   outsized constants, external data outside the model's directory, subgraphs; or corrupt
   bytes) through `ipu-import` (sometimes with `--repeat-layers` or `--dtype f16`); what imports
   goes on through `ipu-opt` and `ipu-run --reference` with the weights it wrote.
+- ``--input-files N``: mutated `.npy` and `.npz` files for the f16 GEMM's argument (header
+  dtype, shape and order edits, truncation, changed bytes, pickled arrays, odd archive members)
+  and special paths (/dev/zero, /etc/passwd, a directory, a missing file) through `ipu-run
+  FILE --reference` and `ipu-run DIR`, as `--input a=F` and as `--inputs F`.
 - ``--outputs``: every output option (`ipu-opt -o`, `ipu-run --package`, `--save-outputs`,
   `--report`, `ipu-run DIR --save-outputs`, `ipu-import -o`, with good and bad inputs) to
   every kind of destination (`DESTINATIONS`: symlinks in and out, a directory or file in the
@@ -60,10 +64,10 @@ well-formed kernel symbol or address): only a reference check catches those; lik
 ``check-fail`` of `ipu-run DIR` on a mutant of lower-level IR is a valid program that
 computes something else, caught by the check against the seed's graph.
 
-Usage: python bench/robustness.py [--ir 600] [--packages 600] [--onnx 0] [--outputs]
-[--bombs] [--seed 0] [--timeout 30] [--show KIND]... (issue 25's size: --ir 1000 --packages 500
---bombs --onnx 200 --outputs, for two seeds; test/pytest/test_robustness.py runs a small
-corpus of each category).
+Usage: python bench/robustness.py [--ir 600] [--packages 600] [--onnx 0] [--input-files 0]
+[--outputs] [--bombs] [--seed 0] [--timeout 30] [--show KIND]... (issue 25's size: --ir 1000
+--packages 500 --bombs --onnx 200, here with --input-files 200 --outputs too, for two seeds;
+test/pytest/test_robustness.py runs a small corpus of each category).
 """
 
 from __future__ import annotations
@@ -665,10 +669,10 @@ def run_package_corpus(tally: Tally, count: int, seed: int, timeout: float, work
 
 
 def run_corpus(ir: int, packages: int, seed: int, timeout: float, big: int = 50_000_000,
-               onnx: int = 0, outputs: bool = False) -> Tally:
+               onnx: int = 0, outputs: bool = False, input_files: int = 0) -> Tally:
     """The mutated IR (every level), the corrupted packages (and, with any, the hand-crafted
-    FP8 ones), `onnx` malformed ONNX models, and with `outputs` every output option to every
-    kind of destination."""
+    FP8 ones), `onnx` malformed ONNX models, `input_files` mutated input files, and with
+    `outputs` every output option to every kind of destination."""
     tally = Tally({}, [])
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ipu-robustness-") as temp:
@@ -678,6 +682,8 @@ def run_corpus(ir: int, packages: int, seed: int, timeout: float, big: int = 50_
             run_fp8_package_cases(tally, Path(temp) / "fp8", timeout)
         if onnx:
             run_onnx_corpus(tally, onnx, seed, timeout, Path(temp))
+        if input_files:
+            run_input_corpus(tally, input_files, seed, timeout, Path(temp) / "inputs")
         if outputs:
             run_output_corpus(tally, timeout, Path(temp) / "outputs")
     tally.seconds = time.perf_counter() - started
@@ -1027,6 +1033,126 @@ def run_onnx_corpus(tally: Tally, count: int, seed: int, timeout: float, workdir
             tally.add("ipu-import", Outcome("left-behind", f"{out} after a failed import"), label)
         shutil.rmtree(out, ignore_errors=True)
         model.unlink()
+
+
+# ---- input files (--input-files N) -----------------------------------------------------------
+#
+# Mutated `.npy` and `.npz` files for the GEMM's argument `a` (64x128 f16), and odd files in
+# their place, through `ipu-run FILE --reference --input a=F` / `--inputs F` and through a
+# package run, `ipu-run DIR --input a=F` / `--inputs F`: each is read (exit 0) or refused.
+
+
+def npy_bytes(array: np.ndarray) -> bytes:
+    stream = io.BytesIO()
+    np.save(stream, array, allow_pickle=False)
+    return stream.getvalue()
+
+
+def npz_bytes(arrays: dict[str, np.ndarray], compressed: bool = True) -> bytes:
+    stream = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(stream, **arrays)
+    return stream.getvalue()
+
+
+def edit_npy_header(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """The header dict of an .npy file rewritten: its dtype, shape or order."""
+    length = int.from_bytes(data[8:10], "little")
+    header = data[10:10 + length].decode("latin1")
+    choice = rng.randrange(4)
+    if choice == 0:
+        descr = rng.choice(("|O", "<f8", "<i8", "|V2", "<c8", ">f2", "|b1", "<U2", "xx"))
+        new = re.sub(r"'descr': '[^']*'", f"'descr': '{descr}'", header)
+    elif choice == 1:
+        new = re.sub(r"'shape': \([^)]*\)", "'shape': " + rng.choice((
+            "(128, 64)", "(64, 128, 1)", "()", "(-64, -128)", "(64, 128.0)", "(10**12,)",
+            "(1000000, 1000000)", "(64,)", "[64, 128]", "(64, 'x')")), header)
+    elif choice == 2:
+        new = header.replace("'fortran_order': False", "'fortran_order': True")
+    else:
+        new = header.replace("{", "{'extra': 1, ", 1) if rng.random() < 0.5 else header[:-8]
+    new = new.rstrip("\n")
+    new += " " * ((64 - (10 + len(new) + 1) % 64) % 64) + "\n"
+    return (data[:8] + len(new).to_bytes(2, "little") + new.encode("latin1") + data[10 + length:],
+            f"header {new.strip()[:80]!r}")
+
+
+def input_file_cases(count: int, seed: int) -> list[tuple[str, str, bytes | None, str]]:
+    """(what, option, file bytes or None for a special path, special path)."""
+    rng = random.Random(seed)
+    values = np.random.default_rng(seed).standard_normal((64, 128)).astype(np.float16)
+    good_npy = npy_bytes(values)
+    good_npz = npz_bytes({"a": values})
+    special = ("/dev/zero", "/dev/null", "/etc/passwd", "/proc/self/status", "/nonexistent", "/tmp")
+    cases: list[tuple[str, str, bytes | None, str]] = [
+        ("good .npy", "--input", good_npy, ""), ("good .npz", "--inputs", good_npz, ""),
+        ("an .npz given to --input", "--input", good_npz, ""),
+        ("an .npy given to --inputs", "--inputs", good_npy, ""),
+        ("a pickled object array", "--input", npy_pickled(), ""),
+        ("an .npz of a pickled member", "--inputs", npz_pickled(), ""),
+        ("an .npz naming b, not an argument", "--inputs", npz_bytes({"zz": values}), ""),
+        ("an .npz with a member in a subdirectory", "--inputs", npz_member("dir/a.npy", good_npy), ""),
+        ("an .npz with the member twice", "--inputs", npz_member("a.npy", good_npy, twice=True), ""),
+        ("an .npz member that is not .npy", "--inputs", npz_member("a", b"hello"), ""),
+        ("an empty .npz", "--inputs", npz_bytes({}), ""),
+        ("an f32 array", "--input", npy_bytes(values.astype(np.float32)), ""),
+        ("NaN and inf", "--input", npy_bytes(np.full((64, 128), np.nan, np.float16)), ""),
+    ] + [(f"the path {p}", rng.choice(("--input", "--inputs")), None, p) for p in special]
+    while len(cases) < count:
+        option = rng.choice(("--input", "--inputs"))
+        base = good_npy if option == "--input" else good_npz
+        choice = rng.randrange(3)
+        if choice == 0 and option == "--input":
+            data, what = edit_npy_header(base, rng)
+        elif choice == 1:
+            data, what = onnx_bytes_edit(base, rng)  # truncation or changed bytes
+        else:
+            inner, what = edit_npy_header(good_npy, rng)
+            data = npz_member("a.npy", inner) if option == "--inputs" else inner
+            what = f"member {what}" if option == "--inputs" else what
+        cases.append((what, option, data, ""))
+    return cases[:count]
+
+
+def npy_pickled() -> bytes:
+    stream = io.BytesIO()
+    np.save(stream, np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    return stream.getvalue()
+
+
+def npz_pickled() -> bytes:
+    return npz_member("a.npy", npy_pickled())
+
+
+def npz_member(name: str, data: bytes, twice: bool = False) -> bytes:
+    import warnings
+    import zipfile
+
+    stream = io.BytesIO()
+    with warnings.catch_warnings(), zipfile.ZipFile(stream, "w") as archive:
+        warnings.simplefilter("ignore")  # a duplicate name warns
+        archive.writestr(name, data)
+        if twice:
+            archive.writestr(name, data)
+    return stream.getvalue()
+
+
+def run_input_corpus(tally: Tally, count: int, seed: int, timeout: float, workdir: Path) -> None:
+    """Each input file through a run of the .mlir (--reference) and of a package."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    gemm = workdir / "gemm.mlir"
+    gemm.write_text(GRAPH_SEEDS["gemm_f16"])
+    package = build_base_package(workdir, "gemm_f16", 2)
+    for n, (what, option, data, special) in enumerate(input_file_cases(count, seed)):
+        path = special or str(workdir / f"input{n}{'.npy' if option == '--input' else '.npz'}")
+        if data is not None:
+            Path(path).write_bytes(data)
+        spec = [option, f"a={path}" if option == "--input" else path]
+        label = f"input case {n} (seed {seed}): {what} as {option}"
+        run_case(tally, f"ipu-run FILE {option}", ipu_run([str(gemm), "--reference", *spec]),
+                 label, timeout)
+        run_case(tally, f"ipu-run DIR {option}", ipu_run([str(package), *spec]), label, timeout)
+        if data is not None:
+            Path(path).unlink()
 
 
 # ---- output paths (--outputs) ----------------------------------------------------------------
@@ -1413,6 +1539,8 @@ def main() -> None:
     parser.add_argument("--bombs", action="store_true",
                         help="also run the hand-built resource bombs, each in its own process")
     parser.add_argument("--onnx", type=int, default=0, help="malformed ONNX models")
+    parser.add_argument("--input-files", type=int, default=0,
+                        help="mutated --input / --inputs files")
     parser.add_argument("--outputs", action="store_true",
                         help="also every output option to every kind of destination")
     args = parser.parse_args()
@@ -1425,7 +1553,7 @@ def main() -> None:
         print(f"{len(bad)} bomb(s) not refused within {BOMB_SECONDS:.0f} CPU s and "
               f"{BOMB_BYTES >> 20} MiB")
     tally = run_corpus(args.ir, args.packages, args.seed, args.timeout, onnx=args.onnx,
-                       outputs=args.outputs)
+                       outputs=args.outputs, input_files=args.input_files)
     print(tally.table())
     print(f"{len(tally.bad)} bad outcome(s) in {tally.seconds:.0f} s")
     for line in tally.bad[:50]:

@@ -186,3 +186,13 @@ def test_the_output_judge_sees_a_write_through_a_symlink_and_a_half_written_file
     assert tally.counts["outputs: naive"]["wrote-outside"] >= 1
     assert tally.counts["outputs: truncating"]["left-behind"] >= 1
     assert len(tally.bad) >= 2
+
+
+def test_mutated_input_files_through_a_run_and_a_package_run(robustness, tmp_path):
+    tally = robustness.Tally({}, [])
+    robustness.run_input_corpus(tally, 40, SEED, TIMEOUT, tmp_path)
+    assert_clean(tally)
+    for tool in ("ipu-run FILE --input", "ipu-run DIR --input", "ipu-run FILE --inputs",
+                 "ipu-run DIR --inputs"):
+        assert tally.counts[tool]["diagnostic"] >= 5, tool
+        assert tally.counts[tool]["accepted"] >= 1, tool  # the good file is read
