@@ -265,7 +265,7 @@ def mutate_text(text: str, rng: random.Random) -> str:
     tokens = TOKEN.findall(text)
     solid = [i for i, t in enumerate(tokens) if not t.isspace()]
     for _ in range(rng.choice((1, 1, 1, 2, 3))):
-        choice = rng.randrange(9)
+        choice = rng.randrange(11)
         i = rng.choice(solid) if solid else 0
         if not tokens:
             break
@@ -287,6 +287,12 @@ def mutate_text(text: str, rng: random.Random) -> str:
             tokens[i] = rng.choice(words) if words else tokens[i]
         elif choice == 7:
             tokens.insert(i, rng.choice(PUNCTUATION))
+        elif choice >= 9:  # an integer nudged: an address, count or scalar a little off
+            numbers = [j for j, t in enumerate(tokens) if t.isdigit()]
+            if numbers:
+                j = rng.choice(numbers)
+                value = max(0, int(tokens[j]) + rng.choice((-64, -16, -4, -2, -1, 1, 2, 4, 16, 64)))
+                tokens[j] = str(value)
         else:
             lines = "".join(tokens).splitlines(keepends=True)
             k = rng.randrange(len(lines))

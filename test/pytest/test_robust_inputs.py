@@ -82,23 +82,7 @@ def test_ipu_run_save_outputs_under_proc_is_a_usage_error(tmp_path):
 
 def exchange_level_gemm() -> str:
     """A 64x128x64 f16 GEMM after the whole pipeline on 2 tiles, as ipu-opt prints it."""
-    import io
-
-    from xdsl.printer import Printer
-
-    from passes.ipu_pipeline import IpuPipelinePass
-    from tools.registry import make_context
-    from tools.source_locations import parse_located_module
-
-    t = "tensor<64x128xf16>, tensor<128x64xf16>"
-    text = (f"func.func @gemm(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x64xf16> {{\n"
-            f"  %c = graph.gemm %a, %b : ({t}) -> tensor<64x64xf16>\n"
-            "  func.return %c : tensor<64x64xf16>\n}\n")
-    module = parse_located_module(make_context(), text, "gemm")
-    IpuPipelinePass(tiles=2).apply(make_context(), module)
-    stream = io.StringIO()
-    Printer(stream=stream).print_op(module)
-    return stream.getvalue() + "\n"
+    return lowered_gemm(6)
 
 
 def test_an_unknown_kernel_symbol_in_tile_ir_is_a_diagnostic_of_the_listing(tmp_path, capsys):
@@ -116,3 +100,45 @@ def test_an_unknown_kernel_symbol_in_tile_ir_is_a_diagnostic_of_the_listing(tmp_
     err = capsys.readouterr()
     assert "no listing for the kernel step of graph.gemm %c" in err.out + err.err
     assert "unknown kernel symbol 'to'" in err.out + err.err
+
+
+def lowered_gemm(stages: int) -> str:
+    """A 64x128x64 f16 GEMM after the pipeline's first `stages` stages on 2 tiles."""
+    import io
+
+    from xdsl.printer import Printer
+
+    from passes.ipu_pipeline import IpuPipelinePass
+    from tools.registry import make_context
+    from tools.source_locations import parse_located_module
+
+    t = "tensor<64x128xf16>, tensor<128x64xf16>"
+    text = (f"func.func @gemm(%a: tensor<64x128xf16>, %b: tensor<128x64xf16>) -> tensor<64x64xf16> {{\n"
+            f"  %c = graph.gemm %a, %b : ({t}) -> tensor<64x64xf16>\n"
+            "  func.return %c : tensor<64x64xf16>\n}\n")
+    ctx = make_context()
+    module = parse_located_module(ctx, text, "gemm")
+    for stage in IpuPipelinePass(tiles=2).stage_passes()[:stages]:
+        stage.apply(ctx, module)
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue() + "\n"
+
+
+def test_a_shard_of_2_63_elements_is_place_memorys_out_of_memory_not_an_overflow(tmp_path, capsys):
+    """The tile verifier leaves a buffer too big for its tiles to place-memory, whose live-byte
+    table was int64 (OverflowError)."""
+    import re
+
+    from tools.ipu_opt import IpuOptMain
+
+    text, count = re.subn(r"(tile\.buffer @\w+_slot scratch on \S+ \S+ \S+ shard \[)\d+",
+                          rf"\g<1>{2**63 - 1}", lowered_gemm(4), count=1)
+    assert count == 1
+    path = tmp_path / "huge.mlir"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as done:
+        IpuOptMain(args=[str(path), "-p", "place-memory"]).run()
+    assert done.value.code not in (0, None)
+    err = capsys.readouterr()
+    assert re.search(r"error: Out of memory on tile 0: \d{20,} bytes needed", err.out + err.err)
