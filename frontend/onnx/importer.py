@@ -84,7 +84,6 @@ def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
                               f"{data_type_name(tensor.data_type)}: {error}") from None
 
 
-
 ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
     "f32": (f32, np.float32), "f16": (f16, np.float16)
 }

@@ -142,3 +142,22 @@ def test_a_shard_of_2_63_elements_is_place_memorys_out_of_memory_not_an_overflow
     assert done.value.code not in (0, None)
     err = capsys.readouterr()
     assert re.search(r"error: Out of memory on tile 0: \d{20,} bytes needed", err.out + err.err)
+
+
+def test_an_npy_header_with_an_unclosed_bracket_is_a_usage_error(tmp_path):
+    """numpy tokenizes the header's literal: an unclosed bracket raised tokenize.TokenError."""
+    from tools.ipu_run import app
+
+    header = "{'descr': '<f2', 'fortran_order': False, 'shape': ((64, 128), }"
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    bad = tmp_path / "a.npy"
+    bad.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode()
+                    + bytes(64 * 128 * 2))
+    source = tmp_path / "g.mlir"
+    source.write_text("func.func @g(%a: tensor<64x128xf16>) -> tensor<64x128xf16> {\n"
+                      "  %b = graph.gelu %a : tensor<64x128xf16> -> tensor<64x128xf16>\n"
+                      "  func.return %b : tensor<64x128xf16>\n}\n")
+    result = CliRunner().invoke(app, [str(source), "--reference", "--input", f"a={bad}"])
+    assert result.exit_code == 2, result.output
+    assert "not a readable .npy array" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
