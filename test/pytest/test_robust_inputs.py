@@ -161,3 +161,23 @@ def test_an_npy_header_with_an_unclosed_bracket_is_a_usage_error(tmp_path):
     assert result.exit_code == 2, result.output
     assert "not a readable .npy array" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_tile_buffer_whose_tensor_outgrows_the_device_is_a_verifier_error(tmp_path, capsys):
+    """The shard geometry of a `from tensor<2**64 x ...>` overflowed int64 in the package
+    writer (OverflowError under -t ipu-asm and -t ipu-rows); the verifier bounds the tensor as
+    the package schema bounds a host tensor."""
+    import re
+
+    from tools.ipu_opt import IpuOptMain
+
+    text, count = re.subn(r"(tile\.buffer @c output 0 .* from tensor<)64x", rf"\g<1>{2**64}x",
+                          exchange_level_gemm(), count=1)
+    assert count == 1
+    path = tmp_path / "huge.mlir"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as done:
+        IpuOptMain(args=[str(path), "-t", "ipu-rows"]).run()
+    assert done.value.code not in (0, None)
+    err = capsys.readouterr()
+    assert "has more elements than the 940572672 bytes of the whole device" in err.out + err.err
