@@ -1054,7 +1054,7 @@ def npy_bytes(array: np.ndarray) -> bytes:
     return stream.getvalue()
 
 
-def npz_bytes(arrays: dict[str, np.ndarray], compressed: bool = True) -> bytes:
+def npz_bytes(arrays: dict[str, Any], compressed: bool = True) -> bytes:
     stream = io.BytesIO()
     (np.savez_compressed if compressed else np.savez)(stream, **arrays)
     return stream.getvalue()
