@@ -18,6 +18,7 @@ docs/internals.md, "Tile work interfaces".
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -673,7 +674,15 @@ class BufferOp(IRDLOperation):
         """The format of the stored tensor tiles every axis of it, once (what the package
         writer's shard geometry needs; the #mid.format verifier cannot see the tensor)."""
         fmt = self.format
-        if self.origin is None or getattr(fmt, "blocks", None) is None:
+        if self.origin is None:
+            return
+        # the tensor the package's host tensor is: no more elements than the device stores
+        # (the package schema's bound), so its shard geometry's int64 arithmetic is exact
+        device_bytes = IPU21.tiles * IPU21.sram_bytes
+        if math.prod(self.origin.get_shape()) > device_bytes:
+            raise VerifyException(f"{label}: {self.origin} has more elements than the "
+                                  f"{device_bytes} bytes of the whole device")
+        if getattr(fmt, "blocks", None) is None:
             return
         rank = len(self.origin.get_shape())
         for name in ("blocks", "partitions", "pads"):

@@ -209,9 +209,12 @@ class FunctionPlacement:
     def live_bytes(self, buffers: Sequence[BufferOp]) -> np.ndarray:
         """Bytes live on each tile at each position: [positions, tiles]."""
         positions = max((stop for _, stop in self.spans.values()), default=0) + 1
-        needed = np.zeros((positions + 1, self.tile_count + 1), dtype=np.int64)
-        for buffer in buffers:
-            size = self.extent(buffer)
+        sizes = [self.extent(buffer) for buffer in buffers]
+        # a shard shape from IR may claim 2**63 elements (the verifier leaves a buffer too big
+        # for its tiles to this pass): exact Python integers then, not an int64 overflow
+        exact = sum(sizes) >= 2**62
+        needed = np.zeros((positions + 1, self.tile_count + 1), dtype=object if exact else np.int64)
+        for buffer, size in zip(buffers, sizes, strict=True):
             start, stop = self.spans.get(buffer, (0, positions - 1))
             tiles = ([(buffer.tiles.start.data, buffer.tiles.stop.data)] if buffer.tiles.is_range
                      else [(t, t + 1) for t in buffer.tiles.tiles()])

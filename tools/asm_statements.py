@@ -11,8 +11,9 @@ import re
 from collections.abc import Callable
 
 import numpy as np
+from xdsl.utils.exceptions import PassFailedException
 
-from device.kernels import get_kernel
+from device.kernels import UnknownKernelError, get_kernel
 from device.package import KernelStep, LoopStep, RunStep, Step
 from tools.asm_loops import Leaf, Strided, strided_loop
 
@@ -75,7 +76,11 @@ def with_comment(statement: str, provenance: str) -> tuple[str, tuple[int, ...]]
 def kernel_text(step: KernelStep) -> tuple[str, tuple[str, ...], tuple[int, ...]]:
     """A call's statement with `{}` for its pointers, scalars and loop indices; the kinds of
     those numbers; the loop indices' values (from the provenance)."""
-    abi = get_kernel(step.symbol)
+    try:  # the tile verifier leaves a symbol it does not know to the passes
+        abi = get_kernel(step.symbol)
+    except UnknownKernelError as error:
+        what = step.provenance or f"a tile.kernel @{step.symbol}"
+        raise PassFailedException(f"no listing for the kernel step of {what}: {error}") from None
     named, words = abi.split_scalars(step.scalars)
     scalar_args = [f"{_escaped(name)}={{}}" for name in named]
     if abi.variadic:  # the operands' format descriptors, as the vertex state holds them

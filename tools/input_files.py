@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import tokenize
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -58,7 +59,10 @@ def read_npy(handle: IO[bytes], label: str, unreadable: str, shape: tuple[int, .
         read_header = {(1, 0): np.lib.format.read_array_header_1_0}.get(
             version, np.lib.format.read_array_header_2_0)
         claimed, fortran, dtype = read_header(handle, max_header_size=INPUT_HEADER_LIMIT)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+    # numpy parses the header's Python literal with tokenize and ast: a malformed one raises
+    # their errors (an unclosed bracket: TokenError), not only ValueError
+    except (ValueError, SyntaxError, TypeError, RecursionError, tokenize.TokenError, OSError,
+            EOFError, zipfile.BadZipFile, zlib.error) as error:
         raise UsageError(f"{unreadable}: not a readable .npy array: {error}") from None
     if dtype.hasobject:
         raise UsageError(f"{unreadable}: holds Python objects (a pickled array), which are "

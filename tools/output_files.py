@@ -36,6 +36,11 @@ def check_output_directory(option: str, path: str | Path | None) -> Path | None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"{option}: cannot use '{path}' as an output directory: "
                          f"'{existing}' is not writable")
+    try:  # access() says yes to root everywhere: a directory made and removed is the real test
+        os.rmdir(tempfile.mkdtemp(dir=existing, prefix=".ipu-probe.", suffix=".tmp"))
+    except OSError as error:
+        raise UsageError(f"{option}: cannot use '{path}' as an output directory: cannot "
+                         f"create anything in '{existing}' ({error.strerror})") from None
     return directory
 
 

@@ -27,7 +27,14 @@ from xdsl.utils.exceptions import VerifyException
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames, shape_of
 from frontend.onnx.folding import attributes, fold, normalized_axis
-from frontend.onnx.nodes import FLOAT_TYPES, HANDLERS, OnnxImportError, unsupported, where
+from frontend.onnx.nodes import (
+    FLOAT_TYPES,
+    HANDLERS,
+    OnnxImportError,
+    data_type_name,
+    unsupported,
+    where,
+)
 from frontend.onnx.patterns import (
     AttentionMatch,
     GeluMatch,
@@ -66,6 +73,17 @@ def check_model(model: onnx.ModelProto) -> None:
                               "MAX_ONNX_NODES, device/limits.py)")
 
 
+def initializer_array(tensor: onnx.TensorProto) -> np.ndarray:
+    """An initializer's array; data that does not fill its dims (the checker does not look at
+    raw_data's length) is a diagnostic naming the initializer, not numpy's reshape error."""
+    try:
+        return numpy_helper.to_array(tensor)
+    except (ValueError, TypeError, KeyError) as error:
+        raise OnnxImportError(f"initializer '{tensor.name}': its data does not hold a tensor of "
+                              f"dims {list(tensor.dims)} and type "
+                              f"{data_type_name(tensor.data_type)}: {error}") from None
+
+
 ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
     "f32": (f32, np.float32), "f16": (f16, np.float16)
 }
@@ -77,7 +95,7 @@ class Importer:
         self.element_type, self.numpy_dtype = ELEMENT_TYPES[dtype]
         self.builder = GraphBuilder(function)
         self.env: dict[str, GraphValue] = {}
-        self.constants = {t.name: numpy_helper.to_array(t) for t in self.graph.initializer}
+        self.constants = {t.name: initializer_array(t) for t in self.graph.initializer}
         self.weights: dict[str, np.ndarray] = {}
         self.unique_name = UniqueNames()
         self.shapes = self.inferred_shapes(model)
@@ -110,7 +128,7 @@ class Importer:
             if tensor.elem_type not in FLOAT_TYPES:
                 raise OnnxImportError(
                     f"graph input '{info.name}' has element type "
-                    f"{onnx.TensorProto.DataType.Name(tensor.elem_type)}; graph tensors are "
+                    f"{data_type_name(tensor.elem_type)}; graph tensors are "
                     "floating point (f32 or f16)"
                 )
             if not tensor.HasField("shape"):

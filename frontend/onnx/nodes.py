@@ -38,6 +38,15 @@ class OnnxImportError(Exception):
     """The model has something the importer cannot map; the message names the node or input."""
 
 
+def data_type_name(data_type: int) -> str:
+    """ONNX's name of a data type, or the number when ONNX has none (the checker lets some
+    through: `data_type` is an open enum)."""
+    try:
+        return onnx.TensorProto.DataType.Name(data_type)
+    except ValueError:
+        return f"data type {data_type}"
+
+
 def where(index: int, node: onnx.NodeProto) -> str:
     """How a diagnostic names a node: its index in the graph, its name and its op type."""
     return f"node #{index} '{node.name}' ({node.op_type})" if node.name else (
@@ -200,7 +209,7 @@ def cast(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValu
     to = attributes(node)["to"]
     if to not in FLOAT_TYPES:
         raise OnnxImportError(
-            f"{where(index, node)}: casts a tensor to {onnx.TensorProto.DataType.Name(to)}; "
+            f"{where(index, node)}: casts a tensor to {data_type_name(to)}; "
             "graph tensors stay floating point"
         )
     return identity(importer, index, node)  # one element type for the whole graph (--dtype)
