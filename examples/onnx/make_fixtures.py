@@ -44,15 +44,22 @@ SMALL_SHAPE = Shape(sequence=32, width=64, heads=2, mlp=128)
 
 
 class Block(nn.Module):
-    """Pre-LayerNorm GPT-2 block: causal multi-head attention (one fused QKV projection,
-    `scaled_dot_product_attention`) and an exact-GeLU MLP, each with a residual add."""
+    """Pre-LayerNorm GPT-2 block: causal multi-head attention (`scaled_dot_product_attention`)
+    and an exact-GeLU MLP, each with a residual add, on `[..., sequence, width]` (the fixtures
+    are `[1, sequence, width]`). The Q, K and V projections are one fused `qkv` Linear, as
+    GPT-2's `c_attn`, or with `fused_qkv=False` three (`q`, `k`, `v`), as
+    `frontend.models.transformer_layer` writes them."""
 
-    def __init__(self, width: int = WIDTH, heads: int = HEADS, mlp: int | None = None) -> None:
+    def __init__(self, width: int = WIDTH, heads: int = HEADS, mlp: int | None = None,
+                 fused_qkv: bool = True) -> None:
         super().__init__()
         mlp = 4 * width if mlp is None else mlp
         self.heads = heads
         self.ln_1 = nn.LayerNorm(width)
-        self.qkv = nn.Linear(width, 3 * width)
+        if fused_qkv:
+            self.qkv = nn.Linear(width, 3 * width)
+        else:
+            self.q, self.k, self.v = (nn.Linear(width, width) for _ in range(3))
         self.proj = nn.Linear(width, width)
         self.ln_2 = nn.LayerNorm(width)
         self.fc = nn.Linear(width, mlp)
@@ -60,12 +67,16 @@ class Block(nn.Module):
         self.fc_out = nn.Linear(mlp, width)
 
     def attention(self, x: torch.Tensor) -> torch.Tensor:
-        batch, sequence, width = x.shape
-        q, k, v = self.qkv(x).split(width, dim=2)
-        heads = [t.view(batch, sequence, self.heads, width // self.heads).transpose(1, 2)
+        *lead, sequence, width = x.shape
+        n = len(lead)  # the heads axis goes in front of the sequence's
+        if hasattr(self, "qkv"):
+            q, k, v = self.qkv(x).split(width, dim=n + 1)
+        else:
+            q, k, v = self.q(x), self.k(x), self.v(x)
+        heads = [t.view(*lead, sequence, self.heads, width // self.heads).transpose(n, n + 1)
                  for t in (q, k, v)]
         y = nn.functional.scaled_dot_product_attention(*heads, is_causal=True)
-        return self.proj(y.transpose(1, 2).reshape(batch, sequence, width))
+        return self.proj(y.transpose(n, n + 1).reshape(*lead, sequence, width))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attention(self.ln_1(x))
@@ -84,10 +95,11 @@ def randomized(module: nn.Module, seed: int) -> nn.Module:
     return module.eval()
 
 
-def gpt2_small(layers: int = 12, shape: Shape = GPT2_SMALL_SHAPE, seed: int = 0) -> nn.Module:
+def gpt2_small(layers: int = 12, shape: Shape = GPT2_SMALL_SHAPE, seed: int = 0,
+               fused_qkv: bool = True) -> nn.Module:
     """`layers` blocks of `shape` (one: the block itself, else an `nn.Sequential`), with
     seeded random weights."""
-    blocks = [Block(shape.width, shape.heads, shape.mlp) for _ in range(layers)]
+    blocks = [Block(shape.width, shape.heads, shape.mlp, fused_qkv) for _ in range(layers)]
     return randomized(blocks[0] if layers == 1 else nn.Sequential(*blocks), seed)
 
 
