@@ -38,9 +38,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.append(str(ROOT / "examples" / "onnx"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "examples" / "onnx"))
 
 from models import finished, first_line, peak_tile_bytes  # bench/models.py, this script's neighbour
 
@@ -202,10 +201,10 @@ def measure(layers: int, tiles: int, dtype: str, small: bool, run: bool, timeout
 def work(directory: Path, tiles: int) -> int:
     """Compile directory/import/model.mlir for `tiles` tiles, print one JSON record, save the
     package (with its source, so that `ipu-run PACKAGE` checks a run of it)."""
+    from gemm_roofline import package_cycles  # bench/ is this script's sys.path entry
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.utils.exceptions import DiagnosticException
 
-    from gemm_roofline import package_cycles  # bench/ is this script's sys.path entry
     from interpreters.graph import find_function
     from tools.ipu_run import compile_module, module_text
     from tools.run_io import parse_module

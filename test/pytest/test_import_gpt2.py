@@ -29,9 +29,10 @@ from interpreters.graph import input_names, run_function
 from ipu_dialects.graph import AttentionOp, RepeatOp
 from tools.ipu_run import RELATIVE_TOLERANCE
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "onnx"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "onnx"))
 from make_fixtures import SMALL_SHAPE, export_onnx, gpt2_small
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def exported(tmp_path: Path, layers: int,
