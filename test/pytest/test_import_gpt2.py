@@ -65,7 +65,7 @@ def test_layer_matches_torch_and_is_the_builders_layer_with_fused_projections(dt
                                                                               tmp_path) -> None:
     path, x, y = exported(tmp_path, 1)
     imported = import_onnx(path, dtype)
-    # measured: f32 3e-7, f16 6e-4
+    # measured: f32 3e-7, f16 1e-3
     assert relative_to_torch(imported, x, y, dtype) <= RELATIVE_TOLERANCE[dtype]
     (attention,) = [op for op in imported.module.walk() if isinstance(op, AttentionOp)]
     assert attention.causal is not None and attention.scale is None  # 1/sqrt(32): the default
@@ -124,7 +124,7 @@ def test_stack_of_twelve_is_one_repeat_of_one_layer(tmp_path) -> None:
     assert sum(graph_ops(imported.module).values()) == sum(body.values()) + 1
     assert "v0-11.ln_1.weight" in imported.weights
     assert imported.weights["v0-11.ln_1.weight"].shape == (12, SMALL_SHAPE.width)
-    assert relative_to_torch(imported, x, y, "f16") <= RELATIVE_TOLERANCE["f16"]  # 1.7e-3
+    assert relative_to_torch(imported, x, y, "f16") <= RELATIVE_TOLERANCE["f16"]  # 1.6e-3
 
 
 @pytest.mark.slow
