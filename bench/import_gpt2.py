@@ -250,7 +250,9 @@ def row_lines(row: Row) -> list[str]:
         lines.append(f"  compiled in {row.compile_seconds:.1f} s: {row.ops} ops, peak "
                      f"{row.peak_bytes} B, {row.cycles} modeled cycles")
     elif row.status:
-        lines.append(f"  compile: {row.status}: {row.diagnostic}")
+        after = (f" after {row.compile_seconds:.1f} s" if row.compile_seconds is not None
+                 else "")
+        lines.append(f"  compile: {row.status}{after}: {row.diagnostic}")
     if row.device:
         lines.append(f"  device model: {row.device} in {number(row.model_seconds, '.1f')} s "
                      f"({row.device_note})")
