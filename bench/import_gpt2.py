@@ -16,10 +16,11 @@ checked in):
    abs error <= the dtype's tolerance x max |torch|): `reference` PASS/FAIL;
 4. a fresh process compiles it for `--tiles` with the default pipeline (`compile s`: its wall
    time from start to package, as `bench/models.py` counts it; `ops` after the pipeline, `peak
-   B` on the fullest tile, modeled `cycles`), or prints the first line of the diagnostic;
+   B` on the fullest tile, modeled `cycles` from `bench/gemm_roofline.py`'s `package_cycles`,
+   which takes minutes of its own at 1472 tiles), or prints the first line of the diagnostic;
 5. with `--run`, `ipu-run PACKAGE --inputs DIR/weights.npz --input x=x.npy` runs the saved
    package on the device model and checks it against the reference: `device` PASS/FAIL and the
-   model's wall time (`timeout` after `--run-timeout` seconds).
+   model's wall time (`timeout` after `--run-timeout` seconds); the cycles are then the run's.
 
 `--small` builds the same model at `SMALL_SHAPE` (sequence 32, width 64, 2 heads): a quick
 check of the bench. `--keep DIR` keeps the files (exported model, import, package) in DIR.
@@ -93,8 +94,10 @@ def run_tool(command: list[str], timeout: float | None = None) -> tuple[int | No
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as expired:
-        return None, str(expired.stdout or ""), str(expired.stderr or ""), time.perf_counter() - started
+    except subprocess.TimeoutExpired as expired:  # what the process printed before it was stopped
+        def text(output) -> str:
+            return output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+        return None, text(expired.stdout), text(expired.stderr), time.perf_counter() - started
     return done.returncode, done.stdout, done.stderr, time.perf_counter() - started
 
 
@@ -128,26 +131,31 @@ def reference_check(directory: Path, dtype: str, row: Row) -> bool:
     return True
 
 
-def compile_case(directory: Path, tiles: int, timeout: float, row: Row) -> bool:
-    """The import compiled in a fresh process (`work`); the package saved in directory/package."""
+def compile_case(directory: Path, tiles: int, timeout: float, row: Row, cycles: bool) -> bool:
+    """The import compiled in a fresh process (`work`), the package saved in
+    directory/package; True when it was saved. The worker is stopped after `timeout` seconds,
+    its records so far kept (a compile without its cycle count still has its figures)."""
     command = [sys.executable, __file__, "--worker", str(directory), "--tiles", str(tiles)]
+    command += [] if cycles else ["--run"]  # the worker's --run: leave the count to the run
     started = time.time()
     status, stdout, stderr, _ = run_tool(command, timeout)
-    records = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-    if not records:
+    records = {r["stage"]: r for r in map(json.loads, stdout.splitlines()) if "stage" in r}
+    record = records.get("compile")
+    if record is None:
         row.status = "timeout" if status is None else "error"
         row.diagnostic = (f"no package after {timeout:.0f} s" if status is None
                           else first_line(stderr.strip().splitlines()[-1] if stderr.strip() else
                                           f"exit status {status}", None))
         return False
-    record = records[0]
     row.status = record["status"]
     row.compile_seconds = record["done"] - started
     if row.status != "compiled":
         row.diagnostic = first_line(record["diagnostic"], None)
         return False
-    row.ops, row.peak_bytes, row.cycles = record["ops"], record["peak_bytes"], record["cycles"]
-    return True
+    row.ops, row.peak_bytes = record["ops"], record["peak_bytes"]
+    if "cycles" in records:
+        row.cycles = records["cycles"]["cycles"]
+    return "saved" in records
 
 
 def device_run(directory: Path, timeout: float, row: Row) -> None:
@@ -169,8 +177,11 @@ def device_run(directory: Path, timeout: float, row: Row) -> None:
     row.device = result["check"]
     if "max_rel_error" in result:
         row.device_note = f"max rel error {result['max_rel_error']:.3g}"
-        if result.get("modeled_cycles") != row.cycles:
-            row.device_note += f"; the model's cycles {result.get('modeled_cycles')} differ"
+        model_cycles = result.get("modeled_cycles")
+        if row.cycles is None:
+            row.cycles = model_cycles
+        elif model_cycles != row.cycles:
+            row.device_note += f"; the model's cycles {model_cycles} differ"
     else:
         row.device_note = first_line(result.get("model_error") or result.get("diagnostic") or "")
 
@@ -190,7 +201,7 @@ def measure(layers: int, tiles: int, dtype: str, small: bool, run: bool, timeout
             return row
         row.graph_ops, row.repeats = graph_op_counts(directory / "import" / "model.mlir")
         reference_check(directory, dtype, row)
-        if compile_case(directory, tiles, timeout, row) and run:
+        if compile_case(directory, tiles, timeout, row, cycles=not run) and run:
             device_run(directory, run_timeout, row)
     return row
 
@@ -198,9 +209,12 @@ def measure(layers: int, tiles: int, dtype: str, small: bool, run: bool, timeout
 # -- the compile worker -------------------------------------------------------------------------
 
 
-def work(directory: Path, tiles: int) -> int:
-    """Compile directory/import/model.mlir for `tiles` tiles, print one JSON record, save the
-    package (with its source, so that `ipu-run PACKAGE` checks a run of it)."""
+def work(directory: Path, tiles: int, cycles: bool) -> int:
+    """Compile directory/import/model.mlir for `tiles` tiles and print one JSON record per
+    stage as soon as it is known: the compile, the package saved (with its source, so that
+    `ipu-run PACKAGE` checks a run of it), the modeled cycles (`package_cycles` walks every
+    step of the unrolled program: at 1472 tiles it takes minutes of its own; not counted with
+    `cycles` False, when the device model's run gives them)."""
     from gemm_roofline import package_cycles  # bench/ is this script's sys.path entry
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.utils.exceptions import DiagnosticException
@@ -219,16 +233,24 @@ def work(directory: Path, tiles: int) -> int:
         try:
             package = compile_module(module, tiles, "pad", with_assembly=False)
         except DiagnosticException as error:
-            emit({"status": "diagnostic", **finished(), "diagnostic": str(error)})
+            emit({"stage": "compile", "status": "diagnostic", **finished(),
+                  "diagnostic": str(error)})
             return 0
         done = finished()
         peak, _ = peak_tile_bytes(module)
-        emit({"status": "compiled", **done, "ops": sum(1 for _ in module.walk()),
-              "peak_bytes": peak, "cycles": int(sum(package_cycles(package)))})
+        emit({"stage": "compile", "status": "compiled", **done,
+              "ops": sum(1 for _ in module.walk()), "peak_bytes": peak})
         package.source = module_text(source)
         package.save(directory / "package")
+        emit({"stage": "saved"})
+        if not cycles:
+            return 0
+        started = time.perf_counter()
+        emit({"stage": "cycles", "cycles": int(sum(package_cycles(package))),
+              "seconds": time.perf_counter() - started})
     except Exception as error:  # a bug, reported as one line, never a traceback
-        emit({"status": "error", **finished(), "diagnostic": f"{type(error).__name__}: {error}"})
+        emit({"stage": "compile", "status": "error", **finished(),
+              "diagnostic": f"{type(error).__name__}: {error}"})
     return 0
 
 
@@ -248,7 +270,7 @@ def row_lines(row: Row) -> list[str]:
              f"  reference: {reference}"]
     if row.status == "compiled":
         lines.append(f"  compiled in {row.compile_seconds:.1f} s: {row.ops} ops, peak "
-                     f"{row.peak_bytes} B, {row.cycles} modeled cycles")
+                     f"{row.peak_bytes} B, {number(row.cycles, 'd')} modeled cycles")
     elif row.status:
         after = (f" after {row.compile_seconds:.1f} s" if row.compile_seconds is not None
                  else "")
@@ -274,7 +296,7 @@ def main() -> int:
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
-        return work(args.worker, args.tiles)
+        return work(args.worker, args.tiles, cycles=not args.run)
     rows = []
     for layers in args.layers:
         row = measure(layers, args.tiles, args.dtype, args.small, args.run, args.timeout,
