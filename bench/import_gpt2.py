@@ -181,6 +181,8 @@ def device_run(directory: Path, tiles: int, timeout: float, row: Row) -> None:
     if "max_rel_error" in result:
         row.device_note = f"max rel error {result['max_rel_error']:.3g}"
         model_cycles = result.get("modeled_cycles")
+        if isinstance(model_cycles, dict):  # a compiled run's: total, by phase, kernel, op
+            model_cycles = model_cycles["total"]
         if row.cycles is None:
             row.cycles = model_cycles
         elif model_cycles != row.cycles:

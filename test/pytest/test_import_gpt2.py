@@ -8,6 +8,7 @@ the three projections fused, matches torch under the reference, and its 12-layer
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -130,10 +131,13 @@ def test_stack_of_twelve_is_one_repeat_of_one_layer(tmp_path) -> None:
 @pytest.mark.slow
 def test_bench_imports_compiles_and_runs_the_small_model() -> None:
     """bench/import_gpt2.py end to end at the small size on 16 tiles: both cases pass the
-    reference against torch and the device model."""
+    reference against torch and the device model, and the stack compiles to about one layer's
+    ops (issue 28: within 10%)."""
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "import_gpt2.py"), "--small",
                            "--tiles", "16", "--run"], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.count("reference: PASS") == 2 and out.count("device model: PASS") == 2, out
     assert "25 graph ops, 0 graph.repeat" in out and "26 graph ops, 1 graph.repeat" in out
+    layer, stack = (int(n) for n in re.findall(r"compiled in [0-9.]+ s: (\d+) ops", out))
+    assert abs(stack - layer) <= 0.1 * layer, out  # measured: 283 and 293 ops
