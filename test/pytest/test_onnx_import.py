@@ -14,6 +14,8 @@ from onnx_models import attention_model, constant, model, tensor
 from xdsl.dialects.func import FuncOp
 
 from frontend.onnx import OnnxImportError, import_onnx
+from frontend.onnx.importer import INFERENCE_ELEMENTS, weightless
+from frontend.onnx.patterns import causal_mask_kind
 from interpreters.graph import input_names, run_function
 
 
@@ -160,6 +162,40 @@ def test_attention_without_mask_and_with_zero_mask_and_default_scale() -> None:
         imported = check_against_onnx(attention_model(mask, scale=0.5), feeds)
         (attention,) = [op for op in imported.module.walk() if op.name == "graph.attention"]
         assert attention.causal is None and attention.scale is None  # 0.5 = 1/sqrt(4)
+
+
+def test_causal_mask_kinds_without_broadcasting_the_leading_axes() -> None:
+    logits = (2, 3, 8, 8)
+    causal = np.triu(np.full((8, 8), -np.inf, np.float32), k=1)
+    assert causal_mask_kind(causal, logits) == "causal"
+    assert causal_mask_kind(np.stack([causal, causal])[:, None], logits) == "causal"
+    assert causal_mask_kind(np.zeros((1, 1, 8, 8)), logits) == "none"
+    other = causal.copy()
+    other[0, 1] = 0.0  # one batch's mask lets the first query see a future key
+    assert causal_mask_kind(np.stack([causal, other])[:, None], logits) == "general"
+    assert causal_mask_kind(np.zeros((3, 8, 8)) + causal, logits) == "causal"  # 3 = heads
+    assert causal_mask_kind(np.zeros((4, 8, 8)) + causal, logits) == "general"  # not 1, not 3
+    assert causal_mask_kind(np.zeros((2, 3, 1, 8, 8)) + causal, logits) == "general"  # rank 5
+    assert causal_mask_kind(causal[:1], logits) == "general"  # [1, 8]: the same row for each query
+
+
+def test_shape_inference_sees_the_shapes_of_large_weights_only() -> None:
+    """A Shape of a product by a large weight folds: the weight is a typed graph input of the
+    model shape inference runs on (which holds no large initializer), its shape known."""
+    width = INFERENCE_ELEMENTS // 16 + 1  # [16, width]: one element more than the bound
+    nodes = [helper.make_node("MatMul", ["x", "a"], ["h"]),
+             helper.make_node("MatMul", ["h", "b"], ["g"]),
+             helper.make_node("Shape", ["g"], ["s"]),
+             helper.make_node("Reshape", ["g", "s"], ["y"])]
+    m = model(nodes, [tensor("x", [4, 16])], ["y"], {"a": rand(16, 16), "b": rand(16, width)})
+    inferred = weightless(m)
+    assert [t.name for t in inferred.graph.initializer] == ["a"]
+    (b,) = [i for i in inferred.graph.input if i.name == "b"]
+    assert [d.dim_value for d in b.type.tensor_type.shape.dim] == [16, width]
+    imported = check_against_onnx(m, {"x": rand(4, 16)}, rtol=1e-4)
+    assert set(imported.weights) == {"a", "b"} and ops_of(imported).count("graph.reshape") == 1
+    small = model(nodes, [tensor("x", [4, 16])], ["y"], {"a": rand(16, 16), "b": rand(16, 8)})
+    assert weightless(small) is small  # nothing large: the model itself
 
 
 # -- diagnostics -----------------------------------------------------------------------------
