@@ -92,6 +92,7 @@ class KernelBatch:
     memory: TileMemory
     target: Target
     where: str
+    variadic: tuple[int, ...] = ()  # the words after the named scalars (descriptors)
 
     def aligned(self, name: str, alignment: int) -> bool:
         return not np.any(self.pointers[name] % alignment)

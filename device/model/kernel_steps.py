@@ -68,7 +68,7 @@ def run_kernel_step(memory: TileMemory, step: KernelStep, where: str, target: Ta
     batched = record.batched
     if batched is not None and tiles.size > 1 and np.all((tiles >= 0) & (tiles < memory.tiles)):
         batch = KernelBatch(abi, tiles, dict(zip(abi.pointers, pointers.T, strict=True)),
-                            scalars, memory, target, where)
+                            scalars, memory, target, where, variadic)
         cycles = batched(batch)
         if cycles is not None:
             return cycles

@@ -19,20 +19,26 @@ from device.model.cycles import (
     convert_shard_cycles,
     copy_cycles,
     fill_zero_cycles,
+    gather_moved_cycles,
     gather_shard_cycles,
 )
 from device.model.kernel_call import Kernel, KernelBatch, KernelCall, KernelScalars, of_formats
 from device.model.kernel_shards import (
     box_on,
+    copy_boxes,
+    decoded,
     is_empty,
     local_slices,
     operand_formats,
     read_codes,
     read_values,
+    shard_box,
+    shard_origins,
     write_codes,
     write_values,
     zero_padding,
 )
+from device.shard_geometry import DescriptorError
 from device.target import WORD_BYTES
 
 
@@ -105,6 +111,40 @@ def gather_shard(call: KernelCall) -> int:
     return gather_shard_cycles(out, staged, source_tile, call.tile, call.target)
 
 
+def _gather_shard_batched(batch: KernelBatch) -> int | None:
+    """`gather_shard` on every tile of a step at once: the boxes of all tiles in NumPy, the
+    elements of the (few) tiles whose box meets the source shard moved in one operation per
+    box extent (`copy_boxes`). None (the step then runs tile by tile, which names the
+    failing tile) when any tile would fail a check of the per-tile form."""
+    try:
+        out, staged = decoded(batch.variadic, 2)
+    except DescriptorError:
+        return None
+    source_tile, tiles = batch.scalars["source_tile"], batch.tiles
+    if (out.shape != staged.shape or out.rank == 0
+            or (out.precision, out.scale) != (staged.precision, staged.scale)
+            or not 0 <= source_tile < staged.tiles_used or int(tiles.max()) >= out.tiles_used
+            or not batch.inside("out", out.shard_bytes())
+            or not batch.inside("staged", staged.shard_bytes())):
+        return None
+    source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
+    starts = shard_origins(out)[tiles]
+    low = np.maximum(starts, source_start)
+    stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
+                       np.asarray(out.shape, np.int64))
+    extents = np.maximum(stops - low, 0)
+    moved = extents.prod(axis=1)
+    rows = np.flatnonzero(moved > 0)
+    if rows.size:
+        alignment = batch.target.vector_alignment
+        if (np.any(batch.pointers["out"][rows] % alignment)
+                or np.any(batch.pointers["staged"][rows] % alignment)):
+            return None
+        copy_boxes(batch, rows, "out", out, low - starts, "staged", staged, low - source_start,
+                   extents)
+    return gather_moved_cycles(int(moved.max()), out, staged, batch.target)
+
+
 def _gather_shard_cycles(call: KernelScalars) -> int:
     out, staged = call.formats()
     return gather_shard_cycles(out, staged, call.scalars["source_tile"], call.tile, call.target)
@@ -145,5 +185,6 @@ RECORDS: tuple[Kernel, ...] = (
         ),
         gather_shard,
         _gather_shard_cycles,
+        _gather_shard_batched,
     ),
 )

@@ -95,6 +95,16 @@ class TileMemory:
         self._words[receivers, target_index:target_index + count] = (
             self._words[source, source_index:source_index + count])
 
+    def copy_elements(self, tiles: np.ndarray, targets: np.ndarray, sources: np.ndarray,
+                      itemsize: int) -> None:
+        """On each tile `tiles[i]`, copy the `itemsize`-byte elements at element indices
+        `sources[i]` to `targets[i]` (indices in units of `itemsize` from the tile's memory
+        base; [n, m] int64 arrays, range-checked by the caller). Every source element is read
+        before any target is written, as a kernel that reads its operands whole does."""
+        view = self._bytes.view(f"<u{itemsize}")
+        rows = np.asarray(tiles, dtype=np.int64)[:, None]
+        view[rows, targets] = view[rows, sources]
+
     def check_ranges(self, tiles: np.ndarray, address: np.ndarray | int, nbytes: int,
                      what: str) -> None:
         """`check_range` for many tiles at once; the message names the first bad tile."""
