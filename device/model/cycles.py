@@ -138,5 +138,11 @@ def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
     out, src, view = split_view_words(view_words)
     moved, _, _ = view_moves(view, out, out.shard_box(tile), src,
                              src.shard_box(tile if source_tile is None else source_tile))
-    count = moved[0].size if moved else 1
-    return target.vector_cycles(_moved_bytes(count, out, src))
+    return view_moved_cycles(moved[0].size if moved else 1, out, src, target)
+
+
+def view_moved_cycles(elements: int, out: ShardGeometry, src: ShardGeometry,
+                      target: Target) -> int:
+    """A view kernel call that moves `elements` elements (a rank-0 out: 1). Non-decreasing
+    in `elements`: the batched model charges a step its largest move's cycles."""
+    return target.vector_cycles(_moved_bytes(elements, out, src))

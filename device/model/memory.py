@@ -99,10 +99,12 @@ class TileMemory:
                       itemsize: int) -> None:
         """On each tile `tiles[i]`, copy the `itemsize`-byte elements at element indices
         `sources[i]` to `targets[i]` (indices in units of `itemsize` from the tile's memory
-        base; [n, m] int64 arrays, range-checked by the caller). Every source element is read
-        before any target is written, as a kernel that reads its operands whole does."""
+        base; int64 arrays of shape [n, m], or [n] for one element per entry, range-checked by
+        the caller). Every source element is read before any target is written, as a kernel
+        that reads its operands whole does."""
         view = self._bytes.view(f"<u{itemsize}")
-        rows = np.asarray(tiles, dtype=np.int64)[:, None]
+        rows = np.asarray(tiles, dtype=np.int64)
+        rows = rows.reshape(rows.shape + (1,) * (np.ndim(targets) - rows.ndim))
         view[rows, targets] = view[rows, sources]
 
     def check_ranges(self, tiles: np.ndarray, address: np.ndarray | int, nbytes: int,
