@@ -1,17 +1,40 @@
 """Per-tile SRAM: one uint8 array [tiles, memory_end - memory_base], zero-filled lazily.
 
-The array is one `np.zeros` allocation, which the operating system backs with pages only
-where something is written, so a package for many tiles costs memory only for the pages it
-touches. One array for all tiles lets the fabric and batched kernels read and write many
-tiles in one NumPy operation (`gather`, `scatter`, `tile_bytes`).
+The array is one zero-filled anonymous allocation, which the operating system backs with
+pages only where something is written, so a package for many tiles costs memory only for the
+pages it touches. From `HUGE_PAGES_FROM` bytes on (about 100 tiles) the mapping asks for
+transparent huge pages (`madvise(MADV_HUGEPAGE)`, where the system offers it): a whole-chip
+run touches most of its 918 MB, and one fault per 2 MiB instead of per 4 KiB took loading
+the images and inputs of a 1472-tile package from seconds to a fraction of one. One array
+for all tiles lets the fabric and batched kernels read and write many tiles in one NumPy
+operation (`gather`, `scatter`, `tile_bytes`, `copy_elements`).
 """
 
 from __future__ import annotations
+
+import mmap
 
 import numpy as np
 
 from device.model.errors import ModelError
 from device.target import WORD_BYTES, Target
+
+
+HUGE_PAGES_FROM = 64 << 20  # bytes of tile memory from which huge pages are asked for
+
+
+def zeroed_bytes(shape: tuple[int, int]) -> tuple[np.ndarray, mmap.mmap | None]:
+    """A zero-filled uint8 array of `shape` and the mapping that holds it (None: `np.zeros`)."""
+    nbytes = shape[0] * shape[1]
+    advice = getattr(mmap, "MADV_HUGEPAGE", None)
+    if nbytes < HUGE_PAGES_FROM or advice is None:
+        return np.zeros(shape, dtype=np.uint8), None
+    mapping = mmap.mmap(-1, nbytes)  # anonymous: zero-filled, pages on first touch
+    try:
+        mapping.madvise(advice)
+    except OSError:  # huge pages off: the mapping still works with small pages
+        pass
+    return np.frombuffer(mapping, dtype=np.uint8).reshape(shape), mapping
 
 
 class TileMemory:
@@ -20,7 +43,7 @@ class TileMemory:
         self.tiles = tiles
         self.base = target.memory_base
         self.end = target.memory_end
-        self._bytes = np.zeros((tiles, self.end - self.base), dtype=np.uint8)
+        self._bytes, self._mapping = zeroed_bytes((tiles, self.end - self.base))
         self._words = self._bytes.view("<u4")
 
     # ---- checks ---------------------------------------------------------------------
