@@ -66,6 +66,7 @@ from device.package import ExchangeStep, Package
 from device.target import WORD_BYTES, Target, pair_tile
 
 NO_END = 1 << 62  # the last XPIC selection stays in force past the phase end
+PIC_KEY = 1 << 40  # (group, event) as one sortable int64: group * PIC_KEY + event
 DIRECTION_UP, DIRECTION_DOWN = 0b01, 0b10  # sctl bit 0: to higher ids; bit 1: to lower ids
 
 # Errors of one phase are sorted to the order a receiver-by-receiver reading gives.
@@ -259,36 +260,39 @@ class Runs:
         return Runs(*(getattr(self, f)[mask] for f in self.FIELDS))
 
 
-def group_runs(index: int, group: RowGroup, sender_of: dict[int, RowGroup],
-               latency: np.ndarray, tiles: int) -> list[Runs]:
-    """The runs every receiver of `group` selects, for all its tiles at once (of either item
-    width: `drop_mismatched` keeps those its mux takes)."""
-    runs = []
-    for start, stop, source, selector in xpic_segments(group.timeline):
-        if not 0 <= source < tiles or source not in sender_of:
-            continue
-        receivers = group.tiles[group.tiles != source]
-        delay = latency[source, receivers]
-        for interval in sender_of[source].sends:
-            reaches = np.zeros(receivers.size, dtype=bool)
-            if interval.sctl & DIRECTION_UP:
-                reaches |= receivers > source
-            if interval.sctl & DIRECTION_DOWN:
-                reaches |= receivers < source
-            first = np.maximum(interval.start_event + delay, start)
-            last = np.minimum(interval.start_event + delay + interval.events, stop)
-            keep = reaches & (first < last)
-            if not keep.any():
+def phase_runs(groups: list[RowGroup], sender_of: dict[int, RowGroup], latency: np.ndarray,
+               tiles: int) -> Runs:
+    """The runs every receiver of every group selects, for all of them at once (of either
+    item width: `drop_mismatched` keeps those its mux takes). One entry per (group, XPIC
+    selection, send interval of the selected source) is listed in Python; its receivers
+    (the group's tiles but the source) are then expanded and cut in NumPy together."""
+    pairs, members = [], []
+    for index, group in enumerate(groups):
+        for start, stop, source, selector in xpic_segments(group.timeline):
+            if not 0 <= source < tiles or source not in sender_of:
                 continue
-            kept_first, kept_delay = first[keep], delay[keep]
-            n = kept_first.size
-            runs.append(Runs(
-                np.full(n, index, np.int64), receivers[keep], np.full(n, source, np.int64),
-                kept_first, last[keep] - kept_first,
-                (kept_first - kept_delay - interval.start_event) * interval.width
-                + interval.address, kept_delay, np.full(n, interval.width, np.int64),
-                np.full(n, selector, np.int64)))
-    return runs
+            for interval in sender_of[source].sends:
+                pairs.append((index, start, stop, source, selector, interval.start_event,
+                              interval.events, interval.width, interval.address,
+                              interval.sctl))
+                members.append(group.tiles)
+    if not pairs:
+        return Runs.concatenate([])
+    table = np.array(pairs, dtype=np.int64)
+    sizes = np.array([m.size for m in members], dtype=np.int64)
+    receiver = np.concatenate(members)
+    (group, start, stop, source, selector, start_event, events, width, address,
+     sctl) = table[np.repeat(np.arange(len(pairs)), sizes)].T
+    delay = latency[source, receiver].astype(np.int64)
+    reaches = (((sctl & DIRECTION_UP) != 0) & (receiver > source)) | (
+        ((sctl & DIRECTION_DOWN) != 0) & (receiver < source))
+    first = np.maximum(start_event + delay, start)
+    last = np.minimum(start_event + delay + events, stop)
+    keep = reaches & (first < last)  # a source never reaches itself
+    first, delay = first[keep], delay[keep]
+    return Runs(group[keep], receiver[keep], source[keep], first, last[keep] - first,
+                (first - delay - start_event[keep]) * width[keep] + address[keep], delay,
+                width[keep], selector[keep])
 
 
 def drop_mismatched(runs: Runs, where: str, errors: PhaseErrors) -> Runs:
@@ -354,25 +358,43 @@ def cut_at_pic(runs: Runs, groups: list[RowGroup], where: str,
                errors: PhaseErrors) -> Pieces:
     """Cut each run where the receiver's PIC is set, so that a piece stores to consecutive
     words (runs count events, pieces words); words before any PIC of the phase are reported
-    and dropped."""
-    parts = []
-    for index, group in enumerate(groups):
-        mine = runs.select(runs.group == index)
-        if mine.receiver.size:
-            parts.append(_cut_group(mine, *pic_table(group.timeline), where, errors))
-    pieces = Pieces.concatenate(parts)
+    and dropped. The PIC controls of all groups form one table sorted by (group, event), so
+    the runs of every group are cut together."""
+    tables = [pic_table(group.timeline) for group in groups]
+    counts = np.array([events.size for events, _ in tables], dtype=np.int64)
+    group_first = np.cumsum(counts) - counts  # index of each group's first PIC control
+    if counts.sum():
+        pic_events = np.concatenate([events for events, _ in tables])
+        pic_values = np.concatenate([values for _, values in tables])
+    else:
+        pic_events = pic_values = np.zeros(0, np.int64)
+    pic_group = np.repeat(np.arange(len(groups), dtype=np.int64), counts)
+    pieces = _cut_runs(runs, pic_group, pic_events, pic_values, group_first, counts, where,
+                       errors)
     return pieces.sorted_by_arrival().with_targets()
 
 
-def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where: str,
-               errors: PhaseErrors) -> Pieces:
-    # The PIC in force at an event: the last PIC control at or before it.
-    low = np.searchsorted(pic_events, runs.first, side="right") - 1
-    high = np.searchsorted(pic_events, runs.first + runs.count - 1, side="right") - 1
+def _cut_runs(runs: Runs, pic_group: np.ndarray, pic_events: np.ndarray,
+              pic_values: np.ndarray, group_first: np.ndarray, counts: np.ndarray, where: str,
+              errors: PhaseErrors) -> Pieces:
+    # The PIC in force at an event: the last PIC control of the run's group at or before it.
+    # Keys (group, event) as one int64: events stay far below 2**40.
+    keys = pic_group * PIC_KEY + pic_events
+    base = runs.group * PIC_KEY
+
+    def in_force(events: np.ndarray) -> np.ndarray:
+        found = np.searchsorted(keys, base + events, side="right") - 1
+        return np.where((found >= 0) & (pic_group[np.maximum(found, 0)] == runs.group),
+                        found, -1)
+
+    low, high = in_force(runs.first), in_force(runs.first + runs.count - 1)
     no_pic = low < 0
     if no_pic.any():
-        # words before the first PIC: from the run's start to the first PIC event
-        first_pic = pic_events[0] if pic_events.size else NO_END
+        # words before the first PIC: from the run's start to the group's first PIC event
+        grouped = runs.group[no_pic]
+        has_pic = counts[grouped] > 0
+        first_pic = np.full(grouped.size, NO_END, np.int64)
+        first_pic[has_pic] = pic_events[group_first[grouped[has_pic]]]
         stop = np.minimum(runs.first[no_pic] + runs.count[no_pic], first_pic)
         _report_words(errors, NO_PIC, runs.receiver[no_pic], runs.source[no_pic],
                       runs.first[no_pic], stop - 1,
@@ -380,7 +402,7 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
                       lambda r, s, n, a, b: (
                           f"{where}: tile {r}: {n} word(s) from tile {s} arriving at events "
                           f"{a}..{b} found no PIC set in this phase; dropped"))
-    low = np.maximum(low, 0)
+    low = np.where(no_pic, group_first[runs.group], low)
     keep = high >= 0
     runs, low, high = runs.select(keep), low[keep], high[keep]
     pieces_per_run = high - low + 1
@@ -390,7 +412,10 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
     run_start, run_stop = runs.first[run_of_piece], runs.first[run_of_piece] + runs.count[
         run_of_piece]
     begin = np.maximum(run_start, pic_events[pic])
-    following = np.append(pic_events, NO_END)[pic + 1]
+    # the next PIC control of the same group ends the piece (none after a group's last)
+    last_of_group = pic + 1 >= (group_first + counts)[runs.group[run_of_piece]]
+    following = np.where(last_of_group, NO_END,
+                         np.append(pic_events, NO_END)[np.minimum(pic + 1, pic_events.size)])
     end = np.minimum(run_stop, following)
     keep = end > begin  # several PIC controls at one event: the last one holds
     run_of_piece, pic, begin, end = (x[keep] for x in (run_of_piece, pic, begin, end))
@@ -400,7 +425,7 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
         arrival=begin, count=(end - begin) * width,
         source_word=runs.address[run_of_piece] + (begin - runs.first[run_of_piece]) * width,
         delay=runs.delay[run_of_piece], pic_value=pic_values[pic],
-        pic=pic, width=width,
+        pic=pic - group_first[runs.group[run_of_piece]], width=width,
     )
 
 
@@ -507,9 +532,7 @@ def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep,
     errors = PhaseErrors()
     check_sends(memory, groups, where, errors)
     sender_of = {int(t): g for g in groups if g.sends for t in g.tiles.tolist()}
-    runs = Runs.concatenate([part for index, group in enumerate(groups)
-                             for part in group_runs(index, group, sender_of, latency,
-                                                    memory.tiles)])
+    runs = phase_runs(groups, sender_of, latency, memory.tiles)
     runs = drop_lost(drop_mismatched(runs, where, errors), outcome.events, where, errors)
     pieces = cut_at_pic(runs, groups, where, errors)
     pieces = drop_outside(drop_odd_pic(pieces, where, errors), memory, where, errors)
