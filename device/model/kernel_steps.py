@@ -52,7 +52,8 @@ def _check_step_shape(step: KernelStep, abi: KernelAbi, where: str) -> np.ndarra
             f"({', '.join(abi.pointers)}) on each of {tiles.size} tiles; the step's pointer "
             f"array has shape {pointers.shape}"
         )
-    if len(set(tiles.tolist())) != tiles.size:
+    ordered = np.sort(tiles)
+    if np.any(ordered[1:] == ordered[:-1]):
         raise ModelError(f"{where}: kernel {abi.symbol} lists a tile more than once")
     return pointers
 

@@ -26,6 +26,7 @@ from device.model.kernel_shards import (
     shard_box,
     shard_origins,
     storage_positions,
+    unique_rows,
     write_codes,
 )
 from device.shard_geometry import DescriptorError, ShardGeometry
@@ -117,8 +118,7 @@ def _gather_view_batched(batch: KernelBatch) -> int | None:
         view.strides, np.int64)
     moved = np.zeros(tiles.size, dtype=np.int64)
     moves = []  # (rows, element index in the window grid, the grid) of resident elements
-    shapes, group = np.unique(extents, axis=0, return_inverse=True)
-    group = group.reshape(-1)
+    shapes, group = unique_rows(extents)
     for index, shape in enumerate(shapes.tolist()):
         if 0 in shape:
             continue
