@@ -32,14 +32,19 @@ width mismatches, 64-bit items at an odd PIC, stores or sends outside tile memor
 incoming-bus conflicts of a pair, and memory-element contention between a tile's row fetch,
 send reads and incoming writes (`device.memory_conflicts`).
 
-Vectorized across tiles: tiles whose fetched rows are identical form one `RowGroup` and
-share one decoded timeline. Each (XPIC selection, send interval) pair of a group becomes,
-for all its receivers at once, a `Runs` record of items arriving on consecutive events
-(latency L(s, r) per receiver); runs are then cut at the receivers' PIC controls into
-pieces with one contiguous source and one contiguous target range each, counted in words
-(`device.model.fabric_words` moves them). No per-word arrays are built unless two pieces
-of a phase touch the same memory, where the exact event order is replayed word by word.
-The bus-sharing check loops over the tiles that store through the pair mux only.
+Vectorized across tiles and row groups: tiles whose fetched rows are identical form one
+`RowGroup` and share one decoded timeline. Each (group, XPIC selection, send interval of
+the selected source) is one entry of a small table, listed in Python; its receivers (the
+group's tiles) are expanded and turned into `Runs` (items arriving on consecutive events,
+latency L(s, r) per receiver) for every group of the phase in one NumPy pass
+(`phase_runs`). Runs are then cut at the receivers' PIC controls into pieces with one
+contiguous source and one contiguous target range each, counted in words, against one
+table of every group's PIC controls sorted by (group, event) (`cut_at_pic`); the pieces go
+to `device.model.fabric_words`, which moves them. No per-word arrays are built unless two
+pieces of a phase touch the same memory, where the exact event order is replayed word by
+word. The bus-sharing check loops over the tiles that store through the pair mux only. A
+phase of a whole-chip gather (a dozen groups, a few hundred runs) costs a few milliseconds,
+mostly fixed NumPy call overhead, whatever its tile count.
 """
 
 from __future__ import annotations

@@ -7,6 +7,12 @@ round-to-nearest-even with overflow to inf, to FP8 saturating at +-240 * 2**scal
 formats share precision and scale) and leaves every element outside the intersection of the
 source box, this tile's box and the logical extent as it was: the compiler zeroes the
 destination first and calls it once per source tile.
+
+`gather_shard`'s batched form runs a step on all its tiles at once: every tile's out box
+from the format's origins (`shard_origins`), the intersections with the source box in
+NumPy, and the elements of the tiles whose intersection is not empty (a few per step) moved
+through the formats' storage positions (`kernel_shards.copy_boxes`), never unpacking a
+whole shard.
 """
 
 from __future__ import annotations

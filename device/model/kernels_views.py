@@ -6,6 +6,12 @@ the elements of this tile's out box, inside the view's window and out's logical 
 source they hold: the compiler zeroes out's padding first and, for a concat, calls them once
 per input (each input a window of out). `view_shard` requires every such element's source in
 the source shard on this tile.
+
+`gather_view` has a batched form (`_gather_view_batched`): one step's tiles all read the
+shard of one source tile, so whether a source element is there is one boolean mask over the
+source's linear indices, and each tile's window is a fixed pattern of linear indices shifted
+by a per-tile offset: one lookup for all tiles finds what each moves, and only those
+elements are copied (`TileMemory.copy_elements`). `view_shard` runs tile by tile.
 """
 
 from __future__ import annotations

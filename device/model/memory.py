@@ -19,7 +19,6 @@ import numpy as np
 from device.model.errors import ModelError
 from device.target import WORD_BYTES, Target
 
-
 HUGE_PAGES_FROM = 64 << 20  # bytes of tile memory from which huge pages are asked for
 
 

@@ -151,7 +151,8 @@ def test_batched_gather_shard_writes_the_bytes_the_per_tile_gather_writes(monkey
         step = kernel("gather_shard", list(range(out.tiles_used))[::-1],
                       [[AREAS[1], AREAS[2]]] * out.tiles_used,
                       [source, *descriptors(out, staged)])
-        batched, per_tile = both_ways(monkeypatch, lambda: random_memory(tiles, source), step)
+        batched, per_tile = both_ways(
+            monkeypatch, lambda source=source: random_memory(tiles, source), step)
         same_memory(batched, per_tile)
 
 
@@ -198,7 +199,8 @@ def test_batched_gather_view_writes_the_bytes_the_per_tile_gather_writes(monkeyp
     for source in range(src.tiles_used):
         step = kernel("gather_view", list(range(out.tiles_used)),
                       [[AREAS[1], AREAS[2]]] * out.tiles_used, [source, *words])
-        batched, per_tile = both_ways(monkeypatch, lambda: random_memory(tiles, source), step)
+        batched, per_tile = both_ways(
+            monkeypatch, lambda source=source: random_memory(tiles, source), step)
         same_memory(batched, per_tile)
 
 

@@ -23,6 +23,8 @@ from interpreters.graph import find_function
 from tools.ipu_run import compile_module
 from tools.run_io import random_inputs
 
+pytestmark = pytest.mark.slow  # a 128-tile compile and a tile-by-tile run: about 10 s
+
 # A GPT-2-shaped layer small enough to run tile by tile in seconds, large enough that its
 # plan has gather_shard and gather_view steps on many tiles.
 SMALL_LAYER = replace(GPT2_SMALL, name="gpt2-128", seq=128, d_model=128, heads=2, mlp=512)
