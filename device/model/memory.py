@@ -148,7 +148,14 @@ class TileMemory:
         offsets = np.asarray(address, dtype=np.int64) - self.base
         if offsets.ndim == 0:
             return self._bytes[tiles, int(offsets):int(offsets) + nbytes]
-        return self._bytes[np.asarray(tiles)[:, None], offsets[:, None] + np.arange(nbytes)]
+        tiles = np.asarray(tiles)
+        groups = _offset_groups(offsets)
+        if groups is None:
+            return self._bytes[tiles[:, None], offsets[:, None] + np.arange(nbytes)]
+        result = np.empty((tiles.size, nbytes), dtype=np.uint8)
+        for offset, rows in groups:
+            result[rows] = self._bytes[tiles[rows], offset:offset + nbytes]
+        return result
 
     def write_tile_bytes(self, tiles: np.ndarray, address: np.ndarray | int,
                          data: np.ndarray, what: str = "write") -> None:
@@ -160,5 +167,26 @@ class TileMemory:
         offsets = np.asarray(address, dtype=np.int64) - self.base
         if offsets.ndim == 0:
             self._bytes[tiles, int(offsets):int(offsets) + nbytes] = data
-        else:
+            return
+        groups = _offset_groups(offsets)
+        if groups is None or np.unique(tiles).size != tiles.size:  # one store: its order
             self._bytes[tiles[:, None], offsets[:, None] + np.arange(nbytes)] = data
+            return
+        for offset, rows in groups:  # distinct tiles: the groups touch disjoint bytes
+            self._bytes[tiles[rows], offset:offset + nbytes] = data[rows]
+
+
+OFFSET_GROUPS = 32  # per-tile addresses with at most this many distinct values: sliced
+
+
+def _offset_groups(offsets: np.ndarray) -> list[tuple[int, np.ndarray]] | None:
+    """(offset, the entries that have it) for each distinct per-tile offset, or None when
+    there are more than `OFFSET_GROUPS` of them. A step whose tiles use a few addresses
+    (a GEMM's right blocks at two slots) is then a few slices, not one [tiles, nbytes]
+    index array (eight bytes of index per byte moved)."""
+    distinct, inverse = np.unique(offsets, return_inverse=True)
+    if distinct.size > OFFSET_GROUPS:
+        return None
+    inverse = inverse.reshape(-1)
+    return [(int(offset), np.flatnonzero(inverse == k))
+            for k, offset in enumerate(distinct.tolist())]
