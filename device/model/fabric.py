@@ -549,10 +549,22 @@ def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep,
 
 
 # ---- memory-element contention -----------------------------------------------------------
+_ELEMENT_STARTS: dict[int, tuple[Target, np.ndarray]] = {}
+
+
+def element_starts(target: Target) -> np.ndarray:
+    """The first byte address of each of `target.memory_elements` (computed once per
+    target object)."""
+    entry = _ELEMENT_STARTS.get(id(target))
+    if entry is None or entry[0] is not target:
+        entry = (target, np.array([e.start for e in target.memory_elements], dtype=np.int64))
+        _ELEMENT_STARTS[id(target)] = entry
+    return entry[1]
+
+
 def element_index(target: Target, addresses: np.ndarray) -> np.ndarray:
     """Index in `target.memory_elements` of the element holding each byte address."""
-    starts = np.array([e.start for e in target.memory_elements], dtype=np.int64)
-    return np.searchsorted(starts, addresses, side="right") - 1
+    return np.searchsorted(element_starts(target), addresses, side="right") - 1
 
 
 def touched_elements(target: Target, ranges: list[tuple[int, int]]) -> frozenset[int]:
@@ -568,33 +580,40 @@ def report_contention(step: ExchangeStep, groups: list[RowGroup], pieces: Pieces
     """Instruction fetch, send reads and incoming writes of one tile in one element in the
     same event contend (spec: exchange-isa.md); the placement should have kept them apart.
     Checked exactly (`device.memory_conflicts`) only on tiles where two of the three kinds
-    touch a common element at all, so a well-placed program costs a few array tests."""
+    touch a common element at all, so a well-placed program costs a few array tests: per
+    group, the elements its row's code and send reads touch (a few Python sets), then for
+    the tiles of all groups at once whether the span of words written to them meets one."""
+    if not groups:
+        return
     written_low, written_high = pieces.written_words_per_tile(memory.tiles,
                                                                    memory.base // WORD_BYTES)
     count = len(target.memory_elements)
-    for group in groups:
+    marked = np.zeros((len(groups), count + 1), dtype=np.int64)  # marked[g, e + 1]
+    everywhere = np.zeros(len(groups), dtype=bool)  # code and reads share an element
+    for index, group in enumerate(groups):
         timeline = group.timeline
         row_bytes = WORD_BYTES * sum(instr.words for instr in timeline.instructions)
         code = target.elements_of_range(step.row_address, row_bytes)
         read = touched_elements(
             target, [(i.address * WORD_BYTES, i.words * WORD_BYTES) for i in group.sends])
-        low, high = written_low[group.tiles], written_high[group.tiles]
-        writes = low <= high
-        if code & read:
-            suspects = group.tiles
-        else:
-            marked = np.zeros(count + 1, dtype=np.int64)
-            marked[1:][sorted(code | read)] = 1
-            seen = np.cumsum(marked)  # seen[e + 1]: marked elements among 0..e
-            first = element_index(target, memory.base + np.where(writes, low, 0) * WORD_BYTES)
-            last = element_index(target, memory.base + np.where(writes, high, 0) * WORD_BYTES)
-            suspects = group.tiles[writes & (seen[last + 1] - seen[first] > 0)]
-        for tile in suspects.tolist():
-            incoming = pieces.incoming_writes(tile)
-            conflicts = find_conflicts(step.row_address, timeline.instructions, incoming,
-                                       target, timeline)
-            if conflicts:
-                errors.add(CONTENTION, tile, 0,
-                           f"{where}: tile {tile}: memory-element contention: {conflicts[0]}"
-                           + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1
-                              else ""))
+        everywhere[index] = bool(code & read)
+        marked[index, 1:][sorted(code | read)] = 1
+    seen = np.cumsum(marked, axis=1)  # seen[g, e + 1]: marked elements among 0..e
+    tiles = np.concatenate([group.tiles for group in groups])
+    of_group = np.repeat(np.arange(len(groups)), [group.tiles.size for group in groups])
+    low, high = written_low[tiles], written_high[tiles]
+    writes = low <= high
+    first = element_index(target, memory.base + np.where(writes, low, 0) * WORD_BYTES)
+    last = element_index(target, memory.base + np.where(writes, high, 0) * WORD_BYTES)
+    suspect = everywhere[of_group] | (
+        writes & (seen[of_group, last + 1] - seen[of_group, first] > 0))
+    for k in np.flatnonzero(suspect).tolist():
+        tile, timeline = int(tiles[k]), groups[int(of_group[k])].timeline
+        incoming = pieces.incoming_writes(tile)
+        conflicts = find_conflicts(step.row_address, timeline.instructions, incoming,
+                                   target, timeline)
+        if conflicts:
+            errors.add(CONTENTION, tile, 0,
+                       f"{where}: tile {tile}: memory-element contention: {conflicts[0]}"
+                       + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1
+                          else ""))
