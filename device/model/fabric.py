@@ -169,8 +169,13 @@ def fetch_groups(memory: TileMemory, package: Package, step: ExchangeStep, where
     _check_fetch_ranges(memory, package, step, row_id, where, cache)
     first = memory.word_index(step.row_address)
     by_words: dict[bytes, list[np.ndarray]] = {}
-    for rid in np.unique(row_id[row_id >= 0]).tolist():
-        tiles = np.flatnonzero(row_id == rid)
+    active = np.flatnonzero(row_id >= 0)
+    order = active[np.argsort(row_id[active], kind="stable")]  # by row, tiles ascending
+    sorted_ids = row_id[order]
+    starts = np.flatnonzero(np.diff(sorted_ids, prepend=-1))  # the first tile of each row
+    bounds = np.r_[starts, order.size].tolist()
+    for k, rid in enumerate(sorted_ids[starts].tolist()):
+        tiles = order[bounds[k]:bounds[k + 1]]
         row = np.asarray(package.rows[rid], dtype=np.uint32)
         fetched = memory.all_words[tiles, first:first + row.size]
         intact = (fetched == row).all(axis=1)
