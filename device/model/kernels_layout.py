@@ -17,6 +17,8 @@ whole shard.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from device.kernel_abi import described, words_abi
@@ -28,7 +30,14 @@ from device.model.cycles import (
     gather_moved_cycles,
     gather_shard_cycles,
 )
-from device.model.kernel_call import Kernel, KernelBatch, KernelCall, KernelScalars, of_formats
+from device.model.kernel_call import (
+    Kernel,
+    KernelBatch,
+    KernelCall,
+    KernelScalars,
+    StepScalars,
+    of_formats,
+)
 from device.model.kernel_shards import (
     box_on,
     copy_boxes,
@@ -44,7 +53,7 @@ from device.model.kernel_shards import (
     write_values,
     zero_padding,
 )
-from device.shard_geometry import DescriptorError
+from device.shard_geometry import DescriptorError, ShardGeometry
 from device.target import WORD_BYTES
 
 
@@ -122,33 +131,65 @@ def _gather_shard_batched(batch: KernelBatch) -> int | None:
     elements of the (few) tiles whose box meets the source shard moved in one operation per
     box extent (`copy_boxes`). None (the step then runs tile by tile, which names the
     failing tile) when any tile would fail a check of the per-tile form."""
-    try:
-        out, staged = decoded(batch.variadic, 2)
-    except DescriptorError:
+    boxes = _gather_boxes(batch.variadic, batch.scalars["source_tile"], batch.tiles)
+    if boxes is None or not (batch.inside("out", boxes.out.shard_bytes())
+                             and batch.inside("staged", boxes.staged.shard_bytes())):
         return None
-    source_tile, tiles = batch.scalars["source_tile"], batch.tiles
-    if (out.shape != staged.shape or out.rank == 0
-            or (out.precision, out.scale) != (staged.precision, staged.scale)
-            or not 0 <= source_tile < staged.tiles_used or int(tiles.max()) >= out.tiles_used
-            or not batch.inside("out", out.shard_bytes())
-            or not batch.inside("staged", staged.shard_bytes())):
-        return None
-    source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
-    starts = shard_origins(out)[tiles]
-    low = np.maximum(starts, source_start)
-    stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
-                       np.asarray(out.shape, np.int64))
-    extents = np.maximum(stops - low, 0)
-    moved = extents.prod(axis=1)
+    out, staged = boxes.out, boxes.staged
+    moved = boxes.extents.prod(axis=1)
     rows = np.flatnonzero(moved > 0)
     if rows.size:
         alignment = batch.target.vector_alignment
         if (np.any(batch.pointers["out"][rows] % alignment)
                 or np.any(batch.pointers["staged"][rows] % alignment)):
             return None
-        copy_boxes(batch, rows, "out", out, low - starts, "staged", staged, low - source_start,
-                   extents)
+        copy_boxes(batch, rows, "out", out, boxes.low - boxes.starts, "staged", staged,
+                   boxes.low - boxes.source_start, boxes.extents)
     return gather_moved_cycles(int(moved.max()), out, staged, batch.target)
+
+
+@dataclass(frozen=True)
+class GatherBoxes:
+    """What one `gather_shard` step moves on each of its tiles: the out box's first element
+    (`starts`), the first element of its intersection with the source box (`low`) and the
+    intersection's extent (`extents`, 0 on an axis where they do not meet); [tiles, rank]."""
+
+    out: ShardGeometry
+    staged: ShardGeometry
+    source_start: np.ndarray
+    starts: np.ndarray
+    low: np.ndarray
+    extents: np.ndarray
+
+
+def _gather_boxes(words: tuple[int, ...], source_tile: int,
+                  tiles: np.ndarray) -> GatherBoxes | None:
+    """The boxes of a `gather_shard` step on `tiles` (int64, >= 0) in NumPy, or None when a
+    tile's call would be refused (bad descriptors, other tensors or precisions, a tile or
+    source tile outside its format, rank 0): the per-tile form then names it."""
+    try:
+        out, staged = decoded(words, 2)
+    except DescriptorError:
+        return None
+    if (out.shape != staged.shape or out.rank == 0
+            or (out.precision, out.scale) != (staged.precision, staged.scale)
+            or not 0 <= source_tile < staged.tiles_used or int(tiles.max()) >= out.tiles_used):
+        return None
+    source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
+    starts = shard_origins(out)[tiles]
+    low = np.maximum(starts, source_start)
+    stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
+                       np.asarray(out.shape, np.int64))
+    return GatherBoxes(out, staged, source_start, starts, low, np.maximum(stops - low, 0))
+
+
+def _gather_shard_step_cycles(step: StepScalars) -> int | None:
+    """`gather_shard_cycles` of the slowest of the step's tiles, for all at once."""
+    boxes = _gather_boxes(step.words, step.scalars["source_tile"], step.tiles)
+    if boxes is None or int(step.tiles.min()) < 0:
+        return None
+    return gather_moved_cycles(int(boxes.extents.prod(axis=1).max()), boxes.out,
+                               boxes.staged, step.target)
 
 
 def _gather_shard_cycles(call: KernelScalars) -> int:
@@ -192,5 +233,6 @@ RECORDS: tuple[Kernel, ...] = (
         gather_shard,
         _gather_shard_cycles,
         _gather_shard_batched,
+        _gather_shard_step_cycles,
     ),
 )

@@ -18,11 +18,12 @@ from kernels_support import AREAS, descriptors, fmt
 from test_device_model_support import DATA, OUTPUT, T, kernel
 
 from device.index_views import IndexView
-from device.kernels import RECORDS
+from device.kernels import RECORDS, kernel_cycles, step_cycles
 from device.layouts import block_bytes, panel_bytes
 from device.model import ModelError
 from device.model.kernel_steps import run_kernel_step
 from device.model.memory import TileMemory
+from device.shard_geometry import DescriptorError
 
 TILES = 5
 ROWS = 16
@@ -214,3 +215,18 @@ def test_a_misaligned_receiver_of_a_batched_gather_view_is_named():
     with pytest.raises(ModelError, match=r"step 0: kernel gather_view on tile 3: pointer "
                                          r"'staged' = 0x[0-9a-f]+ is not 8-byte aligned"):
         run_kernel_step(TileMemory(T, 6), step, "step 0", T)
+
+
+@pytest.mark.parametrize("staged,out", GATHER_FORMATS)
+def test_step_cycles_of_a_gather_are_the_slowest_tiles(staged, out):
+    for source in range(staged.tiles_used):
+        scalars = [source, *descriptors(out, staged)]
+        tiles = list(range(out.tiles_used))
+        assert step_cycles("gather_shard", scalars, tiles, T) == max(
+            kernel_cycles("gather_shard", scalars, tile, T) for tile in tiles)
+
+
+def test_step_cycles_of_a_refused_gather_raise_the_per_call_error():
+    staged, out = fmt((8, 4), (1, 1), (2, 1), "f32"), fmt((8, 4), (1, 1), (1, 4), "f32")
+    with pytest.raises(DescriptorError, match="tile 5 holds no shard of this format"):
+        step_cycles("gather_shard", [5, *descriptors(out, staged)], [0, 1, 2], T)

@@ -14,10 +14,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from device.kernels import RECORDS
+from device.kernels import RECORDS, kernel_cycles, step_cycles
 from device.model import run_package
 from device.model.host import values_of_stored
 from device.package import KernelStep
+from device.target import IPU21
 from frontend.models import GPT2_SMALL, build_model
 from interpreters.graph import find_function
 from tools.ipu_run import compile_module
@@ -69,3 +70,18 @@ def test_a_layer_runs_the_same_with_and_without_the_batched_forms(monkeypatch, c
     assert batched.outputs.keys() == per_tile.outputs.keys()
     for name, values in batched.outputs.items():
         assert np.array_equal(values, per_tile.outputs[name], equal_nan=True), name
+
+
+def test_step_cycles_are_what_the_model_charges_each_step(compiled):
+    package, feeds = compiled
+    result = run_package(package, feeds)
+    kernel_steps = [(index, step) for index, step in enumerate(package.executed())
+                    if isinstance(step, KernelStep)]
+    for index, step in kernel_steps:
+        assert step_cycles(step.symbol, step.scalars, step.tiles, IPU21) == \
+            result.cycles_by_step[index], (index, step.symbol)
+    gathers = [step for _, step in kernel_steps if step.symbol == "gather_shard"][:20]
+    for step in gathers:  # the step-wide form against the per-call cycle function
+        assert step_cycles(step.symbol, step.scalars, step.tiles, IPU21) == max(
+            kernel_cycles(step.symbol, step.scalars, tile, IPU21)
+            for tile in np.asarray(step.tiles).reshape(-1).tolist())
