@@ -495,38 +495,44 @@ def report_bus_conflicts(pieces: Pieces, tiles: int, where: str, errors: PhaseEr
     """Tiles 2i and 2i + 1 share their two incoming buses. At an event where a tile stores a
     64-bit item from s through its pair mux (both buses), its partner may store only an item
     from the same s through its own pair mux; report (once per tile, at the first such event)
-    any other store of the partner then. Nothing is dropped. Loops over pair-mux tiles only."""
+    any other store of the partner then. Nothing is dropped. Every (pair-mux piece, piece of
+    the partner) couple of the phase is tested at once."""
     pair = np.flatnonzero(pieces.width == 2)
     if pair.size == 0:
         return
-    order = np.argsort(pieces.receiver, kind="stable")
+    partner = pair_tile(pieces.receiver[pair])
+    pair, partner = pair[partner < tiles], partner[partner < tiles]
+    order = np.argsort(pieces.receiver, kind="stable")  # piece indices by receiver
     by_receiver = pieces.receiver[order]
+    low = np.searchsorted(by_receiver, partner, side="left")
+    counts = np.searchsorted(by_receiver, partner, side="right") - low
+    if not counts.any():
+        return  # the partners' buses are free
+    mine = np.repeat(pair, counts)
+    theirs = order[np.repeat(low, counts) + np.arange(counts.sum())
+                   - np.repeat(np.cumsum(counts) - counts, counts)]
     start, stop = pieces.arrival, pieces.arrival + pieces.events
-    for tile in np.unique(pieces.receiver[pair]).tolist():
-        partner = pair_tile(tile)
-        if partner >= tiles:
-            continue
-        lo, hi = np.searchsorted(by_receiver, [partner, partner + 1])
-        if hi == lo:
-            continue  # the partner's buses are free
-        theirs = order[lo:hi]
-        mine = pair[pieces.receiver[pair] == tile]
-        begin = np.maximum(start[mine][:, None], start[theirs][None, :])
-        end = np.minimum(stop[mine][:, None], stop[theirs][None, :])
-        shared = ((pieces.width[theirs] == 2)[None, :]
-                  & (pieces.source[theirs][None, :] == pieces.source[mine][:, None]))
-        bad = (begin < end) & ~shared
-        if not bad.any():
-            continue
-        clashes = int((end - begin)[bad].sum())
-        i, j = np.unravel_index(np.argmin(np.where(bad, begin, NO_END)), bad.shape)
-        other = int(theirs[j])
+    begin = np.maximum(start[mine], start[theirs])
+    end = np.minimum(stop[mine], stop[theirs])
+    shared = (pieces.width[theirs] == 2) & (pieces.source[theirs] == pieces.source[mine])
+    bad = (begin < end) & ~shared
+    if not bad.any():
+        return
+    mine, theirs, begin, end = mine[bad], theirs[bad], begin[bad], end[bad]
+    tile = pieces.receiver[mine]
+    # per tile: the first clash by event, then by its piece, then by the partner's piece
+    first = np.lexsort((theirs, mine, begin, tile))
+    leads = first[np.r_[True, tile[first][1:] != tile[first][:-1]]]
+    clashes = np.bincount(np.searchsorted(tile[leads], tile), weights=end - begin,
+                          minlength=leads.size).astype(np.int64)
+    for k, total in zip(leads.tolist(), clashes.tolist(), strict=True):
+        me, other = int(tile[k]), int(theirs[k])
         what = "64-bit items" if pieces.width[other] == 2 else "32-bit words"
-        errors.add(BUS_CONFLICT, tile, partner, (
-            f"{where}: tile {tile}: incoming-bus conflict with its pair tile {partner} at event "
-            f"{int(begin[i, j])}: tile {tile} takes 64-bit items from tile "
-            f"{int(pieces.source[mine[i]])} on both buses while tile {partner} stores {what} "
-            f"from tile {int(pieces.source[other])} ({clashes} event(s) in conflict)"))
+        errors.add(BUS_CONFLICT, me, pair_tile(me), (
+            f"{where}: tile {me}: incoming-bus conflict with its pair tile {pair_tile(me)} at "
+            f"event {int(begin[k])}: tile {me} takes 64-bit items from tile "
+            f"{int(pieces.source[mine[k]])} on both buses while tile {pair_tile(me)} stores "
+            f"{what} from tile {int(pieces.source[other])} ({total} event(s) in conflict)"))
 
 
 # ---- the phase ---------------------------------------------------------------------------
