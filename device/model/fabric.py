@@ -42,9 +42,10 @@ contiguous source and one contiguous target range each, counted in words, agains
 table of every group's PIC controls sorted by (group, event) (`cut_at_pic`); the pieces go
 to `device.model.fabric_words`, which moves them. No per-word arrays are built unless two
 pieces of a phase touch the same memory, where the exact event order is replayed word by
-word. The bus-sharing check loops over the tiles that store through the pair mux only. A
-phase of a whole-chip gather (a dozen groups, a few hundred runs) costs a few milliseconds,
-mostly fixed NumPy call overhead, whatever its tile count.
+word. The bus-sharing check tests every (pair-mux piece, piece of the partner) couple of
+the phase at once, and the contention pre-check the tiles of all groups at once. A phase of
+a whole-chip gather (a dozen groups, a few hundred runs) costs about two milliseconds,
+mostly fixed NumPy call overhead and decoding its rows, whatever its tile count.
 """
 
 from __future__ import annotations
