@@ -19,8 +19,9 @@ import numpy as np
 
 from device.kernel_abi import KernelAbi
 from device.model.errors import ModelError
+from device.model.kernel_shards import decoded
 from device.model.memory import TileMemory
-from device.shard_geometry import ShardGeometry, decode_descriptors
+from device.shard_geometry import ShardGeometry
 from device.target import Target
 
 
@@ -133,8 +134,9 @@ class KernelScalars:
     target: Target
 
     def formats(self) -> list[ShardGeometry]:
-        """The pointers' descriptors, in pointer order (DescriptorError when malformed)."""
-        return decode_descriptors(self.words, len(self.abi.pointers))
+        """The pointers' descriptors, in pointer order (DescriptorError when malformed),
+        decoded once per distinct words (`kernel_shards.decoded`)."""
+        return list(decoded(tuple(self.words), len(self.abi.pointers)))
 
 
 CallCycles = Callable[[KernelScalars], int]
