@@ -19,9 +19,8 @@ import numpy as np
 
 from device.kernel_abi import KernelAbi
 from device.model.errors import ModelError
-from device.model.kernel_shards import decoded
 from device.model.memory import TileMemory
-from device.shard_geometry import ShardGeometry
+from device.shard_geometry import ShardGeometry, cached_descriptors
 from device.target import Target
 
 
@@ -135,8 +134,8 @@ class KernelScalars:
 
     def formats(self) -> list[ShardGeometry]:
         """The pointers' descriptors, in pointer order (DescriptorError when malformed),
-        decoded once per distinct words (`kernel_shards.decoded`)."""
-        return list(decoded(tuple(self.words), len(self.abi.pointers)))
+        decoded once per distinct words (`shard_geometry.cached_descriptors`)."""
+        return list(cached_descriptors(tuple(self.words), len(self.abi.pointers)))
 
 
 CallCycles = Callable[[KernelScalars], int]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from device.layouts import element_bytes, from_order, pack, to_order, unpack
-from device.shard_geometry import DescriptorError, ShardGeometry, decode_descriptors
+from device.shard_geometry import DescriptorError, ShardGeometry, cached_descriptors
 
 if TYPE_CHECKING:
     from device.model.kernel_call import KernelBatch, KernelCall
@@ -25,13 +25,12 @@ Box = tuple[tuple[int, ...], tuple[int, ...]]
 _CODE_DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
-@lru_cache(maxsize=4096)
 def decoded(words: tuple[int, ...], count: int) -> tuple[ShardGeometry, ...]:
-    """`decode_descriptors`, once per distinct descriptor words: a layout step calls its
-    kernel on every tile (a gather once per source tile too) with the same descriptors, and
-    decoding them was most of a large model's run time. A bad descriptor raises each time
-    (exceptions are not cached)."""
-    return tuple(decode_descriptors(words, count))
+    """`decode_descriptors`, once per distinct descriptor words
+    (`shard_geometry.cached_descriptors`): a layout step calls its kernel on every tile (a
+    gather once per source tile too) with the same descriptors, and decoding them was most
+    of a large model's run time. A bad descriptor raises each time."""
+    return cached_descriptors(words, count)
 
 
 @lru_cache(maxsize=1 << 16)
