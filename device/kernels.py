@@ -9,7 +9,8 @@ test/pytest/test_kernels.py compares with the record.
 
 Readers: the package schema and the `tile.kernel` verifier check calls against `KERNELS`
 (the ABIs); the model runs `RECORDS` (`device/model/kernel_steps.py`); the compiler's cost
-model asks `kernel_cycles`, which is the record's own cycle function.
+model asks `kernel_cycles`, which is the record's own cycle function (`step_cycles` for a
+whole step: the max over its tiles, computed at once for the layout kernels).
 """
 
 from __future__ import annotations
@@ -73,6 +74,15 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target
     `DescriptorError`) for a bad call."""
     get_kernel(symbol)  # UnknownKernelError, naming the known symbols
     return RECORDS[symbol].call_cycles(scalars, tile, target)
+
+
+def step_cycles(symbol: str, scalars: Sequence[int], tiles: Sequence[int] | np.ndarray,
+                target: Target) -> int:
+    """Cycles of one step of `symbol` on `tiles` (`kernel_step_cycles` of `kernel_cycles`
+    over them: what the model charges the step), computed for all tiles at once where the
+    record can (`Kernel.step_cycles`: `gather_shard`). Same errors as `kernel_cycles`."""
+    get_kernel(symbol)
+    return RECORDS[symbol].call_step_cycles(scalars, tiles, target)
 
 
 def f32_bits(value: float) -> int:

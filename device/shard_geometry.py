@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -382,6 +382,14 @@ def decode_descriptor(words: Sequence[int], position: int = 0) -> tuple[ShardGeo
     except ValueError as error:  # DescriptorError or ShardGeometry's own checks
         raise DescriptorError(f"descriptor at word {position}: {error}") from None
     return geometry, end
+
+
+@lru_cache(maxsize=4096)
+def cached_descriptors(words: tuple[int, ...], count: int) -> tuple[ShardGeometry, ...]:
+    """`decode_descriptors`, once per distinct words: a layout step calls its kernel (and a
+    cost model its cycles) on every tile with the same descriptors. A bad descriptor raises
+    each time (exceptions are not cached)."""
+    return tuple(decode_descriptors(words, count))
 
 
 def decode_descriptors(words: Sequence[int], count: int) -> list[ShardGeometry]:

@@ -15,6 +15,7 @@ import math
 from device.index_views import view_moves
 from device.kernel_abi import split_view_words
 from device.layouts import AMP_BLOCK, element_bytes
+from device.model.kernel_shards import shard_box
 from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Precision, Target
 
@@ -70,8 +71,16 @@ def gather_shard_cycles(out: ShardGeometry, staged: ShardGeometry, source_tile: 
                         tile: int, target: Target) -> int:
     """Copy the elements of source_tile's staged shard that this tile's out shard holds."""
     logical = (tuple(0 for _ in out.shape), out.shape)
-    extent = box_overlap(staged.shard_box(source_tile), out.shard_box(tile), logical)
-    return target.vector_cycles(_moved_bytes(math.prod(extent), out, staged))
+    extent = box_overlap(shard_box(staged, source_tile), shard_box(out, tile), logical)
+    return gather_moved_cycles(math.prod(extent), out, staged, target)
+
+
+def gather_moved_cycles(elements: int, out: ShardGeometry, staged: ShardGeometry,
+                        target: Target) -> int:
+    """A `gather_shard` call that moves `elements` elements. Non-decreasing in `elements`:
+    the batched model charges a step the cycles of its largest move, which is the slowest
+    tile's (`kernel_step_cycles`)."""
+    return target.vector_cycles(_moved_bytes(elements, out, staged))
 
 
 def gelu_cycles(out: ShardGeometry, src: ShardGeometry, tile: int, target: Target) -> int:
@@ -129,5 +138,11 @@ def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
     out, src, view = split_view_words(view_words)
     moved, _, _ = view_moves(view, out, out.shard_box(tile), src,
                              src.shard_box(tile if source_tile is None else source_tile))
-    count = moved[0].size if moved else 1
-    return target.vector_cycles(_moved_bytes(count, out, src))
+    return view_moved_cycles(moved[0].size if moved else 1, out, src, target)
+
+
+def view_moved_cycles(elements: int, out: ShardGeometry, src: ShardGeometry,
+                      target: Target) -> int:
+    """A view kernel call that moves `elements` elements (a rank-0 out: 1). Non-decreasing
+    in `elements`: the batched model charges a step its largest move's cycles."""
+    return target.vector_cycles(_moved_bytes(elements, out, src))

@@ -32,14 +32,20 @@ width mismatches, 64-bit items at an odd PIC, stores or sends outside tile memor
 incoming-bus conflicts of a pair, and memory-element contention between a tile's row fetch,
 send reads and incoming writes (`device.memory_conflicts`).
 
-Vectorized across tiles: tiles whose fetched rows are identical form one `RowGroup` and
-share one decoded timeline. Each (XPIC selection, send interval) pair of a group becomes,
-for all its receivers at once, a `Runs` record of items arriving on consecutive events
-(latency L(s, r) per receiver); runs are then cut at the receivers' PIC controls into
-pieces with one contiguous source and one contiguous target range each, counted in words
-(`device.model.fabric_words` moves them). No per-word arrays are built unless two pieces
-of a phase touch the same memory, where the exact event order is replayed word by word.
-The bus-sharing check loops over the tiles that store through the pair mux only.
+Vectorized across tiles and row groups: tiles whose fetched rows are identical form one
+`RowGroup` and share one decoded timeline. Each (group, XPIC selection, send interval of
+the selected source) is one entry of a small table, listed in Python; its receivers (the
+group's tiles) are expanded and turned into `Runs` (items arriving on consecutive events,
+latency L(s, r) per receiver) for every group of the phase in one NumPy pass
+(`phase_runs`). Runs are then cut at the receivers' PIC controls into pieces with one
+contiguous source and one contiguous target range each, counted in words, against one
+table of every group's PIC controls sorted by (group, event) (`cut_at_pic`); the pieces go
+to `device.model.fabric_words`, which moves them. No per-word arrays are built unless two
+pieces of a phase touch the same memory, where the exact event order is replayed word by
+word. The bus-sharing check tests every (pair-mux piece, piece of the partner) couple of
+the phase at once, and the contention pre-check the tiles of all groups at once. A phase of
+a whole-chip gather (a dozen groups, a few hundred runs) costs about two milliseconds,
+mostly fixed NumPy call overhead and decoding its rows, whatever its tile count.
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ from device.package import ExchangeStep, Package
 from device.target import WORD_BYTES, Target, pair_tile
 
 NO_END = 1 << 62  # the last XPIC selection stays in force past the phase end
+PIC_KEY = 1 << 40  # (group, event) as one sortable int64: group * PIC_KEY + event
 DIRECTION_UP, DIRECTION_DOWN = 0b01, 0b10  # sctl bit 0: to higher ids; bit 1: to lower ids
 
 # Errors of one phase are sorted to the order a receiver-by-receiver reading gives.
@@ -163,8 +170,13 @@ def fetch_groups(memory: TileMemory, package: Package, step: ExchangeStep, where
     _check_fetch_ranges(memory, package, step, row_id, where, cache)
     first = memory.word_index(step.row_address)
     by_words: dict[bytes, list[np.ndarray]] = {}
-    for rid in np.unique(row_id[row_id >= 0]).tolist():
-        tiles = np.flatnonzero(row_id == rid)
+    active = np.flatnonzero(row_id >= 0)
+    order = active[np.argsort(row_id[active], kind="stable")]  # by row, tiles ascending
+    sorted_ids = row_id[order]
+    starts = np.flatnonzero(np.diff(sorted_ids, prepend=-1))  # the first tile of each row
+    bounds = np.r_[starts, order.size].tolist()
+    for k, rid in enumerate(sorted_ids[starts].tolist()):
+        tiles = order[bounds[k]:bounds[k + 1]]
         row = np.asarray(package.rows[rid], dtype=np.uint32)
         fetched = memory.all_words[tiles, first:first + row.size]
         intact = (fetched == row).all(axis=1)
@@ -259,36 +271,39 @@ class Runs:
         return Runs(*(getattr(self, f)[mask] for f in self.FIELDS))
 
 
-def group_runs(index: int, group: RowGroup, sender_of: dict[int, RowGroup],
-               latency: np.ndarray, tiles: int) -> list[Runs]:
-    """The runs every receiver of `group` selects, for all its tiles at once (of either item
-    width: `drop_mismatched` keeps those its mux takes)."""
-    runs = []
-    for start, stop, source, selector in xpic_segments(group.timeline):
-        if not 0 <= source < tiles or source not in sender_of:
-            continue
-        receivers = group.tiles[group.tiles != source]
-        delay = latency[source, receivers]
-        for interval in sender_of[source].sends:
-            reaches = np.zeros(receivers.size, dtype=bool)
-            if interval.sctl & DIRECTION_UP:
-                reaches |= receivers > source
-            if interval.sctl & DIRECTION_DOWN:
-                reaches |= receivers < source
-            first = np.maximum(interval.start_event + delay, start)
-            last = np.minimum(interval.start_event + delay + interval.events, stop)
-            keep = reaches & (first < last)
-            if not keep.any():
+def phase_runs(groups: list[RowGroup], sender_of: dict[int, RowGroup], latency: np.ndarray,
+               tiles: int) -> Runs:
+    """The runs every receiver of every group selects, for all of them at once (of either
+    item width: `drop_mismatched` keeps those its mux takes). One entry per (group, XPIC
+    selection, send interval of the selected source) is listed in Python; its receivers
+    (the group's tiles but the source) are then expanded and cut in NumPy together."""
+    pairs, members = [], []
+    for index, group in enumerate(groups):
+        for start, stop, source, selector in xpic_segments(group.timeline):
+            if not 0 <= source < tiles or source not in sender_of:
                 continue
-            kept_first, kept_delay = first[keep], delay[keep]
-            n = kept_first.size
-            runs.append(Runs(
-                np.full(n, index, np.int64), receivers[keep], np.full(n, source, np.int64),
-                kept_first, last[keep] - kept_first,
-                (kept_first - kept_delay - interval.start_event) * interval.width
-                + interval.address, kept_delay, np.full(n, interval.width, np.int64),
-                np.full(n, selector, np.int64)))
-    return runs
+            for interval in sender_of[source].sends:
+                pairs.append((index, start, stop, source, selector, interval.start_event,
+                              interval.events, interval.width, interval.address,
+                              interval.sctl))
+                members.append(group.tiles)
+    if not pairs:
+        return Runs.concatenate([])
+    table = np.array(pairs, dtype=np.int64)
+    sizes = np.array([m.size for m in members], dtype=np.int64)
+    receiver = np.concatenate(members)
+    (group, start, stop, source, selector, start_event, events, width, address,
+     sctl) = table[np.repeat(np.arange(len(pairs)), sizes)].T
+    delay = latency[source, receiver].astype(np.int64)
+    reaches = (((sctl & DIRECTION_UP) != 0) & (receiver > source)) | (
+        ((sctl & DIRECTION_DOWN) != 0) & (receiver < source))
+    first = np.maximum(start_event + delay, start)
+    last = np.minimum(start_event + delay + events, stop)
+    keep = reaches & (first < last)  # a source never reaches itself
+    first, delay = first[keep], delay[keep]
+    return Runs(group[keep], receiver[keep], source[keep], first, last[keep] - first,
+                (first - delay - start_event[keep]) * width[keep] + address[keep], delay,
+                width[keep], selector[keep])
 
 
 def drop_mismatched(runs: Runs, where: str, errors: PhaseErrors) -> Runs:
@@ -354,25 +369,43 @@ def cut_at_pic(runs: Runs, groups: list[RowGroup], where: str,
                errors: PhaseErrors) -> Pieces:
     """Cut each run where the receiver's PIC is set, so that a piece stores to consecutive
     words (runs count events, pieces words); words before any PIC of the phase are reported
-    and dropped."""
-    parts = []
-    for index, group in enumerate(groups):
-        mine = runs.select(runs.group == index)
-        if mine.receiver.size:
-            parts.append(_cut_group(mine, *pic_table(group.timeline), where, errors))
-    pieces = Pieces.concatenate(parts)
+    and dropped. The PIC controls of all groups form one table sorted by (group, event), so
+    the runs of every group are cut together."""
+    tables = [pic_table(group.timeline) for group in groups]
+    counts = np.array([events.size for events, _ in tables], dtype=np.int64)
+    group_first = np.cumsum(counts) - counts  # index of each group's first PIC control
+    if counts.sum():
+        pic_events = np.concatenate([events for events, _ in tables])
+        pic_values = np.concatenate([values for _, values in tables])
+    else:
+        pic_events = pic_values = np.zeros(0, np.int64)
+    pic_group = np.repeat(np.arange(len(groups), dtype=np.int64), counts)
+    pieces = _cut_runs(runs, pic_group, pic_events, pic_values, group_first, counts, where,
+                       errors)
     return pieces.sorted_by_arrival().with_targets()
 
 
-def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where: str,
-               errors: PhaseErrors) -> Pieces:
-    # The PIC in force at an event: the last PIC control at or before it.
-    low = np.searchsorted(pic_events, runs.first, side="right") - 1
-    high = np.searchsorted(pic_events, runs.first + runs.count - 1, side="right") - 1
+def _cut_runs(runs: Runs, pic_group: np.ndarray, pic_events: np.ndarray,
+              pic_values: np.ndarray, group_first: np.ndarray, counts: np.ndarray, where: str,
+              errors: PhaseErrors) -> Pieces:
+    # The PIC in force at an event: the last PIC control of the run's group at or before it.
+    # Keys (group, event) as one int64: events stay far below 2**40.
+    keys = pic_group * PIC_KEY + pic_events
+    base = runs.group * PIC_KEY
+
+    def in_force(events: np.ndarray) -> np.ndarray:
+        found = np.searchsorted(keys, base + events, side="right") - 1
+        return np.where((found >= 0) & (pic_group[np.maximum(found, 0)] == runs.group),
+                        found, -1)
+
+    low, high = in_force(runs.first), in_force(runs.first + runs.count - 1)
     no_pic = low < 0
     if no_pic.any():
-        # words before the first PIC: from the run's start to the first PIC event
-        first_pic = pic_events[0] if pic_events.size else NO_END
+        # words before the first PIC: from the run's start to the group's first PIC event
+        grouped = runs.group[no_pic]
+        has_pic = counts[grouped] > 0
+        first_pic = np.full(grouped.size, NO_END, np.int64)
+        first_pic[has_pic] = pic_events[group_first[grouped[has_pic]]]
         stop = np.minimum(runs.first[no_pic] + runs.count[no_pic], first_pic)
         _report_words(errors, NO_PIC, runs.receiver[no_pic], runs.source[no_pic],
                       runs.first[no_pic], stop - 1,
@@ -380,7 +413,7 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
                       lambda r, s, n, a, b: (
                           f"{where}: tile {r}: {n} word(s) from tile {s} arriving at events "
                           f"{a}..{b} found no PIC set in this phase; dropped"))
-    low = np.maximum(low, 0)
+    low = np.where(no_pic, group_first[runs.group], low)
     keep = high >= 0
     runs, low, high = runs.select(keep), low[keep], high[keep]
     pieces_per_run = high - low + 1
@@ -390,7 +423,10 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
     run_start, run_stop = runs.first[run_of_piece], runs.first[run_of_piece] + runs.count[
         run_of_piece]
     begin = np.maximum(run_start, pic_events[pic])
-    following = np.append(pic_events, NO_END)[pic + 1]
+    # the next PIC control of the same group ends the piece (none after a group's last)
+    last_of_group = pic + 1 >= (group_first + counts)[runs.group[run_of_piece]]
+    following = np.where(last_of_group, NO_END,
+                         np.append(pic_events, NO_END)[np.minimum(pic + 1, pic_events.size)])
     end = np.minimum(run_stop, following)
     keep = end > begin  # several PIC controls at one event: the last one holds
     run_of_piece, pic, begin, end = (x[keep] for x in (run_of_piece, pic, begin, end))
@@ -400,7 +436,7 @@ def _cut_group(runs: Runs, pic_events: np.ndarray, pic_values: np.ndarray, where
         arrival=begin, count=(end - begin) * width,
         source_word=runs.address[run_of_piece] + (begin - runs.first[run_of_piece]) * width,
         delay=runs.delay[run_of_piece], pic_value=pic_values[pic],
-        pic=pic, width=width,
+        pic=pic - group_first[runs.group[run_of_piece]], width=width,
     )
 
 
@@ -460,38 +496,44 @@ def report_bus_conflicts(pieces: Pieces, tiles: int, where: str, errors: PhaseEr
     """Tiles 2i and 2i + 1 share their two incoming buses. At an event where a tile stores a
     64-bit item from s through its pair mux (both buses), its partner may store only an item
     from the same s through its own pair mux; report (once per tile, at the first such event)
-    any other store of the partner then. Nothing is dropped. Loops over pair-mux tiles only."""
+    any other store of the partner then. Nothing is dropped. Every (pair-mux piece, piece of
+    the partner) couple of the phase is tested at once."""
     pair = np.flatnonzero(pieces.width == 2)
     if pair.size == 0:
         return
-    order = np.argsort(pieces.receiver, kind="stable")
+    partner = pair_tile(pieces.receiver[pair])
+    pair, partner = pair[partner < tiles], partner[partner < tiles]
+    order = np.argsort(pieces.receiver, kind="stable")  # piece indices by receiver
     by_receiver = pieces.receiver[order]
+    low = np.searchsorted(by_receiver, partner, side="left")
+    counts = np.searchsorted(by_receiver, partner, side="right") - low
+    if not counts.any():
+        return  # the partners' buses are free
+    mine = np.repeat(pair, counts)
+    theirs = order[np.repeat(low, counts) + np.arange(counts.sum())
+                   - np.repeat(np.cumsum(counts) - counts, counts)]
     start, stop = pieces.arrival, pieces.arrival + pieces.events
-    for tile in np.unique(pieces.receiver[pair]).tolist():
-        partner = pair_tile(tile)
-        if partner >= tiles:
-            continue
-        lo, hi = np.searchsorted(by_receiver, [partner, partner + 1])
-        if hi == lo:
-            continue  # the partner's buses are free
-        theirs = order[lo:hi]
-        mine = pair[pieces.receiver[pair] == tile]
-        begin = np.maximum(start[mine][:, None], start[theirs][None, :])
-        end = np.minimum(stop[mine][:, None], stop[theirs][None, :])
-        shared = ((pieces.width[theirs] == 2)[None, :]
-                  & (pieces.source[theirs][None, :] == pieces.source[mine][:, None]))
-        bad = (begin < end) & ~shared
-        if not bad.any():
-            continue
-        clashes = int((end - begin)[bad].sum())
-        i, j = np.unravel_index(np.argmin(np.where(bad, begin, NO_END)), bad.shape)
-        other = int(theirs[j])
+    begin = np.maximum(start[mine], start[theirs])
+    end = np.minimum(stop[mine], stop[theirs])
+    shared = (pieces.width[theirs] == 2) & (pieces.source[theirs] == pieces.source[mine])
+    bad = (begin < end) & ~shared
+    if not bad.any():
+        return
+    mine, theirs, begin, end = mine[bad], theirs[bad], begin[bad], end[bad]
+    tile = pieces.receiver[mine]
+    # per tile: the first clash by event, then by its piece, then by the partner's piece
+    first = np.lexsort((theirs, mine, begin, tile))
+    leads = first[np.r_[True, tile[first][1:] != tile[first][:-1]]]
+    clashes = np.bincount(np.searchsorted(tile[leads], tile), weights=end - begin,
+                          minlength=leads.size).astype(np.int64)
+    for k, total in zip(leads.tolist(), clashes.tolist(), strict=True):
+        me, other = int(tile[k]), int(theirs[k])
         what = "64-bit items" if pieces.width[other] == 2 else "32-bit words"
-        errors.add(BUS_CONFLICT, tile, partner, (
-            f"{where}: tile {tile}: incoming-bus conflict with its pair tile {partner} at event "
-            f"{int(begin[i, j])}: tile {tile} takes 64-bit items from tile "
-            f"{int(pieces.source[mine[i]])} on both buses while tile {partner} stores {what} "
-            f"from tile {int(pieces.source[other])} ({clashes} event(s) in conflict)"))
+        errors.add(BUS_CONFLICT, me, pair_tile(me), (
+            f"{where}: tile {me}: incoming-bus conflict with its pair tile {pair_tile(me)} at "
+            f"event {int(begin[k])}: tile {me} takes 64-bit items from tile "
+            f"{int(pieces.source[mine[k]])} on both buses while tile {pair_tile(me)} stores "
+            f"{what} from tile {int(pieces.source[other])} ({total} event(s) in conflict)"))
 
 
 # ---- the phase ---------------------------------------------------------------------------
@@ -507,9 +549,7 @@ def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep,
     errors = PhaseErrors()
     check_sends(memory, groups, where, errors)
     sender_of = {int(t): g for g in groups if g.sends for t in g.tiles.tolist()}
-    runs = Runs.concatenate([part for index, group in enumerate(groups)
-                             for part in group_runs(index, group, sender_of, latency,
-                                                    memory.tiles)])
+    runs = phase_runs(groups, sender_of, latency, memory.tiles)
     runs = drop_lost(drop_mismatched(runs, where, errors), outcome.events, where, errors)
     pieces = cut_at_pic(runs, groups, where, errors)
     pieces = drop_outside(drop_odd_pic(pieces, where, errors), memory, where, errors)
@@ -521,10 +561,22 @@ def run_exchange_phase(memory: TileMemory, package: Package, step: ExchangeStep,
 
 
 # ---- memory-element contention -----------------------------------------------------------
+_ELEMENT_STARTS: dict[int, tuple[Target, np.ndarray]] = {}
+
+
+def element_starts(target: Target) -> np.ndarray:
+    """The first byte address of each of `target.memory_elements` (computed once per
+    target object)."""
+    entry = _ELEMENT_STARTS.get(id(target))
+    if entry is None or entry[0] is not target:
+        entry = (target, np.array([e.start for e in target.memory_elements], dtype=np.int64))
+        _ELEMENT_STARTS[id(target)] = entry
+    return entry[1]
+
+
 def element_index(target: Target, addresses: np.ndarray) -> np.ndarray:
     """Index in `target.memory_elements` of the element holding each byte address."""
-    starts = np.array([e.start for e in target.memory_elements], dtype=np.int64)
-    return np.searchsorted(starts, addresses, side="right") - 1
+    return np.searchsorted(element_starts(target), addresses, side="right") - 1
 
 
 def touched_elements(target: Target, ranges: list[tuple[int, int]]) -> frozenset[int]:
@@ -540,33 +592,40 @@ def report_contention(step: ExchangeStep, groups: list[RowGroup], pieces: Pieces
     """Instruction fetch, send reads and incoming writes of one tile in one element in the
     same event contend (spec: exchange-isa.md); the placement should have kept them apart.
     Checked exactly (`device.memory_conflicts`) only on tiles where two of the three kinds
-    touch a common element at all, so a well-placed program costs a few array tests."""
+    touch a common element at all, so a well-placed program costs a few array tests: per
+    group, the elements its row's code and send reads touch (a few Python sets), then for
+    the tiles of all groups at once whether the span of words written to them meets one."""
+    if not groups:
+        return
     written_low, written_high = pieces.written_words_per_tile(memory.tiles,
                                                                    memory.base // WORD_BYTES)
     count = len(target.memory_elements)
-    for group in groups:
+    marked = np.zeros((len(groups), count + 1), dtype=np.int64)  # marked[g, e + 1]
+    everywhere = np.zeros(len(groups), dtype=bool)  # code and reads share an element
+    for index, group in enumerate(groups):
         timeline = group.timeline
         row_bytes = WORD_BYTES * sum(instr.words for instr in timeline.instructions)
         code = target.elements_of_range(step.row_address, row_bytes)
         read = touched_elements(
             target, [(i.address * WORD_BYTES, i.words * WORD_BYTES) for i in group.sends])
-        low, high = written_low[group.tiles], written_high[group.tiles]
-        writes = low <= high
-        if code & read:
-            suspects = group.tiles
-        else:
-            marked = np.zeros(count + 1, dtype=np.int64)
-            marked[1:][sorted(code | read)] = 1
-            seen = np.cumsum(marked)  # seen[e + 1]: marked elements among 0..e
-            first = element_index(target, memory.base + np.where(writes, low, 0) * WORD_BYTES)
-            last = element_index(target, memory.base + np.where(writes, high, 0) * WORD_BYTES)
-            suspects = group.tiles[writes & (seen[last + 1] - seen[first] > 0)]
-        for tile in suspects.tolist():
-            incoming = pieces.incoming_writes(tile)
-            conflicts = find_conflicts(step.row_address, timeline.instructions, incoming,
-                                       target, timeline)
-            if conflicts:
-                errors.add(CONTENTION, tile, 0,
-                           f"{where}: tile {tile}: memory-element contention: {conflicts[0]}"
-                           + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1
-                              else ""))
+        everywhere[index] = bool(code & read)
+        marked[index, 1:][sorted(code | read)] = 1
+    seen = np.cumsum(marked, axis=1)  # seen[g, e + 1]: marked elements among 0..e
+    tiles = np.concatenate([group.tiles for group in groups])
+    of_group = np.repeat(np.arange(len(groups)), [group.tiles.size for group in groups])
+    low, high = written_low[tiles], written_high[tiles]
+    writes = low <= high
+    first = element_index(target, memory.base + np.where(writes, low, 0) * WORD_BYTES)
+    last = element_index(target, memory.base + np.where(writes, high, 0) * WORD_BYTES)
+    suspect = everywhere[of_group] | (
+        writes & (seen[of_group, last + 1] - seen[of_group, first] > 0))
+    for k in np.flatnonzero(suspect).tolist():
+        tile, timeline = int(tiles[k]), groups[int(of_group[k])].timeline
+        incoming = pieces.incoming_writes(tile)
+        conflicts = find_conflicts(step.row_address, timeline.instructions, incoming,
+                                   target, timeline)
+        if conflicts:
+            errors.add(CONTENTION, tile, 0,
+                       f"{where}: tile {tile}: memory-element contention: {conflicts[0]}"
+                       + (f" (and {len(conflicts) - 1} more)" if len(conflicts) > 1
+                          else ""))

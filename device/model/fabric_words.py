@@ -148,13 +148,14 @@ def apply_pieces(memory: TileMemory, pieces: Pieces) -> int:
 
 def _apply_blocks(memory: TileMemory, pieces: Pieces, first_word: int) -> None:
     """One 2-D copy per (source, source block, target address) over its receivers."""
-    keys = np.stack([pieces.source, pieces.source_word, pieces.count, pieces.targets],
-                    axis=1)
-    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(unique) + 1))
-    for k, (source, source_word, count, target_word) in enumerate(unique.tolist()):
+    columns = (pieces.source, pieces.source_word, pieces.count, pieces.targets)
+    # sorted by the key, receivers ascending within one key (`np.unique(axis=0)`'s order
+    # without its structured-array sort)
+    order = np.lexsort((pieces.receiver, *columns[::-1]))
+    keys = np.stack([c[order] for c in columns], axis=1)
+    starts = np.flatnonzero(np.r_[True, (keys[1:] != keys[:-1]).any(axis=1)])
+    bounds = np.r_[starts, order.size].tolist()
+    for k, (source, source_word, count, target_word) in enumerate(keys[starts].tolist()):
         receivers = pieces.receiver[order[bounds[k]:bounds[k + 1]]]
         memory.copy_words(source, source_word - first_word, receivers,
                           target_word - first_word, count)

@@ -20,7 +20,7 @@ import numpy as np
 from device.kernel_abi import KernelAbi
 from device.model.errors import ModelError
 from device.model.memory import TileMemory
-from device.shard_geometry import ShardGeometry, decode_descriptors
+from device.shard_geometry import ShardGeometry, cached_descriptors
 from device.target import Target
 
 
@@ -92,6 +92,7 @@ class KernelBatch:
     memory: TileMemory
     target: Target
     where: str
+    variadic: tuple[int, ...] = ()  # the words after the named scalars (descriptors)
 
     def aligned(self, name: str, alignment: int) -> bool:
         return not np.any(self.pointers[name] % alignment)
@@ -132,11 +133,29 @@ class KernelScalars:
     target: Target
 
     def formats(self) -> list[ShardGeometry]:
-        """The pointers' descriptors, in pointer order (DescriptorError when malformed)."""
-        return decode_descriptors(self.words, len(self.abi.pointers))
+        """The pointers' descriptors, in pointer order (DescriptorError when malformed),
+        decoded once per distinct words (`shard_geometry.cached_descriptors`)."""
+        return list(cached_descriptors(tuple(self.words), len(self.abi.pointers)))
 
 
 CallCycles = Callable[[KernelScalars], int]
+
+
+@dataclass(frozen=True)
+class StepScalars:
+    """One step as its cycles see it: named scalars, variadic words, all its tiles."""
+
+    abi: KernelAbi
+    scalars: dict[str, int]
+    words: tuple[int, ...]
+    tiles: np.ndarray  # int64 [n]
+    target: Target
+
+
+# The cycles of a whole step (the max over its tiles of the call cycles) computed for all
+# tiles at once, or None where the per-call function must be asked tile by tile (a tile it
+# would refuse: that call then raises its exact error).
+StepCycles = Callable[[StepScalars], "int | None"]
 
 
 def of_formats(cycles: Callable[..., int]) -> CallCycles:
@@ -154,6 +173,7 @@ class Kernel:
     run: KernelImpl | None = None
     cycles: CallCycles | None = None
     batched: BatchedImpl | None = None
+    step_cycles: StepCycles | None = None
 
     def __post_init__(self) -> None:
         has_model = self.run is not None and self.cycles is not None
@@ -172,3 +192,17 @@ class Kernel:
             raise ValueError(f"kernel {self.symbol} is {self.abi.status}: it has no cycles")
         named, words = self.abi.split_scalars(scalars)
         return self.cycles(KernelScalars(self.abi, named, words, tile, target))
+
+    def call_step_cycles(self, scalars: Sequence[int], tiles: Sequence[int] | np.ndarray,
+                         target: Target) -> int:
+        """Cycles of one step with these scalars on `tiles`: the max of `call_cycles` over
+        them (what the model charges the step), through `step_cycles` when the record has
+        it (a layout step on a whole chip: 1472 calls in a few NumPy operations)."""
+        tiles = np.asarray(tiles, dtype=np.int64).reshape(-1)
+        if self.step_cycles is not None and tiles.size > 1:
+            named, words = self.abi.split_scalars(scalars)
+            cycles = self.step_cycles(StepScalars(self.abi, named, words, tiles, target))
+            if cycles is not None:
+                return cycles
+        return max((self.call_cycles(scalars, tile, target) for tile in tiles.tolist()),
+                   default=0)

@@ -15,29 +15,50 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from device.layouts import element_bytes, from_order, pack, to_order, unpack
-from device.shard_geometry import DescriptorError, ShardGeometry, decode_descriptors
+from device.shard_geometry import DescriptorError, ShardGeometry, cached_descriptors
 
 if TYPE_CHECKING:
-    from device.model.kernel_call import KernelCall
+    from device.model.kernel_call import KernelBatch, KernelCall
 
 Box = tuple[tuple[int, ...], tuple[int, ...]]
 
 _CODE_DTYPES: dict[int, np.dtype[np.unsignedinteger[Any]]] = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
-@lru_cache(maxsize=4096)
 def decoded(words: tuple[int, ...], count: int) -> tuple[ShardGeometry, ...]:
-    """`decode_descriptors`, once per distinct descriptor words: a layout step calls its
-    kernel on every tile (a gather once per source tile too) with the same descriptors, and
-    decoding them was most of a large model's run time. A bad descriptor raises each time
-    (exceptions are not cached)."""
-    return tuple(decode_descriptors(words, count))
+    """`decode_descriptors`, once per distinct descriptor words
+    (`shard_geometry.cached_descriptors`): a layout step calls its kernel on every tile (a
+    gather once per source tile too) with the same descriptors, and decoding them was most
+    of a large model's run time. A bad descriptor raises each time."""
+    return cached_descriptors(words, count)
 
 
 @lru_cache(maxsize=1 << 16)
 def shard_box(fmt: ShardGeometry, tile: int) -> Box:
     """`fmt.shard_box(tile)`, remembered (the geometries are frozen; see `decoded`)."""
     return fmt.shard_box(tile)
+
+
+@lru_cache(maxsize=1024)
+def storage_positions(fmt: ShardGeometry) -> np.ndarray:
+    """[chunk] int64: the element position (in `fmt`'s order, from the shard's first byte,
+    in elements) of each logical element of a shard of `fmt`: `from_order` of 0, 1, 2, ...
+    A batched kernel that moves part of a shard finds its elements' bytes through this
+    instead of unpacking the whole shard on each tile (read-only: it is shared)."""
+    positions = from_order(np.arange(fmt.shard_elements, dtype=np.int64), fmt.chunk,
+                           fmt.order, fmt.precision)
+    positions = np.ascontiguousarray(positions)
+    positions.flags.writeable = False
+    return positions
+
+
+@lru_cache(maxsize=1024)
+def shard_origins(fmt: ShardGeometry) -> np.ndarray:
+    """[tiles_used, rank] int64: the first element of each tile's shard box (replicas repeat
+    the partitions' boxes), `shard_box(fmt, tile)[0]` for every tile at once."""
+    origins = fmt.all_origins()[np.arange(fmt.tiles_used) % fmt.partition_count]
+    origins.flags.writeable = False
+    return origins
 
 
 def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:
@@ -121,3 +142,53 @@ def zero_padding(values: np.ndarray, box: Box, fmt: ShardGeometry) -> np.ndarray
     keep = np.zeros(values.shape, dtype=bool)
     keep[local_slices(logical_box(box, fmt), box[0])] = True
     return np.where(keep, values, 0.0)
+
+
+MOVE_CHUNK_ELEMENTS = 1 << 22  # index arrays of one NumPy move: at most this many elements
+
+
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of a 2-D array, each row's index among them): `np.unique(axis=0,
+    return_inverse=True)`, without its sort when all rows are equal (most steps)."""
+    if rows.shape[0] == 0 or (rows == rows[:1]).all():
+        return rows[:1], np.zeros(rows.shape[0], np.int64)
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return unique, inverse.reshape(-1)
+
+
+def box_positions(fmt: ShardGeometry, local_starts: np.ndarray, extent: tuple[int, ...]
+                  ) -> np.ndarray:
+    """[n, prod(extent)] int64: for each row of `local_starts` ([n, rank], inside the shard),
+    the storage positions (`storage_positions`) of the box of `extent` starting there, its
+    elements in row-major order of the box."""
+    positions = storage_positions(fmt)
+    rank = len(extent)
+    index = tuple(
+        local_starts[:, axis].reshape(-1, *([1] * rank))
+        + np.arange(size, dtype=np.int64).reshape(
+            (1,) + tuple(size if a == axis else 1 for a in range(rank)))
+        for axis, size in enumerate(extent))
+    return positions[index].reshape(local_starts.shape[0], -1)
+
+
+def copy_boxes(batch: KernelBatch, rows: np.ndarray, out_name: str, out: ShardGeometry,
+               out_starts: np.ndarray, src_name: str, src: ShardGeometry,
+               src_starts: np.ndarray, extents: np.ndarray) -> None:
+    """For each i of `rows` (indices into `batch.tiles`): on that tile, copy the box of
+    `extents[i]` at `src_starts[i]` of the shard at pointer `src_name` (local indices) to
+    the box at `out_starts[i]` of the shard at `out_name`, storage codes bit-exactly (the
+    two share the element size). Tiles whose boxes have one extent move in one NumPy
+    operation. The caller checked the pointers (inside memory, aligned) and the boxes."""
+    itemsize = element_bytes(out.precision)
+    memory = batch.memory
+    out_base = (batch.pointers[out_name] - memory.base) // itemsize
+    src_base = (batch.pointers[src_name] - memory.base) // itemsize
+    shapes, group = unique_rows(extents[rows])
+    for index, shape in enumerate(shapes.tolist()):
+        members = rows[group == index]
+        step = max(1, MOVE_CHUNK_ELEMENTS // max(1, math.prod(shape)))
+        for first in range(0, members.size, step):
+            part = members[first:first + step]
+            targets = box_positions(out, out_starts[part], tuple(shape)) + out_base[part, None]
+            sources = box_positions(src, src_starts[part], tuple(shape)) + src_base[part, None]
+            memory.copy_elements(batch.tiles[part], targets, sources, itemsize)

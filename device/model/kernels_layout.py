@@ -7,9 +7,17 @@ round-to-nearest-even with overflow to inf, to FP8 saturating at +-240 * 2**scal
 formats share precision and scale) and leaves every element outside the intersection of the
 source box, this tile's box and the logical extent as it was: the compiler zeroes the
 destination first and calls it once per source tile.
+
+`gather_shard`'s batched form runs a step on all its tiles at once: every tile's out box
+from the format's origins (`shard_origins`), the intersections with the source box in
+NumPy, and the elements of the tiles whose intersection is not empty (a few per step) moved
+through the formats' storage positions (`kernel_shards.copy_boxes`), never unpacking a
+whole shard.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,20 +27,33 @@ from device.model.cycles import (
     convert_shard_cycles,
     copy_cycles,
     fill_zero_cycles,
+    gather_moved_cycles,
     gather_shard_cycles,
 )
-from device.model.kernel_call import Kernel, KernelBatch, KernelCall, KernelScalars, of_formats
+from device.model.kernel_call import (
+    Kernel,
+    KernelBatch,
+    KernelCall,
+    KernelScalars,
+    StepScalars,
+    of_formats,
+)
 from device.model.kernel_shards import (
     box_on,
+    copy_boxes,
+    decoded,
     is_empty,
     local_slices,
     operand_formats,
     read_codes,
     read_values,
+    shard_box,
+    shard_origins,
     write_codes,
     write_values,
     zero_padding,
 )
+from device.shard_geometry import DescriptorError, ShardGeometry
 from device.target import WORD_BYTES
 
 
@@ -105,6 +126,72 @@ def gather_shard(call: KernelCall) -> int:
     return gather_shard_cycles(out, staged, source_tile, call.tile, call.target)
 
 
+def _gather_shard_batched(batch: KernelBatch) -> int | None:
+    """`gather_shard` on every tile of a step at once: the boxes of all tiles in NumPy, the
+    elements of the (few) tiles whose box meets the source shard moved in one operation per
+    box extent (`copy_boxes`). None (the step then runs tile by tile, which names the
+    failing tile) when any tile would fail a check of the per-tile form."""
+    boxes = _gather_boxes(batch.variadic, batch.scalars["source_tile"], batch.tiles)
+    if boxes is None or not (batch.inside("out", boxes.out.shard_bytes())
+                             and batch.inside("staged", boxes.staged.shard_bytes())):
+        return None
+    out, staged = boxes.out, boxes.staged
+    moved = boxes.extents.prod(axis=1)
+    rows = np.flatnonzero(moved > 0)
+    if rows.size:
+        alignment = batch.target.vector_alignment
+        if (np.any(batch.pointers["out"][rows] % alignment)
+                or np.any(batch.pointers["staged"][rows] % alignment)):
+            return None
+        copy_boxes(batch, rows, "out", out, boxes.low - boxes.starts, "staged", staged,
+                   boxes.low - boxes.source_start, boxes.extents)
+    return gather_moved_cycles(int(moved.max()), out, staged, batch.target)
+
+
+@dataclass(frozen=True)
+class GatherBoxes:
+    """What one `gather_shard` step moves on each of its tiles: the out box's first element
+    (`starts`), the first element of its intersection with the source box (`low`) and the
+    intersection's extent (`extents`, 0 on an axis where they do not meet); [tiles, rank]."""
+
+    out: ShardGeometry
+    staged: ShardGeometry
+    source_start: np.ndarray
+    starts: np.ndarray
+    low: np.ndarray
+    extents: np.ndarray
+
+
+def _gather_boxes(words: tuple[int, ...], source_tile: int,
+                  tiles: np.ndarray) -> GatherBoxes | None:
+    """The boxes of a `gather_shard` step on `tiles` (int64, >= 0) in NumPy, or None when a
+    tile's call would be refused (bad descriptors, other tensors or precisions, a tile or
+    source tile outside its format, rank 0): the per-tile form then names it."""
+    try:
+        out, staged = decoded(words, 2)
+    except DescriptorError:
+        return None
+    if (out.shape != staged.shape or out.rank == 0
+            or (out.precision, out.scale) != (staged.precision, staged.scale)
+            or not 0 <= source_tile < staged.tiles_used or int(tiles.max()) >= out.tiles_used):
+        return None
+    source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
+    starts = shard_origins(out)[tiles]
+    low = np.maximum(starts, source_start)
+    stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
+                       np.asarray(out.shape, np.int64))
+    return GatherBoxes(out, staged, source_start, starts, low, np.maximum(stops - low, 0))
+
+
+def _gather_shard_step_cycles(step: StepScalars) -> int | None:
+    """`gather_shard_cycles` of the slowest of the step's tiles, for all at once."""
+    boxes = _gather_boxes(step.words, step.scalars["source_tile"], step.tiles)
+    if boxes is None or int(step.tiles.min()) < 0:
+        return None
+    return gather_moved_cycles(int(boxes.extents.prod(axis=1).max()), boxes.out,
+                               boxes.staged, step.target)
+
+
 def _gather_shard_cycles(call: KernelScalars) -> int:
     out, staged = call.formats()
     return gather_shard_cycles(out, staged, call.scalars["source_tile"], call.tile, call.target)
@@ -145,5 +232,7 @@ RECORDS: tuple[Kernel, ...] = (
         ),
         gather_shard,
         _gather_shard_cycles,
+        _gather_shard_batched,
+        _gather_shard_step_cycles,
     ),
 )
