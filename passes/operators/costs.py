@@ -9,7 +9,6 @@ gather (`passes/operators/gather.py`), or per input shard where the gather stays
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -80,7 +79,7 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent.size * take
 
 
-@functools.lru_cache(maxsize=256)
 def cached_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
-    """`plan_rounds`, once per pair of geometries (the selector asks for many candidates)."""
+    """`plan_rounds`, once per pair of geometries (it caches: the selector asks for many
+    candidates)."""
     return plan_rounds(a, b)
