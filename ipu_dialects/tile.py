@@ -833,6 +833,47 @@ def symbol_interface(cls: type[Operation]) -> SymbolOpInterface | None:
 SYMBOL_INTERFACES: dict[type[Operation], SymbolOpInterface | None] = {}
 
 
+def suspect_group_iterations(senders: np.ndarray, shifts: np.ndarray, base: np.ndarray,
+                             holders: np.ndarray) -> np.ndarray:
+    """The iterations (rows of `senders` and `shifts`, [iterations, groups]) in which some
+    destination `base + shift` lies outside `holders`, or a tile may send or receive for two
+    groups: every iteration where it happens, and perhaps others (a superset)."""
+    groups = senders.shape[1]
+    suspect = np.zeros(senders.shape[0], dtype=bool)
+    if not base.size:  # no destinations: none outside, none received twice
+        by_range = True
+    elif holders.size and np.array_equal(holders, np.arange(holders[0], holders[0] + holders.size)):
+        # the holders are a range: a destination is outside iff the least or the greatest is
+        by_range = True
+        suspect |= shifts.min(axis=1) + base.min() < holders[0]
+        suspect |= shifts.max(axis=1) + base.max() > holders[-1]
+    else:
+        by_range = False
+    # one group's sender is one tile, and its receivers are distinct when its tiles are
+    twice = groups > 1 or np.unique(base).size != base.size
+    if by_range and not twice:
+        return np.flatnonzero(suspect)
+    step = max(1, (1 << 22) // max(1, groups * base.size))  # iterations per NumPy pass
+    for first in range(0, senders.shape[0], step):
+        chunk = slice(first, first + step)
+        destinations = base[None, None, :] + shifts[chunk][:, :, None]  # [n, group, tile]
+        if not by_range:
+            suspect[chunk] |= ~np.isin(destinations, holders).all(axis=(1, 2))
+        if not twice:
+            continue
+        ordered = np.sort(senders[chunk], axis=1)
+        suspect[chunk] |= (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+        if destinations.size:
+            # a group's own sender receives nothing: a value no receiver can have
+            sentinel = int(destinations.max()) + 1 + np.arange(destinations[0].size).reshape(
+                destinations.shape[1:])
+            taken = np.where(destinations != senders[chunk][:, :, None], destinations,
+                             sentinel[None])
+            ordered = np.sort(taken.reshape(taken.shape[0], -1), axis=1)
+            suspect[chunk] |= (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+    return np.flatnonzero(suspect)
+
+
 @irdl_op_definition
 class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
     """One synchronized exchange phase per iteration of the enclosing loops (docs/internals.md)."""
@@ -1157,30 +1198,8 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         if senders is None or shifts is None:
             return None
         groups = self.group_count
-        senders, shifts = senders.reshape(-1, groups), shifts.reshape(-1, groups)
-        base = self.dst_tiles.as_array()
-        suspect = np.zeros(senders.shape[0], dtype=bool)
-        distinct_base = np.unique(base).size == base.size
-        step = max(1, (1 << 22) // max(1, groups * base.size))  # iterations per NumPy pass
-        for first in range(0, senders.shape[0], step):
-            chunk = slice(first, first + step)
-            destinations = base[None, None, :] + shifts[chunk][:, :, None]  # [n, group, tile]
-            flagged = ~np.isin(destinations, holders).all(axis=(1, 2))
-            if groups > 1 or not distinct_base:
-                ordered = np.sort(senders[chunk], axis=1)
-                flagged |= (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
-                if not destinations.size:
-                    suspect[chunk] = flagged
-                    continue
-                # a group's own sender receives nothing: a value no receiver can have
-                sentinel = int(destinations.max()) + 1 + np.arange(destinations[0].size).reshape(
-                    destinations.shape[1:])
-                taken = np.where(destinations != senders[chunk][:, :, None], destinations,
-                                 sentinel[None])
-                ordered = np.sort(taken.reshape(taken.shape[0], -1), axis=1)
-                flagged |= (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
-            suspect[chunk] = flagged
-        return np.flatnonzero(suspect)
+        return suspect_group_iterations(senders.reshape(-1, groups), shifts.reshape(-1, groups),
+                                        self.dst_tiles.as_array(), holders)
 
     def group_roles(self, grouped: Sequence[tuple[int, int]], only: np.ndarray | None = None
                     ) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
