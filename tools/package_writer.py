@@ -39,7 +39,6 @@ from ipu_dialects.tile import (
     ExchangeOp,
     KernelOp,
     LoopOp,
-    TileSetAttr,
     WorkProvenanceAttr,
     enclosing_loops,
 )
@@ -161,8 +160,9 @@ class KernelTable:
     """What every iteration of one `tile.kernel` reads, decoded from its properties once."""
 
     symbol: str
-    tile_set: TileSetAttr
+    tile_set: frozenset[int]  # `tiles`, for `on_tile`'s membership test
     tiles: np.ndarray
+    tiles32: np.ndarray  # the step's copy of `tiles`
     on_tile: Callable | None  # the maps, compiled (`map_evaluator`)
     views: list[tuple[int, Callable]]  # (buffer address, offset) of each pointer
     homes: list[tuple[np.ndarray, Callable, int, int, Callable]]  # tiles, shift, pointer, address, offset
@@ -174,8 +174,9 @@ class KernelTable:
 
     @classmethod
     def of(cls, op: KernelOp) -> KernelTable:
+        tiles = op.tiles.as_array()
         return cls(
-            op.symbol, op.tiles, op.tiles.as_array(),
+            op.symbol, frozenset(op.tiles.tiles()), tiles, tiles.astype(np.int32),
             None if op.on_tile is None else map_evaluator(op.on_tile.data),
             [(buffer_address(view), map_evaluator(offset)) for view, offset in op.pointer_views],
             [(home.tiles.as_array(), map_evaluator(home.shift), home.pointer,
@@ -297,12 +298,13 @@ class Expansion:
         if op not in self.kernels:
             self.kernels[op] = KernelTable.of(op)
         table = self.kernels[op]
-        tiles = table.tiles
+        tiles, tiles32 = table.tiles, table.tiles32
         if table.on_tile is not None:
             only = int(table.on_tile(ivs)[0])
             if only not in table.tile_set:
                 return
             tiles = np.array([only], dtype=np.int64)
+            tiles32 = tiles.astype(np.int32)
         pointers = np.broadcast_to(
             np.asarray([address + int(offset(ivs)[0]) for address, offset in table.views],
                        dtype=np.int64), (len(tiles), table.pointer_count)).copy()
@@ -311,7 +313,7 @@ class Expansion:
             at_home = np.isin(tiles, home_tiles + int(shift(ivs)[0]))
             pointers[at_home, pointer] = address + int(offset(ivs)[0])
         self.steps.append(KernelStep(
-            table.symbol, tiles.astype(np.int32),
+            table.symbol, tiles32.copy(),
             pointers,
             (*(int(m(ivs)[0]) for m in table.iv_scalars), *table.scalars),
             located_text(table.provenance, table.loop_names, ivs, self.folded)))

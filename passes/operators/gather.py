@@ -118,11 +118,13 @@ def shard_receivers(a: ShardGeometry, b: ShardGeometry) -> np.ndarray:
     starts_a = a.all_origins()
     starts_b = np.tile(b.all_origins(), (b.replication, 1))
     meets = np.ones((a.partition_count, b.tiles_used), dtype=bool)
-    for axis in range(a.rank):
-        low = np.maximum(starts_a[:, axis, None], starts_b[None, :, axis])
-        high = np.minimum(np.minimum(starts_a[:, axis, None] + a.chunk[axis],
-                                     starts_b[None, :, axis] + b.chunk[axis]), a.shape[axis])
-        meets &= high > low
+    for axis in range(a.rank):  # per axis, between the few distinct starts, then spread
+        from_a, at_a = np.unique(starts_a[:, axis], return_inverse=True)
+        from_b, at_b = np.unique(starts_b[:, axis], return_inverse=True)
+        low = np.maximum(from_a[:, None], from_b[None, :])
+        high = np.minimum(np.minimum(from_a[:, None] + a.chunk[axis],
+                                     from_b[None, :] + b.chunk[axis]), a.shape[axis])
+        meets &= (high > low)[at_a.reshape(-1)][:, at_b.reshape(-1)]
     return meets
 
 
@@ -232,12 +234,17 @@ def disjoint_split(base: np.ndarray, shifts: np.ndarray, s: np.ndarray, own: np.
     """`try_split`'s last checks when BASE is an interval, so that every group of a round sends
     to the interval BASE + its shift (inside [0, tiles)): when no two of one round's intervals
     meet, no tile receives for two groups, and (`copiers`, whether any tile receives at all)
-    follow from the intervals alone. None when two intervals of a round meet (`try_split`
-    then checks tile by tile)."""
+    follow from the intervals alone. Two intervals of a round that share three tiles or more
+    share one that neither sender excludes: a tile receives for two groups, and the split is
+    refused (no copiers). None when intervals share one or two tiles (`try_split` then checks
+    tile by tile)."""
     length = base.size
     order = np.argsort(shifts, axis=1, kind="stable")
     starts = np.take_along_axis(shifts, order, axis=1) + int(base[0])  # [R, G], sorted
-    if (np.diff(starts, axis=1) < length).any():
+    gaps = np.diff(starts, axis=1)  # consecutive intervals share length - gap tiles
+    if (gaps <= length - 3).any():
+        return None, False
+    if (gaps < length).any():
         return None
     has_traffic = bool(length > 1 or (starts != np.take_along_axis(s, order, axis=1)).any())
     if not own.any():

@@ -36,6 +36,7 @@ from passes.operators.base import (
     SelectionContext,
     TileLowering,
     current_format,
+    max_latency,
     tensor_type,
 )
 from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
@@ -127,7 +128,7 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
     receivers = geometry_of(out_type).tiles_used
     shard = shard_words(src_type)
     # the cached table (`device.target.latency_table`): the matrix of 1472 tiles takes ~40 ms
-    latency = ctx.target.max_latency(max(sources, receivers)) if receivers > 1 else 0
+    latency = max_latency(ctx.target, max(sources, receivers)) if receivers > 1 else 0
     per_shard = (device_cycles.exchange_step_cycles(shard + latency, ctx.target)
                  + device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target)
                  + kernel_cycles(GATHER_KERNEL, [0, *words], out_type, ctx))
