@@ -64,6 +64,7 @@ from planning.exchange_rows import (
     checked_row,
     duplex_instructions,
     duplex_schedule,
+    forget_checked_rows,
     free_row_ranges,
     receiver_instructions,
     sender_instructions,
@@ -316,6 +317,7 @@ class ScheduleExchangePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target, tiles = target_and_tiles(op, self.name)
         check_expansion(op, self.name)  # rows are built per iteration of their row loops
+        forget_checked_rows()  # the rows of an earlier module: no longer needed
         code = RowMemory.for_module(op, target)
         latency = latency_table(target, tiles)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]

@@ -149,9 +149,10 @@ def sender_row(items: int, source_word: int, sctl: int) -> tuple[isa.Instruction
 
 def duplex_instructions(send: BroadcastPhase, receive: BroadcastPhase) -> list[isa.Instruction]:
     """A transmitting `sendpicp` (first items, the incoming source and pointer at event 0),
-    `sendoff` for the rest of the items, then a wait until the last incoming item."""
+    `sendoff` for the rest of the items, then a wait until the last incoming item (the length
+    of `duplex_schedule(send, receive)`)."""
     return list(duplex_row(send.items, send.source_word, send.sctl, receive.xpic_configuration,
-                           receive.dest_word, duplex_schedule(send, receive).total_events))
+                           receive.dest_word, max(send.items, receive.total_events)))
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -224,9 +225,10 @@ def schedule_key(schedule: RowSchedule) -> tuple:
     return (schedule.total_events, tuple(schedule.sends), tuple(schedule.controls))
 
 
-# Rows checked in this process: (instructions, schedule, address) -> words, and
-# (instructions, address) -> words for rows whose decoded instructions are the instructions
-# themselves (so they have a well-defined timeline). Bounded: emptied when full.
+# Rows checked in this process since the last `forget_checked_rows` (each schedule-exchange
+# run starts with it): (instructions, schedule, address) -> words, and (instructions,
+# address) -> words for rows whose decoded instructions are the instructions themselves (so
+# they have a well-defined timeline). Bounded: emptied when full.
 CHECKED_ROWS: dict[tuple, np.ndarray] = {}
 ENCODED_ROWS: dict[tuple, tuple[int, ...]] = {}
 REMEMBERED_ROWS = 1 << 16
@@ -236,6 +238,12 @@ def remember(table: dict, key: tuple, value) -> None:
     if len(table) >= REMEMBERED_ROWS:
         table.clear()
     table[key] = value
+
+
+def forget_checked_rows() -> None:
+    """Empty what `checked_row` remembers (memory for one module's rows at a time)."""
+    CHECKED_ROWS.clear()
+    ENCODED_ROWS.clear()
 
 
 def checked_words(instrs: list[isa.Instruction] | tuple[isa.Instruction, ...],
