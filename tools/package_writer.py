@@ -128,6 +128,17 @@ class ExchangeTable:
     provenance: str  # `provenance_text`'s head
     loop_names: list[str]
     row_ids: dict[tuple[str, tuple[int, ...]], int] = field(default_factory=dict)
+    patch_values: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+
+    def values_at(self, symbol: str, n: int) -> tuple[int, ...]:
+        """The patch values of row `symbol` in iteration `n` (ints, in patch order)."""
+        patches = self.patches[symbol]
+        if not patches:
+            return ()
+        if symbol not in self.patch_values:  # once per row: a tuple per iteration
+            self.patch_values[symbol] = list(zip(*(values.tolist() for _, _, values in patches),
+                                                 strict=True))
+        return self.patch_values[symbol][n]
 
     @classmethod
     def of(cls, op: ExchangeOp, rows: dict[str, RowOp]) -> ExchangeTable:
@@ -250,7 +261,7 @@ class Expansion:
 
     def concrete_row(self, table: ExchangeTable, symbol: str, n: int) -> int:
         patches = table.patches[symbol]
-        values = tuple(int(values[n]) for _, _, values in patches)
+        values = table.values_at(symbol, n)
         key = (symbol, values)
         row = table.row_ids.get(key)
         if row is None:  # the same row and patch values are the same concrete row
