@@ -10,9 +10,11 @@ implements: the tile dialect needs the count, not the mid dialect.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from xdsl.dialects.builtin import ModuleOp
+import numpy as np
+from xdsl.dialects.builtin import BytesAttr, DenseArrayBase, IntegerType, ModuleOp, Signedness
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Operation, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import irdl_attr_definition
@@ -78,3 +80,18 @@ def configured_tile_count(op: Operation) -> int | None:
         return None
     config = module.attributes.get(CONFIG_ATTR_NAME)
     return config.configured_tiles() if isinstance(config, ConfiguresTileCount) else None
+
+
+def dense_ints(elt_type: IntegerType, values: Sequence[int]) -> DenseArrayBase:
+    """`DenseArrayBase.from_list(elt_type, values)`, the same attribute, packed by NumPy when
+    every value is a plain int in the signed range of a signless 32- or 64-bit type (what
+    `from_list` then stores as is); anything else goes through `from_list` (its
+    normalization and its errors). Per-iteration patch arrays hold thousands of values."""
+    width = elt_type.width.data
+    if width in (32, 64) and elt_type.signedness.data == Signedness.SIGNLESS and all(
+            type(v) is int for v in values):
+        bound = 1 << (width - 1)
+        if not values or (-bound <= min(values) and max(values) < bound):
+            packed = np.asarray(values, dtype="<i8" if width == 64 else "<i4").tobytes()
+            return DenseArrayBase(elt_type, BytesAttr(packed))
+    return DenseArrayBase.from_list(elt_type, values)

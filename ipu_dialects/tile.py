@@ -77,6 +77,7 @@ from xdsl.traits import (
     MemoryEffectKind,
     NoTerminator,
     Resource,
+    SymbolOpInterface,
     SymbolTable,
     SymbolUserOpInterface,
 )
@@ -92,6 +93,7 @@ from ipu_dialects.shared_attrs import (
     MemoryClassAttr,
     PrecisionAttr,
     configured_tile_count,
+    dense_ints,
     enum_attr,
 )
 from ipu_dialects.tile_checks import (
@@ -180,6 +182,8 @@ class TileSetAttr(ParametrizedAttribute):
         return tuple(t.data for t in self.listed.data)
 
     def as_array(self) -> np.ndarray:
+        if self.is_range:
+            return np.arange(self.start.data, self.stop.data, dtype=np.int64)
         return np.asarray(self.tiles(), dtype=np.int64)
 
     @property
@@ -292,7 +296,7 @@ class RowPatchAttr(ParametrizedAttribute):
 
     def __init__(self, row: str, instruction: int, field: str, values: Sequence[int]):
         super().__init__(SymbolRefAttr(row), IntAttr(instruction), StringAttr(field),
-                         DenseArrayBase.from_list(i64, list(values)))
+                         dense_ints(i64, list(values)))
 
     @property
     def row_name(self) -> str:
@@ -805,10 +809,78 @@ class ExchangeRowUses(SymbolUserOpInterface):
 
 def exchange_row(op: Operation, name: str) -> RowOp:
     """The `exchange.row` @name of `op`'s module."""
-    row = SymbolTable.lookup_symbol(op, name)
+    row = lookup_symbol(op, name)
     if not isinstance(row, RowOp):
         raise VerifyException(f"tile.exchange: @{name} is not an exchange.row of the module")
     return row
+
+
+def lookup_symbol(op: Operation, name: str) -> Operation | None:
+    """`SymbolTable.lookup_symbol(op, name)` for a flat name, with each op class's
+    `SymbolOpInterface` looked up once (traits belong to the class) instead of once per op of
+    the table for every lookup: a module holds hundreds of rows, and every exchange looks up
+    its own."""
+    anchor: Operation | None = op
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    if anchor is None:
+        return SymbolTable.lookup_symbol(op, name)  # its ValueError
+    wanted = StringAttr(name)
+    for candidate in anchor.regions[0].block.ops:
+        interface = symbol_interface(type(candidate))
+        if interface is not None and interface.get_sym_attr_name(candidate) == wanted:
+            return candidate
+    return None
+
+
+def symbol_interface(cls: type[Operation]) -> SymbolOpInterface | None:
+    if cls not in SYMBOL_INTERFACES:
+        SYMBOL_INTERFACES[cls] = cls.get_trait(SymbolOpInterface)
+    return SYMBOL_INTERFACES[cls]
+
+
+SYMBOL_INTERFACES: dict[type[Operation], SymbolOpInterface | None] = {}
+
+
+def suspect_group_iterations(senders: np.ndarray, shifts: np.ndarray, base: np.ndarray,
+                             holders: np.ndarray) -> np.ndarray:
+    """The iterations (rows of `senders` and `shifts`, [iterations, groups]) in which some
+    destination `base + shift` lies outside `holders`, or a tile may send or receive for two
+    groups: every iteration where it happens, and perhaps others (a superset)."""
+    groups = senders.shape[1]
+    suspect = np.zeros(senders.shape[0], dtype=bool)
+    if not base.size:  # no destinations: none outside, none received twice
+        by_range = True
+    elif holders.size and np.array_equal(holders, np.arange(holders[0], holders[0] + holders.size)):
+        # the holders are a range: a destination is outside iff the least or the greatest is
+        by_range = True
+        suspect |= shifts.min(axis=1) + base.min() < holders[0]
+        suspect |= shifts.max(axis=1) + base.max() > holders[-1]
+    else:
+        by_range = False
+    # one group's sender is one tile, and its receivers are distinct when its tiles are
+    twice = groups > 1 or np.unique(base).size != base.size
+    if by_range and not twice:
+        return np.flatnonzero(suspect)
+    step = max(1, (1 << 22) // max(1, groups * base.size))  # iterations per NumPy pass
+    for first in range(0, senders.shape[0], step):
+        chunk = slice(first, first + step)
+        destinations = base[None, None, :] + shifts[chunk][:, :, None]  # [n, group, tile]
+        if not by_range:
+            suspect[chunk] |= ~np.isin(destinations, holders).all(axis=(1, 2))
+        if not twice:
+            continue
+        ordered = np.sort(senders[chunk], axis=1)
+        suspect[chunk] |= (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+        if destinations.size:
+            # a group's own sender receives nothing: a value no receiver can have
+            sentinel = int(destinations.max()) + 1 + np.arange(destinations[0].size).reshape(
+                destinations.shape[1:])
+            taken = np.where(destinations != senders[chunk][:, :, None], destinations,
+                             sentinel[None])
+            ordered = np.sort(taken.reshape(taken.shape[0], -1), axis=1)
+            suspect[chunk] |= (ordered[:, 1:] == ordered[:, :-1]).any(axis=1)
+    return np.flatnonzero(suspect)
 
 
 @irdl_op_definition
@@ -1100,9 +1172,13 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
     def verify_group_tiles(self, dst: BufferOp, grouped: Sequence[tuple[int, int]]) -> None:
         """Every group's receivers hold the destination; within one phase, no tile sends for
         two groups or receives for two groups. A tile may send for one group while it
-        receives for another (full duplex: one row does both, `schedule-exchange`)."""
+        receives for another (full duplex: one row does both, `schedule-exchange`).
+
+        The iterations are screened together in NumPy (`suspect_iterations`); the checks
+        below, which word the diagnostic, run only on those it flags."""
         holders = dst.tiles.as_array()
-        for n, senders, destinations, receivers in self.group_roles(grouped):
+        suspects = self.suspect_iterations(holders, grouped)
+        for n, senders, destinations, receivers in self.group_roles(grouped, suspects):
             outside = destinations[~np.isin(destinations, holders)]
             if outside.size:
                 raise VerifyException(
@@ -1118,11 +1194,27 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
                         "sends for at most one group and receives for at most one"
                     )
 
-    def group_roles(self, grouped: Sequence[tuple[int, int]]
+    def suspect_iterations(self, holders: np.ndarray, grouped: Sequence[tuple[int, int]]
+                           ) -> np.ndarray | None:
+        """The iterations `verify_group_tiles` must look at one by one: every one where a
+        destination lies outside `holders`, or a tile may send or receive for two groups (a
+        superset: never one fewer). None when the maps cannot be evaluated (`group_roles`
+        then yields nothing either)."""
+        if self.dst_shift is None:
+            return None
+        senders = map_values(self.src_tile.data, grouped)
+        shifts = map_values(self.dst_shift.data, grouped)
+        if senders is None or shifts is None:
+            return None
+        groups = self.group_count
+        return suspect_group_iterations(senders.reshape(-1, groups), shifts.reshape(-1, groups),
+                                        self.dst_tiles.as_array(), holders)
+
+    def group_roles(self, grouped: Sequence[tuple[int, int]], only: np.ndarray | None = None
                     ) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
-        """Per iteration of a grouped exchange: its index, every group's sender, every
-        group's destination tiles, and the tiles that receive (a group's sender among its
-        own destinations receives nothing)."""
+        """Per iteration of a grouped exchange (of the iterations `only`, when given): its
+        index, every group's sender, every group's destination tiles, and the tiles that
+        receive (a group's sender among its own destinations receives nothing)."""
         if self.dst_shift is None:
             return
         senders = map_values(self.src_tile.data, grouped)
@@ -1132,7 +1224,7 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         groups = self.group_count
         senders, shifts = senders.reshape(-1, groups), shifts.reshape(-1, groups)
         base = self.dst_tiles.as_array()
-        for n in range(senders.shape[0]):
+        for n in range(senders.shape[0]) if only is None else only.tolist():
             destinations = base[None, :] + shifts[n][:, None]
             yield (n, senders[n], destinations,
                    destinations[destinations != senders[n][:, None]])
@@ -1150,7 +1242,8 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         tiles = map_values(self.src_tile.data, [*bounds, *self.group_bounds()])
         if tiles is None:
             return
-        outside = [int(t) for t in np.unique(tiles) if int(t) not in src.tiles]
+        distinct = np.unique(tiles)
+        outside = distinct[~np.isin(distinct, src.tiles.as_array())].tolist()
         if outside:
             raise VerifyException(
                 f"tile.exchange: source tile {outside[0]} does not hold @{src.sym_name.data} "
@@ -1225,11 +1318,11 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
                 raise VerifyException(
                     f"tile.exchange: a patch names @{patch.row_name}, which is not one of its rows"
                 )
-            if len(patch.value_list()) != iterations:
+            if len(patch.values) != iterations:
                 raise VerifyException(
                     f"tile.exchange: the patch of @{patch.row_name} instruction "
                     f"{patch.instruction.data} field '{patch.field.data}' has "
-                    f"{len(patch.value_list())} values, but the enclosing loops its rows vary "
+                    f"{len(patch.values)} values, but the enclosing loops its rows vary "
                     f"with run {iterations} iteration(s)"
                 )
 

@@ -13,8 +13,9 @@ are indexed by it.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.ir.affine import (
@@ -91,6 +92,51 @@ def evaluate_map(affine_map: AffineMap, ivs: np.ndarray) -> np.ndarray:
     if not columns:
         return np.zeros((ivs.shape[0], 0), dtype=np.int64)
     return np.stack(columns, axis=1)
+
+
+def expr_source(expr: AffineExpr) -> str | None:
+    """Python source of `expr` over the index sequence `d`, with `AffineExpr.eval`'s integer
+    arithmetic (floor division and modulo of Python ints; ceildiv as `-(-a // b)`); None for
+    what it does not cover (symbols)."""
+    if isinstance(expr, AffineConstantExpr):
+        return f"({int(expr.value)})"
+    if isinstance(expr, AffineDimExpr):
+        return f"d[{int(expr.position)}]"
+    if isinstance(expr, AffineBinaryOpExpr):
+        lhs, rhs = expr_source(expr.lhs), expr_source(expr.rhs)
+        if lhs is None or rhs is None:
+            return None
+        match expr.kind:
+            case AffineBinaryOpKind.Add:
+                return f"({lhs} + {rhs})"
+            case AffineBinaryOpKind.Mul:
+                return f"({lhs} * {rhs})"
+            case AffineBinaryOpKind.Mod:
+                return f"({lhs} % {rhs})"
+            case AffineBinaryOpKind.FloorDiv:
+                return f"({lhs} // {rhs})"
+            case AffineBinaryOpKind.CeilDiv:
+                return f"(-(-{lhs} // {rhs}))"
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def map_evaluator(affine_map: AffineMap) -> Callable[[Sequence[int]], tuple[int, ...]]:
+    """`lambda ivs: affine_map.eval(ivs, [])` compiled once per map into one Python function
+    (the package writer evaluates maps once per kernel run and exchange of every unrolled
+    iteration; walking the expression tree each time is most of that). Same results, and the
+    same `AssertionError` for a wrong number of indices."""
+    results = [expr_source(e) for e in affine_map.results]
+    if affine_map.num_symbols or any(r is None for r in results):
+        return lambda ivs: affine_map.eval(list(ivs), [])
+    dims = affine_map.num_dims
+    body = ", ".join(r for r in results if r is not None)
+    source = (f"def evaluate(d):\n"
+              f"    assert len(d) == {dims}, f'{{len(d)}}, {dims}'\n"
+              f"    return ({body}{',' if affine_map.results else ''})\n")
+    namespace: dict = {}
+    exec(source, namespace)
+    return namespace["evaluate"]
 
 
 def evaluate_scalar_map(affine_map: AffineMap, bounds: Bounds) -> np.ndarray:

@@ -51,6 +51,7 @@ from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target, latency_table, pair_tile
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.locations import located
+from ipu_dialects.shared_attrs import dense_ints
 from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr
 from planning.exchange_phases import (
     duplex_partners,
@@ -63,6 +64,7 @@ from planning.exchange_rows import (
     checked_row,
     duplex_instructions,
     duplex_schedule,
+    forget_checked_rows,
     free_row_ranges,
     receiver_instructions,
     sender_instructions,
@@ -254,12 +256,14 @@ def check_distinct_rows(phases: list[BroadcastPhase | None], rows: list[Rows | N
     for phase, pair, receiving in zip(phases, rows, partners, strict=True):
         if phase is None or pair is None:
             continue
-        sender_schedule = (phase.sender_schedule() if receiving is None
-                           else duplex_schedule(phase, receiving))
-        for instrs, schedule in zip(pair, (sender_schedule, phase.receiver_schedule()),
-                                    strict=True):
-            if (key := tuple(instrs)) not in checked:
-                checked[key] = checked_row(instrs, schedule, base_address, what)
+        sender, receiver = tuple(pair[0]), tuple(pair[1])
+        if sender not in checked:
+            schedule = (phase.sender_schedule() if receiving is None
+                        else duplex_schedule(phase, receiving))
+            checked[sender] = checked_row(pair[0], schedule, base_address, what)
+        if receiver not in checked:
+            checked[receiver] = checked_row(pair[1], phase.receiver_schedule(), base_address,
+                                            what)
     return checked
 
 
@@ -292,8 +296,8 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
     op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
     if len(positions) < len(op.ivs):
         op.properties["row_loops"] = DenseArrayBase.from_list(i64, positions)
-    op.properties["sender_rows"] = DenseArrayBase.from_list(i32, sender_rows)
-    op.properties["receiver_rows"] = DenseArrayBase.from_list(i32, receiver_rows)
+    op.properties["sender_rows"] = dense_ints(i32, sender_rows)
+    op.properties["receiver_rows"] = dense_ints(i32, receiver_rows)
     patches = [p for t in templates for p in t.patches(len(phases))]
     if patches:
         op.properties["patches"] = ArrayAttr(patches)
@@ -318,6 +322,7 @@ class ScheduleExchangePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target, tiles = target_and_tiles(op, self.name)
         check_expansion(op, self.name)  # rows are built per iteration of their row loops
+        forget_checked_rows()  # the rows of an earlier module: no longer needed
         code = RowMemory.for_module(op, target)
         latency = latency_table(target, tiles)
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]

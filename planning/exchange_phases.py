@@ -28,17 +28,18 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device import isa
 from device.exchange_timeline import TimelineError
-from device.row_checker import RowMismatch, RowSchedule, ScheduleError, check_row
-from device.target import latency_table
+from device.row_checker import RowMismatch, ScheduleError, check_row
+from device.target import WORD_BYTES, latency_table
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.locations import located
 from ipu_dialects.tile import BufferOp, ExchangeOp, enclosing_loops, loop_bounds
 from ipu_dialects.tile_iteration import evaluate_map, iteration_vectors, map_dims
 from planning.exchange_rows import (
     BroadcastPhase,
+    broadcast_events,
     duplex_schedule,
     instantiate,
-    plan_broadcast,
+    schedule_key,
 )
 from planning.pipeline_config import target_and_tiles
 
@@ -91,16 +92,40 @@ def phase_per_iteration(op: ExchangeOp, latency: np.ndarray, positions: list[int
 
     sources = placed_address(src, pass_name) + offsets(op.src_offset.data)
     dests = placed_address(dst, pass_name) + offsets(op.dst_offset.data)
-    dst_tiles = tuple(int(t) for t in op.dst_tiles.tiles())
+    dst_tiles = op.dst_tiles.as_array()
+    pairs = op.pairs is not None
+    width = isa.SCTL_64BIT if pairs else 0
+    events = broadcast_events(op.word_count, pairs)
     phases: list[BroadcastPhase | None] = []
-    for sender, shift, source, dest in zip(senders.tolist(), shifts.tolist(), sources.tolist(),
-                                           dests.tolist(), strict=True):
-        receivers = tuple(t + shift for t in dst_tiles if t + shift != sender)
-        phases.append(
-            plan_broadcast(sender, receivers, op.word_count, source, dest, latency,
-                           op.pairs is not None)
-            if receivers else None
-        )
+    receiver_sets: dict[tuple[int, int | None], tuple[int, ...]] = {}  # (shift, sender) -> receivers
+    step = max(1, (1 << 22) // max(1, dst_tiles.size))  # iterations per NumPy pass
+    for first in range(0, len(senders), step):
+        chunk = slice(first, first + step)
+        # what `plan_broadcast` computes receiver by receiver, for the whole chunk at once:
+        # the receivers (a group's sender among its destinations receives nothing), the
+        # latency of the farthest, and the directions that reach them
+        tiles = dst_tiles[None, :] + shifts[chunk, None]
+        chunk_senders = senders[chunk]
+        receiving = tiles != chunk_senders[:, None]
+        arrival = np.where(receiving, latency[chunk_senders[:, None], tiles], 0).max(
+            axis=1, initial=0)
+        higher = (receiving & (tiles > chunk_senders[:, None])).any(axis=1)
+        lower = (receiving & (tiles < chunk_senders[:, None])).any(axis=1)
+        for row, (sender, shift, source, dest, last, up, down, count) in enumerate(zip(
+                chunk_senders.tolist(), shifts[chunk].tolist(), sources[chunk].tolist(),
+                dests[chunk].tolist(), arrival.tolist(), higher.tolist(), lower.tolist(),
+                receiving.sum(axis=1).tolist(), strict=True)):
+            if not count:
+                phases.append(None)
+                continue
+            key = (shift, sender if count < dst_tiles.size else None)
+            receivers = receiver_sets.get(key)
+            if receivers is None:
+                receivers = tuple(tiles[row][receiving[row]].tolist())
+                receiver_sets[key] = receivers
+            phases.append(BroadcastPhase(
+                sender, receivers, op.word_count, source // WORD_BYTES, dest // WORD_BYTES,
+                events + last, (1 if up else 0) | (2 if down else 0) | width))
     return phases
 
 
@@ -213,8 +238,3 @@ def recheck_exchange(op: ExchangeOp, templates: dict[str, RowOp], latency: np.nd
                     RowMismatch) as error:
                 raise fail(f"row @{symbol} in (iteration, group) {n}: {error}") from None
             checked.add(key)
-
-
-def schedule_key(schedule: RowSchedule) -> tuple:
-    return (schedule.total_events, tuple(schedule.sends), tuple(schedule.controls))
-

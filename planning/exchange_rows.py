@@ -33,6 +33,7 @@ slots of consecutive iterations of one exchange op.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -130,30 +131,44 @@ def plan_broadcast(sender: int, receivers: tuple[int, ...], words: int, source_b
 
 def sender_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
     """`send` for the first items at the absolute address, `sendoff` continuing the stream."""
-    first = min(phase.items, SEND_MAX_WORDS)
-    instrs: list[isa.Instruction] = [isa.Send(first - 1, phase.source_word, phase.sctl)]
-    remaining = phase.items - first
+    return list(sender_row(phase.items, phase.source_word, phase.sctl))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def sender_row(items: int, source_word: int, sctl: int) -> tuple[isa.Instruction, ...]:
+    """`sender_instructions` from the fields it reads (once: iterations repeat them)."""
+    first = min(items, SEND_MAX_WORDS)
+    instrs: list[isa.Instruction] = [isa.Send(first - 1, source_word, sctl)]
+    remaining = items - first
     while remaining > 0:
         chunk = min(remaining, SENDOFF_MAX_WORDS)
-        instrs.append(isa.SendOff(chunk - 1, 0, phase.sctl))
+        instrs.append(isa.SendOff(chunk - 1, 0, sctl))
         remaining -= chunk
-    return instrs
+    return tuple(instrs)
 
 
 def duplex_instructions(send: BroadcastPhase, receive: BroadcastPhase) -> list[isa.Instruction]:
     """A transmitting `sendpicp` (first items, the incoming source and pointer at event 0),
-    `sendoff` for the rest of the items, then a wait until the last incoming item."""
-    first = min(send.items, SENDPICP_MAX_WORDS)
+    `sendoff` for the rest of the items, then a wait until the last incoming item (the length
+    of `duplex_schedule(send, receive)`)."""
+    return list(duplex_row(send.items, send.source_word, send.sctl, receive.xpic_configuration,
+                           receive.dest_word, max(send.items, receive.total_events)))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def duplex_row(items: int, source_word: int, sctl: int, xpic: int, dest_word: int,
+               total_events: int) -> tuple[isa.Instruction, ...]:
+    """`duplex_instructions` from the fields it reads."""
+    first = min(items, SENDPICP_MAX_WORDS)
     instrs: list[isa.Instruction] = [
-        isa.SendPicP(first - 1, send.source_word, send.sctl, PIC_ABSOLUTE,
-                     receive.xpic_configuration, receive.dest_word)
+        isa.SendPicP(first - 1, source_word, sctl, PIC_ABSOLUTE, xpic, dest_word)
     ]
-    remaining = send.items - first
+    remaining = items - first
     while remaining > 0:
         chunk = min(remaining, SENDOFF_MAX_WORDS)
-        instrs.append(isa.SendOff(chunk - 1, 0, send.sctl))
+        instrs.append(isa.SendOff(chunk - 1, 0, sctl))
         remaining -= chunk
-    return instrs + wait(duplex_schedule(send, receive).total_events - send.items)
+    return tuple(instrs + wait(total_events - items))
 
 
 def wait(events: int) -> list[isa.Instruction]:
@@ -168,24 +183,74 @@ def wait(events: int) -> list[isa.Instruction]:
 
 def receiver_instructions(phase: BroadcastPhase) -> list[isa.Instruction]:
     """Select source and pointer at event 0 (directionless `sendpicp`), then wait."""
-    return [isa.SendPicP(0, 0, 0, PIC_ABSOLUTE, phase.xpic_configuration, phase.dest_word),
-            *wait(phase.total_events - 1)]
+    return list(receiver_row(phase.xpic_configuration, phase.dest_word, phase.total_events))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def receiver_row(xpic: int, dest_word: int, total_events: int) -> tuple[isa.Instruction, ...]:
+    """`receiver_instructions` from the fields it reads."""
+    return (isa.SendPicP(0, 0, 0, PIC_ABSOLUTE, xpic, dest_word), *wait(total_events - 1))
 
 
 def checked_row(instrs: list[isa.Instruction], schedule: RowSchedule, base_address: int,
                 what: str) -> np.ndarray:
-    """Encode, decode and check a row against its schedule; return its words.
+    """Encode, decode and check a row against its schedule; return its words (read-only).
 
     Every failure here means the scheduler built a row (or a schedule) it should not have:
-    the input was valid, so the diagnostic says it is a compiler bug.
+    the input was valid, so the diagnostic says it is a compiler bug. A row checked against
+    the same schedule at the same address earlier in this process is not checked again (the
+    check is a pure function of the three); its words are remembered for the package writer
+    (`checked_words`).
     """
+    key = (tuple(instrs), schedule_key(schedule), base_address)
+    words = CHECKED_ROWS.get(key)
+    if words is not None:
+        return words
     try:
-        words = isa.encode(instrs, base_address)
-        check_row(isa.decode(words, base_address), schedule)
+        encoded = isa.encode(instrs, base_address)
+        decoded = isa.decode(encoded, base_address)
+        check_row(decoded, schedule)
     except (isa.EncodeError, isa.DecodeError, TimelineError, ScheduleError,
             RowMismatch) as error:
         raise PassFailedException(internal_error(what, base_address, error)) from error
-    return np.asarray(words, dtype=np.uint32)
+    words = np.asarray(encoded, dtype=np.uint32)
+    words.setflags(write=False)
+    remember(CHECKED_ROWS, key, words)
+    if decoded == list(instrs):  # the checker's timeline is then the timeline of `instrs`
+        remember(ENCODED_ROWS, (key[0], base_address), tuple(encoded))
+    return words
+
+
+def schedule_key(schedule: RowSchedule) -> tuple:
+    return (schedule.total_events, tuple(schedule.sends), tuple(schedule.controls))
+
+
+# Rows checked in this process since the last `forget_checked_rows` (each schedule-exchange
+# run starts with it): (instructions, schedule, address) -> words, and (instructions,
+# address) -> words for rows whose decoded instructions are the instructions themselves (so
+# they have a well-defined timeline). Bounded: emptied when full.
+CHECKED_ROWS: dict[tuple, np.ndarray] = {}
+ENCODED_ROWS: dict[tuple, tuple[int, ...]] = {}
+REMEMBERED_ROWS = 1 << 16
+
+
+def remember(table: dict, key: tuple, value) -> None:
+    if len(table) >= REMEMBERED_ROWS:
+        table.clear()
+    table[key] = value
+
+
+def forget_checked_rows() -> None:
+    """Empty what `checked_row` remembers (memory for one module's rows at a time)."""
+    CHECKED_ROWS.clear()
+    ENCODED_ROWS.clear()
+
+
+def checked_words(instrs: list[isa.Instruction] | tuple[isa.Instruction, ...],
+                  base_address: int) -> tuple[int, ...] | None:
+    """`isa.encode(instrs, base_address)` of a row `checked_row` checked in this process (its
+    timeline is well defined), or None."""
+    return ENCODED_ROWS.get((tuple(instrs), base_address))
 
 
 def internal_error(what: str, base_address: int, error: Exception) -> str:
@@ -238,9 +303,22 @@ def instantiate(template: list[isa.Instruction],
 
 def with_field(instr: isa.Instruction, name: str, value: int) -> isa.Instruction:
     """`instr` with one field replaced (a new instruction: they are frozen)."""
-    changed = {f.name: getattr(instr, f.name) for f in fields(instr)}
-    changed[name] = value
-    return type(instr)(**changed)
+    names = field_names(type(instr))
+    if name not in names:  # not a field: the constructor's own TypeError, as before
+        changed = {f.name: getattr(instr, f.name) for f in fields(instr)}
+        changed[name] = value
+        return type(instr)(**changed)
+    return type(instr)(*(value if n == name else getattr(instr, n) for n in names))
+
+
+def field_names(cls: type) -> tuple[str, ...]:
+    """The fields of an instruction class, in constructor order."""
+    if cls not in FIELD_NAMES:
+        FIELD_NAMES[cls] = tuple(f.name for f in fields(cls))
+    return FIELD_NAMES[cls]
+
+
+FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 # ---- where row slots go --------------------------------------------------------------------

@@ -42,9 +42,9 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
     enclosing_loops,
 )
-from ipu_dialects.tile_iteration import selected_iteration
+from ipu_dialects.tile_iteration import map_evaluator, selected_iteration
 from planning.exchange_phases import recheck_exchange_rows
-from planning.exchange_rows import instantiate, slot_stride
+from planning.exchange_rows import checked_words, instantiate, slot_stride
 from planning.pipeline_config import pipeline_config, target_and_tiles
 from planning.program_size import check_expansion
 from planning.shard_geometry import ShardGeometry
@@ -57,16 +57,29 @@ def provenance_text(provenance: WorkProvenanceAttr, op: Operation, ivs: Sequence
                     folded: frozenset[int] = frozenset()) -> str:
     """`graph.gemm %c %b: rhs block to output-row tiles [r, j=0, k=1]` (no value for the
     index of a loop the package keeps as a loop: `folded` depths)."""
-    names = [loop.induction_var.name_hint or f"i{depth}"
-             for depth, loop in enumerate(enclosing_loops(op))]
+    return located_text(provenance_head(provenance), loop_names(op), ivs, folded)
+
+
+def provenance_head(provenance: WorkProvenanceAttr) -> str:
+    return f"{provenance.op.data} {provenance.value.data}: {provenance.reason.data}"
+
+
+def loop_names(op: Operation) -> list[str]:
+    return [loop.induction_var.name_hint or f"i{depth}"
+            for depth, loop in enumerate(enclosing_loops(op))]
+
+
+def located_text(head: str, names: Sequence[str], ivs: Sequence[int],
+                 folded: frozenset[int]) -> str:
+    """`provenance_text` from its parts."""
     values = [n if d in folded else f"{n}={v}"
               for d, (n, v) in enumerate(zip(names, ivs, strict=True))]
     where = f" [{', '.join(values)}]" if ivs else ""
-    return f"{provenance.op.data} {provenance.value.data}: {provenance.reason.data}{where}"
+    return f"{head}{where}"
 
 
 def eval_map(affine_map, ivs: Sequence[int]) -> int:
-    return int(affine_map.eval(list(ivs), [])[0])
+    return int(map_evaluator(affine_map)(ivs)[0])
 
 
 @dataclass
@@ -80,10 +93,13 @@ class RowInterner:
     ids: dict[tuple[str, tuple[int, ...]], int] = field(default_factory=dict)
 
     def intern(self, instrs: list, shared: str, symbol: str) -> int:
-        """Encode a concrete row; a new one must also have a well-defined event timeline."""
+        """Encode a concrete row; a new one must also have a well-defined event timeline (a
+        row `schedule-exchange` checked in this process has, and its words are known)."""
+        words = checked_words(instrs, self.base_address)
         try:
-            key = (shared, tuple(isa.encode(instrs, self.base_address)))
-            if key not in self.ids:
+            key = (shared, words if words is not None
+                   else tuple(isa.encode(instrs, self.base_address)))
+            if key not in self.ids and words is None:
                 row_timeline(instrs)
         except (isa.EncodeError, TimelineError) as error:
             raise PassFailedException(f"package: row {symbol}: {error}") from error
@@ -107,6 +123,22 @@ class ExchangeTable:
     dst_tiles: np.ndarray
     row_address: int
     stride: int
+    src_tile: Callable  # the maps, compiled (`map_evaluator`)
+    dst_shift: Callable | None
+    provenance: str  # `provenance_text`'s head
+    loop_names: list[str]
+    row_ids: dict[tuple[str, tuple[int, ...]], int] = field(default_factory=dict)
+    patch_values: dict[str, list[tuple[int, ...]]] = field(default_factory=dict)
+
+    def values_at(self, symbol: str, n: int) -> tuple[int, ...]:
+        """The patch values of row `symbol` in iteration `n` (ints, in patch order)."""
+        patches = self.patches[symbol]
+        if not patches:
+            return ()
+        if symbol not in self.patch_values:  # once per row: a tuple per iteration
+            self.patch_values[symbol] = list(zip(*(values.tolist() for _, _, values in patches),
+                                                 strict=True))
+        return self.patch_values[symbol][n]
 
     @classmethod
     def of(cls, op: ExchangeOp, rows: dict[str, RowOp]) -> ExchangeTable:
@@ -128,6 +160,40 @@ class ExchangeTable:
             np.asarray(list(op.receiver_rows.iter_values())),
             op.dst_tiles.as_array(), op.row_address.value.data,
             slot_stride(list(templates.values())),
+            map_evaluator(op.src_tile.data),
+            None if op.dst_shift is None else map_evaluator(op.dst_shift.data),
+            provenance_head(op.provenance), loop_names(op),
+        )
+
+
+@dataclass
+class KernelTable:
+    """What every iteration of one `tile.kernel` reads, decoded from its properties once."""
+
+    symbol: str
+    tile_set: frozenset[int]  # `tiles`, for `on_tile`'s membership test
+    tiles: np.ndarray
+    tiles32: np.ndarray  # the step's copy of `tiles`
+    on_tile: Callable | None  # the maps, compiled (`map_evaluator`)
+    views: list[tuple[int, Callable]]  # (buffer address, offset) of each pointer
+    homes: list[tuple[np.ndarray, Callable, int, int, Callable]]  # tiles, shift, pointer, address, offset
+    iv_scalars: list[Callable]
+    scalars: tuple[int, ...]
+    pointer_count: int
+    provenance: str
+    loop_names: list[str]
+
+    @classmethod
+    def of(cls, op: KernelOp) -> KernelTable:
+        tiles = op.tiles.as_array()
+        return cls(
+            op.symbol, frozenset(op.tiles.tiles()), tiles, tiles.astype(np.int32),
+            None if op.on_tile is None else map_evaluator(op.on_tile.data),
+            [(buffer_address(view), map_evaluator(offset)) for view, offset in op.pointer_views],
+            [(home.tiles.as_array(), map_evaluator(home.shift), home.pointer,
+              buffer_address(home.buffer), map_evaluator(home.offset)) for home in op.homes],
+            [map_evaluator(m) for m in op.iv_scalar_maps], op.scalar_values, op.pointer_count,
+            provenance_head(op.provenance), loop_names(op),
         )
 
 
@@ -140,12 +206,14 @@ class Expansion:
     rows: RowInterner
     steps: list[Step] = field(default_factory=list)
     tables: dict[ExchangeOp, ExchangeTable] = field(default_factory=dict)
+    kernels: dict[KernelOp, KernelTable] = field(default_factory=dict)
+    loop_folds: dict[LoopOp, bool] = field(default_factory=dict)  # `folds`, once per loop
     progress: Progress = no_progress  # wraps the iterations of outermost loops
     folded: frozenset[int] = frozenset()  # depths of the enclosing loops kept as loops
 
     def walk(self, block: Block, ivs: list[int], bounds: list[tuple[int, int]]) -> None:
         for op in block.ops:
-            if isinstance(op, LoopOp) and folds(op):
+            if isinstance(op, LoopOp) and self.folds(op):
                 self.steps.append(self.loop_step(op, ivs, bounds))
             elif isinstance(op, LoopOp):
                 iterations: Iterable[int] = range(op.lower_bound, op.upper_bound)
@@ -164,6 +232,11 @@ class Expansion:
                     f"package: {op.name} is not at the tile level; the package is built from "
                     "the output of the whole pipeline (ipu-pipeline, or through schedule-exchange)"
                 )
+
+    def folds(self, op: LoopOp) -> bool:
+        if op not in self.loop_folds:
+            self.loop_folds[op] = folds(op)
+        return self.loop_folds[op]
 
     def loop_step(self, op: LoopOp, ivs: list[int], bounds: list[tuple[int, int]]) -> LoopStep:
         """A loop kept as a loop (`tools.package_loops`): its body expanded for the first two
@@ -187,10 +260,17 @@ class Expansion:
             self.steps = outer
 
     def concrete_row(self, table: ExchangeTable, symbol: str, n: int) -> int:
-        patches = [(instruction, field_name, int(values[n]))
-                   for instruction, field_name, values in table.patches[symbol]]
-        instrs = instantiate(table.templates[symbol], patches)
-        return self.rows.intern(instrs, symbol, f"{symbol}.{n}" if patches else symbol)
+        patches = table.patches[symbol]
+        values = table.values_at(symbol, n)
+        key = (symbol, values)
+        row = table.row_ids.get(key)
+        if row is None:  # the same row and patch values are the same concrete row
+            instrs = instantiate(table.templates[symbol],
+                                 [(instruction, field_name, value) for (instruction, field_name, _), value
+                                  in zip(patches, values, strict=True)])
+            row = self.rows.intern(instrs, symbol, f"{symbol}.{n}" if patches else symbol)
+            table.row_ids[key] = row
+        return row
 
     def table(self, op: ExchangeOp) -> ExchangeTable:
         if op not in self.tables:
@@ -206,48 +286,59 @@ class Expansion:
         n = selected_iteration(bounds, ivs, op.row_loop_positions(len(ivs)))
         row_id = np.full(self.tiles, -1, dtype=np.int32)
         active = [g for g in range(groups) if table.sender_rows[n * groups + g] >= 0]
+        grouped = op.groups is not None
         # receivers first: a tile that also sends for another group runs that group's
         # (full-duplex) sender row, which receives too
         for g in active:
-            group_ivs = [*ivs, g] if op.groups is not None else ivs
-            shift = 0 if op.dst_shift is None else eval_map(op.dst_shift.data, group_ivs)
+            group_ivs = [*ivs, g] if grouped else ivs
+            shift = 0 if table.dst_shift is None else int(table.dst_shift(group_ivs)[0])
             receiver_row = table.receiver_rows[n * groups + g]
             row_id[table.dst_tiles + shift] = self.concrete_row(
                 table, table.symbols[receiver_row], n * groups + g)
         for g in active:
-            group_ivs = [*ivs, g] if op.groups is not None else ivs
-            row_id[eval_map(op.src_tile.data, group_ivs)] = self.concrete_row(
+            group_ivs = [*ivs, g] if grouped else ivs
+            row_id[int(table.src_tile(group_ivs)[0])] = self.concrete_row(
                 table, table.symbols[table.sender_rows[n * groups + g]], n * groups + g)
         if np.all(row_id < 0):
             return  # no receiver in this iteration: no traffic, no phase
         address = table.row_address + n * table.stride
-        self.steps.append(ExchangeStep(address, row_id, provenance_text(op.provenance, op, ivs, self.folded)))
+        self.steps.append(ExchangeStep(address, row_id, located_text(
+            table.provenance, table.loop_names, ivs, self.folded)))
 
     def kernel(self, op: KernelOp, ivs: list[int]) -> None:
-        tiles = op.tiles.as_array()
-        if op.on_tile is not None:
-            only = eval_map(op.on_tile.data, ivs)
-            if only not in op.tiles:
+        if op not in self.kernels:
+            self.kernels[op] = KernelTable.of(op)
+        table = self.kernels[op]
+        tiles, tiles32 = table.tiles, table.tiles32
+        if table.on_tile is not None:
+            only = int(table.on_tile(ivs)[0])
+            if only not in table.tile_set:
                 return
             tiles = np.array([only], dtype=np.int64)
+            tiles32 = tiles.astype(np.int32)
         pointers = np.broadcast_to(
-            np.asarray([view_address(view, offset, ivs) for view, offset in op.pointer_views],
-                       dtype=np.int64), (len(tiles), op.pointer_count)).copy()
-        for home in op.homes:  # the tiles that read this pointer's block where it lives
-            at_home = np.isin(tiles, home.tiles.as_array() + eval_map(home.shift, ivs))
-            pointers[at_home, home.pointer] = view_address(home.buffer, home.offset, ivs)
+            np.asarray([address + int(offset(ivs)[0]) for address, offset in table.views],
+                       dtype=np.int64), (len(tiles), table.pointer_count)).copy()
+        for home_tiles, shift, pointer, address, offset in table.homes:
+            # the tiles that read this pointer's block where it lives
+            at_home = np.isin(tiles, home_tiles + int(shift(ivs)[0]))
+            pointers[at_home, pointer] = address + int(offset(ivs)[0])
         self.steps.append(KernelStep(
-            op.symbol, tiles.astype(np.int32),
+            table.symbol, tiles32.copy(),
             pointers,
-            (*(eval_map(m, ivs) for m in op.iv_scalar_maps), *op.scalar_values),
-            provenance_text(op.provenance, op, ivs, self.folded)))
+            (*(int(m(ivs)[0]) for m in table.iv_scalars), *table.scalars),
+            located_text(table.provenance, table.loop_names, ivs, self.folded)))
 
 
 def view_address(view: SSAValue, offset, ivs: Sequence[int]) -> int:
     """The absolute byte address a kernel view points at in iteration `ivs`."""
+    return buffer_address(view) + eval_map(offset, ivs)
+
+
+def buffer_address(view: SSAValue) -> int:
     buffer = view.owner
     assert isinstance(buffer, BufferOp) and buffer.address_value is not None  # placed
-    return buffer.address_value + eval_map(offset, ivs)
+    return buffer.address_value
 
 
 def host_tensor(buffer: BufferOp, name: str) -> HostTensor:

@@ -9,7 +9,6 @@ gather (`passes/operators/gather.py`), or per input shard where the gather stays
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,7 +19,7 @@ from device import kernels
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
-from passes.operators.base import SelectionContext, current_format, tensor_type
+from passes.operators.base import SelectionContext, current_format, max_latency, tensor_type
 from passes.operators.formats import descriptor, shard_words, split_format
 from passes.operators.gather import GatherRounds, plan_rounds
 from planning.shard_geometry import ShardGeometry, geometry
@@ -66,7 +65,7 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     a, b = geometry(src.get_shape(), src_fmt), geometry(dst.get_shape(), dst_fmt)
     sources, receivers = a.partition_count, b.tiles_used
     words = shard_words(src)
-    latency = target.max_latency(max(sources, receivers)) if receivers > 1 else 0
+    latency = max_latency(target, max(sources, receivers)) if receivers > 1 else 0
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
     take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
@@ -80,9 +79,9 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent.size * take
 
 
-@functools.lru_cache(maxsize=256)
 def cached_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
-    """`plan_rounds`, once per pair of geometries (the selector asks for many candidates)."""
+    """`plan_rounds`, once per pair of geometries (it caches: the selector asks for many
+    candidates)."""
     return plan_rounds(a, b)
 
 

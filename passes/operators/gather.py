@@ -46,6 +46,7 @@ shards on some tiles only) takes the one-shard-per-round split above.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -117,11 +118,13 @@ def shard_receivers(a: ShardGeometry, b: ShardGeometry) -> np.ndarray:
     starts_a = a.all_origins()
     starts_b = np.tile(b.all_origins(), (b.replication, 1))
     meets = np.ones((a.partition_count, b.tiles_used), dtype=bool)
-    for axis in range(a.rank):
-        low = np.maximum(starts_a[:, axis, None], starts_b[None, :, axis])
-        high = np.minimum(np.minimum(starts_a[:, axis, None] + a.chunk[axis],
-                                     starts_b[None, :, axis] + b.chunk[axis]), a.shape[axis])
-        meets &= high > low
+    for axis in range(a.rank):  # per axis, between the few distinct starts, then spread
+        from_a, at_a = np.unique(starts_a[:, axis], return_inverse=True)
+        from_b, at_b = np.unique(starts_b[:, axis], return_inverse=True)
+        low = np.maximum(from_a[:, None], from_b[None, :])
+        high = np.minimum(np.minimum(from_a[:, None] + a.chunk[axis],
+                                     from_b[None, :] + b.chunk[axis]), a.shape[axis])
+        meets &= (high > low)[at_a.reshape(-1)][:, at_b.reshape(-1)]
     return meets
 
 
@@ -139,73 +142,178 @@ def fit_shift(r: np.ndarray, g: np.ndarray, first: np.ndarray) -> tuple[int, int
     return None
 
 
-def try_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool,
+@dataclass
+class ShardNeeds:
+    """What every split reads of `need` ([P, T]: result tile t holds a real element of input
+    shard s), per shard, computed once for all the splits `plan_rounds` tries."""
+
+    need: np.ndarray
+    tiles: int
+    real: np.ndarray  # [P] the shard has real elements
+    first: np.ndarray  # [P] its first receiver (0 when it has none)
+    last: np.ndarray  # [P] its last receiver
+    own: np.ndarray  # [P] its sender (tile s) is among its receivers
+    intervals: bool  # every shard's receivers are consecutive tiles, first to last
+
+    @classmethod
+    def of(cls, need: np.ndarray) -> ShardNeeds:
+        shards, tiles = need.shape
+        index = np.arange(shards)
+        real = np.asarray(need.any(axis=1))
+        first = need.argmax(axis=1)
+        last = tiles - 1 - need[:, ::-1].argmax(axis=1)
+        counts = need.sum(axis=1)
+        return cls(need, tiles, real, first, last,
+                   (index < tiles) & need[index, np.minimum(index, tiles - 1)],
+                   bool(np.all(~real | (counts == last - first + 1))))
+
+    @functools.cached_property
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The (shard, tile) pairs of `need`, shard-major."""
+        shard_at, tile_at = np.nonzero(self.need)
+        return shard_at, tile_at
+
+    def base(self, shard_shift: np.ndarray) -> np.ndarray:
+        """Sorted: every shard's receivers moved back by its shift, together."""
+        if not self.intervals:
+            shard_at, tile_at = self.pairs
+            return sorted_unique(tile_at - shard_shift[shard_at])
+        # unions of intervals [first - shift, last - shift], by a difference array
+        low = (self.first - shard_shift)[self.real]
+        high = (self.last - shard_shift)[self.real]
+        if low.size == 0:
+            return np.unique(low)
+        origin = int(low.min())
+        steps = np.zeros(int(high.max()) - origin + 2, dtype=np.int64)
+        np.add.at(steps, low - origin, 1)
+        np.add.at(steps, high - origin + 1, -1)
+        return (np.flatnonzero(np.cumsum(steps)[:-1] > 0) + origin).astype(low.dtype, copy=False)
+
+
+def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, groups_outer: bool,
               fixed_shift: tuple[int, int, int] | None = None) -> GatherRounds | None:
     """The split (rounds x groups) of the shards if its receivers are a valid plan; the
     shift is fitted to the first receivers unless `fixed_shift` is given."""
-    tiles = need.shape[1]
+    needs = need if isinstance(need, ShardNeeds) else ShardNeeds.of(need)
+    tiles = needs.tiles
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
-    s = shard_index(r, g, rounds, groups, groups_outer)
-    wanted = need[s]  # [R, G, T]
-    real = wanted.any(axis=2)
-    first = wanted.argmax(axis=2)
-    shift = fixed_shift or fit_shift(r[real], g[real], first[real])
+    s = shard_index(r, g, rounds, groups, groups_outer)  # [R, G]
+    real = needs.real[s]
+    shift = fixed_shift or fit_shift(r[real], g[real], needs.first[s][real])
     if shift is None:
         return None
     c, kr, kg = shift
     shifts = c + kr * r + kg * g
-    round_at, group_at, tile_at = np.nonzero(wanted)
-    base = np.unique(tile_at - shifts[round_at, group_at])
-    destinations = base[None, None, :] + shifts[..., None]  # [R, G, |BASE|]
-    if destinations.min() < 0 or destinations.max() >= tiles:
+    shard_shift = np.empty(s.size, dtype=shifts.dtype)  # the shift of each shard
+    shard_shift[s.reshape(-1)] = shifts.reshape(-1)
+    base = needs.base(shard_shift)
+    if base.min() + shifts.min() < 0 or base.max() + shifts.max() >= tiles:
         return None
+    if int(base[-1]) - int(base[0]) + 1 == base.size:  # every group sends to an interval
+        disjoint = disjoint_split(base, shifts, s, needs.own[s], tiles)
+        if disjoint is not None:
+            own, has_traffic = disjoint
+            if own is None:
+                return None
+            return GatherRounds(rounds, groups, groups_outer, shift,
+                                tuple(int(t) for t in base), own, has_traffic)
+    destinations = base[None, None, :] + shifts[..., None]  # [R, G, |BASE|]
     receives = destinations != s[..., None]
     keys = (np.arange(rounds)[:, None, None] * tiles + destinations)[receives]
-    if np.unique(keys).size != keys.size:  # a tile receiving for two groups of a round
+    if keys.size and np.bincount(keys).max() > 1:  # a tile receiving for two groups of a round
         return None
-    own = copiers(wanted, s, keys, tiles)
+    own = copiers(needs.own[s], s, keys, tiles)
     if own is None:
         return None
     return GatherRounds(rounds, groups, groups_outer, shift, tuple(int(t) for t in base),
                         own, bool(receives.any()))
 
 
-def copiers(wanted: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
+def disjoint_split(base: np.ndarray, shifts: np.ndarray, s: np.ndarray, own: np.ndarray,
+                   tiles: int) -> tuple[tuple[int, ...] | None, bool] | None:
+    """`try_split`'s last checks when BASE is an interval, so that every group of a round sends
+    to the interval BASE + its shift (inside [0, tiles)): when no two of one round's intervals
+    meet, no tile receives for two groups, and (`copiers`, whether any tile receives at all)
+    follow from the intervals alone. Two intervals of a round that share three tiles or more
+    share one that neither sender excludes: a tile receives for two groups, and the split is
+    refused (no copiers). None when intervals share one or two tiles (`try_split` then checks
+    tile by tile)."""
+    length = base.size
+    order = np.argsort(shifts, axis=1, kind="stable")
+    starts = np.take_along_axis(shifts, order, axis=1) + int(base[0])  # [R, G], sorted
+    gaps = np.diff(starts, axis=1)  # consecutive intervals share length - gap tiles
+    if (gaps <= length - 3).any():
+        return None, False
+    if (gaps < length).any():
+        return None
+    has_traffic = bool(length > 1 or (starts != np.take_along_axis(s, order, axis=1)).any())
+    if not own.any():
+        return None, has_traffic
+    # a copier whose tile another group of its round receives in: its slot is taken
+    rounds = np.broadcast_to(np.arange(s.shape[0])[:, None], s.shape)
+    stride = tiles + 1
+    flat = (starts + rounds * stride).reshape(-1)  # sorted, round by round
+    queries = s[own] + rounds[own] * stride
+    at = np.searchsorted(flat, queries, side="right") - 1  # the interval starting at or before
+    senders = np.take_along_axis(s, order, axis=1).reshape(-1)
+    inside = (at >= 0) & (at // s.shape[1] == rounds[own])
+    inside &= queries - flat[np.maximum(at, 0)] < length
+    if (inside & (senders[np.maximum(at, 0)] != s[own])).any():
+        return None, has_traffic
+    return tuple(int(t) for t in np.unique(s[own])), has_traffic
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """`np.unique` of integers spanning a small range (tile numbers): a presence table
+    instead of a sort or hash of every value (the receivers of a gather to a replicated format
+    number shards x tiles)."""
+    if values.size == 0:
+        return np.unique(values)
+    low = int(values.min())
+    present = np.zeros(int(values.max()) - low + 1, dtype=bool)
+    present[values - low] = True
+    return (np.flatnonzero(present) + low).astype(values.dtype, copy=False)
+
+
+def copiers(own: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
             ) -> tuple[int, ...] | None:
-    """The senders that hold elements of their own shard (they copy it into their slot),
-    or None when one of them receives another group's shard in that round (its slot is
-    taken) or none does (tile 0 always does: shard 0 and result shard 0 both start at the
-    origin, so an empty list means an empty tensor)."""
-    r, g = np.meshgrid(np.arange(s.shape[0]), np.arange(s.shape[1]), indexing="ij")
-    own = (s < tiles) & wanted[r, g, np.minimum(s, tiles - 1)]  # the sender is in D(s)
+    """The senders that hold elements of their own shard (`own`, [R, G]: they copy it into
+    their slot), or None when one of them receives another group's shard in that round (its
+    slot is taken) or none does (tile 0 always does: shard 0 and result shard 0 both start at
+    the origin, so an empty list means an empty tensor)."""
+    r = np.broadcast_to(np.arange(s.shape[0])[:, None], s.shape)
     if not own.any() or np.isin(r[own] * tiles + s[own], received).any():
         return None
     return tuple(int(t) for t in np.unique(s[own]))
 
 
+@functools.lru_cache(maxsize=256)
 def plan_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
     """The split with the fewest rounds (then the fewest destinations), or None.
 
     Shards past the last one with real elements (the all-padding tail of a padded cut) are
-    not sent at all."""
+    not sent at all. Once per pair of geometries (a pure function of them, its result
+    immutable): the selector prices a conversion for many candidates, and the lowering plans
+    the chosen one again."""
     need = shard_receivers(a, b)
     real = np.flatnonzero(need.any(axis=1))
     if real.size == 0:
         return None
     need = need[:real[-1] + 1]
     shards = need.shape[0]
+    needs = ShardNeeds.of(need)
     best: GatherRounds | None = None
     for groups in reversed(divisors(shards)):
         rounds = shards // groups
         if best is not None and rounds > best.rounds:
             break
         for outer in (True, False) if 1 < groups < shards else (True,):
-            plan = try_split(need, rounds, groups, outer)
+            plan = try_split(needs, rounds, groups, outer)
             if plan is not None and (best is None or (plan.rounds, len(plan.base))
                                      < (best.rounds, len(best.base))):
                 best = plan
     # one shard per round to every tile that needs any: no affine shift needed
-    return best or try_split(need, shards, 1, True, fixed_shift=(0, 0, 0))
+    return best or try_split(needs, shards, 1, True, fixed_shift=(0, 0, 0))
 
 
 @dataclass

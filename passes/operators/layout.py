@@ -18,6 +18,7 @@ functions). The result's padding is zeroed once, before the copies.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -35,6 +36,7 @@ from passes.operators.base import (
     SelectionContext,
     TileLowering,
     current_format,
+    max_latency,
     tensor_type,
 )
 from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
@@ -90,9 +92,11 @@ def concat_views(op: graph.ConcatOp | mid.ConcatOp) -> list[IndexView]:
 
 
 # ---- locality and cost ------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1024)
 def is_local_view(view: IndexView, src_type: TensorType, out_type: TensorType) -> bool:
     """Every result element of the view's window has its source in the operand's shard on the
-    result element's tile."""
+    result element's tile. Once per (view, types): the selector asks for every candidate's
+    source options, the lowering for the chosen one again, and each answer walks every tile."""
     out, src = geometry_of(out_type), geometry_of(src_type)
     if out.tiles_used > src.tiles_used:
         return False
@@ -124,7 +128,8 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
     sources = geometry_of(src_type).partition_count
     receivers = geometry_of(out_type).tiles_used
     shard = shard_words(src_type)
-    latency = int(ctx.target.latency_matrix(max(sources, receivers)).max()) if receivers > 1 else 0
+    # the cached table (`device.target.latency_table`): the matrix of 1472 tiles takes ~40 ms
+    latency = max_latency(ctx.target, max(sources, receivers)) if receivers > 1 else 0
     per_shard = (device_cycles.exchange_step_cycles(shard + latency, ctx.target)
                  + device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target)
                  + kernel_cycles(GATHER_KERNEL, [0, *words], out_type, ctx))
