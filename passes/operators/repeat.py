@@ -181,8 +181,9 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
         arg_type = tensor_type(arg)
         wanted = tensor_format_of(arg)
         spread = spread_format(arg_type, tiles, indivisible)
-        if spread == wanted:
-            continue
+        spread_bytes = count * geometry(arg_type.get_shape(), spread).shard_bytes()
+        if spread == wanted or spread_bytes >= sizes[arg]:
+            continue  # stored spread it would hold no less on tile 0: no fetch
         spread_arg = Rewriter.replace_value_with_new_type(arg, with_format(arg_type, spread))
         bridge = UnrealizedConversionCastOp.get([spread_arg], [with_format(arg_type, wanted)])
         bridge.results[0].name_hint = f"{spread_arg.name_hint or 'element'}_fetched"
@@ -193,7 +194,7 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
         fetched = bridge.results[0]
         for use in [u for u in spread_arg.uses if u.operation is not bridge]:
             use.operation.operands[use.index] = fetched
-        total += stacked_bytes(spread_arg, count) - sizes[arg]
+        total += spread_bytes - sizes[arg]
 
 
 def typed_sequence(lowering: GraphLowering, op: graph.RepeatOp, index: int) -> SSAValue:
