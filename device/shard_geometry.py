@@ -9,7 +9,9 @@ re-exports it next to the adapter from a `#mid.format`.
   chunks of `chunk = ceil(ceil(E / block) / partitions) * block` elements; the padded extent
   is `chunk * partitions` (`pad` zero-fills the tail, `reject` requires `E % block == 0`);
 - a partition index vector `q` is linearized row-major over the partition counts;
-- replica `r` of partition `q` lives on tile `r * prod(partitions) + lin(q)`;
+- replica `r` of partition `q` lives on tile `first_tile + r * prod(partitions) + lin(q)`:
+  a format's shards sit on the consecutive tiles `first_tile .. first_tile + tiles_used - 1`
+  (`first_tile` 0 unless a placement spreads values over the chip);
 - a shard is the padded chunk rectangle `chunk_0 x chunk_1 x ...`, starting at element
   `q_i * chunk_i` of each axis of the padded tensor.
 
@@ -20,13 +22,16 @@ Descriptors. A kernel specialized on its operands' formats (as a Poplar codelet 
 on types and carries vertex fields) receives each operand's format as a list of 32-bit words,
 `ShardGeometry.encode()`:
 
-    rank, shape[rank], blocks[rank], partitions[rank], pads[rank] (0/1),
-    replication, group, precision code (PRECISION_CODES index), order code (ORDERS index),
+    rank + RANK_LIMIT * first_tile, shape[rank], blocks[rank], partitions[rank],
+    pads[rank] (0/1), replication, group, precision code (PRECISION_CODES index),
+    order code (ORDERS index),
     scale (signed; 0 unless f8f143, or f16 FP8 GEMM partials: value = stored * 2**scale)
 
-that is 4 * rank + 6 words. `decode_descriptor(words, position)` reads one back and raises
-`DescriptorError` for a malformed one; the kernel then finds its own shard with
-`shard_box(tile)`.
+that is 4 * rank + 6 words (RANK_LIMIT = 256: the first tile shares the rank's word, so a
+format that starts at tile 0 has the words it had before formats had a first tile).
+`decode_descriptor(words, position)` reads one back and raises `DescriptorError` for a
+malformed one; the kernel then finds its own shard with `shard_box(tile)` (`tile` the
+physical tile it runs on).
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ from device.target import Precision
 PRECISION_CODES = (Precision.F32, Precision.F16, Precision.F8F143)
 # Words of a descriptor besides the 4 per axis: rank, replication, group, precision, order, scale.
 DESCRIPTOR_FIXED_WORDS = 6
+# The rank word holds rank + RANK_LIMIT * first_tile (ranks are far below it).
+RANK_LIMIT = 256
 
 
 class DescriptorError(ValueError):
@@ -102,6 +109,8 @@ class FormatParts(Protocol):
     def order(self) -> _Data[str]: ...
     @property
     def scale(self) -> _Data[int]: ...
+    @property
+    def first_tile(self) -> _Data[int]: ...
 
 
 @dataclass(frozen=True)
@@ -117,6 +126,7 @@ class ShardGeometry:
     precision: str = "f32"
     order: str = "row_major"
     scale: int = 0  # f8f143 (and f16 FP8 GEMM partials): value = stored * 2**scale
+    first_tile: int = 0  # the tile of replica 0's partition 0
 
     def __post_init__(self) -> None:
         rank = len(self.shape)
@@ -130,6 +140,8 @@ class ShardGeometry:
             raise ValueError(f"blocks {self.blocks} and partitions {self.partitions} must be >= 1")
         if self.replication < 1:
             raise ValueError(f"replication {self.replication} must be >= 1")
+        if self.first_tile < 0:
+            raise ValueError(f"first tile {self.first_tile} must be >= 0")
 
     @classmethod
     def from_format(cls, shape: Sequence[int], fmt: FormatParts) -> ShardGeometry:
@@ -146,6 +158,7 @@ class ShardGeometry:
             fmt.precision.data,
             fmt.order.data,
             fmt.scale.data,
+            fmt.first_tile.data,
         )
 
     # ---- per axis -------------------------------------------------------------------------
@@ -186,7 +199,23 @@ class ShardGeometry:
 
     @property
     def tiles_used(self) -> int:
+        """How many tiles hold a shard (they are `first_tile .. tile_stop - 1`)."""
         return self.replication * self.partition_count
+
+    @property
+    def tile_stop(self) -> int:
+        """One past the last tile that holds a shard."""
+        return self.first_tile + self.tiles_used
+
+    def holds(self, tile: int) -> bool:
+        """`tile` stores a shard of this format."""
+        return self.first_tile <= tile < self.tile_stop
+
+    def tile_span(self) -> str:
+        """The tiles in words, for diagnostics."""
+        if self.tiles_used == 1:
+            return f"tile {self.first_tile}"
+        return f"tiles {self.first_tile}..{self.tile_stop - 1}"
 
     def linear_partition(self, q: Sequence[int]) -> int:
         self._check_partition(q)
@@ -203,13 +232,13 @@ class ShardGeometry:
     def tile_of(self, q: Sequence[int], replica: int = 0) -> int:
         if not 0 <= replica < self.replication:
             raise ValueError(f"replica {replica} is outside 0..{self.replication - 1}")
-        return replica * self.partition_count + self.linear_partition(q)
+        return self.first_tile + replica * self.partition_count + self.linear_partition(q)
 
     def shard_on_tile(self, tile: int) -> tuple[tuple[int, ...], int] | None:
         """(partition index, replica) stored on `tile`, or None if the tile holds no shard."""
-        if not 0 <= tile < self.tiles_used:
+        if not self.holds(tile):
             return None
-        replica, lin = divmod(tile, self.partition_count)
+        replica, lin = divmod(tile - self.first_tile, self.partition_count)
         return self.partition_index(lin), replica
 
     def origin(self, q: Sequence[int]) -> tuple[int, ...]:
@@ -244,24 +273,26 @@ class ShardGeometry:
 
     def shard_box(self, tile: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(starts, stops): the box of the padded tensor that `tile` stores (replica
-        `tile // partition_count` holds the same box as replica 0)."""
-        if not 0 <= tile < self.tiles_used:
+        `(tile - first_tile) // partition_count` holds the same box as replica 0)."""
+        if not self.holds(tile):
             raise DescriptorError(
                 f"tile {tile} holds no shard of this format (its shards are on tiles "
-                f"0..{self.tiles_used - 1})"
+                f"{self.first_tile}..{self.tile_stop - 1})"
             )
-        start = self.origin(self.partition_index(tile % self.partition_count))
+        start = self.origin(self.partition_index((tile - self.first_tile) % self.partition_count))
         return start, tuple(s + c for s, c in zip(start, self.chunk))
 
     # ---- descriptors ----------------------------------------------------------------------
     def encode(self) -> tuple[int, ...]:
         """The descriptor words of this format (layout: module doc)."""
+        if self.rank >= RANK_LIMIT:
+            raise DescriptorError(f"cannot encode rank {self.rank} (at most {RANK_LIMIT - 1})")
         if self.precision not in PRECISION_CODES or self.order not in ORDERS:
             raise DescriptorError(
                 f"cannot encode precision '{self.precision}' / order '{self.order}'"
             )
         return (
-            self.rank, *self.shape, *self.blocks, *self.partitions,
+            self.rank + RANK_LIMIT * self.first_tile, *self.shape, *self.blocks, *self.partitions,
             *(int(bool(p)) for p in self.pads), self.replication, self.group,
             PRECISION_CODES.index(self.precision), ORDERS.index(self.order), self.scale,
         )
@@ -280,7 +311,7 @@ class ShardGeometry:
 
     def all_tiles(self) -> np.ndarray:
         """[replication, P] int64: tile of every (replica, partition)."""
-        return np.arange(self.tiles_used, dtype=np.int64).reshape(
+        return np.arange(self.first_tile, self.tile_stop, dtype=np.int64).reshape(
             self.replication, self.partition_count
         )
 
@@ -300,7 +331,7 @@ class ShardGeometry:
         strides = np.ones(self.rank, dtype=np.int64)
         for axis in range(self.rank - 2, -1, -1):
             strides[axis] = strides[axis + 1] * self.partitions[axis + 1]
-        return replica * self.partition_count + q @ strides
+        return self.first_tile + replica * self.partition_count + q @ strides
 
     # ---- checks ---------------------------------------------------------------------------
     def _check_partition(self, q: Sequence[int]) -> None:
@@ -350,7 +381,7 @@ def _check_descriptor_values(geometry: ShardGeometry) -> None:
             )
 
 
-def _geometry_from_fields(rank: int, fields: list[int]) -> ShardGeometry:
+def _geometry_from_fields(rank: int, first_tile: int, fields: list[int]) -> ShardGeometry:
     shape, blocks, partitions, pads = (tuple(fields[k * rank:(k + 1) * rank]) for k in range(4))
     replication, group, precision, order, scale = fields[4 * rank:]
     if min(shape, default=0) < 0:
@@ -360,6 +391,7 @@ def _geometry_from_fields(rank: int, fields: list[int]) -> ShardGeometry:
     geometry = ShardGeometry(
         shape, blocks, partitions, tuple(bool(p) for p in pads), replication, group,
         _code(precision, PRECISION_CODES, "precision"), _code(order, ORDERS, "order"), scale,
+        first_tile,
     )
     _check_descriptor_values(geometry)
     return geometry
@@ -370,7 +402,8 @@ def decode_descriptor(words: Sequence[int], position: int = 0) -> tuple[ShardGeo
     if position >= len(words):
         raise DescriptorError(f"descriptor expected at word {position}, but there are only "
                               f"{len(words)} words")
-    rank = int(words[position])
+    word = int(words[position])
+    first_tile, rank = divmod(word, RANK_LIMIT) if word >= 0 else (0, word)
     end = position + 4 * rank + DESCRIPTOR_FIXED_WORDS
     if rank < 0 or end > len(words):
         raise DescriptorError(
@@ -378,7 +411,7 @@ def decode_descriptor(words: Sequence[int], position: int = 0) -> tuple[ShardGeo
             f"{4 * max(rank, 0) + DESCRIPTOR_FIXED_WORDS} words; {len(words) - position} remain"
         )
     try:
-        geometry = _geometry_from_fields(rank, [int(w) for w in words[position + 1:end]])
+        geometry = _geometry_from_fields(rank, first_tile, [int(w) for w in words[position + 1:end]])
     except ValueError as error:  # DescriptorError or ShardGeometry's own checks
         raise DescriptorError(f"descriptor at word {position}: {error}") from None
     return geometry, end

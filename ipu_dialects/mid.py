@@ -8,7 +8,8 @@ precision is the storage precision:
 
 Attributes (syntax)
 -------------------
-    #mid.format<PREC, ORDER, [BLOCK x PARTS pad|reject, ...], replication = R, group = G, MEMORY>
+    #mid.format<PREC, ORDER, [BLOCK x PARTS pad|reject, ...], replication = R, group = G, MEMORY[, first_tile = F]>
+        F      = the tile of the first shard (default 0, then not printed)
         PREC   = f16 | f32 | f8f143<SCALE>          (SCALE in -31..31, value = q * 2**SCALE)
         ORDER  = row_major | amp_left | amp_right | amp_output | amp_left_t | amp_right_t
         MEMORY = standard | interleaved
@@ -272,6 +273,7 @@ class TensorFormatAttr(ParametrizedAttribute):
     replication: IntAttr
     group: IntAttr
     memory: MemoryClassAttr
+    first_tile: IntAttr  # shards sit on tiles first_tile .. first_tile + tiles used - 1
 
     def __init__(
         self,
@@ -282,6 +284,7 @@ class TensorFormatAttr(ParametrizedAttribute):
         group: int = 1,
         memory: str = MemoryClass.STANDARD,
         scale: int = 0,
+        first_tile: int = 0,
     ):
         super().__init__(
             enum_attr(PrecisionAttr, precision, "format: precision"),
@@ -291,6 +294,7 @@ class TensorFormatAttr(ParametrizedAttribute):
             IntAttr(replication),
             IntAttr(group),
             enum_attr(MemoryClassAttr, memory, "format: memory class"),
+            IntAttr(first_tile),
         )
 
     # -- Python accessors (plain values) -------------------------------------------------------
@@ -324,6 +328,7 @@ class TensorFormatAttr(ParametrizedAttribute):
             "group": self.group.data,
             "memory": self.memory.data,
             "scale": self.scale.data,
+            "first_tile": self.first_tile.data,
         }
         parts.update(changes)
         return TensorFormatAttr(**parts)  # type: ignore[arg-type]
@@ -355,6 +360,10 @@ class TensorFormatAttr(ParametrizedAttribute):
             group = parser.parse_integer(allow_boolean=False)
             parser.parse_punctuation(",")
             memory = parser.parse_str_enum(MemoryClass)
+            first_tile = 0
+            if parser.parse_optional_punctuation(","):
+                _key(parser, "first_tile")
+                first_tile = parser.parse_integer(allow_boolean=False)
         return (
             PrecisionAttr(precision),
             IntAttr(scale),
@@ -363,6 +372,7 @@ class TensorFormatAttr(ParametrizedAttribute):
             IntAttr(replication),
             IntAttr(group),
             MemoryClassAttr(memory),
+            IntAttr(first_tile),
         )
 
     def precision_text(self) -> str:
@@ -379,6 +389,8 @@ class TensorFormatAttr(ParametrizedAttribute):
                 f", replication = {self.replication.data}, group = {self.group.data}, "
                 f"{self.memory.data}"
             )
+            if self.first_tile.data:  # tile 0 is the default: formats print as they always did
+                printer.print_string(f", first_tile = {self.first_tile.data}")
 
     def verify(self) -> None:
         precision = self.precision.data
@@ -408,6 +420,8 @@ class TensorFormatAttr(ParametrizedAttribute):
                 f"format: tile group {self.group.data} is smaller than replication "
                 f"{self.replication.data} x {self.partition_count} partitions = {needed} tiles"
             )
+        if self.first_tile.data < 0:
+            raise VerifyException(f"format: first_tile must be >= 0, got {self.first_tile.data}")
 
 
 def format_of(op_name: str, what: str, value_type: Attribute) -> tuple[TensorType, TensorFormatAttr]:

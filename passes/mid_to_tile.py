@@ -49,7 +49,7 @@ from passes.operators.base import tensor_type
 from passes.operators.conversions import CONVERT_KERNEL
 from passes.operators.formats import descriptor
 from passes.operators.repeat import unify_carried_requirements
-from passes.operators.tile_maps import scalar_map
+from passes.operators.tile_maps import refuse_first_tiles, scalar_map
 from planning.pipeline_config import configured_target, pipeline_config
 from planning.shard_geometry import geometry
 
@@ -105,17 +105,19 @@ class FunctionLowering:
         fmt = value_type.encoding
         assert isinstance(fmt, mid.TensorFormatAttr)
         geom = geometry(value_type.get_shape(), fmt)
-        if geom.tiles_used > self.tile_count:
+        if geom.tile_stop > self.tile_count:
+            where = (f"{geom.tiles_used} tiles" if not geom.first_tile
+                     else f"{geom.tile_span()} (first_tile = {geom.first_tile})")
             raise PassFailedException(located_value(
                 value,
-                f"mid-to-tile: {value_label(value)} is stored on {geom.tiles_used} tiles, but the "
+                f"mid-to-tile: {value_label(value)} is stored on {where}, but the "
                 f"module is configured for {self.tile_count}"
             ))
         wanted = name or value.name_hint or (f"{kind}{index}" if index is not None else "value")
         buffer = BufferOp(
             self.unique_name(wanted),
             kind,
-            TileSetAttr.range(0, geom.tiles_used),
+            TileSetAttr.range(geom.first_tile, geom.tile_stop),
             geom.shard_shape,
             fmt.precision.data,
             fmt.order.data,
@@ -211,6 +213,8 @@ class FunctionLowering:
                 f"{', '.join(value_label(r) for r in op.results) or 'none'}): no operator of "
                 "passes/operators lowers it"
             ))
+        if not operator.honours_first_tile:
+            refuse_first_tiles(op, f"{op.name} plans")
         self.lowering_ops.append(op)
         try:
             work = operator.lower(op, self)

@@ -52,10 +52,21 @@ def storage_positions(fmt: ShardGeometry) -> np.ndarray:
     return positions
 
 
+def origins_on(fmt: ShardGeometry, tiles: np.ndarray) -> np.ndarray:
+    """[len(tiles), rank]: `shard_origins` of physical `tiles` (each holds a shard of fmt)."""
+    return shard_origins(fmt)[tiles - fmt.first_tile]
+
+
+def holds_all(fmt: ShardGeometry, tiles: np.ndarray) -> bool:
+    """Every tile of `tiles` (non-empty) holds a shard of `fmt`."""
+    return fmt.first_tile <= int(tiles.min()) and int(tiles.max()) < fmt.tile_stop
+
+
 @lru_cache(maxsize=1024)
 def shard_origins(fmt: ShardGeometry) -> np.ndarray:
     """[tiles_used, rank] int64: the first element of each tile's shard box (replicas repeat
-    the partitions' boxes), `shard_box(fmt, tile)[0]` for every tile at once."""
+    the partitions' boxes), `shard_box(fmt, tile)[0]` for every tile at once; row i is tile
+    `fmt.first_tile + i` (`origins_on`)."""
     origins = fmt.all_origins()[np.arange(fmt.tiles_used) % fmt.partition_count]
     origins.flags.writeable = False
     return origins

@@ -42,13 +42,14 @@ from device.model.kernel_shards import (
     box_on,
     copy_boxes,
     decoded,
+    holds_all,
     is_empty,
     local_slices,
     operand_formats,
+    origins_on,
     read_codes,
     read_values,
     shard_box,
-    shard_origins,
     write_codes,
     write_values,
     zero_padding,
@@ -173,10 +174,10 @@ def _gather_boxes(words: tuple[int, ...], source_tile: int,
         return None
     if (out.shape != staged.shape or out.rank == 0
             or (out.precision, out.scale) != (staged.precision, staged.scale)
-            or not 0 <= source_tile < staged.tiles_used or int(tiles.max()) >= out.tiles_used):
+            or not staged.holds(source_tile) or not holds_all(out, tiles)):
         return None
     source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
-    starts = shard_origins(out)[tiles]
+    starts = origins_on(out, tiles)
     low = np.maximum(starts, source_start)
     stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
                        np.asarray(out.shape, np.int64))

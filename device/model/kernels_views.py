@@ -28,9 +28,10 @@ from device.model.kernel_call import Kernel, KernelBatch, KernelCall
 from device.model.kernel_shards import (
     MOVE_CHUNK_ELEMENTS,
     box_on,
+    holds_all,
+    origins_on,
     read_codes,
     shard_box,
-    shard_origins,
     storage_positions,
     unique_rows,
     write_codes,
@@ -106,7 +107,7 @@ def _gather_view_batched(batch: KernelBatch) -> int | None:
     source_tile, tiles = batch.scalars["source_tile"], batch.tiles
     if (out.rank == 0 or src.rank == 0
             or (out.precision, out.scale) != (src.precision, src.scale)
-            or not 0 <= source_tile < src.tiles_used or int(tiles.max()) >= out.tiles_used
+            or not src.holds(source_tile) or not holds_all(out, tiles)
             or not batch.inside("out", out.shard_bytes())
             or not batch.inside("staged", src.shard_bytes())):
         return None
@@ -114,7 +115,7 @@ def _gather_view_batched(batch: KernelBatch) -> int | None:
     resident = np.zeros(src.shape, dtype=bool)  # source elements in the staged shard
     resident[tuple(slice(a, b) for a, b in zip(src_start, src_stop))] = True
     resident = resident.reshape(-1)
-    box_starts = shard_origins(out)[tiles]
+    box_starts = origins_on(out, tiles)
     low = np.maximum(np.maximum(box_starts, np.asarray(view.starts, np.int64)), 0)
     high = np.minimum(np.minimum(box_starts + np.asarray(out.chunk, np.int64),
                                  np.asarray(view.stops, np.int64)),

@@ -26,6 +26,7 @@ KERNEL = "add"
 
 class AddOperator(Operator):
     kind = "add"
+    honours_first_tile = True
     graph_op = graph.AddOp
     mid_op = mid.AddOp
     operand_names = ("lhs", "rhs")

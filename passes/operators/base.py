@@ -155,6 +155,9 @@ class Operator(ABC):
     mid_op: ClassVar[type[Operation]]
     # plan operand names of the graph/mid op's operands, in order; the result is "out"
     operand_names: ClassVar[tuple[str, ...]]
+    # whether `lower` places work on the tiles of formats that start past tile 0 (`first_tile`);
+    # mid-to-tile refuses such formats on the mid ops of an operator that does not
+    honours_first_tile: ClassVar[bool] = False
 
     def plan_operand_names(self, op: Operation) -> tuple[str, ...]:
         """The plan operand names of `op`'s operands, in order (a variadic op's depend on its

@@ -32,7 +32,7 @@ from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkPro
 from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, shard_words
 from passes.operators.gather import COPY_KERNEL, lower_concurrent, plan_rounds
-from passes.operators.tile_maps import scalar_map
+from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.shard_geometry import ShardGeometry, geometry
 
 CONVERT_KERNEL = "convert_shard"
@@ -49,7 +49,8 @@ def geometry_of(value_type: TensorType) -> ShardGeometry:
 def is_local(src: TensorType, dst: TensorType) -> bool:
     """Every result shard sits on a tile that holds the input shard of the same elements."""
     a, b = geometry_of(src), geometry_of(dst)
-    return (a.chunk, a.partitions) == (b.chunk, b.partitions) and b.replication <= a.replication
+    return ((a.chunk, a.partitions, a.first_tile) == (b.chunk, b.partitions, b.first_tile)
+            and b.replication <= a.replication)
 
 
 def provenance(lowering: TileLowering, op: Operation, reason: str) -> WorkProvenanceAttr:
@@ -62,7 +63,7 @@ def lower_local(op: Operation, lowering: TileLowering, reason: str) -> list[Oper
     inp = lowering.operand_buffer(op, src)
     zero = scalar_map(0, 0)
     scalars = [*descriptor(tensor_type(dst)), *descriptor(tensor_type(src))]
-    tiles = TileSetAttr.range(0, geometry_of(tensor_type(dst)).tiles_used)
+    tiles = tiles_of(geometry_of(tensor_type(dst)))
     return [KernelOp(CONVERT_KERNEL, [(out, zero), (inp, zero)], scalars, tiles, [],
                      provenance(lowering, op, reason))]
 
@@ -78,7 +79,7 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     a, b = geometry_of(src_type), geometry_of(dst_type)
     out = lowering.result_buffer(dst)
     inp = lowering.operand_buffer(op, src)
-    receivers = TileSetAttr.range(0, b.tiles_used)
+    receivers = tiles_of(b)
     words = shard_words(src_type)
     slot = lowering.scratch(f"{out.sym_name.data}_gather_slot", receivers, a.chunk,
                             a.precision, inp.order.data, "standard",
@@ -91,24 +92,30 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     scalars = [*descriptor(dst_type), *descriptor(src_type), *view_words]
     plan = plan_rounds(a, b) if kernel == GATHER_KERNEL and not view_words else None
     if plan is not None:
-        return [*ops, *lower_concurrent(plan, out, inp, slot, words, b.tiles_used, kernel,
+        return [*ops, *lower_concurrent(plan, out, inp, slot, words, receivers, kernel,
                                         scalars, lambda why: provenance(lowering, op, why))]
     loop = LoopOp(0, a.partition_count, provenance(lowering, op, "one input shard at a time"))
     loop.induction_var.name_hint = "s"
     ivs = [loop.induction_var]
-    source_tile = AffineMap(1, 0, (AffineExpr.dimension(0),))  # shard s is on tile s
+    # shard s is on tile first_tile + s
+    source_tile = AffineMap(1, 0, (AffineExpr.dimension(0) + a.first_tile
+                                   if a.first_tile else AffineExpr.dimension(0),))
     zero = scalar_map(1, 0)
-    if b.tiles_used > 1 or a.partition_count > 1:
+    if b.tiles_used > 1 or a.partition_count > 1 or a.first_tile != b.first_tile:
         loop.body.block.add_op(ExchangeOp(
             words, inp, zero, source_tile, slot, zero, receivers, ivs,
             provenance(lowering, op, "input shard s to every result tile"),
         ))
-    holders = TileSetAttr.range(0, min(a.partition_count, b.tiles_used))  # send and receive
-    loop.body.block.add_op(KernelOp(
-        COPY_KERNEL, [(slot, zero), (inp, zero)], [words], holders, ivs,
-        provenance(lowering, op, "the input shard's own tile copies it into its slot"),
-        on_tile=source_tile,
-    ))
+    # the tiles that send and receive
+    holders = range(max(a.first_tile, b.first_tile),
+                    min(a.first_tile + a.partition_count, b.tile_stop))
+    if holders:
+        loop.body.block.add_op(KernelOp(
+            COPY_KERNEL, [(slot, zero), (inp, zero)], [words],
+            TileSetAttr.range(holders.start, holders.stop), ivs,
+            provenance(lowering, op, "the input shard's own tile copies it into its slot"),
+            on_tile=source_tile,
+        ))
     loop.body.block.add_op(KernelOp(
         kernel, [(out, zero), (slot, zero)], scalars, receivers, ivs,
         provenance(lowering, op, "take the elements of shard s this tile holds"),
@@ -120,6 +127,7 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
 
 class CastOperator(Operator):
     kind = "cast"
+    honours_first_tile = True
     mid_op = mid.CastPrecisionOp
     operand_names = ("src",)
 
@@ -130,6 +138,7 @@ class CastOperator(Operator):
 
 class RearrangeOperator(Operator):
     kind = "rearrange"
+    honours_first_tile = True
     mid_op = mid.RearrangeOp
     operand_names = ("src",)
 

@@ -33,9 +33,9 @@ def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
     scalars = [*extra, *(w for t in types for w in descriptor(t))]
     out_fmt = types[0].encoding
     assert isinstance(out_fmt, mid.TensorFormatAttr)
-    used = geometry(types[0].get_shape(), out_fmt).tiles_used
+    out = geometry(types[0].get_shape(), out_fmt)
     return max(kernels.kernel_cycles(symbol, scalars, tile, target)
-               for tile in {0, used - 1})
+               for tile in {out.first_tile, out.tile_stop - 1})
 
 
 def conversion_cycles(value: SSAValue, wanted: mid.TensorFormatAttr,
@@ -65,7 +65,9 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     a, b = geometry(src.get_shape(), src_fmt), geometry(dst.get_shape(), dst_fmt)
     sources, receivers = a.partition_count, b.tiles_used
     words = shard_words(src)
-    latency = max_latency(target, max(sources, receivers)) if receivers > 1 else 0
+    # the farthest of the tiles the shards leave from and arrive at (all from tile 0 on)
+    span = max(a.first_tile + sources, b.tile_stop)
+    latency = max_latency(target, span) if receivers > 1 or a.first_tile != b.first_tile else 0
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
     take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
@@ -75,7 +77,7 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     # the concurrent gather (passes/operators/gather.py): a phase per round, a copy where a
     # sender holds elements of its own shard, a take per sent shard
     sent = rounds.sent_shards()
-    copies = int(np.isin(sent, rounds.copiers).sum())
+    copies = int(np.isin(sent + rounds.sender_offset, rounds.copiers).sum())
     return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent.size * take
 
 
@@ -87,7 +89,7 @@ def cached_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
 
 def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | None:
     """Why a plan whose output and operands have these formats cannot run (None: it may): a
-    tile holding a shard of each (every format starts at tile 0) needs more bytes than tile
+    tile holding a shard of each (a plan's formats share their tiles) needs more bytes than tile
     memory has outside the code region. What else is live there is the placement's concern
     (`place-memory`); a plan that cannot hold even its own shards is never a candidate."""
     needed = 0

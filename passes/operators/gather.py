@@ -31,12 +31,18 @@ The lowering (a constant op count, whatever the tile count):
         copy_words slot <- input on the COPIERS, only on tile s(r, g)
         gather_shard(out, slot) source_tile s(r, g) on the result tiles
 
-COPIERS are the senders whose result shard holds elements of their own shard (tile 0 always
-is one: shard 0 and result shard 0 both start at the origin): they copy their shard into
+COPIERS are the senders whose result shard holds elements of their own shard (when both
+formats start at one tile, that tile always is one: shard 0 and result shard 0 both start at
+the origin; when their tiles do not meet, there are none): they copy their shard into
 their slot, in the iterations where they send, and the split is refused if one of them also
 receives for another group in that round (its slot would hold that shard). Every other tile
 of `D(s)` received shard `s` in its slot in round r, and a tile outside `D(s)` finds an empty
 intersection and reads nothing: so each call reads only what was put there for it.
+
+Tiles. The planning numbers tiles from the lower of the two formats' first tiles (`tile_base`):
+shard `s` leaves from tile `sender_offset + s` and result shard `t` is on tile
+`receiver_offset + t`, one of the offsets 0 (both 0 when both formats start at tile 0, the
+case the examples above describe). The lowering adds `tile_base` back.
 
 Not covered, the serial gather of `conversions.lower_gather` runs: layout ops (`gather_view`
 with an index view: `D(s)` is not a box intersection). An irregular structure (the first
@@ -46,6 +52,7 @@ shards on some tiles only) takes the one-shard-per-round split above.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -83,6 +90,8 @@ class GatherRounds:
     base: tuple[int, ...]  # destination tiles of a group with shift 0
     copiers: tuple[int, ...]  # the senders that hold elements of their own shard
     has_traffic: bool  # some receiver other than its sender
+    tile_base: int = 0  # the tile the numbers above count from
+    sender_offset: int = 0  # shard s leaves from tile tile_base + sender_offset + s
 
     # -- affine maps of (r, g) -------------------------------------------------------------
     def shard_expr(self) -> AffineExpr:
@@ -99,6 +108,14 @@ class GatherRounds:
     def shard_map(self) -> AffineMap:
         return AffineMap(2, 0, (self.shard_expr(),))
 
+    def sender_map(self) -> AffineMap:
+        """The tile that sends in round r for group g."""
+        first = self.tile_base + self.sender_offset
+        return AffineMap(2, 0, (self.shard_expr() + first if first else self.shard_expr(),))
+
+    def copier_tiles(self) -> TileSetAttr:
+        return TileSetAttr.of([self.tile_base + t for t in self.copiers])
+
     def shift_map(self) -> AffineMap:
         c, kr, kg = self.shift
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
@@ -110,7 +127,7 @@ class GatherRounds:
         return AffineMap(2, 0, (expr,))
 
     def destinations(self) -> TileSetAttr:
-        return TileSetAttr.of(self.base)
+        return TileSetAttr.of([self.tile_base + t for t in self.base])
 
 
 def shard_receivers(a: ShardGeometry, b: ShardGeometry) -> np.ndarray:
@@ -154,18 +171,24 @@ class ShardNeeds:
     last: np.ndarray  # [P] its last receiver
     own: np.ndarray  # [P] its sender (tile s) is among its receivers
     intervals: bool  # every shard's receivers are consecutive tiles, first to last
+    results: tuple[int, int] = (0, 0)  # the result tiles (low, high); (0, 0): all the tiles
 
     @classmethod
-    def of(cls, need: np.ndarray) -> ShardNeeds:
+    def of(cls, need: np.ndarray, sender_offset: int = 0,
+           results: tuple[int, int] = (0, 0)) -> ShardNeeds:
+        """`need`'s columns are tiles, of which `results` hold the result; shard s is sent
+        from tile `sender_offset + s`."""
         shards, tiles = need.shape
         index = np.arange(shards)
+        sender = index + sender_offset
         real = np.asarray(need.any(axis=1))
         first = need.argmax(axis=1)
         last = tiles - 1 - need[:, ::-1].argmax(axis=1)
         counts = need.sum(axis=1)
         return cls(need, tiles, real, first, last,
-                   (index < tiles) & need[index, np.minimum(index, tiles - 1)],
-                   bool(np.all(~real | (counts == last - first + 1))))
+                   (sender < tiles) & need[index, np.minimum(sender, tiles - 1)],
+                   bool(np.all(~real | (counts == last - first + 1))),
+                   results if results != (0, 0) else (0, tiles))
 
     @functools.cached_property
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -191,42 +214,47 @@ class ShardNeeds:
 
 
 def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, groups_outer: bool,
-              fixed_shift: tuple[int, int, int] | None = None) -> GatherRounds | None:
+              fixed_shift: tuple[int, int, int] | None = None,
+              sender_offset: int = 0) -> GatherRounds | None:
     """The split (rounds x groups) of the shards if its receivers are a valid plan; the
-    shift is fitted to the first receivers unless `fixed_shift` is given."""
-    needs = need if isinstance(need, ShardNeeds) else ShardNeeds.of(need)
+    shift is fitted to the first receivers unless `fixed_shift` is given. `sender_offset`
+    must be the one `need` was made with."""
+    needs = need if isinstance(need, ShardNeeds) else ShardNeeds.of(need, sender_offset)
     tiles = needs.tiles
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
-    s = shard_index(r, g, rounds, groups, groups_outer)  # [R, G]
-    real = needs.real[s]
-    shift = fixed_shift or fit_shift(r[real], g[real], needs.first[s][real])
+    shard = shard_index(r, g, rounds, groups, groups_outer)  # [R, G]
+    s = shard + sender_offset  # the sending tiles
+    real = needs.real[shard]
+    shift = fixed_shift or fit_shift(r[real], g[real], needs.first[shard][real])
     if shift is None:
         return None
     c, kr, kg = shift
     shifts = c + kr * r + kg * g
-    shard_shift = np.empty(s.size, dtype=shifts.dtype)  # the shift of each shard
-    shard_shift[s.reshape(-1)] = shifts.reshape(-1)
+    shard_shift = np.empty(shard.size, dtype=shifts.dtype)  # the shift of each shard
+    shard_shift[shard.reshape(-1)] = shifts.reshape(-1)
     base = needs.base(shard_shift)
-    if base.min() + shifts.min() < 0 or base.max() + shifts.max() >= tiles:
+    low, high = needs.results  # every group's destinations hold the result
+    if base.min() + shifts.min() < low or base.max() + shifts.max() >= high:
         return None
     if int(base[-1]) - int(base[0]) + 1 == base.size:  # every group sends to an interval
-        disjoint = disjoint_split(base, shifts, s, needs.own[s], tiles)
+        disjoint = disjoint_split(base, shifts, s, needs.own[shard], tiles)
         if disjoint is not None:
             own, has_traffic = disjoint
             if own is None:
                 return None
             return GatherRounds(rounds, groups, groups_outer, shift,
-                                tuple(int(t) for t in base), own, has_traffic)
+                                tuple(int(t) for t in base), own, has_traffic,
+                                sender_offset=sender_offset)
     destinations = base[None, None, :] + shifts[..., None]  # [R, G, |BASE|]
     receives = destinations != s[..., None]
     keys = (np.arange(rounds)[:, None, None] * tiles + destinations)[receives]
     if keys.size and np.bincount(keys).max() > 1:  # a tile receiving for two groups of a round
         return None
-    own = copiers(needs.own[s], s, keys, tiles)
+    own = copiers(needs.own[shard], s, keys, tiles)
     if own is None:
         return None
     return GatherRounds(rounds, groups, groups_outer, shift, tuple(int(t) for t in base),
-                        own, bool(receives.any()))
+                        own, bool(receives.any()), sender_offset=sender_offset)
 
 
 def disjoint_split(base: np.ndarray, shifts: np.ndarray, s: np.ndarray, own: np.ndarray,
@@ -247,8 +275,8 @@ def disjoint_split(base: np.ndarray, shifts: np.ndarray, s: np.ndarray, own: np.
     if (gaps < length).any():
         return None
     has_traffic = bool(length > 1 or (starts != np.take_along_axis(s, order, axis=1)).any())
-    if not own.any():
-        return None, has_traffic
+    if not own.any():  # the formats' tiles do not meet: every receiver takes what it got
+        return (), has_traffic
     # a copier whose tile another group of its round receives in: its slot is taken
     rounds = np.broadcast_to(np.arange(s.shape[0])[:, None], s.shape)
     stride = tiles + 1
@@ -279,10 +307,11 @@ def copiers(own: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
             ) -> tuple[int, ...] | None:
     """The senders that hold elements of their own shard (`own`, [R, G]: they copy it into
     their slot), or None when one of them receives another group's shard in that round (its
-    slot is taken) or none does (tile 0 always does: shard 0 and result shard 0 both start at
-    the origin, so an empty list means an empty tensor)."""
+    slot is taken). None of them does when the two formats' tiles do not meet (when both
+    start at the same tile, the tile of shard 0 always does: shard 0 and result shard 0 both
+    start at the origin)."""
     r = np.broadcast_to(np.arange(s.shape[0])[:, None], s.shape)
-    if not own.any() or np.isin(r[own] * tiles + s[own], received).any():
+    if np.isin(r[own] * tiles + s[own], received).any():
         return None
     return tuple(int(t) for t in np.unique(s[own]))
 
@@ -301,19 +330,39 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
         return None
     need = need[:real[-1] + 1]
     shards = need.shape[0]
-    needs = ShardNeeds.of(need)
+    base = min(a.first_tile, b.first_tile)
+    senders, receivers = a.first_tile - base, b.first_tile - base
+    if senders or receivers:  # number the tiles of both formats from `base` (module doc)
+        wide = np.zeros((shards, max(senders + shards, receivers + need.shape[1])), dtype=bool)
+        wide[:, receivers:receivers + need.shape[1]] = need
+        need = wide
+    needs = ShardNeeds.of(need, senders, (receivers, receivers + b.tiles_used))
     best: GatherRounds | None = None
     for groups in reversed(divisors(shards)):
         rounds = shards // groups
         if best is not None and rounds > best.rounds:
             break
         for outer in (True, False) if 1 < groups < shards else (True,):
-            plan = try_split(needs, rounds, groups, outer)
+            plan = try_split(needs, rounds, groups, outer, sender_offset=senders)
             if plan is not None and (best is None or (plan.rounds, len(plan.base))
                                      < (best.rounds, len(best.base))):
                 best = plan
     # one shard per round to every tile that needs any: no affine shift needed
-    return best or try_split(needs, shards, 1, True, fixed_shift=(0, 0, 0))
+    best = best or try_split(needs, shards, 1, True, fixed_shift=(0, 0, 0),
+                             sender_offset=senders)
+    if best is None or not (senders or receivers):
+        return best
+    return dataclasses.replace(with_base_received(best), tile_base=base)
+
+
+def with_base_received(plan: GatherRounds) -> GatherRounds:
+    """The same plan with BASE moved by the smallest shift of any group (and the shifts back
+    by it): BASE is then the destinations of that group, result tiles all (a `tile.exchange`
+    must name tiles that hold its destination)."""
+    c, kr, kg = plan.shift
+    least = c + min(0, kr * (plan.rounds - 1)) + min(0, kg * (plan.groups - 1))
+    return dataclasses.replace(plan, shift=(c - least, kr, kg),
+                               base=tuple(t + least for t in plan.base))
 
 
 @dataclass
@@ -325,7 +374,7 @@ class ConcurrentGather:
     inp: BufferOp
     slot: BufferOp
     words: int
-    result_tiles: int
+    result_tiles: TileSetAttr
     kernel: str
     scalars: list[int]
 
@@ -338,8 +387,9 @@ class ConcurrentGather:
                 "input shards of round r, each to the result tiles that hold its elements")))
         groups = LoopOp(0, plan.groups, provenance("the shards of round r"))
         groups.induction_var.name_hint = "g"
-        groups.body.block.add_op(self.copy(rounds, groups, provenance(
-            "a sender that holds elements of its own shard copies it into its slot")))
+        if plan.copiers:
+            groups.body.block.add_op(self.copy(rounds, groups, provenance(
+                "a sender that holds elements of its own shard copies it into its slot")))
         groups.body.block.add_op(self.take(rounds, groups, provenance(
             "take the elements of shard s(r, g) this tile holds")))
         rounds.body.block.add_op(groups)
@@ -348,7 +398,7 @@ class ConcurrentGather:
     def exchange(self, rounds: LoopOp, provenance: WorkProvenanceAttr) -> ExchangeOp:
         zero = scalar_map(1, 0)
         return ExchangeOp(
-            self.words, self.inp, zero, self.plan.shard_map(), self.slot, zero,
+            self.words, self.inp, zero, self.plan.sender_map(), self.slot, zero,
             self.plan.destinations(), [rounds.induction_var], provenance,
             (self.plan.groups, self.plan.shift_map()),
         )
@@ -357,22 +407,21 @@ class ConcurrentGather:
         zero = scalar_map(2, 0)
         return KernelOp(
             self.kernel, [(self.out, zero), (self.slot, zero)], self.scalars,
-            TileSetAttr.range(0, self.result_tiles),
-            [rounds.induction_var, groups.induction_var], provenance,
-            iv_scalars=[self.plan.shard_map()],
+            self.result_tiles, [rounds.induction_var, groups.induction_var], provenance,
+            iv_scalars=[self.plan.sender_map()],
         )
 
     def copy(self, rounds: LoopOp, groups: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:
         zero = scalar_map(2, 0)
         return KernelOp(
             COPY_KERNEL, [(self.slot, zero), (self.inp, zero)], [self.words],
-            TileSetAttr.of(self.plan.copiers), [rounds.induction_var, groups.induction_var],
-            provenance, on_tile=self.plan.shard_map(),
+            self.plan.copier_tiles(), [rounds.induction_var, groups.induction_var],
+            provenance, on_tile=self.plan.sender_map(),
         )
 
 
 def lower_concurrent(plan: GatherRounds, out: BufferOp, inp: BufferOp, slot: BufferOp,
-                     words: int, result_tiles: int, kernel: str, scalars: list[int],
+                     words: int, result_tiles: TileSetAttr, kernel: str, scalars: list[int],
                      provenance) -> list[Operation]:
     return [ConcurrentGather(plan, out, inp, slot, words, result_tiles, kernel,
                              scalars).emit(provenance)]

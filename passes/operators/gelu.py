@@ -19,6 +19,7 @@ KERNEL = "gelu"
 
 class GeluOperator(Operator):
     kind = "gelu"
+    honours_first_tile = True
     graph_op = graph.GeluOp
     mid_op = mid.GeluOp
     operand_names = ("src",)

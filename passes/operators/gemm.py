@@ -21,7 +21,12 @@ from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
-from passes.operators.tile_maps import GemmOperands, effective_operand, tensor_format
+from passes.operators.tile_maps import (
+    GemmOperands,
+    effective_operand,
+    refuse_first_tiles,
+    tensor_format,
+)
 from planning.gemm_fold import NotAFold, folded_type, plan_fold, refold_plan
 from planning.gemm_problem import GemmProblem, catalog_entries
 from planning.gemm_selection import select_gemm_plan
@@ -44,6 +49,7 @@ class GemmOperator(Operator):
     graph_op = graph.GemmOp
     mid_op = mid.GemmOp
     operand_names = ("lhs", "rhs")
+    honours_first_tile = True  # the row plan does; `lower_gemm` refuses the others' first tiles
 
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
         assert isinstance(op, graph.GemmOp)
@@ -109,6 +115,8 @@ def lower_gemm(op: mid.GemmOp, lowering: TileLowering) -> list[Operation]:
                          op.transpose_lhs is not None)
     except NotAFold as reason:
         raise PassFailedException(f"{name}: {reason}") from None
+    if fold is not None or dispatch.kind.data != mid.DispatchKind.GEMM_BLOCKS:
+        refuse_first_tiles(op, "mid.gemm plans other than the unfolded row plan (gemm_blocks)")
     if fold is None:
         return lower(op, lowering, roles, operands)
     folded = refold_plan(plan, fold)

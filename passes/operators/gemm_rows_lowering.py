@@ -50,6 +50,7 @@ from passes.operators.tile_maps import (
     gemm_scalars,
     linearize,
     scalar_map,
+    tiles_of,
 )
 from planning.gemm_problem import has_f32_partials_panel
 from planning.shard_geometry import ShardGeometry, geometry
@@ -137,7 +138,8 @@ class GemmLowering:
         ]
         partition.append(self.partition_along(b, b.rank - 2, k, AMP_BLOCK))
         partition.append(self.partition_along(b, b.rank - 1, j, AMP_BLOCK))
-        return linearize(partition, b.partitions)
+        home = linearize(partition, b.partitions)
+        return home + b.first_tile if b.first_tile else home
 
     def rhs_block_offset(self, batch_ivs, k: AffineExpr, j: AffineExpr) -> AffineExpr:
         """Byte offset of block (k, j) of B inside its home shard (amp_right block order)."""
@@ -189,7 +191,8 @@ class GemmLowering:
         `convert_shard` reads and writes on each row tile."""
         tiles = self.row_tiles.count
         return ShardGeometry((tiles * self.rows, AMP_BLOCK), (self.rows, AMP_BLOCK),
-                             (tiles, 1), (True, True), 1, tiles, precision, "amp_output")
+                             (tiles, 1), (True, True), 1, tiles, precision, "amp_output",
+                             first_tile=self.c.first_tile)
 
     def round_partials(self, ivs: Sequence[SSAValue], batch: Sequence[AffineExpr],
                        j: AffineExpr) -> KernelOp:
@@ -286,7 +289,7 @@ def lower_gemm_rows(op: mid.GemmOp, lowering: TileLowering,
     b = geometry(rhs_type.get_shape(), rhs_fmt)
     c = geometry(out_type.get_shape(), out_fmt)
     check_row_layout(op, a, c)
-    row_tiles = TileSetAttr.range(0, c.tiles_used)
+    row_tiles = tiles_of(c)
     slot = lowering.scratch(
         f"{out.sym_name.data}_rhs_slot", row_tiles, (AMP_BLOCK, AMP_BLOCK),
         rhs_fmt.precision.data, "amp_right", "standard",
@@ -324,6 +327,11 @@ def check_row_layout(op: mid.GemmOp, a: ShardGeometry, c: ShardGeometry) -> None
                 f"{name}: {what} partitions {list(geom.partitions)}; the AMP plan partitions "
                 "only the rows"
             )
+    if a.first_tile != c.first_tile:
+        raise PassFailedException(
+            f"{name}: lhs starts at tile {a.first_tile} and the result at tile {c.first_tile}; "
+            "the AMP plan reads the lhs rows on the result's tiles"
+        )
     if a.partitions[-2] != c.partitions[-2] or a.chunk[-2] != c.chunk[-2]:
         raise PassFailedException(
             f"{name}: lhs rows ({a.partitions[-2]} partitions of {a.chunk[-2]}) and result rows "

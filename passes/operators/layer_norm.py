@@ -36,6 +36,7 @@ def candidate_outputs(op: Operation,
 
 class LayerNormOperator(Operator):
     kind = "layer_norm"
+    honours_first_tile = True
     graph_op = graph.LayerNormOp
     mid_op = mid.LayerNormOp
     operand_names = ("src", "weight", "bias")

@@ -29,7 +29,7 @@ from device.index_views import IndexView, row_major_strides, view_moves
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES
 from ipu_dialects import graph, mid
-from ipu_dialects.tile import KernelOp, TileSetAttr
+from ipu_dialects.tile import KernelOp
 from passes.operators.base import (
     Candidate,
     Operator,
@@ -43,7 +43,7 @@ from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather,
 from passes.operators.costs import shard_memory_reason
 from passes.operators.formats import descriptor, shard_words, split_format, storage_of
 from passes.operators.pointwise import pointwise_plan
-from passes.operators.tile_maps import scalar_map
+from passes.operators.tile_maps import scalar_map, tiles_of
 
 LOCAL_KERNEL = "view_shard"
 GATHER_KERNEL = "gather_view"
@@ -98,11 +98,11 @@ def is_local_view(view: IndexView, src_type: TensorType, out_type: TensorType) -
     result element's tile. Once per (view, types): the selector asks for every candidate's
     source options, the lowering for the chosen one again, and each answer walks every tile."""
     out, src = geometry_of(out_type), geometry_of(src_type)
-    if out.tiles_used > src.tiles_used:
+    if out.first_tile < src.first_tile or out.tile_stop > src.tile_stop:
         return False
     return all(
         view_moves(view, out, out.shard_box(tile), src, src.shard_box(tile))[2] == 0
-        for tile in range(out.tiles_used)
+        for tile in range(out.first_tile, out.tile_stop)
     )
 
 
@@ -113,9 +113,9 @@ def view_words(view: IndexView, src_type: TensorType, out_type: TensorType) -> l
 def kernel_cycles(symbol: str, scalars: Sequence[int], out_type: TensorType,
                   ctx: SelectionContext) -> int:
     """On the tiles where it costs most (the first and the last result shard)."""
-    used = geometry_of(out_type).tiles_used
+    geom = geometry_of(out_type)
     return max(kernels.kernel_cycles(symbol, scalars, tile, ctx.target)
-               for tile in {0, used - 1})
+               for tile in {geom.first_tile, geom.tile_stop - 1})
 
 
 def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
@@ -125,11 +125,14 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
     words = view_words(view, src_type, out_type)
     if is_local_view(view, src_type, out_type):
         return kernel_cycles(LOCAL_KERNEL, words, out_type, ctx), True
-    sources = geometry_of(src_type).partition_count
-    receivers = geometry_of(out_type).tiles_used
+    src, out = geometry_of(src_type), geometry_of(out_type)
+    sources, receivers = src.partition_count, out.tiles_used
     shard = shard_words(src_type)
-    # the cached table (`device.target.latency_table`): the matrix of 1472 tiles takes ~40 ms
-    latency = max_latency(ctx.target, max(sources, receivers)) if receivers > 1 else 0
+    # the cached table (`device.target.latency_table`): the matrix of 1472 tiles takes ~40 ms;
+    # the farthest of the tiles the shards leave from and arrive at
+    span = max(src.first_tile + sources, out.tile_stop)
+    latency = (max_latency(ctx.target, span)
+               if receivers > 1 or src.first_tile != out.first_tile else 0)
     per_shard = (device_cycles.exchange_step_cycles(shard + latency, ctx.target)
                  + device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target)
                  + kernel_cycles(GATHER_KERNEL, [0, *words], out_type, ctx))
@@ -190,6 +193,7 @@ class LayoutOperator(Operator):
     """What the four layout operators share; each names its ops and its index views."""
 
     operand_names = ("src",)
+    honours_first_tile = True
 
     def views(self, op: Operation) -> list[IndexView]:
         raise NotImplementedError
@@ -235,7 +239,7 @@ class LayoutOperator(Operator):
         out_type = tensor_type(out_value)
         out = lowering.result_buffer(out_value)
         geom = geometry_of(out_type)
-        tiles = TileSetAttr.range(0, geom.tiles_used)
+        tiles = tiles_of(geom)
         zero = scalar_map(0, 0)
         work: list[Operation] = []
         if geom.padded_shape != geom.shape:  # the copies write real elements only

@@ -10,11 +10,11 @@ from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
-from ipu_dialects.tile import BufferOp, KernelOp, TileSetAttr, WorkProvenanceAttr
+from ipu_dialects.tile import BufferOp, KernelOp, WorkProvenanceAttr
 from passes.operators.base import Candidate, SelectionContext, TileLowering, current_format, tensor_type
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, split_format, with_storage
-from passes.operators.tile_maps import scalar_map
+from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.shard_geometry import geometry
 
 # The mid ops lowered to one kernel call per output shard.
@@ -156,12 +156,11 @@ def lower_pointwise(op: PointwiseOp, lowering: TileLowering, values: Sequence[SS
     scalars = [*named, *(w for value in (out, *values) for w in descriptor(tensor_type(value)))]
     fmt = current_format(out)
     assert fmt is not None
-    used = geometry(tensor_type(out).get_shape(), fmt).tiles_used
+    tiles = tiles_of(geometry(tensor_type(out).get_shape(), fmt))
     plan = op.plan
     assert isinstance(plan, mid.OperatorPlanAttr)
     symbol = plan.dispatch.init_symbol
     assert symbol is not None
     provenance = WorkProvenanceAttr(lowering.source_of(op), value_label(out), reason)
     zero = scalar_map(0, 0)
-    return [KernelOp(symbol, [(b, zero) for b in buffers], scalars, TileSetAttr.range(0, used),
-                     [], provenance)]
+    return [KernelOp(symbol, [(b, zero) for b in buffers], scalars, tiles, [], provenance)]

@@ -15,7 +15,8 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.utils.exceptions import PassFailedException
 
 from ipu_dialects import mid
-from ipu_dialects.locations import value_label
+from ipu_dialects.locations import located, value_label
+from ipu_dialects.tile import TileSetAttr
 from planning.gemm_problem import UNTRANSPOSED_ORDER, effective_format
 from planning.shard_geometry import ShardGeometry
 
@@ -68,6 +69,25 @@ class GemmOperands:
     def typed(self) -> tuple[tuple[TensorType, mid.TensorFormatAttr], ...]:
         """((type, format) of lhs, rhs, out)."""
         return tuple((t, t.encoding) for t in (self.lhs, self.rhs, self.out))  # type: ignore[misc]
+
+
+def refuse_first_tiles(op: Operation, plans: str) -> None:
+    """`plans` (the lowerings that place their work from tile 0 on: attention, repeat, the
+    GEMM layouts but the row plan) need every value of `op` to start at tile 0."""
+    for value in (*op.operands, *op.results):
+        fmt = value.type.encoding if isinstance(value.type, TensorType) else None
+        if isinstance(fmt, mid.TensorFormatAttr) and fmt.first_tile.data:
+            raise PassFailedException(located(
+                op,
+                f"mid-to-tile: {op.name} {value_label(value)} starts at tile "
+                f"{fmt.first_tile.data} (first_tile); {plans} are lowered from tile 0 only: "
+                "move the value there with a mid.rearrange"
+            ))
+
+
+def tiles_of(geom: ShardGeometry) -> TileSetAttr:
+    """The tiles that hold a shard of `geom` (from its first tile on)."""
+    return TileSetAttr.range(geom.first_tile, geom.tile_stop)
 
 
 def dims(depth: int) -> list[AffineExpr]:

@@ -35,6 +35,11 @@
 
 // -----
 
+"test.op"() {f = #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard, first_tile = -2>} : () -> ()
+// expected-error @unknown {{format: first_tile must be >= 0, got -2}}
+
+// -----
+
 "test.op"() {d = #mid.dispatch<gemm_blocks, inner = 64, init = @amp_gemm_f16_init>} : () -> ()
 // expected-error @unknown {{dispatch: gemm_blocks needs columns, accum}}
 
