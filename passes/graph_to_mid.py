@@ -20,13 +20,14 @@ Graph ops without an operator plan yet are a diagnostic, never silently kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
 from xdsl.dialects.builtin import StringAttr, TensorType, UnrealizedConversionCastOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException, VerifyException
@@ -35,7 +36,8 @@ from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from passes.operators import operator_for_graph
-from passes.operators.base import NoValidPlan, Operator, SelectionContext
+from passes.operators.base import NoValidPlan, Operator, SelectionContext, tensor_type
+from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import (
     is_graph_tensor,
     row_major_format,
@@ -44,9 +46,12 @@ from passes.operators.formats import (
     with_storage,
 )
 from passes.operators.repeat import is_body_argument, lower_repeat
+from passes.operators.spreading import LookAhead
 from planning.gemm_problem import catalog_entries, default_catalog_names
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 from planning.pipeline_config import PipelineOptions
+from planning.shard_geometry import geometry
+from planning.tile_loads import TileLoads
 
 
 def op_label(op: Operation) -> str:
@@ -61,11 +66,27 @@ class FunctionLowering:
     function: func.FuncOp
     config: mid.PipelineConfigAttr
     target: Target
+    spread: bool = True  # pointwise plans may start on the least-loaded tiles
+    # the bytes of the values lowered so far, per tile: where a pointwise plan may start
+    loads: TileLoads = field(init=False)
+    look_ahead: LookAhead = field(init=False)
+    moved: int = 0  # results placed past tile 0
+
+    def __post_init__(self) -> None:
+        self.loads = TileLoads(self.config.tiles.data)
+        self.look_ahead = LookAhead(self.loads, self.selection, self.target)
 
     @property
     def selection(self) -> SelectionContext:
         return SelectionContext(self.config.tiles.data, self.config.indivisible.data,
                                 self.config.inputs.data, self.target, self.config.catalog_names)
+
+    def selection_for(self, op: Operation) -> SelectionContext:
+        """`selection`, with the tile loads for an op of the function's own block: a repeat
+        body's values stay from tile 0 on (the repeat's lowering places them there)."""
+        if not self.spread or op.parent_block() is not self.function.body.block:
+            return self.selection
+        return dataclasses.replace(self.selection, spreading=self.look_ahead)
 
     def run(self) -> None:
         ops = list(self.function.body.walk())
@@ -133,7 +154,7 @@ class FunctionLowering:
     def lower_op(self, op: Operation, operator: Operator) -> None:
         """Select `op`'s plan, bring its operands into the plan's formats, build its mid op."""
         try:
-            plan = operator.select(op, self.selection)
+            plan = operator.select(op, self.selection_for(op))
         except (NoValidPlan, NoValidGemmPlan, ValueError) as err:
             raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
         # one at a time: retyping a graph input replaces the value, so re-read the operand
@@ -145,6 +166,9 @@ class FunctionLowering:
         assert isinstance(out_type, TensorType)
         result_type = with_format(out_type, plan.operand_plan("out").format)
         new_op = operator.build_mid(op, operands, result_type, plan)
+        for value in (*(v for v in operands if isinstance(v, BlockArgument)), new_op.results[0]):
+            self.loads.add(geometry(tensor_type(value).get_shape(), tensor_format_of(value)))
+        self.moved += tensor_format_of(new_op.results[0]).first_tile.data != 0
         new_op.results[0].name_hint = op.results[0].name_hint
         new_op.location = op.location
         Rewriter.replace_op(op, new_op)
@@ -222,4 +246,37 @@ class GraphToMidPass(PipelineOptions, ModulePass):
         op.attributes[mid.CONFIG_ATTR_NAME] = config
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             if not function.is_declaration:
-                FunctionLowering(function, config, target).run()
+                lower_spread_if_no_costlier(function, config, target)
+
+
+def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfigAttr,
+                                target: Target) -> None:
+    """Lower `function` with its pointwise results spread over the least-loaded tiles, and
+    keep that only if its conversions cost no more than those of every value from tile 0.
+
+    Selection prices a moved plan's operand conversions, but not what its consumers will pay
+    to bring the result to their formats (a GEMM's selection prices none), so it cannot tell
+    alone. The two lowerings differ only in where values sit and in their conversions: the
+    kernels' cycles do not depend on the tiles, so the sum of the conversions' cycles
+    (`conversion_type_cycles`, what selection prices them at) decides."""
+    trial = function.clone()
+    spread = FunctionLowering(trial, config, target)
+    spread.run()
+    if spread.moved:
+        FunctionLowering(function, config, target, spread=False).run()
+        if conversions_cycles(trial, target) > conversions_cycles(function, target):
+            return
+    Rewriter.replace_op(function, trial)
+
+
+def conversions_cycles(function: func.FuncOp, target: Target) -> int:
+    """The estimated cycles of every bridge between two mid formats in `function`."""
+    total = 0
+    for op in function.walk():
+        if isinstance(op, UnrealizedConversionCastOp):
+            src, dst = op.inputs[0].type, op.outputs[0].type
+            if (isinstance(src, TensorType) and isinstance(dst, TensorType)
+                    and isinstance(src.encoding, mid.TensorFormatAttr)
+                    and isinstance(dst.encoding, mid.TensorFormatAttr)):
+                total += conversion_type_cycles(src, dst, target)
+    return total

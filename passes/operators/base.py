@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from xdsl.dialects.builtin import TensorType
@@ -45,6 +45,20 @@ def max_latency(target: Target, tiles: int) -> int:
 MAX_LATENCIES: dict[tuple[int, int], tuple[Target, int]] = {}
 
 
+class Spreading(Protocol):
+    """What a pointwise operator asks graph-to-mid before it offers a plan moved off tile 0."""
+
+    def least_loaded_start(self, tiles: int) -> int:
+        """The first of `tiles` consecutive tiles that hold the fewest bytes so far."""
+        ...
+
+    def consumers_extra_cycles(self, value: SSAValue, moved: mid.TensorFormatAttr,
+                               twin: mid.TensorFormatAttr) -> int | None:
+        """What `value`'s consumers pay more (or less) to bring it to their formats when it
+        is stored `moved` instead of `twin`; None when that cannot be told."""
+        ...
+
+
 @dataclass(frozen=True)
 class SelectionContext:
     """What every candidate of one pipeline is built for (from `#mid.config`)."""
@@ -54,6 +68,8 @@ class SelectionContext:
     inputs: str  # graph-input policy: consumer (host writes the plan's format) or row_major
     target: Target
     catalog: tuple[str, ...]  # GEMM catalog names (the other operators have no catalog yet)
+    # where plans free to start at any tile (pointwise) may go; None: every plan from tile 0
+    spreading: Spreading | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

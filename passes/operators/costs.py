@@ -70,7 +70,7 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     latency = max_latency(target, span) if receivers > 1 or a.first_tile != b.first_tile else 0
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
-    take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(0,))
+    take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(a.first_tile,))
     rounds = cached_rounds(a, b)
     if rounds is None:  # the serial gather: one phase, copy and take per input shard
         return sources * (phase + copy + take)

@@ -89,6 +89,7 @@ def broadcast_operand_format(out_fmt: mid.TensorFormatAttr, out_shape: Sequence[
         group=out_fmt.group.data,
         memory=mid.MemoryClass.STANDARD,
         scale=scale,
+        first_tile=out_fmt.first_tile.data,  # on the output's tiles
     )
 
 

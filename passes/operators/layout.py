@@ -135,7 +135,7 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
                if receivers > 1 or src.first_tile != out.first_tile else 0)
     per_shard = (device_cycles.exchange_step_cycles(shard + latency, ctx.target)
                  + device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target)
-                 + kernel_cycles(GATHER_KERNEL, [0, *words], out_type, ctx))
+                 + kernel_cycles(GATHER_KERNEL, [src.first_tile, *words], out_type, ctx))
     return sources * per_shard, False
 
 

@@ -3,6 +3,7 @@ or cut one axis, their validation, cost and lowering to one local kernel call pe
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -65,15 +66,13 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
     named scalars, for its cost; `aliasable`: the operands (in order of preference) the
     kernel may write its output over, which a plan allows when the operand has the output's
     shape and format (`alias_of`)."""
-    candidates = []
-    for name, out_fmt in output_formats(op, ctx) if outputs is None else outputs:
+
+    def candidate(plan_name: str, out_fmt: mid.TensorFormatAttr) -> Candidate:
         formats = operand_formats(out_fmt)
-        plan_name = f"{kind}_{name}"
         if isinstance(formats, str):
             placeholder = pointwise_plan(plan_name, symbol, {"out": out_fmt},
                                          ctx.target.vector_alignment)
-            candidates.append(Candidate(placeholder, formats, None))
-            continue
+            return Candidate(placeholder, formats, None)
         formats["out"] = out_fmt
         alias = alias_of(op, operand_names, formats, aliasable)
         plan = pointwise_plan(plan_name, symbol, formats, ctx.target.vector_alignment, alias)
@@ -84,8 +83,48 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
             cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx)
-        candidates.append(Candidate(plan, reason, cycles))
+        return Candidate(plan, reason, cycles)
+
+    candidates = []
+    for name, out_fmt in output_formats(op, ctx) if outputs is None else outputs:
+        moved = spread_candidate(op, out_fmt, ctx,
+                                 lambda fmt, n=name: candidate(f"{kind}_{n}_at"
+                                                               f"{fmt.first_tile.data}", fmt))
+        if moved is not None:  # first: it wins the ties with its twin from tile 0
+            candidates.append(moved)
+        candidates.append(candidate(f"{kind}_{name}", out_fmt))
     return candidates
+
+
+def spread_candidate(op: Operation, out_fmt: mid.TensorFormatAttr, ctx: SelectionContext,
+                     build: Callable[[mid.TensorFormatAttr], Candidate]) -> Candidate | None:
+    """The candidate of `out_fmt` moved to the least-loaded tiles (`ctx.spreading`), when it
+    uses fewer tiles than the chip: a pointwise plan computes on its output's tiles and its
+    operands come to it, so it may start anywhere. It is priced as the others (its operands'
+    conversions) plus what its consumers pay more to take the moved result, so that it wins
+    only where it costs no more than its twin from tile 0."""
+    spreading = ctx.spreading
+    if spreading is None or pins_twin(op, out_fmt):
+        return None
+    geom = geometry(tensor_type(op.results[0]).get_shape(), out_fmt)
+    if geom.tiles_used >= ctx.tiles:
+        return None
+    start = spreading.least_loaded_start(geom.tiles_used)
+    if start == geom.first_tile:
+        return None
+    moved = out_fmt.with_changes(first_tile=start)
+    extra = spreading.consumers_extra_cycles(op.results[0], moved, out_fmt)
+    found = build(moved)
+    if extra is None or found.cycles is None:
+        return None
+    return dataclasses.replace(found, cycles=found.cycles + extra)
+
+
+def pins_twin(op: Operation, out_fmt: mid.TensorFormatAttr) -> bool:
+    """A consumer of the result already has another operand in `out_fmt`: it would follow
+    that operand and convert a moved result (a residual add of two values cut alike)."""
+    return any(other is not op.results[0] and current_format(other) == out_fmt
+               for use in op.results[0].uses for other in use.operation.operands)
 
 
 def alias_of(op: Operation, operand_names: Sequence[str],
@@ -133,9 +172,9 @@ def plan_types(op: Operation, operand_names: Sequence[str],
 
 def tiles_reason(op: Operation, formats: dict[str, mid.TensorFormatAttr], tiles: int) -> str | None:
     shape = tuple(tensor_type(op.results[0]).get_shape())
-    used = geometry(shape, formats["out"]).tiles_used
-    if used > tiles:
-        return f"the output format uses {used} tiles, the pipeline has {tiles}"
+    out = geometry(shape, formats["out"])
+    if out.tiles_used > tiles:
+        return f"the output format uses {out.tiles_used} tiles, the pipeline has {tiles}"
     return None
 
 

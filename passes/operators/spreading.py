@@ -1,0 +1,113 @@
+"""Where graph-to-mid may put a pointwise result that does not need tile 0 (issue 28,
+"placement that uses the chip"): the least-loaded tiles (`planning/tile_loads.py`), priced
+with what the result's consumers then pay to take it.
+
+A pointwise plan computes on its output's tiles and its operands come to it, so it may start
+at any tile; `pointwise.spread_candidate` offers the plan moved there beside its twin from
+tile 0. Selection prices the moved plan's operand conversions itself; `consumers_extra_cycles`
+adds, one look ahead of program order, the difference its consumers pay:
+
+- `func.return`: nothing (the host reads a result wherever it is);
+- a GEMM: its plan does not depend on where its operands are, so it is selected here once
+  and the conversion of the result into its operand's format is priced from both places;
+- a pointwise op that would follow the result (same shape, and nothing else placed to follow:
+  its other operands are graph inputs): its own result moves with it, so its consumers are
+  looked at in turn (a few levels deep);
+- anything else: not known, and the result stays where its twin is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from device.target import Target
+from ipu_dialects import graph, mid
+from passes.operators import operator_for_graph
+from passes.operators.base import SelectionContext, current_format, tensor_type
+from passes.operators.costs import conversion_type_cycles
+from passes.operators.formats import with_format, with_storage
+from planning.tile_loads import TileLoads
+
+FOLLOWERS = (graph.AddOp, graph.GeluOp, graph.LayerNormOp)  # pointwise ops that follow an operand
+LOOK_AHEAD = 3  # levels of followers looked through
+
+
+@dataclass
+class LookAhead:
+    """`passes.operators.base.Spreading` for one function's lowering."""
+
+    loads: TileLoads
+    selection: SelectionContext  # without spreading: the consumers' own plans
+    target: Target
+    gemm_plans: dict[Operation, mid.OperatorPlanAttr] = field(default_factory=dict)
+
+    def least_loaded_start(self, tiles: int) -> int:
+        return self.loads.least_loaded_start(tiles)
+
+    def consumers_extra_cycles(self, value: SSAValue, moved: mid.TensorFormatAttr,
+                               twin: mid.TensorFormatAttr) -> int | None:
+        return self.extra(value, moved, twin, LOOK_AHEAD)
+
+    def extra(self, value: SSAValue, moved: mid.TensorFormatAttr, twin: mid.TensorFormatAttr,
+              depth: int) -> int | None:
+        total = 0
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, func.ReturnOp):
+                continue
+            if isinstance(user, graph.GemmOp):
+                wanted = self.gemm_plan(user).operand_plan(("lhs", "rhs")[use.index]).format
+                total += self.cost(value, moved, wanted) - self.cost(value, twin, wanted)
+                continue
+            if not (isinstance(user, FOLLOWERS) and depth > 0 and tensor_type(value).get_shape()
+                    == tensor_type(user.results[0]).get_shape()):
+                return None
+            further = self.follower_extra(user, value, moved, twin, depth)
+            if further is None:
+                return None
+            total += further
+        return total
+
+    def follower_extra(self, user: Operation, value: SSAValue, moved: mid.TensorFormatAttr,
+                       twin: mid.TensorFormatAttr, depth: int) -> int | None:
+        """What `user` (a pointwise op with `value`'s shape) pays more when `value` is stored
+        `moved` rather than `twin`, when it has nothing else to follow (its other operands
+        are graph inputs, written where its plan wants them, or broadcast ones of its own
+        choosing): its result then sits where `value` does. A user with another operand
+        placed already (a residual add) is not told: it picks which of the two to convert by
+        their conversions alone, and its own consumers may then pay for the move."""
+        for other in user.operands:
+            if other is not value and not (isinstance(other, BlockArgument)
+                                           and current_format(other) is None):
+                return None
+        outputs = self.outputs(user, moved, twin)
+        if isinstance(user, graph.LayerNormOp) and any(f.partitions[-1] > 1 for f in outputs):
+            return None  # it cannot follow a cut last axis: where it goes is its own choice
+        return self.extra(user.results[0], *outputs, depth - 1)
+
+    def outputs(self, user: Operation, moved: mid.TensorFormatAttr,
+                twin: mid.TensorFormatAttr) -> tuple[mid.TensorFormatAttr, mid.TensorFormatAttr]:
+        result = tensor_type(user.results[0])
+        return with_storage(moved, result), with_storage(twin, result)
+
+    def cost(self, value: SSAValue, fmt: mid.TensorFormatAttr,
+             wanted: mid.TensorFormatAttr) -> int:
+        """Cycles to bring `value`, stored `fmt`, into `wanted` (either way round: a
+        conversion's estimate does not depend on which end asks)."""
+        if fmt == wanted:
+            return 0
+        value_type = tensor_type(value)
+        base = TensorType(value_type.get_element_type(), value_type.get_shape())
+        return conversion_type_cycles(with_format(base, fmt), with_format(base, wanted),
+                                      self.target)
+
+    def gemm_plan(self, op: graph.GemmOp) -> mid.OperatorPlanAttr:
+        if op not in self.gemm_plans:
+            operator = operator_for_graph(op)
+            assert operator is not None
+            self.gemm_plans[op] = operator.select(op, self.selection)
+        return self.gemm_plans[op]
