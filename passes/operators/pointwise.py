@@ -4,6 +4,7 @@ or cut one axis, their validation, cost and lowering to one local kernel call pe
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -85,11 +86,12 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
                 cycles += conversion_cycles(value, formats[operand], ctx)
         return Candidate(plan, reason, cycles)
 
+    def moved_candidate(name: str, fmt: mid.TensorFormatAttr) -> Candidate:
+        return candidate(f"{kind}_{name}_at{fmt.first_tile.data}", fmt)
+
     candidates = []
     for name, out_fmt in output_formats(op, ctx) if outputs is None else outputs:
-        moved = spread_candidate(op, out_fmt, ctx,
-                                 lambda fmt, n=name: candidate(f"{kind}_{n}_at"
-                                                               f"{fmt.first_tile.data}", fmt))
+        moved = spread_candidate(op, out_fmt, ctx, functools.partial(moved_candidate, name))
         if moved is not None:  # first: it wins the ties with its twin from tile 0
             candidates.append(moved)
         candidates.append(candidate(f"{kind}_{name}", out_fmt))
