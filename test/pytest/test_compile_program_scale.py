@@ -19,6 +19,10 @@ What holds, measured on the transformer block and the MLP:
   row tiles, and tiles 1..3 send while they receive tile 0's block) gets one full-duplex
   row, `@xN_duplex`, that it does not need on 16 tiles: at most one such row per
   `tile.exchange`, its ops set apart before the comparison (the rest stays exact).
+- From 1472 tiles on a pointwise result whose tiles are free may start past tile 0
+  (graph-to-mid's spreading, docs/internals.md): a gather into it from an input on other
+  tiles has no sender holding elements of its own shard, so no `copy_words` kernel. Kernels
+  only get fewer.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from compile_program import EXAMPLES, compile_stages
 
 PROGRAMS = ("transformer_block.mlir", "mlp_f16.mlir")
 SHORTER_ROWS = "exchange.sendoff"
+FEWER_COPIES = "tile.kernel"
 CONVERSIONS = ("mid.rearrange", "mid.cast_precision")
 
 
@@ -76,10 +81,12 @@ def test_op_counts_do_not_grow_from_16_to_1472_tiles(example):
                              "schedule-exchange"]
     for tiles in (64, 1472):
         for level, counts in by_tiles[tiles].items():
-            same = {n: c for n, c in counts.items() if n != SHORTER_ROWS}
-            assert same == {n: c for n, c in smaller[level].items() if n != SHORTER_ROWS}, \
+            apart = (SHORTER_ROWS, FEWER_COPIES)
+            same = {n: c for n, c in counts.items() if n not in apart}
+            assert same == {n: c for n, c in smaller[level].items() if n not in apart}, \
                 f"{example}, {level}: 16 tiles {smaller[level]}, {tiles} tiles {counts}"
-            assert counts[SHORTER_ROWS] <= smaller[level][SHORTER_ROWS], (example, level, tiles)
+            for name in apart:
+                assert counts[name] <= smaller[level][name], (example, level, tiles, name)
     # the schedule has rows at all: the sendoff exemption is not hiding everything
     assert by_tiles[1472]["schedule-exchange"]["exchange.row"] > 0
 
