@@ -114,18 +114,16 @@ class NotAFold(ValueError):
     """A batched GEMM plan whose batch axes are cut, but not as a fold (the message says how)."""
 
 
-def plan_fold(plan: OperatorPlanAttr, lhs: TensorType, rhs: TensorType,
-              out: TensorType, transpose_lhs: bool) -> BatchFold | None:
+def plan_fold(plan: OperatorPlanAttr, problem: GemmProblem) -> BatchFold | None:
     """The fold a `mid.gemm`'s plan runs (None: its batch slices run one by one, every batch
     axis of lhs uncut); `NotAFold` when lhs's batch axes are cut in a way no fold places."""
-    lhs_fmt = plan.operand_plan("lhs").format
-    lhs_shape, out_shape = tuple(lhs.get_shape()), tuple(out.get_shape())
-    if len(lhs_shape) <= 2 or all(p == 1 for p in lhs_fmt.partitions[:-2]):
+    lhs_shape, out_shape = problem.lhs_shape, problem.out_shape
+    if len(lhs_shape) <= 2 or all(p == 1 for p in plan.operand_plan("lhs").format.partitions[:-2]):
         return None
-    if transpose_lhs or len(out_shape) != len(lhs_shape) or any(
-            e != 1 for e in rhs.get_shape()[:-2]):
+    if not foldable(problem):
         raise NotAFold("lhs's batch axes are cut, which only a folded GEMM does (an "
-                       "untransposed lhs, a result batched as lhs, no rhs batch axis above 1)")
+                       "untransposed lhs with several batch slices, a result batched as lhs, "
+                       "no rhs batch axis above 1)")
     padded: set[int] = set()
     for name, shape in (("lhs", lhs_shape), ("out", out_shape)):
         fmt = plan.operand_plan(name).format

@@ -22,7 +22,7 @@ from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
 from passes.operators.tile_maps import GemmOperands, effective_operand, tensor_format
-from planning.gemm_fold import NotAFold, folded_type, plan_fold, refold_plan
+from planning.gemm_fold import folded_type, plan_fold, refold_plan
 from planning.gemm_problem import GemmProblem, catalog_entries
 from planning.gemm_selection import select_gemm_plan
 
@@ -47,10 +47,8 @@ class GemmOperator(Operator):
 
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
         assert isinstance(op, graph.GemmOp)
-        problem = GemmProblem.from_types(
-            tensor_type(op.lhs), tensor_type(op.rhs), tensor_type(op.result),
-            op.transpose_lhs is not None, op.transpose_rhs is not None,
-        )
+        problem = gemm_problem(op, tensor_type(op.lhs), tensor_type(op.rhs),
+                               tensor_type(op.result))
         return select_gemm_plan(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
         ).plan
@@ -64,6 +62,13 @@ class GemmOperator(Operator):
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.GemmOp)
         return lower_gemm(op, lowering)
+
+
+def gemm_problem(op: graph.GemmOp | mid.GemmOp, lhs: TensorType, rhs: TensorType,
+                 out: TensorType) -> GemmProblem:
+    """The GEMM `op` asks for, its operands typed `lhs`, `rhs`, `out`."""
+    return GemmProblem.from_types(lhs, rhs, out, op.transpose_lhs is not None,
+                                  op.transpose_rhs is not None)
 
 
 def lower_gemm(op: mid.GemmOp, lowering: TileLowering) -> list[Operation]:
@@ -105,9 +110,8 @@ def lower_gemm(op: mid.GemmOp, lowering: TileLowering) -> list[Operation]:
     lower = LOWERINGS[dispatch.kind.data]
     operands = GemmOperands.of(op)
     try:
-        fold = plan_fold(plan, operands.lhs, operands.rhs, operands.out,
-                         op.transpose_lhs is not None)
-    except NotAFold as reason:
+        fold = plan_fold(plan, gemm_problem(op, operands.lhs, operands.rhs, operands.out))
+    except ValueError as reason:  # NotAFold, or a problem no plan runs (an extent 0)
         raise PassFailedException(f"{name}: {reason}") from None
     if fold is None:
         return lower(op, lowering, roles, operands)
