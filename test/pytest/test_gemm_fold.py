@@ -113,6 +113,20 @@ def test_no_fold_where_a_tile_would_hold_rows_of_two_slices():
     assert chosen.planned is problem and lhs_batch_partitions(chosen.plan) == (1,)
 
 
+def test_a_fold_that_splits_slices_is_padded_to_the_plans_rows_and_planned_again():
+    """`refit_fold`: on 4 tiles the K-split plan of 4 slices of 40 rows padded to 48 puts
+    96 rows on a tile, two slices; padded to 96 rows each, the same layout folds them."""
+    problem = GemmProblem((4, 40, 96), (96, 80), (4, 40, 80), "f16")
+    (candidate,) = catalog_entries(["amp_gemm_f16_ksplit"])
+    first = batch_fold(problem, candidate.row_block)
+    assert first is not None
+    first_plan = build_gemm_plan(candidate, folded_problem(problem, first), 4, "pad", IPU21)
+    assert unfold_plan(first_plan, problem, first) is None
+    (evaluation,) = evaluate_candidates(problem, 4, "pad", IPU21, [candidate])
+    assert evaluation.reason is None
+    assert evaluation.planned.lhs_shape == (4 * 96, 96) != folded_problem(problem, first).lhs_shape
+
+
 @pytest.mark.parametrize("problem", [
     GemmProblem((4, 40, 96), (96, 80), (4, 40, 80), "f16", transpose_lhs=True),
     GemmProblem((4, 40, 96), (4, 96, 80), (4, 40, 80), "f16"),  # a batched B
