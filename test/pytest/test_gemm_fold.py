@@ -2,6 +2,7 @@
 (`planning/gemm_fold.py`): every layout plans the fold, the batched operands hold the folded
 plan's shards, and the device model computes the right numbers from them."""
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -13,6 +14,7 @@ from device.model.host import stored_of_values, values_of_stored
 from device.target import IPU21
 from interpreters.graph import run_function
 from ipu_dialects import mid
+from ipu_dialects.mid import AxisTilingAttr
 from passes import get_all_passes
 from passes.ipu_pipeline import STAGES
 from planning.gemm_fold import (
@@ -24,7 +26,7 @@ from planning.gemm_fold import (
     refold_plan,
     unfold_plan,
 )
-from planning.gemm_problem import GemmProblem, catalog_entries
+from planning.gemm_problem import GemmProblem, catalog_entries, with_operand_formats
 from planning.gemm_selection import (
     build_gemm_plan,
     evaluate_candidates,
@@ -209,6 +211,22 @@ def test_a_hand_written_batch_cut_that_is_no_fold_is_refused_in_mid_to_tile():
 def test_a_batch_cut_on_a_gemm_that_has_no_fold_is_named():
     problem = GemmProblem((4, 32, 64), (64, 64), (4, 32, 64), "f16")
     plan = select_gemm_plan(problem, 8).plan
-    with pytest.raises(NotAFold, match="lhs's batch axes are cut, which only a folded GEMM "
-                                       "does"):
+    with pytest.raises(NotAFold, match=re.escape(
+            "lhs's batch axes are cut, which only a folded GEMM does (an untransposed lhs with "
+            "several batch slices, a result batched as lhs, no rhs batch axis above 1)")):
         plan_fold(plan, replace(problem, transpose_lhs=True))
+
+
+def test_a_fold_whose_lhs_and_result_pad_rows_differently_is_named():
+    problem = GemmProblem((4, 40, 96), (96, 80), (4, 40, 80), "f16")
+    plan = select_gemm_plan(problem, 16).plan
+    assert plan_fold(plan, problem) is not None
+    out = plan.operand_plan("out").format
+    *batch, rows, columns = out.tiling.data
+    assert (rows.block.data, rows.partitions.data) == (16, 3)  # a slice's 40 rows pad to 48
+    one_block = AxisTilingAttr(64, 1, rows.indivisible.data)  # pads them to 64
+    edited = with_operand_formats(plan, {"out": out.with_changes(
+        tiling=[*batch, one_block, columns])})
+    with pytest.raises(NotAFold, match=r"lhs and the result pad their rows differently "
+                                       r"\(\[48, 64\]\)"):
+        plan_fold(edited, problem)
