@@ -6,11 +6,11 @@ import re
 from dataclasses import replace
 
 import pytest
+from gemm_support import gemm_text, run_gemm
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
-from device.model import run_package
-from device.model.host import stored_of_values, values_of_stored
+from device.model.host import stored_of_values
 from device.target import IPU21
 from interpreters.graph import run_function
 from ipu_dialects import mid
@@ -33,41 +33,22 @@ from planning.gemm_selection import (
     explain_gemm,
     select_gemm_plan,
 )
-from tools.ipu_run import find_function, make_context, random_inputs
-from tools.package_writer import build_package
+from tools.ipu_run import find_function, make_context
 from tools.run_io import compare
 
 BERT_B8_FC = GemmProblem((8, 384, 768), (768, 3072), (8, 384, 3072), "f16")
 
 
-def gemm_text(lhs, rhs, out, element, flags=""):
-    a, b, c = (f"tensor<{'x'.join(map(str, s))}x{element}>" for s in (lhs, rhs, out))
-    return (f"func.func @g(%a: {a}, %b: {b}) -> {c} {{\n"
-            f"  %c = graph.gemm %a, %b {flags}: ({a}, {b}) -> {c}\n"
-            f"  func.return %c : {c}\n}}\n")
-
-
 def compile_and_run(text: str, tiles: int, catalog: tuple[str, ...] | None = None):
     """(the mid.gemm's plan, whether the device model's result matches the reference, the
     device model's result) for `text` compiled on `tiles` tiles."""
-    ctx = make_context()
-    module = Parser(ctx, text).parse_module()
+    run = run_gemm(text, tiles, seed=3, catalog=catalog)
+    module = Parser(make_context(), text).parse_module()
     func = find_function(module, None)
-    arrays = random_inputs(func, seed=3)
-    expected = run_function(module, arrays, func.sym_name.data)
-    registry = get_all_passes()
-    options = {"tiles": tiles} | ({"catalog": catalog} if catalog else {})
-    registry["graph-to-mid"]()(**options).apply(ctx, module)
-    plan = next(o for o in module.walk() if isinstance(o, mid.GemmOp)).plan
-    for stage in STAGES[1:]:
-        registry[stage]()().apply(ctx, module)
-    package = build_package(module, with_assembly=False)
-    feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, arrays, strict=True)}
-    outcome = run_package(package, feeds)
-    assert not outcome.exchange_errors
-    results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
+    expected = run_function(module, run.inputs, func.sym_name.data)
+    results = [stored_of_values(t, run.outcome.outputs[t.name]) for t in run.package.outputs]
     check = compare(results, expected, func.function_type.outputs.data)
-    return plan, check.passed, results[0]
+    return run.plan, check.passed, results[0]
 
 
 def lhs_batch_partitions(plan: mid.OperatorPlanAttr) -> tuple[int, ...]:
