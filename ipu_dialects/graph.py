@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import math
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -382,12 +383,11 @@ class GemmOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 
 
-@located_format_errors
-@irdl_op_definition
-class AddOp(IRDLOperation):
-    """Elementwise sum with full NumPy broadcasting of any ranks."""
+class BinaryElementwiseOp(IRDLOperation, ABC):
+    """The base of graph's elementwise ops of two tensors (as xDSL's `arith` builds its binary
+    ops): operands broadcast NumPy-style, one element type throughout. A leaf op names itself
+    and says what it computes."""
 
-    name = "graph.add"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
@@ -414,12 +414,10 @@ class AddOp(IRDLOperation):
                            "the broadcast shape of lhs and rhs")
 
 
-@located_format_errors
-@irdl_op_definition
-class GeluOp(IRDLOperation):
-    """The exact GeLU, `x * (1 + erf(x / sqrt(2))) / 2`, elementwise."""
+class UnaryElementwiseOp(IRDLOperation, ABC):
+    """The base of graph's elementwise ops of one tensor: the result has the input's shape and
+    element type."""
 
-    name = "graph.gelu"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure(), GraphOpRules())
@@ -437,6 +435,22 @@ class GeluOp(IRDLOperation):
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("input", input), ("result", result)])
         check_result_shape(self.name, result.get_shape(), input.get_shape(), "the input shape")
+
+
+@located_format_errors
+@irdl_op_definition
+class AddOp(BinaryElementwiseOp):
+    """Elementwise sum with full NumPy broadcasting of any ranks."""
+
+    name = "graph.add"
+
+
+@located_format_errors
+@irdl_op_definition
+class GeluOp(UnaryElementwiseOp):
+    """The exact GeLU, `x * (1 + erf(x / sqrt(2))) / 2`, elementwise."""
+
+    name = "graph.gelu"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -661,42 +675,54 @@ def check_layout_types(op_name: str, input: TensorType, result: TensorType) -> N
     check_same_element_type(op_name, [("input", input), ("result", result)])
 
 
-@located_format_errors
-@irdl_op_definition
-class ReshapeOp(IRDLOperation):
-    """The same elements in row-major order under another shape (the result type's)."""
+def layout_result_type(input_type: TensorType, shape: Sequence[int]) -> TensorType:
+    """A layout op's result: the input's elements (and FP8 scale) under `shape`."""
+    return TensorType(input_type.get_element_type(), shape, input_type.encoding)
 
-    name = "graph.reshape"
+
+class UnaryLayoutOp(IRDLOperation, ABC):
+    """The base of graph's layout ops of one input (reshape, transpose, slice): the elements
+    move, their type stays; a leaf op checks how the result's shape follows (`check_shape`)."""
+
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure(), GraphOpRules())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
-    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
-        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
-        check_reshape(self.name, input_type.get_shape(), shape)
-        super().__init__(
-            operands=[input],
-            result_types=[TensorType(input_type.get_element_type(), shape, input_type.encoding)],
-        )
-
     def verify_(self) -> None:
         input = checked_tensor(self.name, "input", self.input.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_layout_types(self.name, input, result)
-        check_reshape(self.name, input.get_shape(), result.get_shape())
+        self.check_shape(input.get_shape(), result.get_shape())
+
+    @abstractmethod
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
+        """Raise a VerifyException unless `result` is the shape this op makes of `input`."""
 
 
 @located_format_errors
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class ReshapeOp(UnaryLayoutOp):
+    """The same elements in row-major order under another shape (the result type's)."""
+
+    name = "graph.reshape"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        check_reshape(self.name, input_type.get_shape(), shape)
+        super().__init__(operands=[input], result_types=[layout_result_type(input_type, shape)])
+
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
+        check_reshape(self.name, input, result)
+
+
+@located_format_errors
+@irdl_op_definition
+class TransposeOp(UnaryLayoutOp):
     """Permutes the axes: result axis `i` is input axis `permutation[i]` (as numpy.transpose)."""
 
     name = "graph.transpose"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     permutation = prop_def(DenseArrayBase.constr(i64))
-    traits = traits_def(Pure(), GraphOpRules())
     assembly_format = (
         "$input `permutation` $permutation attr-dict `:` type($input) `->` type($result)"
     )
@@ -706,34 +732,27 @@ class TransposeOp(IRDLOperation):
         shape = transposed_shape(self.name, input_type.get_shape(), permutation)
         super().__init__(
             operands=[input],
-            result_types=[TensorType(input_type.get_element_type(), shape, input_type.encoding)],
+            result_types=[layout_result_type(input_type, shape)],
             properties={"permutation": DenseArrayBase.from_list(i64, list(permutation))},
         )
 
-    def verify_(self) -> None:
-        input = checked_tensor(self.name, "input", self.input.type)
-        result = checked_tensor(self.name, "result", self.result.type)
-        check_layout_types(self.name, input, result)
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
         permutation = self.permutation.get_values()
-        shape = input.get_shape()
         check_result_shape(
-            self.name, result.get_shape(), transposed_shape(self.name, shape, permutation),
-            f"the input {fmt_shape(shape)} permuted by {fmt_shape(permutation)}",
+            self.name, result, transposed_shape(self.name, input, permutation),
+            f"the input {fmt_shape(input)} permuted by {fmt_shape(permutation)}",
         )
 
 
 @located_format_errors
 @irdl_op_definition
-class SliceOp(IRDLOperation):
+class SliceOp(UnaryLayoutOp):
     """`x[starts[0]:ends[0]:steps[0], ...]`: per axis, a non-empty in-bounds strided range."""
 
     name = "graph.slice"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     starts = prop_def(DenseArrayBase.constr(i64))
     ends = prop_def(DenseArrayBase.constr(i64))
     steps = prop_def(DenseArrayBase.constr(i64))
-    traits = traits_def(Pure(), GraphOpRules())
     assembly_format = (
         "$input `starts` $starts `ends` $ends `steps` $steps attr-dict `:` type($input) `->` "
         "type($result)"
@@ -751,23 +770,19 @@ class SliceOp(IRDLOperation):
         shape = slice_result_shape(self.name, input_type.get_shape(), starts, ends, steps)
         super().__init__(
             operands=[input],
-            result_types=[TensorType(input_type.get_element_type(), shape, input_type.encoding)],
+            result_types=[layout_result_type(input_type, shape)],
             properties={
                 name: DenseArrayBase.from_list(i64, list(values))
                 for name, values in (("starts", starts), ("ends", ends), ("steps", steps))
             },
         )
 
-    def verify_(self) -> None:
-        input = checked_tensor(self.name, "input", self.input.type)
-        result = checked_tensor(self.name, "result", self.result.type)
-        check_layout_types(self.name, input, result)
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
         starts, ends, steps = (a.get_values() for a in (self.starts, self.ends, self.steps))
-        expected = slice_result_shape(self.name, input.get_shape(), starts, ends, steps)
         check_result_shape(
-            self.name, result.get_shape(), expected,
+            self.name, result, slice_result_shape(self.name, input, starts, ends, steps),
             f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps {fmt_shape(steps)} "
-            f"of {fmt_shape(input.get_shape())}",
+            f"of {fmt_shape(input)}",
         )
 
 
@@ -793,7 +808,7 @@ class ConcatOp(IRDLOperation):
         shape = concat_result_shape(self.name, [t.get_shape() for t in types], axis)
         super().__init__(
             operands=[inputs],
-            result_types=[TensorType(types[0].get_element_type(), shape, types[0].encoding)],
+            result_types=[layout_result_type(types[0], shape)],
             properties={"axis": IntegerAttr(axis, i64)},
         )
 

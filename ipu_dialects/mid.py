@@ -38,6 +38,7 @@ The shard arithmetic of a format (chunks, padding, tiles of partitions) lives in
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import (
@@ -917,11 +918,10 @@ class GemmOp(IRDLOperation):
         check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
 
 
-@irdl_op_definition
-class AddOp(IRDLOperation):
-    """`lhs + rhs` with NumPy broadcasting, carried out by the selected operator plan."""
+class BinaryElementwiseOp(IRDLOperation, ABC):
+    """The base of mid's elementwise ops of two tensors (graph's `BinaryElementwiseOp` with a
+    plan): operands broadcast NumPy-style, each operand in its plan's format."""
 
-    name = "mid.add"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
@@ -946,11 +946,10 @@ class AddOp(IRDLOperation):
         check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
 
 
-@irdl_op_definition
-class GeluOp(IRDLOperation):
-    """Exact (erf) GeLU, pointwise, carried out by the selected operator plan."""
+class UnaryElementwiseOp(IRDLOperation, ABC):
+    """The base of mid's elementwise ops of one tensor: the result has the input's shape, each
+    in its plan's format."""
 
-    name = "mid.gelu"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     plan = prop_def(OperatorPlanAttr)
@@ -966,6 +965,20 @@ class GeluOp(IRDLOperation):
         out, out_fmt = format_of(self.name, "result", self.result.type)
         check_result_shape(self.name, out.get_shape(), src.get_shape(), "the input shape")
         check_plan_formats(self, self.plan, {"src": src_fmt, "out": out_fmt})
+
+
+@irdl_op_definition
+class AddOp(BinaryElementwiseOp):
+    """`lhs + rhs` with NumPy broadcasting, carried out by the selected operator plan."""
+
+    name = "mid.add"
+
+
+@irdl_op_definition
+class GeluOp(UnaryElementwiseOp):
+    """Exact (erf) GeLU, pointwise, carried out by the selected operator plan."""
+
+    name = "mid.gelu"
 
 
 @irdl_op_definition
@@ -1053,7 +1066,7 @@ class LayerNormOp(IRDLOperation):
 # declared FP8 scale is a `mid.cast_precision` after them).
 
 
-def layout_shapes(op: ReshapeOp | TransposeOp | SliceOp | ConcatOp,
+def layout_shapes(op: UnaryLayoutOp | ConcatOp,
                   names: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """Shape of each operand and the result (`out`); checks the plan's formats and that the
     precision and scale are kept."""
@@ -1072,36 +1085,45 @@ def layout_shapes(op: ReshapeOp | TransposeOp | SliceOp | ConcatOp,
     return shapes
 
 
-@irdl_op_definition
-class ReshapeOp(IRDLOperation):
-    """The same elements in row-major order under the result's shape."""
+class UnaryLayoutOp(IRDLOperation, ABC):
+    """The base of mid's layout ops of one input (reshape, transpose, slice): graph's with a
+    plan; a leaf op checks how the result's shape follows (`check_shape`)."""
 
-    name = "mid.reshape"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     plan = prop_def(OperatorPlanAttr)
     traits = traits_def(Pure())
     assembly_format = "$input `plan` qualified($plan) attr-dict `:` type($input) `->` type($result)"
 
+    def verify_(self) -> None:
+        shapes = layout_shapes(self, ("src",))
+        self.check_shape(shapes["src"], shapes["out"])
+
+    @abstractmethod
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
+        """Raise a VerifyException unless `result` is the shape this op makes of `input`."""
+
+
+@irdl_op_definition
+class ReshapeOp(UnaryLayoutOp):
+    """The same elements in row-major order under the result's shape."""
+
+    name = "mid.reshape"
+
     def __init__(self, input: SSAValue | Operation, result_type: TensorType,
                  plan: OperatorPlanAttr):
         super().__init__(operands=[input], result_types=[result_type], properties={"plan": plan})
 
-    def verify_(self) -> None:
-        shapes = layout_shapes(self, ("src",))
-        check_reshape(self.name, shapes["src"], shapes["out"])
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
+        check_reshape(self.name, input, result)
 
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class TransposeOp(UnaryLayoutOp):
     """Result axis `i` is input axis `permutation[i]`."""
 
     name = "mid.transpose"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     permutation = prop_def(DenseArrayBase.constr(i64))
-    plan = prop_def(OperatorPlanAttr)
-    traits = traits_def(Pure())
     assembly_format = (
         "$input `permutation` $permutation `plan` qualified($plan) attr-dict `:` type($input) "
         "`->` type($result)"
@@ -1112,26 +1134,20 @@ class TransposeOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type], properties={
             "plan": plan, "permutation": DenseArrayBase.from_list(i64, list(permutation))})
 
-    def verify_(self) -> None:
-        shapes = layout_shapes(self, ("src",))
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
         permutation = tuple(self.permutation.get_values())
-        source = shapes["src"]
-        check_result_shape(self.name, shapes["out"], transposed_shape(self.name, source, permutation),
-                           f"the input {fmt_shape(source)} permuted by {fmt_shape(permutation)}")
+        check_result_shape(self.name, result, transposed_shape(self.name, input, permutation),
+                           f"the input {fmt_shape(input)} permuted by {fmt_shape(permutation)}")
 
 
 @irdl_op_definition
-class SliceOp(IRDLOperation):
+class SliceOp(UnaryLayoutOp):
     """`x[starts[0]:ends[0]:steps[0], ...]`."""
 
     name = "mid.slice"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     starts = prop_def(DenseArrayBase.constr(i64))
     ends = prop_def(DenseArrayBase.constr(i64))
     steps = prop_def(DenseArrayBase.constr(i64))
-    plan = prop_def(OperatorPlanAttr)
-    traits = traits_def(Pure())
     assembly_format = (
         "$input `starts` $starts `ends` $ends `steps` $steps `plan` qualified($plan) attr-dict "
         "`:` type($input) `->` type($result)"
@@ -1145,13 +1161,11 @@ class SliceOp(IRDLOperation):
             properties[name] = DenseArrayBase.from_list(i64, list(values))
         super().__init__(operands=[input], result_types=[result_type], properties=properties)
 
-    def verify_(self) -> None:
-        shapes = layout_shapes(self, ("src",))
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
         starts, ends, steps = (tuple(a.get_values()) for a in (self.starts, self.ends, self.steps))
-        expected = slice_result_shape(self.name, shapes["src"], starts, ends, steps)
-        check_result_shape(self.name, shapes["out"], expected,
+        check_result_shape(self.name, result, slice_result_shape(self.name, input, starts, ends, steps),
                            f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps "
-                           f"{fmt_shape(steps)} of {fmt_shape(shapes['src'])}")
+                           f"{fmt_shape(steps)} of {fmt_shape(input)}")
 
 
 @irdl_op_definition
@@ -1215,11 +1229,10 @@ def conversion_formats(
     return src, src_fmt, dst, dst_fmt
 
 
-@irdl_op_definition
-class CastPrecisionOp(IRDLOperation):
-    """Change the storage precision of a value; every other part of the format is kept."""
+class ConversionOp(IRDLOperation, ABC):
+    """The base of mid's explicit conversions: one value into another format, same shape,
+    no plan (insert-conversions places them; mid-to-tile lowers them)."""
 
-    name = "mid.cast_precision"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -1227,6 +1240,13 @@ class CastPrecisionOp(IRDLOperation):
 
     def __init__(self, input: SSAValue | Operation, result_type: TensorType):
         super().__init__(operands=[input], result_types=[result_type])
+
+
+@irdl_op_definition
+class CastPrecisionOp(ConversionOp):
+    """Change the storage precision of a value; every other part of the format is kept."""
+
+    name = "mid.cast_precision"
 
     def verify_(self) -> None:
         _, src_fmt, _, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
@@ -1244,17 +1264,10 @@ class CastPrecisionOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RearrangeOp(IRDLOperation):
+class RearrangeOp(ConversionOp):
     """Move a value into another order, tiling, replication, tile group or memory class."""
 
     name = "mid.rearrange"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue | Operation, result_type: TensorType):
-        super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
         src, src_fmt, dst, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
