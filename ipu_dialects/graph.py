@@ -113,6 +113,13 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
@@ -468,8 +475,9 @@ def float_literal(value: float) -> str:
 def parse_f64_literal(parser: Parser, op_name: str, keyword: str) -> float:
     """An MLIR float literal, or (as in MLIR's float attributes) the hex bits of an f64.
 
-    The ops print their float properties with `float_literal` (exact, unlike the declarative
-    format's six digits), so they parse them here."""
+    `F64Literal` prints the ops' float properties with `float_literal` and parses them here:
+    xDSL 0.74's declarative float is exact but prints `1.250000e-01`, and cannot read back
+    the hexadecimal form it prints a NaN in."""
     start = parser.pos
     number = parser.parse_number()
     text = parser.lexer.input.content[start : parser.pos].strip()
@@ -482,6 +490,32 @@ def parse_f64_literal(parser: Parser, op_name: str, keyword: str) -> float:
     return struct.unpack("<d", int(number).to_bytes(8, "little"))[0]
 
 
+@irdl_custom_directive
+class F64Literal(CustomDirective):
+    """`custom<F64Literal>($prop)`: an f64 property printed exactly by `float_literal` (`0.125`,
+    `1.0e-05`, never xDSL's `1.250000e-01`) and parsed by `parse_f64_literal`, which also takes
+    MLIR's hexadecimal bits of an f64 (the only way to spell a NaN)."""
+
+    value: AttributeVariable
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.value.is_present(op)
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        number = parse_f64_literal(parser, state.op_type.name, self.value.name)
+        self.value.set(state, FloatAttr(number, f64))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.value.get(op)
+        assert isinstance(attr, FloatAttr)
+        state.print_whitespace(printer)
+        printer.print_string(float_literal(attr.value.data))
+
+
+@located_format_errors
 @irdl_op_definition
 class AttentionOp(IRDLOperation):
     """softmax(scale * query @ key^T [causally masked]) @ value, softmax over the key axis."""
@@ -495,6 +529,11 @@ class AttentionOp(IRDLOperation):
     # Absent means the default 1/sqrt(head_dim); kept absent so that it follows the shape.
     scale = opt_prop_def(FloatAttr[Float64Type])
     traits = traits_def(Pure(), GraphOpRules())
+    custom_directives = (F64Literal,)
+    assembly_format = (
+        "$query `,` $key `,` $value (`causal` $causal^)? (`scale` custom<F64Literal>($scale)^)? "
+        "attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)` `->` type($result)"
+    )
 
     def __init__(
         self,
@@ -540,58 +579,13 @@ class AttentionOp(IRDLOperation):
         if self.scale is not None:
             check_positive(self.name, "scale", self.scale.value.data)
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list([self.query, self.key, self.value], printer.print_ssa_value)
-        if self.causal is not None:
-            printer.print_string(" causal")
-        if self.scale is not None:
-            printer.print_string(f" scale {float_literal(self.scale.value.data)}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
-
-    @staticmethod
-    def parse_scale(parser: Parser) -> float:
-        return parse_f64_literal(parser, "graph.attention", "scale")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> AttentionOp:
-        pos = parser.pos
-        unresolved = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            unresolved.append(parser.parse_unresolved_operand())
-        causal = parser.parse_optional_keyword("causal") is not None
-        scale = None
-        if parser.parse_optional_keyword("scale") is not None:
-            scale = cls.parse_scale(parser)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operands = parser.resolve_operands(unresolved, types, pos)
-        properties: dict[str, Attribute] = {}
-        if causal:
-            properties["causal"] = UnitAttr()
-        if scale is not None:
-            properties["scale"] = FloatAttr(scale, f64)
-        return cls.create(
-            operands=operands,
-            result_types=[result_type],
-            properties=properties,
-            attributes=attributes,
-        )
-
 
 # ----------------------------------------------------------------------------------------------
 # graph.layer_norm
 # ----------------------------------------------------------------------------------------------
 
 
+@located_format_errors
 @irdl_op_definition
 class LayerNormOp(IRDLOperation):
     """Normalizes over the last axis: `(x - mean) / sqrt(var + eps) * weight + bias`."""
@@ -603,6 +597,11 @@ class LayerNormOp(IRDLOperation):
     result = result_def(TensorType)
     eps = prop_def(FloatAttr[Float64Type])
     traits = traits_def(Pure(), GraphOpRules())
+    custom_directives = (F64Literal,)
+    assembly_format = (
+        "$input `,` $weight `,` $bias `eps` custom<F64Literal>($eps) attr-dict "
+        "`:` `(` type($input) `,` type($weight) `,` type($bias) `)` `->` type($result)"
+    )
 
     def __init__(
         self,
@@ -630,38 +629,6 @@ class LayerNormOp(IRDLOperation):
         check_layer_norm_shapes(self.name, shape, weight.get_shape(), bias.get_shape())
         check_result_shape(self.name, result.get_shape(), shape, "the input shape")
         check_positive(self.name, "eps", self.eps.value.data)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list([self.input, self.weight, self.bias], printer.print_ssa_value)
-        printer.print_string(f" eps {float_literal(self.eps.value.data)}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LayerNormOp:
-        pos = parser.pos
-        unresolved = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            unresolved.append(parser.parse_unresolved_operand())
-        parser.parse_keyword("eps")
-        eps = parse_f64_literal(parser, cls.name, "eps")
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operands = parser.resolve_operands(unresolved, types, pos)
-        return cls.create(
-            operands=operands,
-            result_types=[result_type],
-            properties={"eps": FloatAttr(eps, f64)},
-            attributes=attributes,
-        )
 
 
 # ----------------------------------------------------------------------------------------------
