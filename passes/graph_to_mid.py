@@ -61,6 +61,7 @@ class FunctionLowering:
     function: func.FuncOp
     config: mid.PipelineConfigAttr
     target: Target
+    spread_sequences: bool = False  # graph-to-mid{spread-sequences}: see `GraphLowering`
 
     @property
     def selection(self) -> SelectionContext:
@@ -222,4 +223,4 @@ class GraphToMidPass(PipelineOptions, ModulePass):
         op.attributes[mid.CONFIG_ATTR_NAME] = config
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             if not function.is_declaration:
-                FunctionLowering(function, config, target).run()
+                FunctionLowering(function, config, target, self.spread_sequences).run()

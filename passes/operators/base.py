@@ -100,6 +100,9 @@ class GraphLowering(Protocol):
     (`passes.graph_to_mid.FunctionLowering`): a region op lowers its body with it."""
 
     config: mid.PipelineConfigAttr
+    # store a repeat's large sequences spread over the chip, fetching each iteration's element
+    # (graph-to-mid{spread-sequences=true}, the pipeline's last memory fallback)
+    spread_sequences: bool
 
     def lower_block(self, block: Block) -> None: ...
 

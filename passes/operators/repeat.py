@@ -110,7 +110,8 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
             assert isinstance(arg.type, TensorType)
             fmt = row_major_format(arg.type, lowering.config.indivisible.data)
             Rewriter.replace_value_with_new_type(arg, with_format(arg.type, fmt))
-    spread_sequences(lowering, op)
+    if lowering.spread_sequences:
+        spread_sequences(lowering, op)
     terminator = block.last_op
     assert isinstance(terminator, graph.YieldOp)
     carried_formats = [tensor_format_of(a) for a in op.carried_args]  # every arg has one now

@@ -79,27 +79,77 @@ def test_ipu_pipeline_falls_back_too():
     assert not any(isinstance(op, GemmOp) for op in module.walk())
 
 
-def test_rows_that_do_not_fit_are_retried_with_elements_kept_for_rows():
-    """`RowsDoNotFit` from schedule-exchange: the stages run again with one memory element
-    kept for rows, then two; past that the first diagnostic is the one reported."""
+def test_rows_that_do_not_fit_are_retried_from_placement_with_elements_kept_for_rows():
+    """`RowsDoNotFit` from schedule-exchange: place-memory and schedule-exchange run again
+    (the earlier stages once) with one memory element kept for rows, then two; past that the
+    first diagnostic is the one reported, after the same without replicating plans."""
     from xdsl.dialects.builtin import ModuleOp
 
     from passes.ipu_pipeline import MAX_ROW_ELEMENTS
     from passes.schedule_exchange import RowsDoNotFit
 
-    tried: list[int] = []
+    ran: list[str] = []
 
-    def run(pipeline: IpuPipelinePass, fits_at: int) -> None:
-        tried.append(pipeline.row_elements)
-        stage = next(s for s in pipeline.stage_passes() if s.name == "place-memory")
-        assert stage.row_elements == pipeline.row_elements  # what place-memory is given
-        if pipeline.row_elements < fits_at:
-            raise RowsDoNotFit(f"rows do not fit with {pipeline.row_elements} elements")
+    def run(stages, fits_at: int) -> None:
+        for stage in stages:
+            label = stage.name
+            if stage.name == "place-memory":
+                label = f"place-memory{{{stage.row_elements}}}"
+            ran.append(label)
+            if stage.name == "schedule-exchange" and placed_with() < fits_at:
+                raise RowsDoNotFit(f"rows do not fit with {placed_with()} elements")
 
-    IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), lambda p: run(p, 2))
-    assert tried == [0, 1, 2]
-    tried.clear()
+    def placed_with() -> int:
+        return int(next(r for r in reversed(ran) if r.startswith("place-memory"))[13:-1])
+
+    front = ["graph-to-mid", "insert-conversions", "normalize-repeats", "mid-to-tile"]
+    chosen = IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), lambda s: run(s, 2))
+    assert chosen.row_elements == 2
+    assert ran == [*front,
+                   "place-memory{0}", "schedule-exchange",
+                   "place-memory{1}", "schedule-exchange",
+                   "place-memory{2}", "schedule-exchange"]
+    ran.clear()
     with pytest.raises(RowsDoNotFit, match="rows do not fit with 0 elements"):
         IpuPipelinePass(tiles=4).run_with_fallback(
-            ModuleOp([]), lambda p: run(p, MAX_ROW_ELEMENTS + 1))
-    assert tried == list(range(MAX_ROW_ELEMENTS + 1))
+            ModuleOp([]), lambda s: run(s, MAX_ROW_ELEMENTS + 1))
+    # then the same without replicating plans (they may leave room for the rows)
+    assert ran.count("graph-to-mid") == 2
+    assert [r for r in ran if r.startswith("place-memory")] == [
+        f"place-memory{{{n}}}" for _attempt in range(2) for n in range(MAX_ROW_ELEMENTS + 1)]
+
+
+def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
+    """The memory attempts, in order, and the first diagnostic when all of them fail."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from passes.place_memory import OutOfTileMemory
+
+    module = Parser(make_context(), REPEAT_TEXT).parse_module()
+    tried: list[tuple[bool, bool]] = []
+
+    def run(stages) -> None:
+        first = stages[0]
+        if first.name == "graph-to-mid":
+            tried.append((bool(first.catalog), first.spread_sequences))
+        if stages[-1].name == "schedule-exchange":
+            raise OutOfTileMemory(f"out of memory, attempt {len(tried)}")
+
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):
+        IpuPipelinePass(tiles=4).run_with_fallback(module, run)
+    assert tried == [(False, False), (True, False), (True, True)]
+    tried.clear()
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):  # no repeat: nothing to spread
+        IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), run)
+    assert tried == [(False, False), (True, False)]
+
+
+REPEAT_TEXT = """
+func.func @stack(%x: tensor<4x8xf32>, %w: tensor<3x8x8xf32>) -> tensor<4x8xf32> {
+  %y = graph.repeat 3 carried(%c = %x : tensor<4x8xf32>) sequence(%wi = %w : tensor<3x8x8xf32>) {
+    %z = graph.gemm %c, %wi : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    graph.yield %z : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+"""

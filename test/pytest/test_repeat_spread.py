@@ -1,6 +1,7 @@
-"""A repeat's per-layer sequences are stored spread over the chip when their elements'
-formats would pile them onto tile 0 (`passes/operators/repeat.py`, `spread_sequences`), and
-each iteration's element is fetched in the body."""
+"""With `graph-to-mid{spread-sequences=true}` (the pipeline's last memory fallback), a
+repeat's per-layer sequences are stored spread over the chip when their elements' formats
+would pile them onto tile 0 (`passes/operators/repeat.py`, `spread_sequences`), and each
+iteration's element is fetched in the body."""
 
 from pathlib import Path
 
@@ -34,10 +35,10 @@ def stack_text(layers: int = 12) -> str:
     return str(g.build())
 
 
-def lowered_repeat(text: str, tiles: int) -> mid.RepeatOp:
+def lowered_repeat(text: str, tiles: int, spread: bool = True) -> mid.RepeatOp:
     ctx = make_context()
     module = Parser(ctx, text).parse_module()
-    get_all_passes()["graph-to-mid"]()(tiles=tiles).apply(ctx, module)
+    get_all_passes()["graph-to-mid"]()(tiles=tiles, spread_sequences=spread).apply(ctx, module)
     return next(o for o in module.walk() if isinstance(o, mid.RepeatOp))
 
 
@@ -55,7 +56,16 @@ def test_a_stack_that_would_pile_onto_tile_0_is_spread_and_fetched():
     assert stacked_bytes(weight, 12) == 12 * shard == 12 * 4 * 256 * 4
 
 
+def test_without_the_option_nothing_is_spread():
+    repeat = lowered_repeat(stack_text(), 64, spread=False)
+    (use,) = repeat.sequence_args[0].uses
+    assert use.operation.name != "builtin.unrealized_conversion_cast"
+    assert repeat.sequence_args[0].type.encoding.order.data == "amp_right"
+
+
 def test_the_spread_stack_runs_on_the_device_model(tmp_path):
+    """The default pipeline runs out of memory on it, with and without replicating plans,
+    and falls back to spreading."""
     path = tmp_path / "stack.mlir"
     path.write_text(stack_text())
     assert run_main(path, tiles=64, quiet=True) == EXIT_PASS
