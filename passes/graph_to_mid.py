@@ -62,6 +62,7 @@ class FunctionLowering:
     config: mid.PipelineConfigAttr
     target: Target
     spread_sequences: bool = False  # graph-to-mid{spread-sequences}: see `GraphLowering`
+    spread_saving: int = 0
 
     @property
     def selection(self) -> SelectionContext:
@@ -193,6 +194,10 @@ class GraphToMidPass(PipelineOptions, ModulePass):
                 f"{self.name}: tiles={self.tiles} is outside 1..{target.tiles}, the tile count "
                 f"of target {target.name}"
             )
+        if self.spread_saving < 0:
+            raise PassFailedException(
+                f"{self.name}: spread-saving={self.spread_saving} is negative (bytes tile 0 must "
+                "hold fewer; 0 spreads by a budget)")
         try:
             catalog_entries(self.catalog)
             default_catalog_names(self.gemm_partials)
@@ -223,4 +228,5 @@ class GraphToMidPass(PipelineOptions, ModulePass):
         op.attributes[mid.CONFIG_ATTR_NAME] = config
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             if not function.is_declaration:
-                FunctionLowering(function, config, target, self.spread_sequences).run()
+                FunctionLowering(function, config, target, self.spread_sequences,
+                             self.spread_saving).run()

@@ -18,9 +18,10 @@ weight that stays resident). So the pipeline falls back on memory (`run_with_fal
 `ipu-run` does the same): when `place-memory` reports the program out of memory
 (`OutOfTileMemory`), the stages run again, first without the plans that replicate an operand
 (default catalog only: an explicit `catalog` is taken as given), then, for a program with a
-repeat, with its large per-iteration sequences stored spread over the chip
-(`graph-to-mid{spread-sequences=true}`: a 12-layer stack at full width, whose layers' shards
-would otherwise all sit on the first tiles). When `schedule-exchange` finds no room for the
+repeat, with its largest per-iteration sequences stored spread over the chip until tile 0
+holds what it overflowed by fewer (`graph-to-mid{spread-sequences=true spread-saving=N}`: a
+12-layer stack at full width, whose layers' shards would otherwise all sit on the first
+tiles), and last with as many spread as keep them to a quarter of tile 0. When `schedule-exchange` finds no room for the
 exchange rows (`RowsDoNotFit`: buffers that fill the standard memory of every tile), only
 `place-memory` and `schedule-exchange` run again, from the module `mid-to-tile` produced, with
 `place-memory{row-elements=1}` (the rest of the code region's memory element kept free of
@@ -95,7 +96,7 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         """`run` this pipeline's stages on `module` (`run` applies the stages it is given, in
         order), falling back on memory: when place-memory reports the program out of memory,
         or schedule-exchange finds no room for the rows even with memory kept for them
-        (`run_fitting_rows`), restore `module` and run `memory_attempts()`' next pipeline.
+        (`run_fitting_rows`), restore `module` and run `next_memory_attempt()`.
         Returns the pipeline that compiled the module; when every attempt fails, the first
         diagnostic is the one reported."""
         from passes.place_memory import OutOfTileMemory  # loaded when run, like the stages
@@ -103,28 +104,34 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
 
         original = module.clone()
         first_error: PassFailedException | None = None
-        for attempt in self.memory_attempts(module):
-            if first_error is not None:
-                restore(module, original.clone())  # a restore takes the clone's ops
+        attempt: IpuPipelinePass | None = self
+        while attempt is not None:
             try:
                 return attempt.run_fitting_rows(module, run)
             except (OutOfTileMemory, RowsDoNotFit) as error:
                 first_error = first_error or error
-        assert first_error is not None  # memory_attempts() is never empty
+                overflow = error.overflow if isinstance(error, OutOfTileMemory) else None
+                attempt = attempt.next_memory_attempt(self, overflow, original)
+            if attempt is not None:
+                restore(module, original.clone())  # a restore takes the clone's ops
+        assert first_error is not None
         raise first_error
 
-    def memory_attempts(self, module: builtin.ModuleOp) -> list[IpuPipelinePass]:
-        """The pipelines to try, in order, while the program does not fit: this one; with the
-        default catalog, the one `without_replicating_plans()`; for a program with a repeat,
-        the last of those storing its large sequences spread over the chip
-        (`graph-to-mid{spread-sequences=true}`, which adds a fetch per spread sequence to the
-        body)."""
-        attempts = [self]
-        if not self.catalog:
-            attempts.append(self.without_replicating_plans())
+    def next_memory_attempt(self, first: IpuPipelinePass, overflow: int | None,
+                            module: builtin.ModuleOp) -> IpuPipelinePass | None:
+        """The pipeline to try after this one did not fit `module` (as given; `overflow`: by
+        how many bytes its fullest tile overflowed, if known), or None: with the default
+        catalog, the plans that replicate no operand; then, for a program with per-iteration
+        sequences, the largest sequences stored spread until tile 0 holds `overflow` bytes fewer
+        (`graph-to-mid{spread-sequences=true spread-saving=N}`, a fetch per spread sequence
+        in the body); then spread until they hold at most a quarter of tile 0."""
+        if not first.catalog and not self.catalog:
+            return self.without_replicating_plans()
         if not self.spread_sequences and has_sequences(module):
-            attempts.append(replace(attempts[-1], spread_sequences=True))
-        return attempts
+            return replace(self, spread_sequences=True, spread_saving=max(0, overflow or 0))
+        if self.spread_sequences and self.spread_saving > 0:
+            return replace(self, spread_saving=0)
+        return None
 
     def run_fitting_rows(self, module: builtin.ModuleOp,
                          run: Callable[[Sequence[ModulePass]], None]) -> IpuPipelinePass:

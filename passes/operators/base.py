@@ -103,6 +103,7 @@ class GraphLowering(Protocol):
     # store a repeat's large sequences spread over the chip, fetching each iteration's element
     # (graph-to-mid{spread-sequences=true}, the pipeline's last memory fallback)
     spread_sequences: bool
+    spread_saving: int  # bytes tile 0 must hold fewer (graph-to-mid{spread-saving}); 0: a budget
 
     def lower_block(self, block: Block) -> None: ...
 

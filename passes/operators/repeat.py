@@ -159,9 +159,11 @@ def spread_format(arg_type: TensorType, tiles: int, indivisible: str) -> mid.Ten
 
 
 def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
-    """Store the largest sequences spread over the chip when, stored as their elements'
-    formats, they would hold more than `SEQUENCE_BUDGET` of tile 0's memory: each element's
-    format starts at tile 0, so a stack of layers piles every layer's shard 0 there. A spread
+    """Store the largest sequences spread over the chip: each element's format starts at tile
+    0, so a stack of layers piles every layer's shard 0 there. With a `spread_saving` of N
+    bytes (what the pipeline measured tile 0 to overflow by), the largest are spread until
+    tile 0 holds N bytes fewer, counting the fetched element each adds to the body; with none,
+    until the sequences hold at most `SEQUENCE_BUDGET` of tile 0's memory. A spread
     sequence's body argument takes `spread_format`, and a bridge at the start of the body
     brings each iteration's element to the format its consumers' plans chose (a
     `mid.rearrange`: the iteration's element is fetched from where it is stored)."""
@@ -174,10 +176,9 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     args = [a for a in op.sequence_args
             if not any(isinstance(u.operation, mid.RepeatOp) for u in a.uses)]
     sizes = {a: stacked_bytes(a, count) for a in args}
-    total = sum(sizes.values())
-    block = op.body.block
+    total, saved = sum(sizes.values()), 0
     for arg in sorted(args, key=lambda a: -sizes[a]):
-        if total <= budget:
+        if (saved >= lowering.spread_saving if lowering.spread_saving > 0 else total <= budget):
             return
         arg_type = tensor_type(arg)
         wanted = tensor_format_of(arg)
@@ -185,17 +186,27 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
         spread_bytes = count * geometry(arg_type.get_shape(), spread).shard_bytes()
         if spread == wanted or spread_bytes >= sizes[arg]:
             continue  # stored spread it would hold no less on tile 0: no fetch
-        spread_arg = Rewriter.replace_value_with_new_type(arg, with_format(arg_type, spread))
-        bridge = UnrealizedConversionCastOp.get([spread_arg], [with_format(arg_type, wanted)])
-        bridge.results[0].name_hint = f"{spread_arg.name_hint or 'element'}_fetched"
-        bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
-            f"{repeat_label(op)} body (its element of this iteration)")
-        bridge.location = op.location
-        Rewriter.insert_op(bridge, InsertPoint.at_start(block))
-        fetched = bridge.results[0]
-        for use in [u for u in spread_arg.uses if u.operation is not bridge]:
-            use.operation.operands[use.index] = fetched
+        fetch_sequence_element(op, arg, spread)
         total += spread_bytes - sizes[arg]
+        saved += sizes[arg] - spread_bytes - geometry(arg_type.get_shape(), wanted).shard_bytes()
+
+
+def fetch_sequence_element(op: graph.RepeatOp, arg: BlockArgument,
+                           spread: mid.TensorFormatAttr) -> None:
+    """Store the sequence of body argument `arg` in `spread` and bring each iteration's element
+    to the format its consumers chose, through a bridge at the start of the body."""
+    arg_type = tensor_type(arg)
+    wanted = tensor_format_of(arg)
+    spread_arg = Rewriter.replace_value_with_new_type(arg, with_format(arg_type, spread))
+    bridge = UnrealizedConversionCastOp.get([spread_arg], [with_format(arg_type, wanted)])
+    bridge.results[0].name_hint = f"{spread_arg.name_hint or 'element'}_fetched"
+    bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
+        f"{repeat_label(op)} body (its element of this iteration)")
+    bridge.location = op.location
+    Rewriter.insert_op(bridge, InsertPoint.at_start(op.body.block))
+    fetched = bridge.results[0]
+    for use in [u for u in spread_arg.uses if u.operation is not bridge]:
+        use.operation.operands[use.index] = fetched
 
 
 def typed_sequence(lowering: GraphLowering, op: graph.RepeatOp, index: int) -> SSAValue:

@@ -120,28 +120,39 @@ def test_rows_that_do_not_fit_are_retried_from_placement_with_elements_kept_for_
 
 
 def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
-    """The memory attempts, in order, and the first diagnostic when all of them fail."""
+    """The memory attempts, in order, and the first diagnostic when all of them fail: the
+    first spread saves what place-memory measured tile 0 to overflow by."""
     from xdsl.dialects.builtin import ModuleOp
 
     from passes.place_memory import OutOfTileMemory
 
     module = Parser(make_context(), REPEAT_TEXT).parse_module()
-    tried: list[tuple[bool, bool]] = []
+    tried: list[tuple[bool, bool, int]] = []
 
     def run(stages) -> None:
         first = stages[0]
         if first.name == "graph-to-mid":
-            tried.append((bool(first.catalog), first.spread_sequences))
+            tried.append((bool(first.catalog), first.spread_sequences, first.spread_saving))
         if stages[-1].name == "schedule-exchange":
-            raise OutOfTileMemory(f"out of memory, attempt {len(tried)}")
+            raise OutOfTileMemory(f"out of memory, attempt {len(tried)}", overflow=1000)
 
     with pytest.raises(OutOfTileMemory, match="attempt 1"):
         IpuPipelinePass(tiles=4).run_with_fallback(module, run)
-    assert tried == [(False, False), (True, False), (True, True)]
+    assert tried == [(False, False, 0), (True, False, 0), (True, True, 1000), (True, True, 0)]
     tried.clear()
     with pytest.raises(OutOfTileMemory, match="attempt 1"):  # no repeat: nothing to spread
         IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), run)
-    assert tried == [(False, False), (True, False)]
+    assert tried == [(False, False, 0), (True, False, 0)]
+    tried.clear()
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):  # a catalog is taken as given
+        IpuPipelinePass(tiles=4, catalog=("amp_gemm_f32_grid",)).run_with_fallback(module, run)
+    assert tried == [(True, False, 0), (True, True, 1000), (True, True, 0)]
+
+
+def test_a_negative_spread_saving_is_refused():
+    module = Parser(make_context(), REPEAT_TEXT).parse_module()
+    with pytest.raises(PassFailedException, match="spread-saving=-1 is negative"):
+        IpuPipelinePass(tiles=4, spread_saving=-1).apply(make_context(), module)
 
 
 REPEAT_TEXT = """
