@@ -176,7 +176,8 @@ def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
 
 def test_a_negative_spread_saving_is_refused():
     module = Parser(make_context(), REPEAT_TEXT).parse_module()
-    with pytest.raises(PassFailedException, match="spread-saving=-1 is negative"):
+    with pytest.raises(PassFailedException, match=r"spread-saving=-1 is negative \(bytes tile 0 "
+                       r"must hold fewer; 0 spreads by a budget\)"):
         IpuPipelinePass(tiles=4, spread_saving=-1).apply(make_context(), module)
 
 
