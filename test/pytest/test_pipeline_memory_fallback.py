@@ -21,7 +21,7 @@ from interpreters.graph import run_function
 from ipu_dialects.graph import GemmOp
 from passes import get_all_passes
 from passes.ipu_pipeline import IpuPipelinePass
-from planning.gemm_problem import GemmProblem, catalog_entries
+from planning.gemm_problem import GemmProblem
 from planning.gemm_selection import replicates_an_operand, select_gemm_plan
 from tools.ipu_run import compare, compile_module, find_function, make_context, random_inputs
 
