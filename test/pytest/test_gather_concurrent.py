@@ -110,7 +110,29 @@ def fp8_rank3(tiles: int):
                     tiles), tiles)
 
 
+def batched_blocks_to_rows(tiles: int):
+    """A batched GEMM's output blocks (s = 16 b + 4 i + j over 2 x 4 x 4 blocks) into one row
+    of every batch per tile (BERT's GEMM output into its layer norm): the 4 row blocks i,
+    the middle digit of s, go at once, 8 rounds instead of the serial 32."""
+    return case((2, 64, 64), "f16",
+                fmt("f16", "row_major", "1 x 2 pad, 16 x 4 pad, 16 x 4 pad", tiles),
+                fmt("f16", "row_major", f"2 x 1 pad, 1 x {tiles} pad, 64 x 1 pad", tiles),
+                tiles)
+
+
+def thin_columns_to_blocks(tiles: int):
+    """3-column shards into 8-column blocks of 2 row blocks (BERT's MLP activation into its
+    second GEMM): shard j's first block floor(3 j / 8) is affine in no split, but the first 8
+    shards and the last 8 meet disjoint blocks (0..2 and 3..5): 2 groups of 8 rounds, a shift
+    by the group alone, instead of the serial 16."""
+    return case((1, 32, 48), "f16",
+                fmt("f16", "row_major", "1 x 1 pad, 32 x 1 pad, 3 x 16 pad", tiles),
+                fmt("f16", "row_major", "1 x 1 pad, 16 x 2 pad, 8 x 6 pad", tiles), tiles)
+
+
 CASES = {
+    "batched_blocks_to_rows": batched_blocks_to_rows,
+    "thin_columns_to_blocks": thin_columns_to_blocks,
     "rows_to_amp_left": rows_to_amp_left,
     "amp_output_to_rows": amp_output_to_rows,
     "amp_output_to_columns": amp_output_to_columns,
@@ -122,7 +144,7 @@ CASES = {
 }
 # the fewest tiles each case's fixed partitionings fit on
 MIN_TILES = {"rows_to_amp_left": 8, "amp_output_to_columns": 8, "columns_to_amp_left": 16,
-             "padded_rows": 8}
+             "padded_rows": 8, "batched_blocks_to_rows": 64, "thin_columns_to_blocks": 16}
 RUNS = [(name, tiles) for name in sorted(CASES) for tiles in (4, 8, 16, 64)
         if tiles >= MIN_TILES.get(name, 4)]
 
@@ -192,6 +214,8 @@ def test_a_concurrent_gather_moves_every_element(name, tiles):
     ("amp_output_to_columns", 64, 2, 4, True),
     ("columns_to_amp_left", 64, 2, 32, True),  # each shard to one tile of each grid row
     ("replicated_result", 16, 1, 4, False),  # every tile needs every shard
+    ("batched_blocks_to_rows", 64, 4, 8, True),  # the group digit in the middle of s
+    ("thin_columns_to_blocks", 16, 2, 8, True),  # shifted by the group alone
 ])
 def test_shards_with_disjoint_receivers_share_a_phase(name, tiles, groups, rounds, duplex):
     module = scheduled(CASES[name](tiles))
@@ -256,4 +280,4 @@ def test_plan_rounds_splits_by_grid_row():
     plan = plan_rounds(rows, grid)
     assert plan is not None
     assert (plan.rounds, plan.groups, plan.groups_outer) == (16, 4, True)
-    assert (plan.shift, plan.base, plan.copiers) == ((0, 0, 2), (0, 1), (0, 1))
+    assert (plan.shift, plan.base, plan.copiers) == ((0, 0, 0, 2), (0, 1), (0, 1))
