@@ -79,14 +79,20 @@ def round_digits(r, rounds: int, inner: int):
     return outer, (0 if inner == 1 else (r if inner == rounds else r % inner))
 
 
+def scaled(term, k: int):
+    """`term * k`, without a `* 1` in a map."""
+    return term if k == 1 else term * k
+
+
 def shard_index(r, g, rounds: int, groups: int, inner: int):
     """The input shard group `g` sends in round `r` (module doc), for ints, NumPy arrays or
     affine exprs."""
     outer, low = round_digits(r, rounds, inner)
-    terms = [term for term, used in ((outer * (groups * inner), inner < rounds),
-                                     (g * inner, groups > 1), (low, inner > 1)) if used]
+    terms = [scaled(term, k) for term, k, used in ((outer, groups * inner, inner < rounds),
+                                                   (g, inner, groups > 1), (low, 1, inner > 1))
+             if used]
     if not terms:
-        return 0 * r  # one round of one group: shard 0 (as the expr kind of r)
+        return r  # one round of one group: shard 0, which r is
     total = terms[0]
     for term in terms[1:]:
         total = total + term
