@@ -24,7 +24,7 @@ from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep, KernelStep, Package
 from ipu_dialects.tile import ExchangeOp, LoopOp
 from passes import get_all_passes
-from passes.operators.gather import plan_rounds
+from passes.operators.gather import plan_rounds, shard_receivers
 from planning.shard_geometry import ShardGeometry
 from tools.ipu_run import make_context
 from tools.package_writer import build_package
@@ -281,3 +281,43 @@ def test_plan_rounds_splits_by_grid_row():
     assert plan is not None
     assert (plan.rounds, plan.groups, plan.groups_outer) == (16, 4, True)
     assert (plan.shift, plan.base, plan.copiers) == ((0, 0, 0, 2), (0, 1), (0, 1))
+
+
+def bert_b8(shape: tuple[int, ...], partitions: tuple[int, ...], tiles: int) -> ShardGeometry:
+    """A format of the BERT-base layer at batch 8 (seq 384) on 1472 tiles, as its selector
+    chooses them (`bench/models.py --cases bert-base-b8`)."""
+    return ShardGeometry(shape, (1,) * len(shape), partitions, (True,) * len(shape),
+                         group=tiles, precision="f16")
+
+
+@pytest.mark.parametrize("source, result, rounds, groups", [
+    # the attention projection's output blocks (8 x 12 x 12) into rows for the layer norm:
+    # the 12 row blocks are s's middle digit
+    (((8, 384, 768), (8, 12, 12)), ((8, 384, 768), (1, 384, 1)), 96, 12),
+    # the first MLP GEMM's blocks (8 x 3 x 48) into 3-column shards on every tile (the
+    # RowsDoNotFit of gemm20 -> add21): 16 column groups, 3 blocks per group digit below them
+    (((8, 384, 3072), (8, 3, 48)), ((8, 384, 3072), (1, 1, 1472)), 72, 16),
+    # 3-column shards into the second MLP GEMM's 256-column blocks: a shift by the group only
+    (((8, 384, 3072), (1, 1, 1472)), ((8, 384, 3072), (8, 12, 12)), 256, 4),
+])
+def test_the_bert_batch_8_gathers_are_no_longer_serial(source, result, rounds, groups):
+    """These gathers were one shard per round (1152, 1152 and 1024 rounds, a row slot each:
+    18432 bytes of rows for gemm20 -> add21, more than the free row memory)."""
+    a, b = bert_b8(*source, 1472), bert_b8(*result, 1472)
+    plan = plan_rounds(a, b)
+    assert plan is not None and (plan.rounds, plan.groups) == (rounds, groups)
+    need = shard_receivers(a, b)
+    sent = plan.sent_shards()
+    assert sorted(sent.reshape(-1).tolist()) == list(range(sent.size))  # each shard once
+    c, ko, ki, kg = plan.shift
+    r, g = np.meshgrid(np.arange(plan.rounds), np.arange(plan.groups), indexing="ij")
+    shifts = c + ko * (r // plan.inner) + ki * (r % plan.inner) + kg * g
+    base = np.asarray(plan.base)
+    for round_shards, round_shifts in zip(sent, shifts, strict=True):
+        destinations = [set((base + shift).tolist()) for shift in round_shifts]
+        for shard, reached in zip(round_shards, destinations, strict=True):
+            if shard < need.shape[0]:  # every receiver of the shard hears it
+                assert set(np.flatnonzero(need[shard]).tolist()) <= reached
+        heard = [t for shard, reached in zip(round_shards, destinations, strict=True)
+                 for t in reached - {int(shard)}]
+        assert len(heard) == len(set(heard))  # no tile hears two groups of one round
