@@ -35,7 +35,7 @@ from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from passes.operators import operator_for_graph
-from passes.operators.base import NoValidPlan, Operator, SelectionContext
+from passes.operators.base import NoValidPlan, Operator, SelectionContext, tensor_type
 from passes.operators.formats import (
     is_graph_tensor,
     row_major_format,
@@ -44,6 +44,7 @@ from passes.operators.formats import (
     with_storage,
 )
 from passes.operators.repeat import is_body_argument, lower_repeat
+from passes.operators.resident import ResidentMemory, ResidentTracker
 from planning.gemm_problem import catalog_entries, default_catalog_names
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 from planning.pipeline_config import PipelineOptions
@@ -61,11 +62,16 @@ class FunctionLowering:
     function: func.FuncOp
     config: mid.PipelineConfigAttr
     target: Target
+    spread_sequences: bool = False  # graph-to-mid{spread-sequences}: see `GraphLowering`
+    spread_saving: int = 0
 
-    @property
-    def selection(self) -> SelectionContext:
+    resident: ResidentTracker | None = None  # set when `run` starts
+
+    def selection(self, op: Operation) -> SelectionContext:
+        resident = self.resident.at(op) if self.resident is not None else ResidentMemory()
         return SelectionContext(self.config.tiles.data, self.config.indivisible.data,
-                                self.config.inputs.data, self.target, self.config.catalog_names)
+                                self.config.inputs.data, self.target, self.config.catalog_names,
+                                resident)
 
     def run(self) -> None:
         ops = list(self.function.body.walk())
@@ -74,6 +80,7 @@ class FunctionLowering:
                 graph.check_graph_signature(self.function)
             except VerifyException as error:
                 raise PassFailedException(str(error)) from None
+        self.resident = ResidentTracker.of(self.function, self.config.tiles.data)
         self.lower_block(self.function.body.block)
         for arg in self.function.args:
             if is_graph_tensor(arg):  # unused or only returned: a plain row-major input
@@ -132,10 +139,12 @@ class FunctionLowering:
 
     def lower_op(self, op: Operation, operator: Operator) -> None:
         """Select `op`'s plan, bring its operands into the plan's formats, build its mid op."""
+        ctx = self.selection(op)
         try:
-            plan = operator.select(op, self.selection)
+            plan = operator.select(op, ctx)
         except (NoValidPlan, NoValidGemmPlan, ValueError) as err:
             raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
+        self.record_resident(op, operator, plan, ctx)
         # one at a time: retyping a graph input replaces the value, so re-read the operand
         operands = [
             self.operand_in_format(op.operands[index], plan.operand_plan(name).format, op)
@@ -149,6 +158,17 @@ class FunctionLowering:
         new_op.location = op.location
         Rewriter.replace_op(op, new_op)
         self.round_to_declared_storage(new_op, out_type)
+
+    def record_resident(self, op: Operation, operator: Operator, plan: mid.OperatorPlanAttr,
+                        ctx: SelectionContext) -> None:
+        """Tell the memory-aware selection what `op`'s chosen plan holds on tile 0."""
+        if self.resident is None:
+            return
+        names = operator.plan_operand_names(op)
+        formats = [plan.operand_plan(name).format for name in names]
+        shapes = [tensor_type(v).get_shape() for v in op.operands]
+        self.resident.record(ctx.resident, operator.plan_tile_bytes(op, plan, self.target),
+                             formats, shapes)
 
     def round_to_declared_storage(self, op: Operation, declared: TensorType) -> None:
         """A plan may store its result wider than the graph declares it (an FP8 GEMM gives
@@ -192,6 +212,10 @@ class GraphToMidPass(PipelineOptions, ModulePass):
                 f"{self.name}: tiles={self.tiles} is outside 1..{target.tiles}, the tile count "
                 f"of target {target.name}"
             )
+        if self.spread_saving < 0:
+            raise PassFailedException(
+                f"{self.name}: spread-saving={self.spread_saving} is negative (bytes tile 0 must "
+                "hold fewer; 0 spreads by a budget)")
         try:
             catalog_entries(self.catalog)
             default_catalog_names(self.gemm_partials)
@@ -222,4 +246,5 @@ class GraphToMidPass(PipelineOptions, ModulePass):
         op.attributes[mid.CONFIG_ATTR_NAME] = config
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             if not function.is_declaration:
-                FunctionLowering(function, config, target).run()
+                FunctionLowering(function, config, target, self.spread_sequences,
+                             self.spread_saving).run()
