@@ -44,7 +44,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "examples" / "onnx"))
 
-from models import finished, first_line, peak_tile_bytes  # bench/models.py, this script's neighbour
+from models import compile_record, emit, error_record, first_line  # bench/models.py, this script's neighbour
 
 BIN = Path(sys.executable).parent  # the venv's ipu-import and ipu-run
 
@@ -220,35 +220,21 @@ def work(directory: Path, tiles: int, cycles: bool) -> int:
     every step of the unrolled program: at 1472 tiles it takes minutes of its own; not counted
     with `cycles` False, when the device model's run gives them)."""
     from gemm_roofline import package_cycles  # bench/ is this script's sys.path entry
-    from xdsl.utils.exceptions import DiagnosticException
 
-    from tools.ipu_run import compile_module
     from tools.run_io import parse_module
-
-    def emit(record: dict) -> None:
-        print(json.dumps(record), flush=True)
 
     path = directory / "import" / "model.mlir"
     try:
         module = parse_module(path, path.read_text())
-        try:
-            package = compile_module(module, tiles, "pad", with_assembly=False)
-        except DiagnosticException as error:
-            emit({"stage": "compile", "status": "diagnostic", **finished(),
-                  "diagnostic": str(error)})
-            return 0
-        done = finished()
-        peak, _ = peak_tile_bytes(module)
-        emit({"stage": "compile", "status": "compiled", **done,
-              "ops": sum(1 for _ in module.walk()), "peak_bytes": peak})
-        if not cycles:
+        record, package = compile_record(module, tiles)
+        emit(record)
+        if package is None or not cycles:
             return 0
         started = time.perf_counter()
         emit({"stage": "cycles", "cycles": int(sum(package_cycles(package))),
               "seconds": time.perf_counter() - started})
     except Exception as error:  # a bug, reported as one line, never a traceback
-        emit({"stage": "compile", "status": "error", **finished(),
-              "diagnostic": f"{type(error).__name__}: {error}"})
+        emit(error_record(error))
     return 0
 
 

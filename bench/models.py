@@ -124,36 +124,53 @@ def finished() -> dict:
     return {"done": time.time(), "cpu": usage.ru_utime + usage.ru_stime}
 
 
+def compile_record(module, tiles: int):
+    """Compile `module` for `tiles` tiles: (the compile stage's record, the package). The
+    record says `compiled` with the op count and the fullest tile's bytes, or `diagnostic`
+    with the compiler's message (the package then None)."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from tools.ipu_run import compile_module
+
+    try:
+        package = compile_module(module, tiles, "pad", with_assembly=False)
+    except DiagnosticException as error:
+        return {"stage": "compile", "status": "diagnostic", **finished(),
+                "diagnostic": str(error)}, None
+    done = finished()
+    peak, peak_tile = peak_tile_bytes(module)
+    return {"stage": "compile", "status": "compiled", **done,
+            "ops": sum(1 for _ in module.walk()), "peak_bytes": peak,
+            "peak_tile": peak_tile}, package
+
+
+def error_record(error: Exception) -> dict:
+    """A bug in the compile, as the one-line record a worker prints instead of a traceback."""
+    return {"stage": "compile", "status": "error", **finished(),
+            "diagnostic": f"{type(error).__name__}: {error}"}
+
+
 def work(name: str, tiles: int, small: bool, run: bool) -> int:
     """Build, compile and measure one case; print one JSON object per stage (compile, run) on
     stdout as soon as it is known, so that a run stopped by the timeout keeps the compile's."""
-    from xdsl.utils.exceptions import DiagnosticException
-
     config = case_config(name, small)
     try:
         from gemm_roofline import package_cycles  # bench/ is this script's sys.path[0]
 
         from device.target import IPU21
         from frontend.models import build_model
-        from tools.ipu_run import compile_module
 
         module = build_model(config)
         source = module.clone() if run else None
-        try:
-            package = compile_module(module, tiles, "pad", with_assembly=False)
-        except DiagnosticException as error:
-            emit({"stage": "compile", "status": "diagnostic", **finished(),
-                  "diagnostic": str(error)})
+        record, package = compile_record(module, tiles)
+        if package is not None:
+            cycles = sum(package_cycles(package))
+            record |= {"cycles": cycles, "microseconds": cycles / IPU21.clock_hz * 1e6}
+        emit(record)
+        if package is None:
             return 0
-        done = finished()
-        cycles = sum(package_cycles(package))
-        peak, peak_tile = peak_tile_bytes(module)
-        emit({"stage": "compile", "status": "compiled", **done,
-              "ops": sum(1 for _ in module.walk()), "peak_bytes": peak, "peak_tile": peak_tile,
-              "cycles": cycles, "microseconds": cycles / IPU21.clock_hz * 1e6})
     except Exception as error:  # a bug, reported as one line, never a traceback
-        emit({"stage": "compile", "status": "error", **finished(),
-              "diagnostic": f"{type(error).__name__}: {error}"})
+        emit(error_record(error))
         return 0
     if run:
         assert source is not None

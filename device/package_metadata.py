@@ -279,7 +279,7 @@ def check_step(fields: Fields, step: object, where: str, target: Target) -> dict
         fields.integer(step["length"], f"{where}.length", 0, MAX_STEPS)
         return step
     if kind == "exchange":
-        start, end = target.code_region[0], target.interleaved_start  # package_schema.row_memory
+        start, end = target.row_memory
         address = fields.integer(step["row_address"], f"{where}.row_address", start, end - 1)
         if address % WORD_BYTES:
             raise fields.error(f"{where}.row_address", f"{address:#x} is not word aligned")

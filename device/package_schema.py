@@ -227,17 +227,9 @@ def check_unique(archive: Archive, name: str, tiles: np.ndarray) -> None:
         raise archive.error(name, f"tile {int(values[counts > 1][0])} is listed twice")
 
 
-def row_memory(target) -> tuple[int, int]:
-    """Where exchange rows may lie: the code region first, and when a program's rows do not
-    fit there, standard memory no buffer takes (`passes/schedule_exchange.py`, `RowMemory`);
-    code is never in the interleaved region. The device model fetches each row from tile
-    memory (`device/model/fabric.py`), so a row a buffer overwrites decodes as what it holds."""
-    return target.code_region[0], target.interleaved_start
-
-
 def load_rows(archive: Archive, meta: Metadata) -> list[np.ndarray]:
     lengths = archive.load("row_lengths", Member(I64, exact((meta.row_count,))))
-    start, end = row_memory(meta.target)
+    start, end = meta.target.row_memory
     check_range(archive, "row_lengths", lengths, 1, (end - start) // WORD_BYTES, "row length")
     words = archive.load("row_words", Member(U32, exact((int(lengths.sum()),))))
     return list(np.split(words, np.cumsum(lengths)[:-1])) if meta.row_count else []
@@ -255,7 +247,7 @@ def build_step(archive: Archive, meta: Metadata, rows: list[np.ndarray], members
         check_range(archive, name, row_id, -1, meta.row_count - 1, "row id")
         used = np.unique(row_id[row_id >= 0])
         longest = max((len(rows[int(r)]) for r in used), default=0)
-        start, end = row_memory(target)
+        start, end = target.row_memory
         if step["row_address"] + longest * WORD_BYTES > end:
             raise PackageError(
                 f"{archive.path.parent / METADATA}: steps[{index}].row_address: a row of "

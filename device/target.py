@@ -120,6 +120,19 @@ class Target:
     def code_region(self) -> tuple[int, int]:
         return (self.memory_base, self.memory_base + self.code_region_bytes)
 
+    @property
+    def usable_bytes(self) -> int:
+        """Tile memory outside the code region: what a tile's buffers may take together."""
+        return self.sram_bytes - self.code_region_bytes
+
+    @property
+    def row_memory(self) -> tuple[int, int]:
+        """[start, end) where exchange rows may lie: the code region first and, when a
+        program's rows do not fit there, standard memory no buffer takes
+        (`passes/schedule_exchange.py`, `RowMemory`); code is never in the interleaved
+        region ([C] ipu21-facts)."""
+        return self.memory_base, self.interleaved_start
+
     @cached_property
     def memory_elements(self) -> tuple[MemoryElement, ...]:
         """Elements of `element_bytes`, split at the interleaved boundary."""

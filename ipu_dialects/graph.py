@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import math
 import struct
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -112,6 +113,13 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
 from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
@@ -126,7 +134,20 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import FP8_SCALE_RANGE
-from ipu_dialects.shapes import broadcast_shapes, fmt_shape
+from ipu_dialects.shapes import (
+    add_result_shape,
+    check_attention_shapes,
+    check_layer_norm_shapes,
+    check_positive,
+    check_reshape,
+    check_result_shape,
+    concat_result_shape,
+    fmt_shape,
+    gemm_result_shape,
+    gemm_shape_rule,
+    slice_result_shape,
+    transposed_shape,
+)
 
 # ----------------------------------------------------------------------------------------------
 # Attributes
@@ -241,14 +262,6 @@ def check_same_element_type(op_name: str, named: Sequence[tuple[str, TensorType]
             )
 
 
-def check_result_shape(op_name: str, result: TensorType, expected: Sequence[int], why: str) -> None:
-    if tuple(result.get_shape()) != tuple(expected):
-        raise VerifyException(
-            f"{op_name}: result shape {fmt_shape(result.get_shape())} does not match "
-            f"{fmt_shape(expected)} ({why})"
-        )
-
-
 def located_format_errors(op_class: type[IRDLOperation]) -> type[IRDLOperation]:
     """Give type-constraint failures of a declarative format a source location.
 
@@ -316,29 +329,6 @@ class GraphOpRules(OpTrait):
 # ----------------------------------------------------------------------------------------------
 
 
-def gemm_result_shape(
-    lhs: Sequence[int], rhs: Sequence[int], transpose_lhs: bool, transpose_rhs: bool
-) -> tuple[int, ...]:
-    """Shape of `lhs @ rhs` after the transposes; raises VerifyException in the user's terms."""
-    for name, shape in (("lhs", lhs), ("rhs", rhs)):
-        if len(shape) < 2:
-            raise VerifyException(
-                f"graph.gemm: {name} has shape {fmt_shape(shape)} of rank {len(shape)}; "
-                "gemm operands need rank >= 2 (the last two axes are the matrix)"
-            )
-    m, k_lhs = (lhs[-1], lhs[-2]) if transpose_lhs else (lhs[-2], lhs[-1])
-    k_rhs, n = (rhs[-1], rhs[-2]) if transpose_rhs else (rhs[-2], rhs[-1])
-    if k_lhs != k_rhs:
-        lhs_axis = "-2 (transposed)" if transpose_lhs else "-1"
-        rhs_axis = "-1 (transposed)" if transpose_rhs else "-2"
-        raise VerifyException(
-            f"graph.gemm: contraction extents differ: lhs {fmt_shape(lhs)} axis {lhs_axis} is "
-            f"{k_lhs}, rhs {fmt_shape(rhs)} axis {rhs_axis} is {k_rhs}"
-        )
-    batch = broadcast_shapes(lhs[:-2], rhs[:-2], "graph.gemm: batch axes of lhs and rhs")
-    return (*batch, m, n)
-
-
 @located_format_errors
 @irdl_op_definition
 class GemmOp(IRDLOperation):
@@ -366,7 +356,7 @@ class GemmOp(IRDLOperation):
         lhs_type = checked_tensor(self.name, "lhs", SSAValue.get(lhs).type)
         rhs_type = checked_tensor(self.name, "rhs", SSAValue.get(rhs).type)
         shape = gemm_result_shape(
-            lhs_type.get_shape(), rhs_type.get_shape(), transpose_lhs, transpose_rhs
+            self.name, lhs_type.get_shape(), rhs_type.get_shape(), transpose_lhs, transpose_rhs
         )
         properties: dict[str, Attribute] = {}
         if transpose_lhs:
@@ -385,16 +375,14 @@ class GemmOp(IRDLOperation):
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("lhs", lhs), ("rhs", rhs), ("result", result)])
         expected = gemm_result_shape(
+            self.name,
             lhs.get_shape(),
             rhs.get_shape(),
             self.transpose_lhs is not None,
             self.transpose_rhs is not None,
         )
-        check_result_shape(
-            self.name, result, expected,
-            f"batch axes broadcast, then [M, N] of {fmt_shape(lhs.get_shape())} x "
-            f"{fmt_shape(rhs.get_shape())}",
-        )
+        check_result_shape(self.name, result.get_shape(), expected,
+                           gemm_shape_rule(lhs.get_shape(), rhs.get_shape()))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -402,12 +390,11 @@ class GemmOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 
 
-@located_format_errors
-@irdl_op_definition
-class AddOp(IRDLOperation):
-    """Elementwise sum with full NumPy broadcasting of any ranks."""
+class BinaryElementwiseOp(IRDLOperation, ABC):
+    """The base of graph's elementwise ops of two tensors (as xDSL's `arith` builds its binary
+    ops): operands broadcast NumPy-style, one element type throughout. A leaf op names itself
+    and says what it computes."""
 
-    name = "graph.add"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
@@ -419,7 +406,7 @@ class AddOp(IRDLOperation):
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         lhs_type = checked_tensor(self.name, "lhs", SSAValue.get(lhs).type)
         rhs_type = checked_tensor(self.name, "rhs", SSAValue.get(rhs).type)
-        shape = broadcast_shapes(lhs_type.get_shape(), rhs_type.get_shape(), "graph.add: lhs and rhs")
+        shape = add_result_shape(self.name, lhs_type.get_shape(), rhs_type.get_shape())
         super().__init__(
             operands=[lhs, rhs], result_types=[TensorType(lhs_type.get_element_type(), shape)]
         )
@@ -429,16 +416,15 @@ class AddOp(IRDLOperation):
         rhs = checked_tensor(self.name, "rhs", self.rhs.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("lhs", lhs), ("rhs", rhs), ("result", result)])
-        expected = broadcast_shapes(lhs.get_shape(), rhs.get_shape(), "graph.add: lhs and rhs")
-        check_result_shape(self.name, result, expected, "the broadcast shape of lhs and rhs")
+        expected = add_result_shape(self.name, lhs.get_shape(), rhs.get_shape())
+        check_result_shape(self.name, result.get_shape(), expected,
+                           "the broadcast shape of lhs and rhs")
 
 
-@located_format_errors
-@irdl_op_definition
-class GeluOp(IRDLOperation):
-    """The exact GeLU, `x * (1 + erf(x / sqrt(2))) / 2`, elementwise."""
+class UnaryElementwiseOp(IRDLOperation, ABC):
+    """The base of graph's elementwise ops of one tensor: the result has the input's shape and
+    element type."""
 
-    name = "graph.gelu"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure(), GraphOpRules())
@@ -455,51 +441,28 @@ class GeluOp(IRDLOperation):
         input = checked_tensor(self.name, "input", self.input.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("input", input), ("result", result)])
-        check_result_shape(self.name, result, input.get_shape(), "the input shape")
+        check_result_shape(self.name, result.get_shape(), input.get_shape(), "the input shape")
+
+
+@located_format_errors
+@irdl_op_definition
+class AddOp(BinaryElementwiseOp):
+    """Elementwise sum with full NumPy broadcasting of any ranks."""
+
+    name = "graph.add"
+
+
+@located_format_errors
+@irdl_op_definition
+class GeluOp(UnaryElementwiseOp):
+    """The exact GeLU, `x * (1 + erf(x / sqrt(2))) / 2`, elementwise."""
+
+    name = "graph.gelu"
 
 
 # ----------------------------------------------------------------------------------------------
 # graph.attention
 # ----------------------------------------------------------------------------------------------
-
-
-def check_attention_shapes(
-    query: Sequence[int], key: Sequence[int], value: Sequence[int], causal: bool
-) -> None:
-    """Raise a VerifyException naming the operand and axis that do not fit `[..., H, S, D]`."""
-    name = "graph.attention"
-    for what, shape in (("query", query), ("key", key), ("value", value)):
-        if len(shape) < 3:
-            raise VerifyException(
-                f"{name}: {what} has shape {fmt_shape(shape)} of rank {len(shape)}; "
-                "attention operands are [..., heads, seq, head_dim] (rank >= 3)"
-            )
-    if len(key) != len(query) or len(value) != len(query):
-        raise VerifyException(
-            f"{name}: query {fmt_shape(query)}, key {fmt_shape(key)} and value {fmt_shape(value)} "
-            "must have the same rank"
-        )
-    if tuple(key) != tuple(value):
-        raise VerifyException(
-            f"{name}: key {fmt_shape(key)} and value {fmt_shape(value)} must have the same shape"
-        )
-    if tuple(query[:-3]) != tuple(key[:-3]):
-        raise VerifyException(
-            f"{name}: batch axes of query {fmt_shape(query[:-3])} and key {fmt_shape(key[:-3])} differ"
-        )
-    if query[-3] != key[-3]:
-        raise VerifyException(
-            f"{name}: heads (axis -3) differ: query has {query[-3]}, key/value have {key[-3]}"
-        )
-    if query[-1] != key[-1]:
-        raise VerifyException(
-            f"{name}: head_dim (axis -1) differs: query has {query[-1]}, key/value have {key[-1]}"
-        )
-    if causal and query[-2] != key[-2]:
-        raise VerifyException(
-            f"{name}: causal attention needs equal sequence lengths (axis -2), but query has "
-            f"{query[-2]} and key/value have {key[-2]}"
-        )
 
 
 def float_literal(value: float) -> str:
@@ -512,8 +475,9 @@ def float_literal(value: float) -> str:
 def parse_f64_literal(parser: Parser, op_name: str, keyword: str) -> float:
     """An MLIR float literal, or (as in MLIR's float attributes) the hex bits of an f64.
 
-    The ops print their float properties with `float_literal` (exact, unlike the declarative
-    format's six digits), so they parse them here."""
+    `F64Literal` prints the ops' float properties with `float_literal` and parses them here:
+    xDSL 0.74's declarative float is exact but prints `1.250000e-01`, and cannot read back
+    the hexadecimal form it prints a NaN in."""
     start = parser.pos
     number = parser.parse_number()
     text = parser.lexer.input.content[start : parser.pos].strip()
@@ -526,6 +490,32 @@ def parse_f64_literal(parser: Parser, op_name: str, keyword: str) -> float:
     return struct.unpack("<d", int(number).to_bytes(8, "little"))[0]
 
 
+@irdl_custom_directive
+class F64Literal(CustomDirective):
+    """`custom<F64Literal>($prop)`: an f64 property printed exactly by `float_literal` (`0.125`,
+    `1.0e-05`, never xDSL's `1.250000e-01`) and parsed by `parse_f64_literal`, which also takes
+    MLIR's hexadecimal bits of an f64 (the only way to spell a NaN)."""
+
+    value: AttributeVariable
+
+    def is_anchorable(self) -> bool:
+        return True
+
+    def is_present(self, op: IRDLOperation) -> bool:
+        return self.value.is_present(op)
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        number = parse_f64_literal(parser, state.op_type.name, self.value.name)
+        self.value.set(state, FloatAttr(number, f64))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        attr = self.value.get(op)
+        assert isinstance(attr, FloatAttr)
+        state.print_whitespace(printer)
+        printer.print_string(float_literal(attr.value.data))
+
+
+@located_format_errors
 @irdl_op_definition
 class AttentionOp(IRDLOperation):
     """softmax(scale * query @ key^T [causally masked]) @ value, softmax over the key axis."""
@@ -539,6 +529,11 @@ class AttentionOp(IRDLOperation):
     # Absent means the default 1/sqrt(head_dim); kept absent so that it follows the shape.
     scale = opt_prop_def(FloatAttr[Float64Type])
     traits = traits_def(Pure(), GraphOpRules())
+    custom_directives = (F64Literal,)
+    assembly_format = (
+        "$query `,` $key `,` $value (`causal` $causal^)? (`scale` custom<F64Literal>($scale)^)? "
+        "attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)` `->` type($result)"
+    )
 
     def __init__(
         self,
@@ -577,59 +572,12 @@ class AttentionOp(IRDLOperation):
             self.name, [("query", query), ("key", key), ("value", value), ("result", result)]
         )
         check_attention_shapes(
-            query.get_shape(), key.get_shape(), value.get_shape(), self.causal is not None
+            self.name, query.get_shape(), key.get_shape(), value.get_shape(),
+            self.causal is not None,
         )
-        check_result_shape(self.name, result, query.get_shape(), "the query shape")
+        check_result_shape(self.name, result.get_shape(), query.get_shape(), "the query shape")
         if self.scale is not None:
-            scale = self.scale.value.data
-            if not (math.isfinite(scale) and scale > 0):
-                raise VerifyException(f"{self.name}: scale must be a finite positive number, got {scale}")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list([self.query, self.key, self.value], printer.print_ssa_value)
-        if self.causal is not None:
-            printer.print_string(" causal")
-        if self.scale is not None:
-            printer.print_string(f" scale {float_literal(self.scale.value.data)}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
-
-    @staticmethod
-    def parse_scale(parser: Parser) -> float:
-        return parse_f64_literal(parser, "graph.attention", "scale")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> AttentionOp:
-        pos = parser.pos
-        unresolved = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            unresolved.append(parser.parse_unresolved_operand())
-        causal = parser.parse_optional_keyword("causal") is not None
-        scale = None
-        if parser.parse_optional_keyword("scale") is not None:
-            scale = cls.parse_scale(parser)
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operands = parser.resolve_operands(unresolved, types, pos)
-        properties: dict[str, Attribute] = {}
-        if causal:
-            properties["causal"] = UnitAttr()
-        if scale is not None:
-            properties["scale"] = FloatAttr(scale, f64)
-        return cls.create(
-            operands=operands,
-            result_types=[result_type],
-            properties=properties,
-            attributes=attributes,
-        )
+            check_positive(self.name, "scale", self.scale.value.data)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -637,6 +585,7 @@ class AttentionOp(IRDLOperation):
 # ----------------------------------------------------------------------------------------------
 
 
+@located_format_errors
 @irdl_op_definition
 class LayerNormOp(IRDLOperation):
     """Normalizes over the last axis: `(x - mean) / sqrt(var + eps) * weight + bias`."""
@@ -648,6 +597,11 @@ class LayerNormOp(IRDLOperation):
     result = result_def(TensorType)
     eps = prop_def(FloatAttr[Float64Type])
     traits = traits_def(Pure(), GraphOpRules())
+    custom_directives = (F64Literal,)
+    assembly_format = (
+        "$input `,` $weight `,` $bias `eps` custom<F64Literal>($eps) attr-dict "
+        "`:` `(` type($input) `,` type($weight) `,` type($bias) `)` `->` type($result)"
+    )
 
     def __init__(
         self,
@@ -672,49 +626,9 @@ class LayerNormOp(IRDLOperation):
             self.name, [("input", input), ("weight", weight), ("bias", bias), ("result", result)]
         )
         shape = input.get_shape()
-        for what, t in (("weight", weight), ("bias", bias)):
-            if tuple(t.get_shape()) != (shape[-1],):
-                raise VerifyException(
-                    f"{self.name}: {what} has shape {fmt_shape(t.get_shape())}, expected "
-                    f"[{shape[-1]}] (one element per entry of the normalized last axis of "
-                    f"{fmt_shape(shape)})"
-                )
-        check_result_shape(self.name, result, shape, "the input shape")
-        eps = self.eps.value.data
-        if not (math.isfinite(eps) and eps > 0):
-            raise VerifyException(f"{self.name}: eps must be a finite positive number, got {eps}")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list([self.input, self.weight, self.bias], printer.print_ssa_value)
-        printer.print_string(f" eps {float_literal(self.eps.value.data)}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : (")
-        printer.print_list([o.type for o in self.operands], printer.print_attribute)
-        printer.print_string(") -> ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LayerNormOp:
-        pos = parser.pos
-        unresolved = [parser.parse_unresolved_operand()]
-        for _ in range(2):
-            parser.parse_punctuation(",")
-            unresolved.append(parser.parse_unresolved_operand())
-        parser.parse_keyword("eps")
-        eps = parse_f64_literal(parser, cls.name, "eps")
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_type)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        operands = parser.resolve_operands(unresolved, types, pos)
-        return cls.create(
-            operands=operands,
-            result_types=[result_type],
-            properties={"eps": FloatAttr(eps, f64)},
-            attributes=attributes,
-        )
+        check_layer_norm_shapes(self.name, shape, weight.get_shape(), bias.get_shape())
+        check_result_shape(self.name, result.get_shape(), shape, "the input shape")
+        check_positive(self.name, "eps", self.eps.value.data)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -728,131 +642,84 @@ def check_layout_types(op_name: str, input: TensorType, result: TensorType) -> N
     check_same_element_type(op_name, [("input", input), ("result", result)])
 
 
-def reshape_shape_error(input: Sequence[int], result: Sequence[int]) -> str | None:
-    """Why `input` cannot be reshaped to `result` (None when it can)."""
-    if math.prod(input) == math.prod(result):
-        return None
-    return (
-        f"graph.reshape: result shape {fmt_shape(result)} holds {math.prod(result)} elements, "
-        f"the input {fmt_shape(input)} holds {math.prod(input)}"
-    )
+def layout_result_type(input_type: TensorType, shape: Sequence[int]) -> TensorType:
+    """A layout op's result: the input's elements (and FP8 scale) under `shape`."""
+    return TensorType(input_type.get_element_type(), shape, input_type.encoding)
 
 
-@located_format_errors
-@irdl_op_definition
-class ReshapeOp(IRDLOperation):
-    """The same elements in row-major order under another shape (the result type's)."""
+class UnaryLayoutOp(IRDLOperation, ABC):
+    """The base of graph's layout ops of one input (reshape, transpose, slice): the elements
+    move, their type stays; a leaf op checks how the result's shape follows (`check_shape`)."""
 
-    name = "graph.reshape"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure(), GraphOpRules())
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 
-    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
-        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
-        if (error := reshape_shape_error(input_type.get_shape(), shape)) is not None:
-            raise VerifyException(error)
-        super().__init__(
-            operands=[input],
-            result_types=[TensorType(input_type.get_element_type(), shape, input_type.encoding)],
-        )
-
     def verify_(self) -> None:
         input = checked_tensor(self.name, "input", self.input.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_layout_types(self.name, input, result)
-        if (error := reshape_shape_error(input.get_shape(), result.get_shape())) is not None:
-            raise VerifyException(error)
+        self.check_shape(input.get_shape(), result.get_shape())
 
-
-def check_permutation(op_name: str, permutation: Sequence[int], rank: int) -> None:
-    if sorted(permutation) != list(range(rank)):
-        raise VerifyException(
-            f"{op_name}: permutation {fmt_shape(permutation)} is not a permutation of the "
-            f"{rank} axes 0..{rank - 1} of the input"
-        )
+    @abstractmethod
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
+        """Raise a VerifyException unless `result` is the shape this op makes of `input`."""
 
 
 @located_format_errors
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class ReshapeOp(UnaryLayoutOp):
+    """The same elements in row-major order under another shape (the result type's)."""
+
+    name = "graph.reshape"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        check_reshape(self.name, input_type.get_shape(), shape)
+        super().__init__(operands=[input], result_types=[layout_result_type(input_type, shape)])
+
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
+        check_reshape(self.name, input, result)
+
+
+@located_format_errors
+@irdl_op_definition
+class TransposeOp(UnaryLayoutOp):
     """Permutes the axes: result axis `i` is input axis `permutation[i]` (as numpy.transpose)."""
 
     name = "graph.transpose"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     permutation = prop_def(DenseArrayBase.constr(i64))
-    traits = traits_def(Pure(), GraphOpRules())
     assembly_format = (
         "$input `permutation` $permutation attr-dict `:` type($input) `->` type($result)"
     )
 
     def __init__(self, input: SSAValue | Operation, permutation: Sequence[int]):
         input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
-        shape = input_type.get_shape()
-        check_permutation(self.name, permutation, len(shape))
+        shape = transposed_shape(self.name, input_type.get_shape(), permutation)
         super().__init__(
             operands=[input],
-            result_types=[
-                TensorType(
-                    input_type.get_element_type(),
-                    [shape[p] for p in permutation],
-                    input_type.encoding,
-                )
-            ],
+            result_types=[layout_result_type(input_type, shape)],
             properties={"permutation": DenseArrayBase.from_list(i64, list(permutation))},
         )
 
-    def verify_(self) -> None:
-        input = checked_tensor(self.name, "input", self.input.type)
-        result = checked_tensor(self.name, "result", self.result.type)
-        check_layout_types(self.name, input, result)
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
         permutation = self.permutation.get_values()
-        shape = input.get_shape()
-        check_permutation(self.name, permutation, len(shape))
         check_result_shape(
-            self.name, result, [shape[p] for p in permutation],
-            f"the input {fmt_shape(shape)} permuted by {fmt_shape(permutation)}",
+            self.name, result, transposed_shape(self.name, input, permutation),
+            f"the input {fmt_shape(input)} permuted by {fmt_shape(permutation)}",
         )
-
-
-def slice_result_shape(
-    shape: Sequence[int], starts: Sequence[int], ends: Sequence[int], steps: Sequence[int]
-) -> tuple[int, ...]:
-    """Extents of `x[starts:ends:steps]`, one entry per axis; errors in the user's terms."""
-    name = "graph.slice"
-    for what, values in (("starts", starts), ("ends", ends), ("steps", steps)):
-        if len(values) != len(shape):
-            raise VerifyException(
-                f"{name}: {what} has {len(values)} entries for an input of rank {len(shape)} "
-                f"{fmt_shape(shape)}; give one per axis"
-            )
-    extents = []
-    for axis, (extent, start, end, step) in enumerate(zip(shape, starts, ends, steps)):
-        if step < 1:
-            raise VerifyException(f"{name}: step {step} at axis {axis} must be >= 1")
-        if not 0 <= start < end <= extent:
-            raise VerifyException(
-                f"{name}: axis {axis} takes [{start}, {end}) of extent {extent}; slices need "
-                f"0 <= start < end <= extent"
-            )
-        extents.append(-(-(end - start) // step))
-    return tuple(extents)
 
 
 @located_format_errors
 @irdl_op_definition
-class SliceOp(IRDLOperation):
+class SliceOp(UnaryLayoutOp):
     """`x[starts[0]:ends[0]:steps[0], ...]`: per axis, a non-empty in-bounds strided range."""
 
     name = "graph.slice"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     starts = prop_def(DenseArrayBase.constr(i64))
     ends = prop_def(DenseArrayBase.constr(i64))
     steps = prop_def(DenseArrayBase.constr(i64))
-    traits = traits_def(Pure(), GraphOpRules())
     assembly_format = (
         "$input `starts` $starts `ends` $ends `steps` $steps attr-dict `:` type($input) `->` "
         "type($result)"
@@ -867,53 +734,23 @@ class SliceOp(IRDLOperation):
     ):
         input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
         steps = [1] * len(starts) if steps is None else steps
-        shape = slice_result_shape(input_type.get_shape(), starts, ends, steps)
+        shape = slice_result_shape(self.name, input_type.get_shape(), starts, ends, steps)
         super().__init__(
             operands=[input],
-            result_types=[TensorType(input_type.get_element_type(), shape, input_type.encoding)],
+            result_types=[layout_result_type(input_type, shape)],
             properties={
                 name: DenseArrayBase.from_list(i64, list(values))
                 for name, values in (("starts", starts), ("ends", ends), ("steps", steps))
             },
         )
 
-    def verify_(self) -> None:
-        input = checked_tensor(self.name, "input", self.input.type)
-        result = checked_tensor(self.name, "result", self.result.type)
-        check_layout_types(self.name, input, result)
+    def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
         starts, ends, steps = (a.get_values() for a in (self.starts, self.ends, self.steps))
-        expected = slice_result_shape(input.get_shape(), starts, ends, steps)
         check_result_shape(
-            self.name, result, expected,
+            self.name, result, slice_result_shape(self.name, input, starts, ends, steps),
             f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps {fmt_shape(steps)} "
-            f"of {fmt_shape(input.get_shape())}",
+            f"of {fmt_shape(input)}",
         )
-
-
-def concat_result_shape(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, ...]:
-    """The shape of the inputs joined along `axis`; errors name the input and axis at fault."""
-    name = "graph.concat"
-    if not shapes:
-        raise VerifyException(f"{name}: needs at least one input")
-    first = shapes[0]
-    if not 0 <= axis < len(first):
-        raise VerifyException(
-            f"{name}: axis {axis} is outside the axes 0..{len(first) - 1} of input #0 "
-            f"{fmt_shape(first)}"
-        )
-    for i, shape in enumerate(shapes[1:], start=1):
-        if len(shape) != len(first):
-            raise VerifyException(
-                f"{name}: input #{i} {fmt_shape(shape)} has rank {len(shape)}, input #0 "
-                f"{fmt_shape(first)} has rank {len(first)}"
-            )
-        for a, (x, y) in enumerate(zip(first, shape)):
-            if a != axis and x != y:
-                raise VerifyException(
-                    f"{name}: input #{i} {fmt_shape(shape)} differs from input #0 "
-                    f"{fmt_shape(first)} at axis {a}; only the concatenation axis {axis} may differ"
-                )
-    return (*first[:axis], sum(s[axis] for s in shapes), *first[axis + 1 :])
 
 
 @located_format_errors
@@ -935,10 +772,10 @@ class ConcatOp(IRDLOperation):
             checked_tensor(self.name, f"input #{i}", SSAValue.get(v).type)
             for i, v in enumerate(inputs)
         ]
-        shape = concat_result_shape([t.get_shape() for t in types], axis)
+        shape = concat_result_shape(self.name, [t.get_shape() for t in types], axis)
         super().__init__(
             operands=[inputs],
-            result_types=[TensorType(types[0].get_element_type(), shape, types[0].encoding)],
+            result_types=[layout_result_type(types[0], shape)],
             properties={"axis": IntegerAttr(axis, i64)},
         )
 
@@ -950,9 +787,9 @@ class ConcatOp(IRDLOperation):
         named = [(f"input #{i}", t) for i, t in enumerate(types)]
         check_same_element_type(self.name, [*named, ("result", result)])
         shapes = [t.get_shape() for t in types]
-        expected = concat_result_shape(shapes, self.axis.value.data)
+        expected = concat_result_shape(self.name, shapes, self.axis.value.data)
         check_result_shape(
-            self.name, result, expected, f"the inputs joined along axis {self.axis.value.data}"
+            self.name, result.get_shape(), expected, f"the inputs joined along axis {self.axis.value.data}"
         )
 
 

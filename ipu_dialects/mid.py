@@ -39,6 +39,7 @@ The shard arithmetic of a format (chunks, padding, tiles of partitions) lives in
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import (
@@ -94,8 +95,20 @@ from device.layouts import ElementOrder as ElementOrder
 from device.target import MemoryClass as MemoryClass
 from device.target import Precision as StoragePrecision
 from device.target import get_target
-from ipu_dialects.graph import concat_result_shape, slice_result_shape
-from ipu_dialects.shapes import broadcast_shapes, fmt_shape
+from ipu_dialects.shapes import (
+    add_result_shape,
+    check_attention_shapes,
+    check_layer_norm_shapes,
+    check_positive,
+    check_reshape,
+    check_result_shape,
+    concat_result_shape,
+    fmt_shape,
+    gemm_result_shape,
+    gemm_shape_rule,
+    slice_result_shape,
+    transposed_shape,
+)
 from ipu_dialects.shared_attrs import CONFIG_ATTR_NAME as CONFIG_ATTR_NAME
 from ipu_dialects.shared_attrs import ConfiguresTileCount
 from ipu_dialects.shared_attrs import ElementOrderAttr as ElementOrderAttr
@@ -912,32 +925,17 @@ class GemmOp(IRDLOperation):
         lhs, lhs_fmt = format_of(self.name, "lhs", self.lhs.type)
         rhs, rhs_fmt = format_of(self.name, "rhs", self.rhs.type)
         out, out_fmt = format_of(self.name, "result", self.result.type)
-        a, b, c = lhs.get_shape(), rhs.get_shape(), out.get_shape()
-        for what, shape in (("lhs", a), ("rhs", b), ("result", c)):
-            if len(shape) < 2:
-                raise VerifyException(f"{self.name}: {what} {fmt_shape(shape)} has rank < 2")
-        if self.transpose_lhs is not None:
-            a = (*a[:-2], a[-1], a[-2])
-        if self.transpose_rhs is not None:
-            b = (*b[:-2], b[-1], b[-2])
-        if a[-1] != b[-2]:
-            raise VerifyException(
-                f"{self.name}: contraction extents differ: lhs {fmt_shape(a)} axis -1 is "
-                f"{a[-1]}, rhs {fmt_shape(b)} axis -2 is {b[-2]} (after the transpose flags)"
-            )
-        expected = (*broadcast_shapes(a[:-2], b[:-2], f"{self.name}: batch axes"), a[-2], b[-1])
-        if tuple(c) != expected:
-            raise VerifyException(
-                f"{self.name}: result shape {fmt_shape(c)} does not match {fmt_shape(expected)}"
-            )
+        a, b = lhs.get_shape(), rhs.get_shape()
+        expected = gemm_result_shape(self.name, a, b, self.transpose_lhs is not None,
+                                     self.transpose_rhs is not None)
+        check_result_shape(self.name, out.get_shape(), expected, gemm_shape_rule(a, b))
         check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
 
 
-@irdl_op_definition
-class AddOp(IRDLOperation):
-    """`lhs + rhs` with NumPy broadcasting, carried out by the selected operator plan."""
+class BinaryElementwiseOp(IRDLOperation, ABC):
+    """The base of mid's elementwise ops of two tensors (graph's `BinaryElementwiseOp` with a
+    plan): operands broadcast NumPy-style, each operand in its plan's format."""
 
-    name = "mid.add"
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
@@ -956,20 +954,16 @@ class AddOp(IRDLOperation):
         lhs, lhs_fmt = format_of(self.name, "lhs", self.lhs.type)
         rhs, rhs_fmt = format_of(self.name, "rhs", self.rhs.type)
         out, out_fmt = format_of(self.name, "result", self.result.type)
-        expected = broadcast_shapes(lhs.get_shape(), rhs.get_shape(), f"{self.name}: operands")
-        if tuple(out.get_shape()) != tuple(expected):
-            raise VerifyException(
-                f"{self.name}: result shape {fmt_shape(out.get_shape())} does not match "
-                f"{fmt_shape(expected)}"
-            )
+        expected = add_result_shape(self.name, lhs.get_shape(), rhs.get_shape())
+        check_result_shape(self.name, out.get_shape(), expected,
+                           "the broadcast shape of lhs and rhs")
         check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
 
 
-@irdl_op_definition
-class GeluOp(IRDLOperation):
-    """Exact (erf) GeLU, pointwise, carried out by the selected operator plan."""
+class UnaryElementwiseOp(IRDLOperation, ABC):
+    """The base of mid's elementwise ops of one tensor: the result has the input's shape, each
+    in its plan's format."""
 
-    name = "mid.gelu"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     plan = prop_def(OperatorPlanAttr)
@@ -983,12 +977,22 @@ class GeluOp(IRDLOperation):
     def verify_(self) -> None:
         src, src_fmt = format_of(self.name, "input", self.input.type)
         out, out_fmt = format_of(self.name, "result", self.result.type)
-        if src.get_shape() != out.get_shape():
-            raise VerifyException(
-                f"{self.name}: result shape {fmt_shape(out.get_shape())} differs from the input "
-                f"shape {fmt_shape(src.get_shape())}"
-            )
+        check_result_shape(self.name, out.get_shape(), src.get_shape(), "the input shape")
         check_plan_formats(self, self.plan, {"src": src_fmt, "out": out_fmt})
+
+
+@irdl_op_definition
+class AddOp(BinaryElementwiseOp):
+    """`lhs + rhs` with NumPy broadcasting, carried out by the selected operator plan."""
+
+    name = "mid.add"
+
+
+@irdl_op_definition
+class GeluOp(UnaryElementwiseOp):
+    """Exact (erf) GeLU, pointwise, carried out by the selected operator plan."""
+
+    name = "mid.gelu"
 
 
 @irdl_op_definition
@@ -1028,21 +1032,10 @@ class AttentionOp(IRDLOperation):
                             ("out", self.result)):
             value_type, formats[what] = format_of(self.name, what, value.type)
             shapes[what] = tuple(value_type.get_shape())
-        if shapes["out"] != shapes["query"]:
-            raise VerifyException(
-                f"{self.name}: result shape {fmt_shape(shapes['out'])} differs from the query "
-                f"shape {fmt_shape(shapes['query'])}"
-            )
-        if shapes["key"] != shapes["value"] or shapes["key"][:-2] != shapes["query"][:-2] or (
-            shapes["key"][-1] != shapes["query"][-1]
-        ):
-            raise VerifyException(
-                f"{self.name}: query {fmt_shape(shapes['query'])}, key {fmt_shape(shapes['key'])} "
-                f"and value {fmt_shape(shapes['value'])} do not form [..., heads, seq, head_dim]"
-            )
-        scale = self.scale.value.data
-        if not (math.isfinite(scale) and scale > 0):
-            raise VerifyException(f"{self.name}: scale must be a finite positive number, got {scale}")
+        check_attention_shapes(self.name, shapes["query"], shapes["key"], shapes["value"],
+                               self.causal is not None)
+        check_result_shape(self.name, shapes["out"], shapes["query"], "the query shape")
+        check_positive(self.name, "scale", self.scale.value.data)
         check_plan_formats(self, self.plan, formats)
 
 
@@ -1076,20 +1069,9 @@ class LayerNormOp(IRDLOperation):
                             ("out", self.result)):
             value_type, formats[what] = format_of(self.name, what, value.type)
             shapes[what] = tuple(value_type.get_shape())
-        if shapes["out"] != shapes["src"] or not shapes["src"]:
-            raise VerifyException(
-                f"{self.name}: result shape {fmt_shape(shapes['out'])} differs from the input "
-                f"shape {fmt_shape(shapes['src'])} (or the input has no axis to normalize)"
-            )
-        for what in ("weight", "bias"):
-            if shapes[what] != shapes["src"][-1:]:
-                raise VerifyException(
-                    f"{self.name}: {what} has shape {fmt_shape(shapes[what])}, expected "
-                    f"[{shapes['src'][-1]}] (the normalized last axis)"
-                )
-        eps = self.eps.value.data
-        if not (math.isfinite(eps) and eps > 0):
-            raise VerifyException(f"{self.name}: eps must be a finite positive number, got {eps}")
+        check_layer_norm_shapes(self.name, shapes["src"], shapes["weight"], shapes["bias"])
+        check_result_shape(self.name, shapes["out"], shapes["src"], "the input shape")
+        check_positive(self.name, "eps", self.eps.value.data)
         check_plan_formats(self, self.plan, formats)
 
 
@@ -1098,7 +1080,7 @@ class LayerNormOp(IRDLOperation):
 # declared FP8 scale is a `mid.cast_precision` after them).
 
 
-def layout_shapes(op: ReshapeOp | TransposeOp | SliceOp | ConcatOp,
+def layout_shapes(op: UnaryLayoutOp | ConcatOp,
                   names: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """Shape of each operand and the result (`out`); checks the plan's formats and that the
     precision and scale are kept."""
@@ -1117,60 +1099,45 @@ def layout_shapes(op: ReshapeOp | TransposeOp | SliceOp | ConcatOp,
     return shapes
 
 
-def check_layout_result(op: Operation, result: tuple[int, ...], expected: Sequence[int],
-                        how: str) -> None:
-    if result != tuple(expected):
-        raise VerifyException(
-            f"{op.name}: result shape {fmt_shape(result)} does not match {fmt_shape(expected)} "
-            f"({how})"
-        )
+class UnaryLayoutOp(IRDLOperation, ABC):
+    """The base of mid's layout ops of one input (reshape, transpose, slice): graph's with a
+    plan; a leaf op checks how the result's shape follows (`check_shape`)."""
 
-
-def in_mid_terms(op: Operation, check: Callable[[], Sequence[int]]) -> Sequence[int]:
-    """Run a shape rule shared with the graph op, naming the mid op in its error."""
-    try:
-        return check()
-    except VerifyException as error:
-        text = str(error)
-        graph_name = "graph." + op.name.split(".", 1)[1]
-        raise VerifyException(text.replace(graph_name, op.name, 1)) from None
-
-
-@irdl_op_definition
-class ReshapeOp(IRDLOperation):
-    """The same elements in row-major order under the result's shape."""
-
-    name = "mid.reshape"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     plan = prop_def(OperatorPlanAttr)
     traits = traits_def(Pure())
     assembly_format = "$input `plan` qualified($plan) attr-dict `:` type($input) `->` type($result)"
 
+    def verify_(self) -> None:
+        shapes = layout_shapes(self, ("src",))
+        self.check_shape(shapes["src"], shapes["out"])
+
+    @abstractmethod
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
+        """Raise a VerifyException unless `result` is the shape this op makes of `input`."""
+
+
+@irdl_op_definition
+class ReshapeOp(UnaryLayoutOp):
+    """The same elements in row-major order under the result's shape."""
+
+    name = "mid.reshape"
+
     def __init__(self, input: SSAValue | Operation, result_type: TensorType,
                  plan: OperatorPlanAttr):
         super().__init__(operands=[input], result_types=[result_type], properties={"plan": plan})
 
-    def verify_(self) -> None:
-        shapes = layout_shapes(self, ("src",))
-        if math.prod(shapes["src"]) != math.prod(shapes["out"]):
-            raise VerifyException(
-                f"{self.name}: result shape {fmt_shape(shapes['out'])} holds "
-                f"{math.prod(shapes['out'])} elements, the input {fmt_shape(shapes['src'])} "
-                f"holds {math.prod(shapes['src'])}"
-            )
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
+        check_reshape(self.name, input, result)
 
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class TransposeOp(UnaryLayoutOp):
     """Result axis `i` is input axis `permutation[i]`."""
 
     name = "mid.transpose"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     permutation = prop_def(DenseArrayBase.constr(i64))
-    plan = prop_def(OperatorPlanAttr)
-    traits = traits_def(Pure())
     assembly_format = (
         "$input `permutation` $permutation `plan` qualified($plan) attr-dict `:` type($input) "
         "`->` type($result)"
@@ -1181,31 +1148,20 @@ class TransposeOp(IRDLOperation):
         super().__init__(operands=[input], result_types=[result_type], properties={
             "plan": plan, "permutation": DenseArrayBase.from_list(i64, list(permutation))})
 
-    def verify_(self) -> None:
-        shapes = layout_shapes(self, ("src",))
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
         permutation = tuple(self.permutation.get_values())
-        source = shapes["src"]
-        if sorted(permutation) != list(range(len(source))):
-            raise VerifyException(
-                f"{self.name}: permutation {fmt_shape(permutation)} is not a permutation of the "
-                f"{len(source)} axes of the input {fmt_shape(source)}"
-            )
-        check_layout_result(self, shapes["out"], [source[p] for p in permutation],
-                            f"the input {fmt_shape(source)} permuted")
+        check_result_shape(self.name, result, transposed_shape(self.name, input, permutation),
+                           f"the input {fmt_shape(input)} permuted by {fmt_shape(permutation)}")
 
 
 @irdl_op_definition
-class SliceOp(IRDLOperation):
+class SliceOp(UnaryLayoutOp):
     """`x[starts[0]:ends[0]:steps[0], ...]`."""
 
     name = "mid.slice"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
     starts = prop_def(DenseArrayBase.constr(i64))
     ends = prop_def(DenseArrayBase.constr(i64))
     steps = prop_def(DenseArrayBase.constr(i64))
-    plan = prop_def(OperatorPlanAttr)
-    traits = traits_def(Pure())
     assembly_format = (
         "$input `starts` $starts `ends` $ends `steps` $steps `plan` qualified($plan) attr-dict "
         "`:` type($input) `->` type($result)"
@@ -1219,11 +1175,11 @@ class SliceOp(IRDLOperation):
             properties[name] = DenseArrayBase.from_list(i64, list(values))
         super().__init__(operands=[input], result_types=[result_type], properties=properties)
 
-    def verify_(self) -> None:
-        shapes = layout_shapes(self, ("src",))
-        bounds = [tuple(a.get_values()) for a in (self.starts, self.ends, self.steps)]
-        expected = in_mid_terms(self, lambda: slice_result_shape(shapes["src"], *bounds))
-        check_layout_result(self, shapes["out"], expected, "the slice's extents")
+    def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
+        starts, ends, steps = (tuple(a.get_values()) for a in (self.starts, self.ends, self.steps))
+        check_result_shape(self.name, result, slice_result_shape(self.name, input, starts, ends, steps),
+                           f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps "
+                           f"{fmt_shape(steps)} of {fmt_shape(input)}")
 
 
 @irdl_op_definition
@@ -1250,9 +1206,9 @@ class ConcatOp(IRDLOperation):
         names = concat_operand_names(len(self.inputs))
         shapes = layout_shapes(self, names)
         axis = self.axis.value.data
-        expected = in_mid_terms(
-            self, lambda: concat_result_shape([shapes[n] for n in names], axis))
-        check_layout_result(self, shapes["out"], expected, f"the inputs joined along axis {axis}")
+        expected = concat_result_shape(self.name, [shapes[n] for n in names], axis)
+        check_result_shape(self.name, shapes["out"], expected,
+                           f"the inputs joined along axis {axis}")
 
 
 def concat_operand_names(count: int) -> tuple[str, ...]:
@@ -1287,11 +1243,10 @@ def conversion_formats(
     return src, src_fmt, dst, dst_fmt
 
 
-@irdl_op_definition
-class CastPrecisionOp(IRDLOperation):
-    """Change the storage precision of a value; every other part of the format is kept."""
+class ConversionOp(IRDLOperation, ABC):
+    """The base of mid's explicit conversions: one value into another format, same shape,
+    no plan (insert-conversions places them; mid-to-tile lowers them)."""
 
-    name = "mid.cast_precision"
     input = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
@@ -1299,6 +1254,13 @@ class CastPrecisionOp(IRDLOperation):
 
     def __init__(self, input: SSAValue | Operation, result_type: TensorType):
         super().__init__(operands=[input], result_types=[result_type])
+
+
+@irdl_op_definition
+class CastPrecisionOp(ConversionOp):
+    """Change the storage precision of a value; every other part of the format is kept."""
+
+    name = "mid.cast_precision"
 
     def verify_(self) -> None:
         _, src_fmt, _, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)
@@ -1316,17 +1278,10 @@ class CastPrecisionOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RearrangeOp(IRDLOperation):
+class RearrangeOp(ConversionOp):
     """Move a value into another order, tiling, replication, tile group or memory class."""
 
     name = "mid.rearrange"
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input: SSAValue | Operation, result_type: TensorType):
-        super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
         src, src_fmt, dst, dst_fmt = conversion_formats(self.name, self.input.type, self.result.type)

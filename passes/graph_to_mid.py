@@ -46,6 +46,7 @@ from passes.operators.formats import (
     with_storage,
 )
 from passes.operators.repeat import is_body_argument, lower_repeat
+from passes.operators.resident import ResidentMemory, ResidentTracker
 from passes.operators.spreading import LookAhead
 from planning.gemm_problem import catalog_entries, default_catalog_names
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
@@ -66,6 +67,8 @@ class FunctionLowering:
     function: func.FuncOp
     config: mid.PipelineConfigAttr
     target: Target
+    spread_sequences: bool = False  # graph-to-mid{spread-sequences}: see `GraphLowering`
+    spread_saving: int = 0
     spread: bool = True  # pointwise plans may start on the least-loaded tiles
     # the bytes of the values lowered so far, per tile: where a pointwise plan may start
     loads: TileLoads = field(init=False)
@@ -74,19 +77,26 @@ class FunctionLowering:
 
     def __post_init__(self) -> None:
         self.loads = TileLoads(self.config.tiles.data)
-        self.look_ahead = LookAhead(self.loads, self.selection, self.target)
+        self.look_ahead = LookAhead(self.loads, self.plain_selection(), self.target)
 
-    @property
-    def selection(self) -> SelectionContext:
+    resident: ResidentTracker | None = None  # set when `run` starts
+
+    def plain_selection(self, resident: ResidentMemory | None = None) -> SelectionContext:
+        """The pipeline's context, with what tile 0 holds (`resident`; default: nothing)."""
         return SelectionContext(self.config.tiles.data, self.config.indivisible.data,
-                                self.config.inputs.data, self.target, self.config.catalog_names)
+                                self.config.inputs.data, self.target, self.config.catalog_names,
+                                resident or ResidentMemory())
+
+    def selection(self, op: Operation) -> SelectionContext:
+        """The context `op`'s plan is chosen in: what tile 0 holds at it (memory-aware)."""
+        return self.plain_selection(self.resident.at(op) if self.resident is not None else None)
 
     def selection_for(self, op: Operation) -> SelectionContext:
         """`selection`, with the tile loads for an op of the function's own block: a repeat
         body's values stay from tile 0 on (the repeat's lowering places them there)."""
         if not self.spread or op.parent_block() is not self.function.body.block:
-            return self.selection
-        return dataclasses.replace(self.selection, spreading=self.look_ahead)
+            return self.selection(op)
+        return dataclasses.replace(self.selection(op), spreading=self.look_ahead)
 
     def run(self) -> None:
         ops = list(self.function.body.walk())
@@ -95,6 +105,7 @@ class FunctionLowering:
                 graph.check_graph_signature(self.function)
             except VerifyException as error:
                 raise PassFailedException(str(error)) from None
+        self.resident = ResidentTracker.of(self.function, self.config.tiles.data)
         self.lower_block(self.function.body.block)
         for arg in self.function.args:
             if is_graph_tensor(arg):  # unused or only returned: a plain row-major input
@@ -153,10 +164,12 @@ class FunctionLowering:
 
     def lower_op(self, op: Operation, operator: Operator) -> None:
         """Select `op`'s plan, bring its operands into the plan's formats, build its mid op."""
+        ctx = self.selection_for(op)
         try:
-            plan = operator.select(op, self.selection_for(op))
+            plan = operator.select(op, ctx)
         except (NoValidPlan, NoValidGemmPlan, ValueError) as err:
             raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
+        self.record_resident(op, operator, plan, ctx)
         # one at a time: retyping a graph input replaces the value, so re-read the operand
         operands = [
             self.operand_in_format(op.operands[index], plan.operand_plan(name).format, op)
@@ -173,6 +186,17 @@ class FunctionLowering:
         new_op.location = op.location
         Rewriter.replace_op(op, new_op)
         self.round_to_declared_storage(new_op, out_type)
+
+    def record_resident(self, op: Operation, operator: Operator, plan: mid.OperatorPlanAttr,
+                        ctx: SelectionContext) -> None:
+        """Tell the memory-aware selection what `op`'s chosen plan holds on tile 0."""
+        if self.resident is None:
+            return
+        names = operator.plan_operand_names(op)
+        formats = [plan.operand_plan(name).format for name in names]
+        shapes = [tensor_type(v).get_shape() for v in op.operands]
+        self.resident.record(ctx.resident, operator.plan_tile_bytes(op, plan, self.target),
+                             formats, shapes)
 
     def round_to_declared_storage(self, op: Operation, declared: TensorType) -> None:
         """A plan may store its result wider than the graph declares it (an FP8 GEMM gives
@@ -216,6 +240,10 @@ class GraphToMidPass(PipelineOptions, ModulePass):
                 f"{self.name}: tiles={self.tiles} is outside 1..{target.tiles}, the tile count "
                 f"of target {target.name}"
             )
+        if self.spread_saving < 0:
+            raise PassFailedException(
+                f"{self.name}: spread-saving={self.spread_saving} is negative (bytes tile 0 must "
+                "hold fewer; 0 spreads by a budget)")
         try:
             catalog_entries(self.catalog)
             default_catalog_names(self.gemm_partials)
@@ -246,11 +274,13 @@ class GraphToMidPass(PipelineOptions, ModulePass):
         op.attributes[mid.CONFIG_ATTR_NAME] = config
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             if not function.is_declaration:
-                lower_spread_if_no_costlier(function, config, target)
+                lower_spread_if_no_costlier(function, config, target, self.spread_sequences,
+                                            self.spread_saving)
 
 
 def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfigAttr,
-                                target: Target) -> None:
+                                target: Target, spread_sequences: bool = False,
+                                spread_saving: int = 0) -> None:
     """Lower `function` with its pointwise results spread over the least-loaded tiles, and
     keep that only if its conversions cost no more than those of every value from tile 0.
 
@@ -260,10 +290,11 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
     kernels' cycles do not depend on the tiles, so the sum of the conversions' cycles
     (`conversion_type_cycles`, what selection prices them at) decides."""
     trial = function.clone()
-    spread = FunctionLowering(trial, config, target)
+    spread = FunctionLowering(trial, config, target, spread_sequences, spread_saving)
     spread.run()
     if spread.moved:
-        FunctionLowering(function, config, target, spread=False).run()
+        FunctionLowering(function, config, target, spread_sequences, spread_saving,
+                         spread=False).run()
         if conversions_cycles(trial, target) > conversions_cycles(function, target):
             return
     Rewriter.replace_op(function, trial)

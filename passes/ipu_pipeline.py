@@ -14,19 +14,23 @@ stage at a time (`tools/pass_timing.py`).
 
 Plans are chosen per op, each the fastest that fits with that op's own buffers; the program
 as a whole may then not fit (the K-split replicates its B in both layers, which doubles a
-weight that stays resident). With the default catalog, when `place-memory` reports that the
-program is out of memory (`OutOfTileMemory`), the stages run once more without the plans
-that replicate an operand (`run_with_fallback`; `ipu-run` does the same). An explicit
-`catalog` is taken as given. When `schedule-exchange` finds no room for the exchange rows
-(`RowsDoNotFit`: a program whose buffers fill the standard memory of every tile, such as a
-12-layer stack at full width), the stages run again with
+weight that stays resident). So the pipeline falls back on memory (`run_with_fallback`;
+`ipu-run` does the same): when `place-memory` reports the program out of memory
+(`OutOfTileMemory`), the stages run again, first without the plans that replicate an operand
+(default catalog only: an explicit `catalog` is taken as given), then, for a program with a
+repeat, with its largest per-iteration sequences stored spread over the chip until tile 0
+holds what it overflowed by fewer (`graph-to-mid{spread-sequences=true spread-saving=N}`: a
+12-layer stack at full width, whose layers' shards would otherwise all sit on the first
+tiles), and last with as many spread as keep them to a quarter of tile 0. When `schedule-exchange` finds no room for the
+exchange rows (`RowsDoNotFit`: buffers that fill the standard memory of every tile), only
+`place-memory` and `schedule-exchange` run again, from the module `mid-to-tile` produced, with
 `place-memory{row-elements=1}` (the rest of the code region's memory element kept free of
 buffers for the rows), then `row-elements=2` (one element more).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from xdsl.context import Context
@@ -84,37 +88,79 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         return stages
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        self.run_with_fallback(op, lambda pipeline: PassPipeline(
-            tuple(pipeline.stage_passes()), verify_after_stage).apply(ctx, op))
+        self.run_with_fallback(
+            op, lambda stages: PassPipeline(tuple(stages), verify_after_stage).apply(ctx, op))
 
     def run_with_fallback(self, module: builtin.ModuleOp,
-                          run: Callable[[IpuPipelinePass], None]) -> None:
-        """`run` this pipeline on `module`; if the default catalog's choice runs out of
-        memory, restore `module` and `run` `without_replicating_plans()`. When that fails
-        too, the first diagnostic is the one reported."""
+                          run: Callable[[Sequence[ModulePass]], None]) -> IpuPipelinePass:
+        """`run` this pipeline's stages on `module` (`run` applies the stages it is given, in
+        order), falling back on memory: when place-memory reports the program out of memory,
+        or schedule-exchange finds no room for the rows even with memory kept for them
+        (`run_fitting_rows`), restore `module` and run `next_memory_attempt()`.
+        Returns the pipeline that compiled the module; when every attempt fails, the first
+        diagnostic is the one reported."""
         from passes.place_memory import OutOfTileMemory  # loaded when run, like the stages
         from passes.schedule_exchange import RowsDoNotFit
 
         original = module.clone()
-        try:
-            run(self)
-        except RowsDoNotFit as error:
-            if self.row_elements >= MAX_ROW_ELEMENTS:
-                raise
-            restore(module, original)
+        first_error: PassFailedException | None = None
+        attempt: IpuPipelinePass | None = self
+        while attempt is not None:
             try:
-                replace(self, row_elements=max(1, self.row_elements + 1)).run_with_fallback(
-                    module, run)
-            except PassFailedException:
-                raise error from None
-        except OutOfTileMemory as error:
-            if self.catalog:
-                raise
-            restore(module, original)
+                return attempt.run_fitting_rows(module, run)
+            except (OutOfTileMemory, RowsDoNotFit) as error:
+                first_error = first_error or error
+                overflow = error.overflow if isinstance(error, OutOfTileMemory) else None
+                attempt = attempt.next_memory_attempt(self, overflow, original)
+            if attempt is not None:
+                restore(module, original.clone())  # a restore takes the clone's ops
+        assert first_error is not None
+        raise first_error
+
+    def next_memory_attempt(self, first: IpuPipelinePass, overflow: int | None,
+                            module: builtin.ModuleOp) -> IpuPipelinePass | None:
+        """The pipeline to try after this one did not fit `module` (as given; `overflow`: by
+        how many bytes its fullest tile overflowed, if known), or None: with the default
+        catalog, the plans that replicate no operand; then, for a program with per-iteration
+        sequences, the largest sequences stored spread until tile 0 holds `overflow` bytes fewer
+        (`graph-to-mid{spread-sequences=true spread-saving=N}`, a fetch per spread sequence
+        in the body); then spread until they hold at most a quarter of tile 0."""
+        if not first.catalog and not self.catalog:
+            return self.without_replicating_plans()
+        if not self.spread_sequences and has_sequences(module):
+            return replace(self, spread_sequences=True, spread_saving=max(0, overflow or 0))
+        if self.spread_sequences and self.spread_saving > 0:
+            return replace(self, spread_saving=0)
+        return None
+
+    def run_fitting_rows(self, module: builtin.ModuleOp,
+                         run: Callable[[Sequence[ModulePass]], None]) -> IpuPipelinePass:
+        """Run the stages; while schedule-exchange's rows do not fit, run the placement and
+        the schedule again (from the module mid-to-tile produced) with one more memory element
+        kept for rows."""
+        from passes.place_memory import OutOfTileMemory
+        from passes.schedule_exchange import RowsDoNotFit
+
+        stages = self.stage_passes()
+        placing = next(i for i, s in enumerate(stages) if s.name == "place-memory")
+        run(stages[:placing])
+        lowered = module.clone()
+        first_error: RowsDoNotFit | None = None
+        pipeline = self
+        while True:
             try:
-                run(self.without_replicating_plans())
-            except PassFailedException:
-                raise error from None
+                run(pipeline.stage_passes()[placing:])
+                return pipeline
+            except RowsDoNotFit as error:
+                first_error = first_error or error
+                if pipeline.row_elements >= MAX_ROW_ELEMENTS:
+                    raise first_error from None
+            except OutOfTileMemory:  # the memory kept for rows was the buffers' room
+                if first_error is None:
+                    raise
+                raise first_error from None
+            restore(module, lowered.clone())
+            pipeline = replace(pipeline, row_elements=max(1, pipeline.row_elements + 1))
 
     def without_replicating_plans(self) -> IpuPipelinePass:
         from planning.gemm_problem import default_catalog_names
@@ -125,8 +171,17 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         return replace(self, catalog=names)
 
 
+def has_sequences(module: builtin.ModuleOp) -> bool:
+    """Whether `module` has a `graph.repeat` with per-iteration sequences (what spreading
+    can help)."""
+    from ipu_dialects.graph import RepeatOp
+
+    return any(isinstance(op, RepeatOp) and op.sequences for op in module.walk())
+
+
 def restore(module: builtin.ModuleOp, original: builtin.ModuleOp) -> None:
-    """Give `module` the ops and attributes of `original` (a clone taken before the stages)."""
+    """Give `module` the ops and attributes of `original` (a clone taken before the stages;
+    its ops move to `module`)."""
     for op in list(module.body.block.ops):
         op.detach()
         op.erase(safe_erase=False)

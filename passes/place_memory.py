@@ -62,7 +62,13 @@ T = TypeVar("T")
 
 class OutOfTileMemory(PassFailedException):
     """A tile's buffers need more memory than it has ("Out of memory on tile N: ..."): the
-    diagnostic a pipeline may answer by choosing plans that store less (`ipu-pipeline`)."""
+    diagnostic a pipeline may answer by choosing plans that store less (`ipu-pipeline`).
+    `overflow` is by how many bytes the fullest tile overflows, where that is known (buffers
+    live together that exceed the tile; not a range that fragmentation left too small)."""
+
+    def __init__(self, message: str, overflow: int | None = None):
+        super().__init__(message)
+        self.overflow = overflow
 
 
 def module_target(module: ModuleOp) -> Target:
@@ -263,7 +269,7 @@ class FunctionPlacement:
                 f"Out of memory on tile {worst}: {int(needed[worst])} bytes needed, tiles only "
                 f"have {target.sram_bytes} bytes (code region {code}, buffers live together: "
                 f"{self.buffer_list(buffers, worst, int(when[worst]))}){others}"
-            ))
+            ), overflow=int(needed[worst]) - target.sram_bytes)
         interleaved = [b for b in buffers if b.interleaved]
         region = target.memory_end - target.interleaved_start
         needed, when = self.bytes_per_tile(interleaved)

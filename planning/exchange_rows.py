@@ -331,7 +331,8 @@ def free_row_ranges(taken: list[tuple[int, int]], busy: frozenset[int],
     memory ([C] ipu21-facts): the interleaved region is never used."""
     ranges = [list(target.code_region)]
     cursor = target.code_region[1]
-    for start, end in [*taken, (target.interleaved_start, target.interleaved_start)]:
+    last = target.row_memory[1]  # past every buffer: the free memory after the last one
+    for start, end in [*taken, (last, last)]:
         for element in target.memory_elements:
             lo, hi = max(cursor, element.start), min(start, element.end)
             if lo < hi and not element.interleaved and element.index not in busy:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 
 from xdsl.dialects.builtin import TensorType
 
-from ipu_dialects.mid import AxisTilingAttr, OperandPlanAttr, OperatorPlanAttr, TensorFormatAttr
-from planning.gemm_problem import GemmProblem
+from ipu_dialects.mid import AxisTilingAttr, OperatorPlanAttr, TensorFormatAttr
+from planning.gemm_problem import GemmProblem, with_operand_formats
 from planning.shard_geometry import axis_chunk, ceil_div
 
 ROW_OPERANDS = ("lhs", "out")  # the operands whose rows are folded
@@ -86,20 +86,6 @@ def folded_problem(problem: GemmProblem, fold: BatchFold) -> GemmProblem:
                    out_shape=(rows, problem.out_shape[-1]), row_slices=fold.slices)
 
 
-def _with_tiling(fmt: TensorFormatAttr, tiling: list[AxisTilingAttr]) -> TensorFormatAttr:
-    return fmt.with_changes(tiling=tiling)
-
-
-def _rebuilt(plan: OperatorPlanAttr, formats: dict[str, TensorFormatAttr]) -> OperatorPlanAttr:
-    operands = [
-        OperandPlanAttr(e.operand.data, e.role.data, formats[e.operand.data], e.alignment.data,
-                        e.tail.data)
-        for e in plan.operands.data
-    ]
-    return OperatorPlanAttr(plan.candidate.data, plan.dispatch, plan.accumulate.data,
-                            plan.amp.data, operands, plan.distinct_pairs, plan.alias.data)
-
-
 def unfold_plan(folded: OperatorPlanAttr, problem: GemmProblem,
                 fold: BatchFold) -> OperatorPlanAttr | None:
     """The folded plan written on the batched operands, or None when a batched format cannot
@@ -110,7 +96,7 @@ def unfold_plan(folded: OperatorPlanAttr, problem: GemmProblem,
         tiling = list(fmt.tiling.data)
         if name not in ROW_OPERANDS:
             ones = [AxisTilingAttr(1, 1, t.indivisible.data) for t in tiling[:1]]
-            formats[name] = _with_tiling(fmt, ones * (len(problem.rhs_shape) - 2) + tiling)
+            formats[name] = fmt.with_changes(tiling=ones * (len(problem.rhs_shape) - 2) + tiling)
             continue
         rows = tiling[-2]
         block, parts = rows.block.data, rows.partitions.data
@@ -118,28 +104,26 @@ def unfold_plan(folded: OperatorPlanAttr, problem: GemmProblem,
         if chunk * parts != fold.folded_rows or fold.padded_rows % chunk:
             return None
         mode = rows.indivisible.data
-        formats[name] = _with_tiling(fmt, [AxisTilingAttr(1, e, mode) for e in fold.batch]
-                                     + [AxisTilingAttr(block, fold.padded_rows // chunk, mode),
-                                        tiling[-1]])
-    return _rebuilt(folded, formats)
+        batch = [AxisTilingAttr(1, e, mode) for e in fold.batch]
+        slice_rows = AxisTilingAttr(block, fold.padded_rows // chunk, mode)
+        formats[name] = fmt.with_changes(tiling=[*batch, slice_rows, tiling[-1]])
+    return with_operand_formats(folded, formats)
 
 
 class NotAFold(ValueError):
     """A batched GEMM plan whose batch axes are cut, but not as a fold (the message says how)."""
 
 
-def plan_fold(plan: OperatorPlanAttr, lhs: TensorType, rhs: TensorType,
-              out: TensorType, transpose_lhs: bool) -> BatchFold | None:
+def plan_fold(plan: OperatorPlanAttr, problem: GemmProblem) -> BatchFold | None:
     """The fold a `mid.gemm`'s plan runs (None: its batch slices run one by one, every batch
     axis of lhs uncut); `NotAFold` when lhs's batch axes are cut in a way no fold places."""
-    lhs_fmt = plan.operand_plan("lhs").format
-    lhs_shape, out_shape = tuple(lhs.get_shape()), tuple(out.get_shape())
-    if len(lhs_shape) <= 2 or all(p == 1 for p in lhs_fmt.partitions[:-2]):
+    lhs_shape, out_shape = problem.lhs_shape, problem.out_shape
+    if len(lhs_shape) <= 2 or all(p == 1 for p in plan.operand_plan("lhs").format.partitions[:-2]):
         return None
-    if transpose_lhs or len(out_shape) != len(lhs_shape) or any(
-            e != 1 for e in rhs.get_shape()[:-2]):
+    if not foldable(problem):
         raise NotAFold("lhs's batch axes are cut, which only a folded GEMM does (an "
-                       "untransposed lhs, a result batched as lhs, no rhs batch axis above 1)")
+                       "untransposed lhs with several batch slices, a result batched as lhs, "
+                       "no rhs batch axis above 1)")
     padded: set[int] = set()
     for name, shape in (("lhs", lhs_shape), ("out", out_shape)):
         fmt = plan.operand_plan(name).format
@@ -163,13 +147,13 @@ def refold_plan(plan: OperatorPlanAttr, fold: BatchFold) -> OperatorPlanAttr:
         name, fmt = entry.operand.data, entry.format
         tiling = list(fmt.tiling.data)
         if name not in ROW_OPERANDS:
-            formats[name] = _with_tiling(fmt, tiling[-2:])
+            formats[name] = fmt.with_changes(tiling=tiling[-2:])
             continue
         rows = tiling[-2]
         folded_rows = AxisTilingAttr(rows.block.data, fold.slices * rows.partitions.data,
                                      rows.indivisible.data)
-        formats[name] = _with_tiling(fmt, [folded_rows, tiling[-1]])
-    return _rebuilt(plan, formats)
+        formats[name] = fmt.with_changes(tiling=[folded_rows, tiling[-1]])
+    return with_operand_formats(plan, formats)
 
 
 def folded_type(value_type: TensorType, fmt: TensorFormatAttr, fold: BatchFold,

@@ -220,10 +220,6 @@ def shard_descriptor(grid: GridShape, precision: str) -> ShardGeometry:
                          1, grid.tiles, precision, "amp_output")
 
 
-def usable_bytes(target: Target) -> int:
-    return target.sram_bytes - target.code_region_bytes
-
-
 def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
                 f32_partials: bool, lhs_tail: int, target: Target,
                 latency: np.ndarray, slices: int = 1) -> GridShape:
@@ -237,7 +233,7 @@ def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precisio
     def fits(g: GridShape) -> bool:
         sizes = grid_bytes(g, precision, out_precision, f32_partials, lhs_tail)
         interleaved = sizes.out + sizes.partials  # the output and partials live there
-        return (sizes.total <= usable_bytes(target)
+        return (sizes.total <= target.usable_bytes
                 and interleaved <= target.memory_end - target.interleaved_start)
 
     fitting = [g for g in grids if fits(g)]

@@ -41,7 +41,7 @@ from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, OperatorPlanAttr, TensorFormatAttr
 from planning.exchange_rows import broadcast_events
-from planning.gemm_grid import no_tile_count_helps, phase_events, slice_rows, usable_bytes
+from planning.gemm_grid import no_tile_count_helps, phase_events, slice_rows
 from planning.gemm_layout import CycleBreakdown, OperandCuts
 from planning.gemm_memory import RowTileBuffer, phase_stride, scratch_buffer, shard_buffer
 from planning.gemm_problem import (
@@ -172,7 +172,7 @@ def ksplit_bytes(shape: KSplitShape, precision: str, out_precision: str,
 def fits(shape: KSplitShape, precision: str, out_precision: str, lhs_tail: int,
          target: Target) -> bool:
     sizes = ksplit_bytes(shape, precision, out_precision, lhs_tail)
-    return (sizes.total <= usable_bytes(target)
+    return (sizes.total <= target.usable_bytes
             and sizes.interleaved <= target.memory_end - target.interleaved_start)
 
 

@@ -78,7 +78,7 @@ class DoesNotFit(InvalidPlan):
 
 
 def check_capacity(buffers: dict[str, RowTileBuffer], target: Target, who: str) -> None:
-    available = target.sram_bytes - target.code_region_bytes
+    available = target.usable_bytes
     needed = sum(b.extent for b in buffers.values())
     if needed > available:
         raise DoesNotFit(

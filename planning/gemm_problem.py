@@ -19,7 +19,7 @@ is its dispatch kind (`DispatchKind`, the only tag a layout has), whose strategy
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -212,15 +212,23 @@ def effective_format(fmt: TensorFormatAttr) -> TensorFormatAttr:
     return swap_matrix_axes(fmt, UNTRANSPOSED_ORDER[order]) if order in UNTRANSPOSED_ORDER else fmt
 
 
-def effective_plan(plan: OperatorPlanAttr) -> OperatorPlanAttr:
-    """The plan as if its transposed operands were given untransposed."""
+def with_operand_formats(plan: OperatorPlanAttr,
+                         formats: Mapping[str, TensorFormatAttr]) -> OperatorPlanAttr:
+    """`plan` with the operands named in `formats` stored in those formats instead (every
+    other field, and every operand not named, as it was)."""
     operands = [
-        OperandPlanAttr(e.operand.data, e.role.data, effective_format(e.format),
+        OperandPlanAttr(e.operand.data, e.role.data, formats.get(e.operand.data, e.format),
                         e.alignment.data, e.tail.data)
         for e in plan.operands.data
     ]
     return OperatorPlanAttr(plan.candidate.data, plan.dispatch, plan.accumulate.data,
                             plan.amp.data, operands, plan.distinct_pairs, plan.alias.data)
+
+
+def effective_plan(plan: OperatorPlanAttr) -> OperatorPlanAttr:
+    """The plan as if its transposed operands were given untransposed."""
+    return with_operand_formats(plan, {e.operand.data: effective_format(e.format)
+                                       for e in plan.operands.data})
 
 
 def operand_geometries(plan: OperatorPlanAttr,

@@ -13,7 +13,7 @@ reason, and a candidate that does not fit tile memory says whether more tiles wo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from device.target import Target
@@ -62,6 +62,8 @@ def build_gemm_plan(
 
 # A fold whose plan puts rows of two slices on one tile is padded to that plan's rows per tile
 # and planned again (the layout may then choose other rows per tile): this many times at most.
+# `row_slices` does not make this dead: the K-split of 4 slices of 40 rows on 4 tiles still
+# puts two 48-row slices on a tile and folds only once refitted to 96 (`test_gemm_fold`).
 FOLD_ATTEMPTS = 3
 PlannedAs = tuple[OperatorPlanAttr, GemmProblem, OperatorPlanAttr]
 
@@ -217,8 +219,12 @@ def select_gemm_plan(
     indivisible: str = Indivisible.PAD,
     target: Target | None = None,
     catalog: Sequence[GemmCandidate] | None = None,
+    fits: Callable[[Evaluation], bool] | None = None,
 ) -> Evaluation:
-    """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none."""
+    """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none.
+    `fits(evaluation)`: whether the plan fits beside the other live values of the program
+    (`passes/operators/resident.py`); the cheapest of the valid plans that fit is chosen, or
+    the cheapest valid plan when none does (the pipeline's memory fallbacks then answer)."""
     from device.target import IPU21
 
     target = target or IPU21
@@ -226,6 +232,8 @@ def select_gemm_plan(
     valid = [e for e in evaluations if e.reason is None]
     if not valid:
         raise NoValidPlan(evaluations)
+    if fits is not None:
+        valid = [e for e in valid if fits(e)] or valid
     return min(valid, key=_cycles_of)  # min keeps the first of equal costs
 
 

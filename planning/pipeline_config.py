@@ -17,7 +17,8 @@ from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 class PipelineOptions:
     """The options `ipu-pipeline` hands to `graph-to-mid` (both passes inherit them, so the
     CLI spells them the same: `tiles=N indivisible=... profiling=... gemm-partials=...
-    catalog=a,b`). `graph-to-mid` records them in the module's `ipu.config`."""
+    catalog=a,b spread-sequences=true|false spread-saving=N`). `graph-to-mid` records the
+    configuration in the module's `ipu.config`."""
 
     tiles: int | None = None
     indivisible: Literal["pad", "reject"] = "pad"
@@ -29,6 +30,13 @@ class PipelineOptions:
     # The GEMM candidates to choose from (default: all but the FP16-partials ones, unless
     # gemm-partials=f16).
     catalog: tuple[str, ...] = ()
+    # Store a repeat's large per-iteration sequences spread over the chip and fetch each
+    # iteration's element in the body (`passes/operators/repeat.py`, `spread_sequences`):
+    # `ipu-pipeline`'s last fallback when the program does not fit otherwise.
+    spread_sequences: bool = False
+    # With spread-sequences: spread the largest until tile 0 holds this many bytes fewer (what
+    # the pipeline measured it to overflow by); 0: until they hold a quarter of its memory.
+    spread_saving: int = 0
 
     def pipeline_options(self) -> dict[str, Any]:
         """These options (only), as keyword arguments for another `PipelineOptions` pass."""

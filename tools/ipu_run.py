@@ -42,12 +42,14 @@ import io
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
+from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
@@ -95,8 +97,8 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
                                gemm_partials=gemm_partials, catalog=catalog)
     ctx = make_context()
 
-    def run_timed(chosen: IpuPipelinePass) -> None:  # the timed pipeline, stage by stage
-        stages = timer.pipeline([chosen]).passes
+    def run_timed(stages: Sequence[ModulePass]) -> None:  # the pipeline's stages, timed
+        timer.adopt(stages, pipeline.name)
         previous = None
         for stage in progress(stages, "compile", len(stages)):
             timer.callback(previous, module, stage)
@@ -104,9 +106,9 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "re
             previous = stage
         timer.callback(previous, module, None)
 
-    pipeline.run_with_fallback(module, run_timed)
+    chosen = pipeline.run_with_fallback(module, run_timed)
     package = timer.time("build-package", lambda: build_package(module, with_assembly, progress))
-    package.pipeline = str(pipeline.pipeline_pass_spec())
+    package.pipeline = str(chosen.pipeline_pass_spec())  # the fallback that compiled it
     return package
 
 

@@ -55,6 +55,11 @@ class PassTimer:
         self._parents = {id(p): (parent, run) for p, parent, run in flat}
         return PassPipeline(tuple(p for p, _, _ in flat), self.callback)
 
+    def adopt(self, stages: Sequence[ModulePass], parent: str) -> None:
+        """Time `stages`, run by the caller through `callback`, as stages of the pipeline pass
+        `parent` (a pipeline that runs some stages again, such as `ipu-pipeline`'s fallbacks)."""
+        self._parents.update({id(stage): (parent, 0) for stage in stages})
+
     def callback(self, previous: ModulePass | None, module: ModuleOp,
                  upcoming: ModulePass | None) -> None:
         if previous is not None and self.verify:  # a broken stage is caught where it broke

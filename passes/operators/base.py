@@ -27,6 +27,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, TileSetAttr
+from passes.operators.resident import ResidentMemory
+from planning.shard_geometry import geometry
 
 
 def max_latency(target: Target, tiles: int) -> int:
@@ -68,6 +70,8 @@ class SelectionContext:
     inputs: str  # graph-input policy: consumer (host writes the plan's format) or row_major
     target: Target
     catalog: tuple[str, ...]  # GEMM catalog names (the other operators have no catalog yet)
+    # what tile 0 holds besides the op's plan at its position (`passes/operators/resident.py`)
+    resident: ResidentMemory = field(default_factory=ResidentMemory)
     # where plans free to start at any tile (pointwise) may go; None: every plan from tile 0
     spreading: Spreading | None = field(default=None, compare=False)
 
@@ -116,6 +120,10 @@ class GraphLowering(Protocol):
     (`passes.graph_to_mid.FunctionLowering`): a region op lowers its body with it."""
 
     config: mid.PipelineConfigAttr
+    # store a repeat's large sequences spread over the chip, fetching each iteration's element
+    # (graph-to-mid{spread-sequences=true}, the pipeline's last memory fallback)
+    spread_sequences: bool
+    spread_saving: int  # bytes tile 0 must hold fewer (graph-to-mid{spread-saving}); 0: a budget
 
     def lower_block(self, block: Block) -> None: ...
 
@@ -192,6 +200,15 @@ class Operator(ABC):
                   plan: mid.OperatorPlanAttr) -> Operation:
         """The mid op for `op` with its operands already in the plan's formats."""
         raise NotImplementedError  # conversions are inserted, never selected
+
+    def plan_tile_bytes(self, op: Operation, plan: mid.OperatorPlanAttr, target: Target) -> int:
+        """Bytes the plan's busiest tile holds for `op` (what memory-aware selection counts
+        it for, `passes/operators/resident.py`): its operands' and result's shards; an
+        operator with scratch buffers says more."""
+        names = (*self.plan_operand_names(op), "out")
+        values = (*op.operands, op.results[0])
+        return sum(geometry(tensor_type(v).get_shape(), plan.operand_plan(n).format).shard_bytes()
+                   for n, v in zip(names, values, strict=True))
 
     # ---- mid-to-tile ----------------------------------------------------------------------
     @abstractmethod

@@ -97,7 +97,7 @@ def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | No
         fmt = value_type.encoding
         assert isinstance(fmt, mid.TensorFormatAttr)
         needed += geometry(value_type.get_shape(), fmt).shard_bytes()
-    available = target.sram_bytes - target.code_region_bytes
+    available = target.usable_bytes
     if needed <= available:
         return None
     return (f"a tile holding its shards needs {needed} bytes, tile memory holds {available} "

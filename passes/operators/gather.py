@@ -4,18 +4,23 @@ Input shard `s` (on tile `s`, replica 0) holds real elements for the result tile
 (its box, the result tile's box and the logical extent meet; `shard_receivers`). Its
 elements need only go to `D(s)`, and shards whose receivers differ can travel in the same
 exchange phase. `plan_rounds` looks, in NumPy at compile time, for a split of the P shard
-indices into R rounds of G groups,
+indices into R rounds of G groups, with the group index a digit of the shard index whose
+`inner` (L, dividing R) less significant shards are rounds:
 
-    s(r, g) = g * R + r   (groups outer)   or   s(r, g) = r * G + g   (groups inner),
+    s(r, g) = (r // L) * G * L + g * L + r % L
 
-such that the first tile of `D(s)` is an affine shift `c + kr * r + kg * g`, and such that,
-with BASE the union of every `D(s)` moved back by its shift, no tile receives for two groups
-of one round (a group's sender among its own destinations receives nothing; it may receive
-for another group: full duplex). A shard without real elements (all padding) takes the
-shift the formula gives it and is taken by nobody. The split with the fewest rounds wins,
-then the one with the smallest BASE. Failing all, one shard per round to the union of all `D(s)`
-(shift 0) is a split. Shards past the last one with real elements (the all-padding tail of a
-padded cut) are not sent at all.
+(L = R: groups outer, s = g * R + r; L = 1: groups inner, s = r * G + g; in between, the
+group digit sits in the middle: a `[B, 12 x 32, 12 x 64]` GEMM output gathered into rows
+has 12 row blocks that can go at once, and they are the middle digit of s = 144 b + 12 i +
+j), such that the first tile of `D(s)` is an affine shift `c + ko * (r // L) + ki * (r % L)
++ kg * g` (or, when no such shift matches every shard, `c + kg * g`, the rounds' differences
+taken into BASE), and such that, with BASE the union of every `D(s)` moved back by its shift,
+no tile receives for two groups of one round (a group's sender among its own destinations
+receives nothing; it may receive for another group: full duplex). A shard without real
+elements (all padding) takes the shift the formula gives it and is taken by nobody. The
+split with the fewest rounds wins, then the one with the smallest BASE. Failing all, one
+shard per round to the union of all `D(s)` (shift 0) is a split. Shards past the last one
+with real elements (the all-padding tail of a padded cut) are not sent at all.
 
 E.g. on 64 tiles the row-major `[64, 256]` activation (one row per tile) into the grid GEMM's
 `amp_left` format (8 tiles: 4 row blocks x 2 column halves): D(s) = {2 (s // 16),
@@ -45,9 +50,9 @@ shard `s` leaves from tile `sender_offset + s` and result shard `t` is on tile
 case the examples above describe). The lowering adds `tile_base` back.
 
 Not covered, the serial gather of `conversions.lower_gather` runs: layout ops (`gather_view`
-with an index view: `D(s)` is not a box intersection). An irregular structure (the first
-receiver not affine in (r, g) for any split, e.g. input shards that straddle two result
-shards on some tiles only) takes the one-shard-per-round split above.
+with an index view: `D(s)` is not a box intersection). An irregular structure (no split
+whose rounds' receivers are disjoint, e.g. every shard needed on every result tile) takes the
+one-shard-per-round split above.
 """
 
 from __future__ import annotations
@@ -74,9 +79,31 @@ from planning.shard_geometry import ShardGeometry
 COPY_KERNEL = "copy_words"
 
 
-def shard_index(r, g, rounds: int, groups: int, groups_outer: bool):
-    """The input shard group `g` sends in round `r`, for ints, NumPy arrays or affine exprs."""
-    return g * rounds + r if groups_outer else r * groups + g
+def round_digits(r, rounds: int, inner: int):
+    """(r // inner, r % inner) for ints, NumPy arrays or affine exprs; a digit that is always
+    0 (inner = 1 or inner = rounds) is the int 0, so no map holds a `floordiv 1`."""
+    outer = 0 if inner == rounds else (r if inner == 1 else r // inner)
+    return outer, (0 if inner == 1 else (r if inner == rounds else r % inner))
+
+
+def scaled(term, k: int):
+    """`term * k`, without a `* 1` in a map."""
+    return term if k == 1 else term * k
+
+
+def shard_index(r, g, rounds: int, groups: int, inner: int):
+    """The input shard group `g` sends in round `r` (module doc), for ints, NumPy arrays or
+    affine exprs."""
+    outer, low = round_digits(r, rounds, inner)
+    terms = [scaled(term, k) for term, k, used in ((outer, groups * inner, inner < rounds),
+                                                   (g, inner, groups > 1), (low, 1, inner > 1))
+             if used]
+    if not terms:
+        return r  # one round of one group: shard 0, which r is
+    total = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
 
 
 @dataclass(frozen=True)
@@ -85,8 +112,9 @@ class GatherRounds:
 
     rounds: int
     groups: int
-    groups_outer: bool  # s = g * rounds + r; else s = r * groups + g
-    shift: tuple[int, int, int]  # c, kr, kg: the first destination tile of group g in round r
+    inner: int  # L: s = (r // L) * groups * L + g * L + r % L (L = rounds: groups outer)
+    shift: tuple[int, int, int, int]  # c, ko, ki, kg: group g's first destination tile in
+    # round r is c + ko * (r // L) + ki * (r % L) + kg * g
     base: tuple[int, ...]  # destination tiles of a group with shift 0
     copiers: tuple[int, ...]  # the senders that hold elements of their own shard
     has_traffic: bool  # some receiver other than its sender
@@ -94,16 +122,19 @@ class GatherRounds:
     sender_offset: int = 0  # shard s leaves from tile tile_base + sender_offset + s
 
     # -- affine maps of (r, g) -------------------------------------------------------------
+    @property
+    def groups_outer(self) -> bool:
+        """s = g * rounds + r (the group is the most significant digit)."""
+        return self.inner == self.rounds
+
     def shard_expr(self) -> AffineExpr:
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        if self.groups == 1 or self.rounds == 1:  # the other index is always 0
-            return r if self.groups == 1 else g
-        return shard_index(r, g, self.rounds, self.groups, self.groups_outer)
+        return shard_index(r, g, self.rounds, self.groups, self.inner)
 
     def sent_shards(self) -> np.ndarray:
         """[rounds, groups]: the shard sent by each group in each round."""
         r, g = np.meshgrid(np.arange(self.rounds), np.arange(self.groups), indexing="ij")
-        return shard_index(r, g, self.rounds, self.groups, self.groups_outer)
+        return shard_index(r, g, self.rounds, self.groups, self.inner)
 
     def shard_map(self) -> AffineMap:
         return AffineMap(2, 0, (self.shard_expr(),))
@@ -117,9 +148,11 @@ class GatherRounds:
         return TileSetAttr.of([self.tile_base + t for t in self.copiers])
 
     def shift_map(self) -> AffineMap:
-        c, kr, kg = self.shift
+        c, ko, ki, kg = self.shift
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        terms = [index * k for index, k in ((r, kr), (g, kg)) if k]
+        outer, low = round_digits(r, self.rounds, self.inner)
+        terms = [index * k for index, k in ((outer, ko), (low, ki), (g, kg))
+                 if k and not isinstance(index, int)]
         terms += [AffineExpr.constant(c)] if c or not terms else []
         expr = terms[0]
         for term in terms[1:]:
@@ -149,14 +182,45 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def fit_shift(r: np.ndarray, g: np.ndarray, first: np.ndarray) -> tuple[int, int, int] | None:
-    """Integers (c, kr, kg) with c + kr * r + kg * g == first at every point, or None."""
-    design = np.stack([np.ones_like(r), r, g], axis=1).astype(np.float64)
+Shift = tuple[int, int, int, int]  # c, ko, ki, kg (GatherRounds.shift)
+
+
+def fit_shift(outer: np.ndarray, low: np.ndarray, g: np.ndarray,
+              first: np.ndarray) -> Shift | None:
+    """Integers (c, ko, ki, kg) with c + ko * outer + ki * low + kg * g == first at every
+    point, or None."""
+    if first.size == 0:
+        return 0, 0, 0, 0
+    design = np.stack([np.ones_like(g), outer, low, g], axis=1).astype(np.float64)
     solution = np.linalg.lstsq(design, first.astype(np.float64), rcond=None)[0]
-    c, kr, kg = (round(float(v)) for v in solution)
-    if np.array_equal(c + kr * r + kg * g, first):
-        return c, kr, kg
+    c, ko, ki, kg = (round(float(v)) for v in solution)
+    if np.array_equal(c + ko * outer + ki * low + kg * g, first):
+        return c, ko, ki, kg
     return None
+
+
+def group_shift(g: np.ndarray, first: np.ndarray) -> Shift | None:
+    """A shift by the group alone, `c + kg * g`, for receivers whose first tile is no affine
+    function of the round's digits (e.g. 64-column blocks into 3-column shards: tile
+    floor(64 j / 3)): the rounds' differences go into BASE. `kg` is the least-squares slope,
+    `c` keeps every shard's receivers at or after its shift; None for one group (where the
+    one-shard-per-round split already covers it)."""
+    if first.size == 0 or np.unique(g).size < 2:
+        return None
+    slope = np.polyfit(g.astype(np.float64), first.astype(np.float64), 1)[0]
+    kg = round(float(slope))
+    return int((first - kg * g).min()), 0, 0, kg
+
+
+def choose_shift(outer: np.ndarray, low: np.ndarray, g: np.ndarray,
+                 first: np.ndarray) -> list[Shift]:
+    """The shifts `try_split` tries, best first: the exact affine one when there is one, else
+    the group-only one."""
+    exact = fit_shift(outer, low, g, first)
+    if exact is not None:
+        return [exact]
+    by_group = group_shift(g, first)
+    return [] if by_group is None else [by_group]
 
 
 @dataclass
@@ -213,28 +277,43 @@ class ShardNeeds:
         return (np.flatnonzero(np.cumsum(steps)[:-1] > 0) + origin).astype(low.dtype, copy=False)
 
 
-def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, groups_outer: bool,
-              fixed_shift: tuple[int, int, int] | None = None,
-              sender_offset: int = 0) -> GatherRounds | None:
-    """The split (rounds x groups) of the shards if its receivers are a valid plan; the
-    shift is fitted to the first receivers unless `fixed_shift` is given. `sender_offset`
-    must be the one `need` was made with."""
+def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, inner: int,
+              fixed_shift: Shift | None = None, sender_offset: int = 0) -> GatherRounds | None:
+    """The split (rounds x groups, `inner` rounds per group digit) of the shards if its
+    receivers are a valid plan; the shift is fitted to the first receivers (`choose_shift`)
+    unless `fixed_shift` is given. `sender_offset` must be the one `need` was made with."""
     needs = need if isinstance(need, ShardNeeds) else ShardNeeds.of(need, sender_offset)
-    tiles = needs.tiles
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
-    shard = shard_index(r, g, rounds, groups, groups_outer)  # [R, G]
+    shard = shard_index(r, g, rounds, groups, inner)  # [R, G]
+    outer, low = (np.broadcast_to(np.asarray(d), r.shape) for d in round_digits(r, rounds, inner))
+    if fixed_shift is not None:
+        candidates = [fixed_shift]
+    else:
+        real = needs.real[shard]
+        candidates = choose_shift(outer[real], low[real], g[real], needs.first[shard][real])
+    for shift in candidates:
+        plan = split_with_shift(needs, rounds, groups, inner, shard, (outer, low, g), shift,
+                                sender_offset)
+        if plan is not None:
+            return plan
+    return None
+
+
+def split_with_shift(needs: ShardNeeds, rounds: int, groups: int, inner: int,
+                     shard: np.ndarray, digits: tuple[np.ndarray, np.ndarray, np.ndarray],
+                     shift: Shift, sender_offset: int = 0) -> GatherRounds | None:
+    """`try_split`'s checks of one shift: destinations inside the tiles, no tile receiving for
+    two groups of a round, copiers whose slot no other group fills."""
+    tiles = needs.tiles
+    c, ko, ki, kg = shift
+    outer, low, g = digits
+    shifts = c + ko * outer + ki * low + kg * g
     s = shard + sender_offset  # the sending tiles
-    real = needs.real[shard]
-    shift = fixed_shift or fit_shift(r[real], g[real], needs.first[shard][real])
-    if shift is None:
-        return None
-    c, kr, kg = shift
-    shifts = c + kr * r + kg * g
     shard_shift = np.empty(shard.size, dtype=shifts.dtype)  # the shift of each shard
     shard_shift[shard.reshape(-1)] = shifts.reshape(-1)
     base = needs.base(shard_shift)
-    low, high = needs.results  # every group's destinations hold the result
-    if base.min() + shifts.min() < low or base.max() + shifts.max() >= high:
+    first_result, end_result = needs.results  # every group's destinations hold the result
+    if base.min() + shifts.min() < first_result or base.max() + shifts.max() >= end_result:
         return None
     if int(base[-1]) - int(base[0]) + 1 == base.size:  # every group sends to an interval
         disjoint = disjoint_split(base, shifts, s, needs.own[shard], tiles)
@@ -242,7 +321,7 @@ def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, groups_ou
             own, has_traffic = disjoint
             if own is None:
                 return None
-            return GatherRounds(rounds, groups, groups_outer, shift,
+            return GatherRounds(rounds, groups, inner, shift,
                                 tuple(int(t) for t in base), own, has_traffic,
                                 sender_offset=sender_offset)
     destinations = base[None, None, :] + shifts[..., None]  # [R, G, |BASE|]
@@ -253,7 +332,7 @@ def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, groups_ou
     own = copiers(needs.own[shard], s, keys, tiles)
     if own is None:
         return None
-    return GatherRounds(rounds, groups, groups_outer, shift, tuple(int(t) for t in base),
+    return GatherRounds(rounds, groups, inner, shift, tuple(int(t) for t in base),
                         own, bool(receives.any()), sender_offset=sender_offset)
 
 
@@ -337,18 +416,21 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
         wide[:, receivers:receivers + need.shape[1]] = need
         need = wide
     needs = ShardNeeds.of(need, senders, (receivers, receivers + b.tiles_used))
+    fewest = fewest_rounds(need, senders)
     best: GatherRounds | None = None
     for groups in reversed(divisors(shards)):
         rounds = shards // groups
         if best is not None and rounds > best.rounds:
             break
-        for outer in (True, False) if 1 < groups < shards else (True,):
-            plan = try_split(needs, rounds, groups, outer, sender_offset=senders)
+        if rounds < fewest:  # some tile would receive two shards in one round
+            continue
+        for inner in inner_extents(rounds, groups):
+            plan = try_split(needs, rounds, groups, inner, sender_offset=senders)
             if plan is not None and (best is None or (plan.rounds, len(plan.base))
                                      < (best.rounds, len(best.base))):
                 best = plan
     # one shard per round to every tile that needs any: no affine shift needed
-    best = best or try_split(needs, shards, 1, True, fixed_shift=(0, 0, 0),
+    best = best or try_split(needs, shards, 1, shards, fixed_shift=(0, 0, 0, 0),
                              sender_offset=senders)
     if best is None or not (senders or receivers):
         return best
@@ -359,10 +441,32 @@ def with_base_received(plan: GatherRounds) -> GatherRounds:
     """The same plan with BASE moved by the smallest shift of any group (and the shifts back
     by it): BASE is then the destinations of that group, result tiles all (a `tile.exchange`
     must name tiles that hold its destination)."""
-    c, kr, kg = plan.shift
-    least = c + min(0, kr * (plan.rounds - 1)) + min(0, kg * (plan.groups - 1))
-    return dataclasses.replace(plan, shift=(c - least, kr, kg),
+    c, ko, ki, kg = plan.shift
+    outers = plan.rounds // plan.inner
+    least = (c + min(0, ko * (outers - 1)) + min(0, ki * (plan.inner - 1))
+             + min(0, kg * (plan.groups - 1)))
+    return dataclasses.replace(plan, shift=(c - least, ko, ki, kg),
                                base=tuple(t + least for t in plan.base))
+
+
+def inner_extents(rounds: int, groups: int) -> list[int]:
+    """The `inner` extents a split of `rounds` x `groups` can have, in the order `plan_rounds`
+    tries them (the first of equal plans wins): groups outer, groups inner, then the group
+    digit in the middle, from the least significant position up."""
+    if groups == 1 or rounds == 1:  # every extent gives the same shards
+        return [rounds]
+    return [rounds, 1, *(d for d in divisors(rounds) if 1 < d < rounds)]
+
+
+def fewest_rounds(need: np.ndarray, sender_offset: int = 0) -> int:
+    """A lower bound on any split's rounds: a tile receives one shard per round, and every
+    shard it needs but its own (a sender copies its own shard, it does not receive it; shard
+    s leaves from tile `sender_offset + s`)."""
+    shards, tiles = need.shape
+    received = need.sum(axis=0)
+    own = np.arange(max(0, min(shards, tiles - sender_offset)))
+    received[own + sender_offset] -= need[own, own + sender_offset]
+    return int(received.max(initial=0))
 
 
 @dataclass

@@ -15,6 +15,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
 from device.layouts import AMP_BLOCK
+from device.target import Target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import value_label
 from passes.operators.base import Operator, SelectionContext, tensor_type
@@ -27,9 +28,9 @@ from passes.operators.tile_maps import (
     refuse_first_tiles,
     tensor_format,
 )
-from planning.gemm_fold import NotAFold, folded_type, plan_fold, refold_plan
+from planning.gemm_fold import folded_type, plan_fold, refold_plan
 from planning.gemm_problem import GemmProblem, catalog_entries
-from planning.gemm_selection import select_gemm_plan
+from planning.gemm_selection import Evaluation, row_tile_memory, select_gemm_plan
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
@@ -51,15 +52,34 @@ class GemmOperator(Operator):
     operand_names = ("lhs", "rhs")
     honours_first_tile = True  # the row plan does; `lower_gemm` refuses the others' first tiles
 
+    def __init__(self) -> None:
+        # the busiest tile's bytes of each chosen plan (`plan_tile_bytes`), by plan and problem
+        self.chosen_bytes: dict[tuple[mid.OperatorPlanAttr, GemmProblem], int] = {}
+
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
-        assert isinstance(op, graph.GemmOp)
-        problem = GemmProblem.from_types(
-            tensor_type(op.lhs), tensor_type(op.rhs), tensor_type(op.result),
-            op.transpose_lhs is not None, op.transpose_rhs is not None,
-        )
-        return select_gemm_plan(
+        problem = problem_of(op)
+        shapes = [tensor_type(v).get_shape() for v in op.operands]
+
+        # one memory element of the room is left for placement's own constraints (buffers
+        # kept in distinct elements, exchanged buffers away from the rows' elements)
+        room = ctx.target.sram_bytes - ctx.target.code_region_bytes - ctx.target.element_bytes
+
+        def fits(evaluation: Evaluation) -> bool:  # beside what tile 0 already holds
+            formats = [evaluation.plan.operand_plan(n).format for n in self.operand_names]
+            return ctx.resident.fits(row_tile_memory(evaluation, ctx.target), formats, shapes,
+                                     room)
+
+        chosen = select_gemm_plan(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
-        ).plan
+            fits,
+        )
+        self.chosen_bytes[chosen.plan, problem] = row_tile_memory(chosen, ctx.target)
+        return chosen.plan
+
+    def plan_tile_bytes(self, op: Operation, plan: mid.OperatorPlanAttr, target: Target) -> int:
+        """Its buffers on the busiest tile, staging slots and partials included."""
+        known = self.chosen_bytes.pop((plan, problem_of(op)), None)
+        return super().plan_tile_bytes(op, plan, target) if known is None else known
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:
@@ -70,6 +90,19 @@ class GemmOperator(Operator):
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.GemmOp)
         return lower_gemm(op, lowering)
+
+
+def gemm_problem(op: graph.GemmOp | mid.GemmOp, lhs: TensorType, rhs: TensorType,
+                 out: TensorType) -> GemmProblem:
+    """The GEMM `op` asks for, its operands typed `lhs`, `rhs`, `out`."""
+    return GemmProblem.from_types(lhs, rhs, out, op.transpose_lhs is not None,
+                                  op.transpose_rhs is not None)
+
+
+def problem_of(op: Operation) -> GemmProblem:
+    """The GEMM a `graph.gemm` asks for."""
+    assert isinstance(op, graph.GemmOp)
+    return gemm_problem(op, tensor_type(op.lhs), tensor_type(op.rhs), tensor_type(op.result))
 
 
 def lower_gemm(op: mid.GemmOp, lowering: TileLowering) -> list[Operation]:
@@ -111,9 +144,8 @@ def lower_gemm(op: mid.GemmOp, lowering: TileLowering) -> list[Operation]:
     lower = LOWERINGS[dispatch.kind.data]
     operands = GemmOperands.of(op)
     try:
-        fold = plan_fold(plan, operands.lhs, operands.rhs, operands.out,
-                         op.transpose_lhs is not None)
-    except NotAFold as reason:
+        fold = plan_fold(plan, gemm_problem(op, operands.lhs, operands.rhs, operands.out))
+    except ValueError as reason:  # NotAFold, or a problem no plan runs (an extent 0)
         raise PassFailedException(f"{name}: {reason}") from None
     if fold is not None or dispatch.kind.data != mid.DispatchKind.GEMM_BLOCKS:
         refuse_first_tiles(op, "mid.gemm plans other than the unfolded row plan (gemm_blocks)")

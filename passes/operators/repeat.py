@@ -39,11 +39,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import StringAttr, TensorType, UnrealizedConversionCastOp
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from device.target import get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from ipu_dialects.tile import (
@@ -59,6 +60,7 @@ from passes.operators.base import GraphLowering, Operator, TileLowering, tensor_
 from passes.operators.formats import (
     is_graph_tensor,
     row_major_format,
+    split_format,
     tensor_format_of,
     with_format,
 )
@@ -70,6 +72,10 @@ YIELD_COPY_REASON = (
 SWAP_REASON = ("save a carried value that another carried slot takes before its own slot is "
                "overwritten (the yield assigns every slot at once)")
 CARRY_IN_REASON = "copy the initial carried value into the repeat's carried buffer"
+# Sequences stored in their elements' formats may hold this fraction of tile 0's memory (outside
+# the code region); past it the largest are stored spread (`spread_sequences`).
+SEQUENCE_BUDGET = 0.25
+SPREAD_SHARD_BYTES = 256  # a spread element's shards are at least this big (fewer gathers)
 SEQUENCE_STAGING_REASON = (
     "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so "
     "that the exchange's rows are the same in every iteration")
@@ -104,6 +110,8 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
             assert isinstance(arg.type, TensorType)
             fmt = row_major_format(arg.type, lowering.config.indivisible.data)
             Rewriter.replace_value_with_new_type(arg, with_format(arg.type, fmt))
+    if lowering.spread_sequences:
+        spread_sequences(lowering, op)
     terminator = block.last_op
     assert isinstance(terminator, graph.YieldOp)
     carried_formats = [tensor_format_of(a) for a in op.carried_args]  # every arg has one now
@@ -123,6 +131,82 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
         new.name_hint = old.name_hint
     new_op.location = op.location
     Rewriter.replace_op(op, new_op)
+
+
+def stacked_bytes(arg: SSAValue, count: int) -> int:
+    """Bytes the sequence of body argument `arg` takes on tile 0 when stored in the element's
+    format (`normalize-repeats`: every tile holds its shard of every element; tile 0 holds a
+    shard of every format)."""
+    arg_type = tensor_type(arg)
+    return count * geometry(arg_type.get_shape(), tensor_format_of(arg)).shard_bytes()
+
+
+def spread_format(arg_type: TensorType, tiles: int, indivisible: str) -> mid.TensorFormatAttr:
+    """An element format that cuts its leading axis into as many equal shards as there are
+    tiles for, each at least `SPREAD_SHARD_BYTES` (a sequence stored in it holds little on
+    any one tile)."""
+    shape = arg_type.get_shape()
+    element = geometry(shape, row_major_format(arg_type, indivisible))
+    if not shape:
+        return row_major_format(arg_type, indivisible)
+    most = max(1, min(tiles, shape[0], element.shard_bytes() // SPREAD_SHARD_BYTES))
+    # equal shards of a power-of-two number of rows (they tile the AMP's 64-row blocks), which
+    # the fetch's gather sends in few rounds; else any equal shards
+    equal = [p for p in range(1, most + 1) if shape[0] % p == 0]
+    aligned = [p for p in equal if (shape[0] // p) & (shape[0] // p - 1) == 0]
+    parts = max(aligned or equal)
+    return split_format(shape, 0, parts, arg_type, indivisible)
+
+
+def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
+    """Store the largest sequences spread over the chip: each element's format starts at tile
+    0, so a stack of layers piles every layer's shard 0 there. With a `spread_saving` of N
+    bytes (what the pipeline measured tile 0 to overflow by), the largest are spread until
+    tile 0 holds N bytes fewer, counting the fetched element each adds to the body; with none,
+    until the sequences hold at most `SEQUENCE_BUDGET` of tile 0's memory. A spread
+    sequence's body argument takes `spread_format`, and a bridge at the start of the body
+    brings each iteration's element to the format its consumers' plans chose (a
+    `mid.rearrange`: the iteration's element is fetched from where it is stored)."""
+    target = get_target(lowering.config.target.data)
+    tiles, indivisible = lowering.config.tiles.data, lowering.config.indivisible.data
+    budget = (target.sram_bytes - target.code_region_bytes) * SEQUENCE_BUDGET
+    count = op.count.value.data
+    # each has its first consumer's format by now; one that a nested repeat iterates has a
+    # provisional one (normalize-repeats stores it as blocks of the inner elements' blocks)
+    args = [a for a in op.sequence_args
+            if not any(isinstance(u.operation, mid.RepeatOp) for u in a.uses)]
+    sizes = {a: stacked_bytes(a, count) for a in args}
+    total, saved = sum(sizes.values()), 0
+    for arg in sorted(args, key=lambda a: -sizes[a]):
+        if (saved >= lowering.spread_saving if lowering.spread_saving > 0 else total <= budget):
+            return
+        arg_type = tensor_type(arg)
+        wanted = tensor_format_of(arg)
+        spread = spread_format(arg_type, tiles, indivisible)
+        spread_bytes = count * geometry(arg_type.get_shape(), spread).shard_bytes()
+        if spread == wanted or spread_bytes >= sizes[arg]:
+            continue  # stored spread it would hold no less on tile 0: no fetch
+        fetch_sequence_element(op, arg, spread)
+        total += spread_bytes - sizes[arg]
+        saved += sizes[arg] - spread_bytes - geometry(arg_type.get_shape(), wanted).shard_bytes()
+
+
+def fetch_sequence_element(op: graph.RepeatOp, arg: BlockArgument,
+                           spread: mid.TensorFormatAttr) -> None:
+    """Store the sequence of body argument `arg` in `spread` and bring each iteration's element
+    to the format its consumers chose, through a bridge at the start of the body."""
+    arg_type = tensor_type(arg)
+    wanted = tensor_format_of(arg)
+    spread_arg = Rewriter.replace_value_with_new_type(arg, with_format(arg_type, spread))
+    bridge = UnrealizedConversionCastOp.get([spread_arg], [with_format(arg_type, wanted)])
+    bridge.results[0].name_hint = f"{spread_arg.name_hint or 'element'}_fetched"
+    bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
+        f"{repeat_label(op)} body (its element of this iteration)")
+    bridge.location = op.location
+    Rewriter.insert_op(bridge, InsertPoint.at_start(op.body.block))
+    fetched = bridge.results[0]
+    for use in [u for u in spread_arg.uses if u.operation is not bridge]:
+        use.operation.operands[use.index] = fetched
 
 
 def typed_sequence(lowering: GraphLowering, op: graph.RepeatOp, index: int) -> SSAValue:

@@ -104,20 +104,31 @@ def test_the_screened_iterations_are_those_with_a_problem():
 
 
 # ---- the gather planner ---------------------------------------------------------------------
-def reference_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bool,
+def reference_split(need: np.ndarray, rounds: int, groups: int, inner: int,
                     fixed_shift=None):
     """`gather.try_split` as first written: every (round, group, tile) materialized."""
-    tiles = need.shape[1]
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
-    s = gather.shard_index(r, g, rounds, groups, groups_outer)
+    s = gather.shard_index(r, g, rounds, groups, inner)
+    outer, low = r // inner, r % inner
     wanted = need[s]
     real = wanted.any(axis=2)
     first = wanted.argmax(axis=2)
-    shift = fixed_shift or gather.fit_shift(r[real], g[real], first[real])
-    if shift is None:
-        return None
-    c, kr, kg = shift
-    shifts = c + kr * r + kg * g
+    shifts = ([fixed_shift] if fixed_shift else
+              gather.choose_shift(outer[real], low[real], g[real], first[real]))
+    for shift in shifts:
+        split = reference_split_with(need, rounds, groups, inner, shift)
+        if split is not None:
+            return split
+    return None
+
+
+def reference_split_with(need: np.ndarray, rounds: int, groups: int, inner: int, shift):
+    tiles = need.shape[1]
+    r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
+    s = gather.shard_index(r, g, rounds, groups, inner)
+    wanted = need[s]
+    c, ko, ki, kg = shift
+    shifts = c + ko * (r // inner) + ki * (r % inner) + kg * g
     round_at, group_at, tile_at = np.nonzero(wanted)
     base = np.unique(tile_at - shifts[round_at, group_at])
     destinations = base[None, None, :] + shifts[..., None]
@@ -128,9 +139,11 @@ def reference_split(need: np.ndarray, rounds: int, groups: int, groups_outer: bo
     if np.unique(keys).size != keys.size:
         return None
     own = (s < tiles) & wanted[r, g, np.minimum(s, tiles - 1)]
-    if not own.any() or np.isin(r[own] * tiles + s[own], keys).any():
+    # no sender holding its own shard needs no local copy (formats whose tiles do not meet,
+    # `first_tile`): every receiver takes what it got
+    if own.any() and np.isin(r[own] * tiles + s[own], keys).any():
         return None
-    return (rounds, groups, groups_outer, shift, tuple(int(t) for t in base),
+    return (rounds, groups, inner, shift, tuple(int(t) for t in base),
             tuple(int(t) for t in np.unique(s[own])), bool(receives.any()))
 
 
@@ -166,13 +179,13 @@ def test_every_split_is_judged_as_the_plain_planner_judges_it():
         need = need[:real[-1] + 1]
         shards = need.shape[0]
         needs = gather.ShardNeeds.of(need)
-        splits = [(shards // groups, groups, outer) for groups in gather.divisors(shards)
-                  for outer in ((True, False) if 1 < groups < shards else (True,))]
-        for rounds, groups, outer in splits:
-            plan = gather.try_split(needs, rounds, groups, outer)
-            got = None if plan is None else (plan.rounds, plan.groups, plan.groups_outer,
+        splits = [(shards // groups, groups, inner) for groups in gather.divisors(shards)
+                  for inner in gather.inner_extents(shards // groups, groups)]
+        for rounds, groups, inner in splits:
+            plan = gather.try_split(needs, rounds, groups, inner)
+            got = None if plan is None else (plan.rounds, plan.groups, plan.inner,
                                               plan.shift, plan.base, plan.copiers,
                                               plan.has_traffic)
-            assert got == reference_split(need, rounds, groups, outer), (need, rounds, groups)
-        plan = gather.try_split(needs, shards, 1, True, fixed_shift=(0, 0, 0))
-        assert (plan is None) == (reference_split(need, shards, 1, True, (0, 0, 0)) is None)
+            assert got == reference_split(need, rounds, groups, inner), (need, rounds, groups)
+        plan = gather.try_split(needs, shards, 1, shards, fixed_shift=(0, 0, 0, 0))
+        assert (plan is None) == (reference_split(need, shards, 1, shards, (0, 0, 0, 0)) is None)

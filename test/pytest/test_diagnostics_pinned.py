@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCE_DIRS = ("ipu_dialects", "passes", "tools", "device", "interpreters", "frontend")
+SOURCE_DIRS = ("ipu_dialects", "passes", "planning", "tools", "device", "interpreters", "frontend")
 TEST_SUFFIXES = (".py", ".mlir", ".s", ".txt")
 MIN_FRAGMENT = 8
 PUNCTUATION = " :;,.'\"()[]{}"

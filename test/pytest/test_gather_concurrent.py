@@ -24,7 +24,7 @@ from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep, KernelStep, Package
 from ipu_dialects.tile import ExchangeOp, LoopOp
 from passes import get_all_passes
-from passes.operators.gather import plan_rounds
+from passes.operators.gather import plan_rounds, shard_receivers
 from planning.shard_geometry import ShardGeometry
 from tools.ipu_run import make_context
 from tools.package_writer import build_package
@@ -110,7 +110,29 @@ def fp8_rank3(tiles: int):
                     tiles), tiles)
 
 
+def batched_blocks_to_rows(tiles: int):
+    """A batched GEMM's output blocks (s = 16 b + 4 i + j over 2 x 4 x 4 blocks) into one row
+    of every batch per tile (BERT's GEMM output into its layer norm): the 4 row blocks i,
+    the middle digit of s, go at once, 8 rounds instead of the serial 32."""
+    return case((2, 64, 64), "f16",
+                fmt("f16", "row_major", "1 x 2 pad, 16 x 4 pad, 16 x 4 pad", tiles),
+                fmt("f16", "row_major", f"2 x 1 pad, 1 x {tiles} pad, 64 x 1 pad", tiles),
+                tiles)
+
+
+def thin_columns_to_blocks(tiles: int):
+    """3-column shards into 8-column blocks of 2 row blocks (BERT's MLP activation into its
+    second GEMM): shard j's first block floor(3 j / 8) is affine in no split, but the first 8
+    shards and the last 8 meet disjoint blocks (0..2 and 3..5): 2 groups of 8 rounds, a shift
+    by the group alone, instead of the serial 16."""
+    return case((1, 32, 48), "f16",
+                fmt("f16", "row_major", "1 x 1 pad, 32 x 1 pad, 3 x 16 pad", tiles),
+                fmt("f16", "row_major", "1 x 1 pad, 16 x 2 pad, 8 x 6 pad", tiles), tiles)
+
+
 CASES = {
+    "batched_blocks_to_rows": batched_blocks_to_rows,
+    "thin_columns_to_blocks": thin_columns_to_blocks,
     "rows_to_amp_left": rows_to_amp_left,
     "amp_output_to_rows": amp_output_to_rows,
     "amp_output_to_columns": amp_output_to_columns,
@@ -122,7 +144,7 @@ CASES = {
 }
 # the fewest tiles each case's fixed partitionings fit on
 MIN_TILES = {"rows_to_amp_left": 8, "amp_output_to_columns": 8, "columns_to_amp_left": 16,
-             "padded_rows": 8}
+             "padded_rows": 8, "batched_blocks_to_rows": 64, "thin_columns_to_blocks": 16}
 RUNS = [(name, tiles) for name in sorted(CASES) for tiles in (4, 8, 16, 64)
         if tiles >= MIN_TILES.get(name, 4)]
 
@@ -192,6 +214,8 @@ def test_a_concurrent_gather_moves_every_element(name, tiles):
     ("amp_output_to_columns", 64, 2, 4, True),
     ("columns_to_amp_left", 64, 2, 32, True),  # each shard to one tile of each grid row
     ("replicated_result", 16, 1, 4, False),  # every tile needs every shard
+    ("batched_blocks_to_rows", 64, 4, 8, True),  # the group digit in the middle of s
+    ("thin_columns_to_blocks", 16, 2, 8, True),  # shifted by the group alone
 ])
 def test_shards_with_disjoint_receivers_share_a_phase(name, tiles, groups, rounds, duplex):
     module = scheduled(CASES[name](tiles))
@@ -256,4 +280,44 @@ def test_plan_rounds_splits_by_grid_row():
     plan = plan_rounds(rows, grid)
     assert plan is not None
     assert (plan.rounds, plan.groups, plan.groups_outer) == (16, 4, True)
-    assert (plan.shift, plan.base, plan.copiers) == ((0, 0, 2), (0, 1), (0, 1))
+    assert (plan.shift, plan.base, plan.copiers) == ((0, 0, 0, 2), (0, 1), (0, 1))
+
+
+def bert_b8(shape: tuple[int, ...], partitions: tuple[int, ...], tiles: int) -> ShardGeometry:
+    """A format of the BERT-base layer at batch 8 (seq 384) on 1472 tiles, as its selector
+    chooses them (`bench/models.py --cases bert-base-b8`)."""
+    return ShardGeometry(shape, (1,) * len(shape), partitions, (True,) * len(shape),
+                         group=tiles, precision="f16")
+
+
+@pytest.mark.parametrize("source, result, rounds, groups", [
+    # the attention projection's output blocks (8 x 12 x 12) into rows for the layer norm:
+    # the 12 row blocks are s's middle digit
+    (((8, 384, 768), (8, 12, 12)), ((8, 384, 768), (1, 384, 1)), 96, 12),
+    # the first MLP GEMM's blocks (8 x 3 x 48) into 3-column shards on every tile (the
+    # RowsDoNotFit of gemm20 -> add21): 16 column groups, 3 blocks per group digit below them
+    (((8, 384, 3072), (8, 3, 48)), ((8, 384, 3072), (1, 1, 1472)), 72, 16),
+    # 3-column shards into the second MLP GEMM's 256-column blocks: a shift by the group only
+    (((8, 384, 3072), (1, 1, 1472)), ((8, 384, 3072), (8, 12, 12)), 256, 4),
+])
+def test_the_bert_batch_8_gathers_are_no_longer_serial(source, result, rounds, groups):
+    """These gathers were one shard per round (1152, 1152 and 1024 rounds, a row slot each:
+    18432 bytes of rows for gemm20 -> add21, more than the free row memory)."""
+    a, b = bert_b8(*source, 1472), bert_b8(*result, 1472)
+    plan = plan_rounds(a, b)
+    assert plan is not None and (plan.rounds, plan.groups) == (rounds, groups)
+    need = shard_receivers(a, b)
+    sent = plan.sent_shards()
+    assert sorted(sent.reshape(-1).tolist()) == list(range(sent.size))  # each shard once
+    c, ko, ki, kg = plan.shift
+    r, g = np.meshgrid(np.arange(plan.rounds), np.arange(plan.groups), indexing="ij")
+    shifts = c + ko * (r // plan.inner) + ki * (r % plan.inner) + kg * g
+    base = np.asarray(plan.base)
+    for round_shards, round_shifts in zip(sent, shifts, strict=True):
+        destinations = [set((base + shift).tolist()) for shift in round_shifts]
+        for shard, reached in zip(round_shards, destinations, strict=True):
+            if shard < need.shape[0]:  # every receiver of the shard hears it
+                assert set(np.flatnonzero(need[shard]).tolist()) <= reached
+        heard = [t for shard, reached in zip(round_shards, destinations, strict=True)
+                 for t in reached - {int(shard)}]
+        assert len(heard) == len(set(heard))  # no tile hears two groups of one round

@@ -4,38 +4,18 @@ candidate (compiled with `graph-to-mid{catalog=<the candidate>}`)."""
 
 import numpy as np
 import pytest
+from gemm_support import gemm_text, run_gemm
 from xdsl.parser import Parser
 
-from device.model import run_package
-from device.model.host import values_of_stored
 from device.target import IPU21
-from passes import get_all_passes
-from passes.ipu_pipeline import STAGES
 from planning.gemm_problem import GemmProblem, catalog_entries
 from planning.gemm_selection import evaluate_candidates
-from tools.ipu_run import find_function, make_context, random_inputs
-from tools.package_writer import build_package
-
-
-def gemm_text(lhs, rhs, out, element, flags=""):
-    a, b, c = (f"tensor<{'x'.join(map(str, s))}x{element}>" for s in (lhs, rhs, out))
-    return (f"func.func @g(%a: {a}, %b: {b}) -> {c} {{\n"
-            f"  %c = graph.gemm %a, %b {flags}: ({a}, {b}) -> {c}\n"
-            f"  func.return %c : {c}\n}}\n")
+from tools.ipu_run import make_context
 
 
 def modeled_cycles(text: str, tiles: int, candidate: str) -> int:
-    ctx = make_context()
-    module = Parser(ctx, text).parse_module()
-    inputs = random_inputs(find_function(module, None), seed=1)
-    registry = get_all_passes()
-    registry["graph-to-mid"]()(tiles=tiles, catalog=(candidate,)).apply(ctx, module)
-    for stage in STAGES[1:]:
-        registry[stage]()().apply(ctx, module)
-    package = build_package(module, with_assembly=False)
-    feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, inputs, strict=True)}
-    result = run_package(package, feeds)
-    assert not result.exchange_errors
+    run = run_gemm(text, tiles, seed=1, catalog=(candidate,))
+    package, result = run.package, run.outcome
     # the plan's own work; an FP8 result's cast to its declared storage is a conversion
     executed = list(package.executed())  # a kept loop (a broadcast batch axis) unrolled
     own = [c for step, c in zip(executed, result.cycles_by_step, strict=True)

@@ -2,16 +2,19 @@
 (`planning/gemm_fold.py`): every layout plans the fold, the batched operands hold the folded
 plan's shards, and the device model computes the right numbers from them."""
 
+import re
+from dataclasses import replace
+
 import pytest
-from xdsl.dialects.builtin import Float16Type, TensorType
+from gemm_support import gemm_text, run_gemm
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
-from device.model import run_package
-from device.model.host import stored_of_values, values_of_stored
+from device.model.host import stored_of_values
 from device.target import IPU21
 from interpreters.graph import run_function
 from ipu_dialects import mid
+from ipu_dialects.mid import AxisTilingAttr
 from passes import get_all_passes
 from passes.ipu_pipeline import STAGES
 from planning.gemm_fold import (
@@ -23,48 +26,29 @@ from planning.gemm_fold import (
     refold_plan,
     unfold_plan,
 )
-from planning.gemm_problem import GemmProblem, catalog_entries
+from planning.gemm_problem import GemmProblem, catalog_entries, with_operand_formats
 from planning.gemm_selection import (
     build_gemm_plan,
     evaluate_candidates,
     explain_gemm,
     select_gemm_plan,
 )
-from tools.ipu_run import find_function, make_context, random_inputs
-from tools.package_writer import build_package
+from tools.ipu_run import find_function, make_context
 from tools.run_io import compare
 
 BERT_B8_FC = GemmProblem((8, 384, 768), (768, 3072), (8, 384, 3072), "f16")
 
 
-def gemm_text(lhs, rhs, out, element, flags=""):
-    a, b, c = (f"tensor<{'x'.join(map(str, s))}x{element}>" for s in (lhs, rhs, out))
-    return (f"func.func @g(%a: {a}, %b: {b}) -> {c} {{\n"
-            f"  %c = graph.gemm %a, %b {flags}: ({a}, {b}) -> {c}\n"
-            f"  func.return %c : {c}\n}}\n")
-
-
 def compile_and_run(text: str, tiles: int, catalog: tuple[str, ...] | None = None):
     """(the mid.gemm's plan, whether the device model's result matches the reference, the
     device model's result) for `text` compiled on `tiles` tiles."""
-    ctx = make_context()
-    module = Parser(ctx, text).parse_module()
+    run = run_gemm(text, tiles, seed=3, catalog=catalog)
+    module = Parser(make_context(), text).parse_module()
     func = find_function(module, None)
-    arrays = random_inputs(func, seed=3)
-    expected = run_function(module, arrays, func.sym_name.data)
-    registry = get_all_passes()
-    options = {"tiles": tiles} | ({"catalog": catalog} if catalog else {})
-    registry["graph-to-mid"]()(**options).apply(ctx, module)
-    plan = next(o for o in module.walk() if isinstance(o, mid.GemmOp)).plan
-    for stage in STAGES[1:]:
-        registry[stage]()().apply(ctx, module)
-    package = build_package(module, with_assembly=False)
-    feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, arrays, strict=True)}
-    outcome = run_package(package, feeds)
-    assert not outcome.exchange_errors
-    results = [stored_of_values(t, outcome.outputs[t.name]) for t in package.outputs]
+    expected = run_function(module, run.inputs, func.sym_name.data)
+    results = [stored_of_values(t, run.outcome.outputs[t.name]) for t in run.package.outputs]
     check = compare(results, expected, func.function_type.outputs.data)
-    return plan, check.passed, results[0]
+    return run.plan, check.passed, results[0]
 
 
 def lhs_batch_partitions(plan: mid.OperatorPlanAttr) -> tuple[int, ...]:
@@ -92,10 +76,7 @@ def test_unfold_and_refold_are_inverse():
         folded = build_gemm_plan(candidate, planned, 1472, "pad", IPU21)
         batched = unfold_plan(folded, BERT_B8_FC, fold)
         assert batched is not None, name
-        types = [TensorType(Float16Type(), shape, batched.operand_plan(o).format)
-                 for o, shape in (("lhs", (8, 384, 768)), ("rhs", (768, 3072)),
-                                  ("out", (8, 384, 3072)))]
-        assert plan_fold(batched, *types, transpose_lhs=False) == fold
+        assert plan_fold(batched, BERT_B8_FC) == fold
         assert refold_plan(batched, fold) == folded
 
 
@@ -113,6 +94,20 @@ def test_no_fold_where_a_tile_would_hold_rows_of_two_slices():
                                        IPU21), problem, fold) is None
     chosen = select_gemm_plan(problem, 2)
     assert chosen.planned is problem and lhs_batch_partitions(chosen.plan) == (1,)
+
+
+def test_a_fold_that_splits_slices_is_padded_to_the_plans_rows_and_planned_again():
+    """`refit_fold`: on 4 tiles the K-split plan of 4 slices of 40 rows padded to 48 puts
+    96 rows on a tile, two slices; padded to 96 rows each, the same layout folds them."""
+    problem = GemmProblem((4, 40, 96), (96, 80), (4, 40, 80), "f16")
+    (candidate,) = catalog_entries(["amp_gemm_f16_ksplit"])
+    first = batch_fold(problem, candidate.row_block)
+    assert first is not None
+    first_plan = build_gemm_plan(candidate, folded_problem(problem, first), 4, "pad", IPU21)
+    assert unfold_plan(first_plan, problem, first) is None
+    (evaluation,) = evaluate_candidates(problem, 4, "pad", IPU21, [candidate])
+    assert evaluation.reason is None
+    assert evaluation.planned.lhs_shape == (4 * 96, 96) != folded_problem(problem, first).lhs_shape
 
 
 @pytest.mark.parametrize("problem", [
@@ -197,8 +192,22 @@ def test_a_hand_written_batch_cut_that_is_no_fold_is_refused_in_mid_to_tile():
 def test_a_batch_cut_on_a_gemm_that_has_no_fold_is_named():
     problem = GemmProblem((4, 32, 64), (64, 64), (4, 32, 64), "f16")
     plan = select_gemm_plan(problem, 8).plan
-    types = [TensorType(Float16Type(), shape, plan.operand_plan(o).format)
-             for o, shape in (("lhs", (4, 32, 64)), ("rhs", (64, 64)), ("out", (4, 32, 64)))]
-    with pytest.raises(NotAFold, match="lhs's batch axes are cut, which only a folded GEMM "
-                                       "does"):
-        plan_fold(plan, *types, transpose_lhs=True)
+    with pytest.raises(NotAFold, match=re.escape(
+            "lhs's batch axes are cut, which only a folded GEMM does (an untransposed lhs with "
+            "several batch slices, a result batched as lhs, no rhs batch axis above 1)")):
+        plan_fold(plan, replace(problem, transpose_lhs=True))
+
+
+def test_a_fold_whose_lhs_and_result_pad_rows_differently_is_named():
+    problem = GemmProblem((4, 40, 96), (96, 80), (4, 40, 80), "f16")
+    plan = select_gemm_plan(problem, 16).plan
+    assert plan_fold(plan, problem) is not None
+    out = plan.operand_plan("out").format
+    *batch, rows, columns = out.tiling.data
+    assert (rows.block.data, rows.partitions.data) == (16, 3)  # a slice's 40 rows pad to 48
+    one_block = AxisTilingAttr(64, 1, rows.indivisible.data)  # pads them to 64
+    edited = with_operand_formats(plan, {"out": out.with_changes(
+        tiling=[*batch, one_block, columns])})
+    with pytest.raises(NotAFold, match=r"lhs and the result pad their rows differently "
+                                       r"\(\[48, 64\]\)"):
+        plan_fold(edited, problem)

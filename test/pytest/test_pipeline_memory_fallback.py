@@ -1,11 +1,15 @@
-"""Plans are chosen per op; a program whose chosen plans do not fit tile memory together
-falls back, with the default catalog, to the plans that store no operand twice.
+"""Plans are chosen per op, counting what tile 0 already holds; a program whose chosen plans
+still do not fit tile memory together falls back, with the default catalog, to the plans that
+store no operand twice, then (with a repeat) to sequences stored spread.
 
 Five f32 GEMMs in a chain on 16 tiles, each with its own 512 x 512 weight (a function
 argument, resident for the whole program): each GEMM alone is fastest as a K-split, which
 keeps its weight in both layers, and the five weights then need more than a tile holds."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import pytest
 from xdsl.parser import Parser
@@ -15,8 +19,9 @@ from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
 from interpreters.graph import run_function
 from ipu_dialects.graph import GemmOp
+from passes import get_all_passes
 from passes.ipu_pipeline import IpuPipelinePass
-from planning.gemm_problem import GemmProblem, catalog_entries
+from planning.gemm_problem import GemmProblem
 from planning.gemm_selection import replicates_an_operand, select_gemm_plan
 from tools.ipu_run import compare, compile_module, find_function, make_context, random_inputs
 
@@ -53,53 +58,135 @@ def test_the_chosen_k_splits_do_not_fit_together():
                        catalog=("amp_gemm_f32_ksplit",))
 
 
-def test_the_default_catalog_falls_back_and_the_program_runs():
+def plans_of(module) -> list[str]:
+    return [op.plan.candidate.data for op in module.walk() if op.name == "mid.gemm"]
+
+
+def test_memory_aware_selection_fits_the_chain_at_once_and_it_runs():
+    """Selection counts what tile 0 already holds (`passes/operators/resident.py`): the
+    weights the earlier GEMMs stored, the later ones at the least they can take. The first
+    GEMM keeps its K-split, the others take the grid, which stores its weight once: the
+    program fits in the pipeline's first attempt, and costs fewer cycles than the plans
+    without replication that the fallback would give every GEMM."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from gemm_roofline import package_cycles  # what the device model charges
+
     module = Parser(make_context(), chain_text()).parse_module()
     reference = module.clone()
     func = find_function(reference)
     inputs = random_inputs(func, seed=2)
     expected = run_function(reference, inputs)
+    ctx = make_context()
+    lowered = Parser(ctx, chain_text()).parse_module()
+    get_all_passes()["graph-to-mid"]()(tiles=TILES).apply(ctx, lowered)
+    plans = plans_of(lowered)
+    assert any(replicates_an_operand(p) for p in plans)
+    assert not all(replicates_an_operand(p) for p in plans)
     package = compile_module(module, TILES, "pad", with_assembly=False)
-    used = catalog_of(module)
-    assert used and not any(replicates_an_operand(name) for name in used)
-    assert {c.name for c in catalog_entries(used)} >= {"amp_gemm_f32_grid"}
+    assert package.pipeline == f"ipu-pipeline{{tiles={TILES}}}"  # no fallback ran
     run = run_package(package, {t.name: values_of_stored(t, a)
                                 for t, a in zip(package.inputs, inputs, strict=True)})
     assert not run.exchange_errors
     outcome = compare([stored_of_values(t, run.outputs[t.name]) for t in package.outputs],
                       expected, func.function_type.outputs.data)
     assert outcome.passed
+    without = IpuPipelinePass(tiles=TILES).without_replicating_plans().catalog
+    unreplicated = compile_module(Parser(make_context(), chain_text()).parse_module(), TILES,
+                                  "pad", with_assembly=False, catalog=without)
+    assert sum(package_cycles(package)) < sum(package_cycles(unreplicated))
 
 
-def test_ipu_pipeline_falls_back_too():
+def test_ipu_pipeline_compiles_the_chain_in_its_first_attempt():
     ctx = make_context()
     module = Parser(ctx, chain_text()).parse_module()
     IpuPipelinePass(tiles=TILES).apply(ctx, module)
-    assert not any(replicates_an_operand(name) for name in catalog_of(module))
+    assert any(replicates_an_operand(name) for name in catalog_of(module))  # the default
     assert not any(isinstance(op, GemmOp) for op in module.walk())
 
 
-def test_rows_that_do_not_fit_are_retried_with_elements_kept_for_rows():
-    """`RowsDoNotFit` from schedule-exchange: the stages run again with one memory element
-    kept for rows, then two; past that the first diagnostic is the one reported."""
+def test_rows_that_do_not_fit_are_retried_from_placement_with_elements_kept_for_rows():
+    """`RowsDoNotFit` from schedule-exchange: place-memory and schedule-exchange run again
+    (the earlier stages once) with one memory element kept for rows, then two; past that the
+    first diagnostic is the one reported, after the same without replicating plans."""
     from xdsl.dialects.builtin import ModuleOp
 
     from passes.ipu_pipeline import MAX_ROW_ELEMENTS
     from passes.schedule_exchange import RowsDoNotFit
 
-    tried: list[int] = []
+    ran: list[str] = []
 
-    def run(pipeline: IpuPipelinePass, fits_at: int) -> None:
-        tried.append(pipeline.row_elements)
-        stage = next(s for s in pipeline.stage_passes() if s.name == "place-memory")
-        assert stage.row_elements == pipeline.row_elements  # what place-memory is given
-        if pipeline.row_elements < fits_at:
-            raise RowsDoNotFit(f"rows do not fit with {pipeline.row_elements} elements")
+    def run(stages, fits_at: int) -> None:
+        for stage in stages:
+            label = stage.name
+            if stage.name == "place-memory":
+                label = f"place-memory{{{stage.row_elements}}}"
+            ran.append(label)
+            if stage.name == "schedule-exchange" and placed_with() < fits_at:
+                raise RowsDoNotFit(f"rows do not fit with {placed_with()} elements")
 
-    IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), lambda p: run(p, 2))
-    assert tried == [0, 1, 2]
-    tried.clear()
+    def placed_with() -> int:
+        return int(next(r for r in reversed(ran) if r.startswith("place-memory"))[13:-1])
+
+    front = ["graph-to-mid", "insert-conversions", "normalize-repeats", "mid-to-tile"]
+    chosen = IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), lambda s: run(s, 2))
+    assert chosen.row_elements == 2
+    assert ran == [*front,
+                   "place-memory{0}", "schedule-exchange",
+                   "place-memory{1}", "schedule-exchange",
+                   "place-memory{2}", "schedule-exchange"]
+    ran.clear()
     with pytest.raises(RowsDoNotFit, match="rows do not fit with 0 elements"):
         IpuPipelinePass(tiles=4).run_with_fallback(
-            ModuleOp([]), lambda p: run(p, MAX_ROW_ELEMENTS + 1))
-    assert tried == list(range(MAX_ROW_ELEMENTS + 1))
+            ModuleOp([]), lambda s: run(s, MAX_ROW_ELEMENTS + 1))
+    # then the same without replicating plans (they may leave room for the rows)
+    assert ran.count("graph-to-mid") == 2
+    assert [r for r in ran if r.startswith("place-memory")] == [
+        f"place-memory{{{n}}}" for _attempt in range(2) for n in range(MAX_ROW_ELEMENTS + 1)]
+
+
+def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
+    """The memory attempts, in order, and the first diagnostic when all of them fail: the
+    first spread saves what place-memory measured tile 0 to overflow by."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from passes.place_memory import OutOfTileMemory
+
+    module = Parser(make_context(), REPEAT_TEXT).parse_module()
+    tried: list[tuple[bool, bool, int]] = []
+
+    def run(stages) -> None:
+        first = stages[0]
+        if first.name == "graph-to-mid":
+            tried.append((bool(first.catalog), first.spread_sequences, first.spread_saving))
+        if stages[-1].name == "schedule-exchange":
+            raise OutOfTileMemory(f"out of memory, attempt {len(tried)}", overflow=1000)
+
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):
+        IpuPipelinePass(tiles=4).run_with_fallback(module, run)
+    assert tried == [(False, False, 0), (True, False, 0), (True, True, 1000), (True, True, 0)]
+    tried.clear()
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):  # no repeat: nothing to spread
+        IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), run)
+    assert tried == [(False, False, 0), (True, False, 0)]
+    tried.clear()
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):  # a catalog is taken as given
+        IpuPipelinePass(tiles=4, catalog=("amp_gemm_f32_grid",)).run_with_fallback(module, run)
+    assert tried == [(True, False, 0), (True, True, 1000), (True, True, 0)]
+
+
+def test_a_negative_spread_saving_is_refused():
+    module = Parser(make_context(), REPEAT_TEXT).parse_module()
+    with pytest.raises(PassFailedException, match=r"spread-saving=-1 is negative \(bytes tile 0 "
+                       r"must hold fewer; 0 spreads by a budget\)"):
+        IpuPipelinePass(tiles=4, spread_saving=-1).apply(make_context(), module)
+
+
+REPEAT_TEXT = """
+func.func @stack(%x: tensor<4x8xf32>, %w: tensor<3x8x8xf32>) -> tensor<4x8xf32> {
+  %y = graph.repeat 3 carried(%c = %x : tensor<4x8xf32>) sequence(%wi = %w : tensor<3x8x8xf32>) {
+    %z = graph.gemm %c, %wi : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    graph.yield %z : tensor<4x8xf32>
+  } -> tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+"""

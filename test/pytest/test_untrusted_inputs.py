@@ -236,6 +236,96 @@ def test_rows_changed_after_schedule_exchange_in_process_are_checked(scheduled_g
         build_package(module, with_assembly=False)
 
 
+def scheduled_exchanges(text: str):
+    """`text` parsed, and its `tile.exchange`s (parsed text: none is recorded as checked, so
+    the package writer rechecks each one's rows)."""
+    from xdsl.parser import Parser
+
+    from ipu_dialects.tile import ExchangeOp
+    from tools.ipu_run import make_context
+
+    module = Parser(make_context(), text).parse_module()
+    return module, [op for op in module.walk() if isinstance(op, ExchangeOp)]
+
+
+def recheck_failure(module) -> str:
+    from xdsl.utils.exceptions import PassFailedException
+
+    from tools.package_writer import build_package
+
+    with pytest.raises(PassFailedException) as failure:
+        build_package(module, with_assembly=False)
+    message = str(failure.value)
+    assert message.startswith("package: tile.exchange (graph.gemm %c %b): "), message
+    assert message.endswith("the exchange rows are not the ones its schedule needs (edited by "
+                            "hand? schedule-exchange builds them)"), message
+    return message
+
+
+def test_rows_edited_in_process_past_the_verifier_are_rechecked(scheduled_gemm):
+    """What the `tile.exchange` verifier refuses in text (a row no exchange.row defines, a
+    row list or patch of the wrong length) the package writer still refuses when a Python
+    flow edits a verified module."""
+    from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, SymbolRefAttr, i32
+
+    from ipu_dialects.tile import RowPatchAttr
+
+    module, exchanges = scheduled_exchanges(scheduled_gemm)
+    exchanges[0].properties["rows"] = ArrayAttr([SymbolRefAttr("x0_send"), SymbolRefAttr("x9")])
+    assert "no exchange.row @x9;" in recheck_failure(module)
+
+    module, exchanges = scheduled_exchanges(scheduled_gemm)
+    looped = next(op for op in exchanges if len(list(op.sender_rows.iter_values())) == 4)
+    looped.properties["sender_rows"] = DenseArrayBase.from_list(i32, [0, 0, 0])
+    assert ("sender_rows and receiver_rows have 3 and 4 entries for 4 (iteration, group)s"
+            in recheck_failure(module))
+
+    module, exchanges = scheduled_exchanges(scheduled_gemm)
+    looped = next(op for op in exchanges if op.patches is not None)
+    first, *rest = looped.patches.data
+    short = RowPatchAttr(first.row_name, first.instruction.data, first.field.data,
+                         first.value_list()[:-1])
+    looped.properties["patches"] = ArrayAttr([short, *rest])
+    assert (f"a #tile.patch of @{first.row_name} does not patch one of its rows with one value "
+            "per (iteration, group)" in recheck_failure(module))
+
+
+def test_an_exchange_without_traffic_given_rows_is_refused(tmp_path, capsys):
+    """On 2 tiles the one output-row tile already holds columns 0 and 1 of B: those iterations
+    move nothing (-1 in sender_rows/receiver_rows). Given rows, or traffic given no rows,
+    the package writer refuses the exchange."""
+    import io
+    import re
+
+    from xdsl.printer import Printer
+
+    from passes.ipu_pipeline import IpuPipelinePass
+    from tools.ipu_run import make_context
+    from tools.source_locations import parse_located_module
+
+    text = GEMM.replace("64x128", "16x128").replace("128x64", "128x256").replace(
+        "64x64", "16x256")
+    module = parse_located_module(make_context(), text, "gemm.mlir")
+    IpuPipelinePass(tiles=2, catalog=("amp_gemm_f16_r16",)).apply(make_context(), module)
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    scheduled = stream.getvalue()
+    match = re.search(r"sender_rows array<i32: -1, -1, 0, 0> receiver_rows array<i32: -1, -1, "
+                      r"1, 1>", scheduled)
+    assert match is not None, scheduled
+    for rows, error in (
+        ("sender_rows array<i32: 0, -1, 0, 0> receiver_rows array<i32: 1, -1, 1, 1>",
+         "(iteration, group) 0 has no receiver, but rows to run"),
+        ("sender_rows array<i32: -1, -1, -1, 0> receiver_rows array<i32: -1, -1, -1, 1>",
+         "(iteration, group) 2 sends to 1 tile(s) but its row indices (-1, -1) are not rows "
+         "of the exchange"),
+    ):
+        path = tmp_path / "edited.mlir"
+        path.write_text(scheduled.replace(match.group(0), rows, 1))
+        code, out, err = ipu_opt(capsys, path, "-t", "ipu-rows")
+        assert code == 1 and out == "" and error in err, err
+
+
 # ---- 5: tracebacks ----------------------------------------------------------------------------
 
 

@@ -9,6 +9,14 @@ func.func @layer_norm_weight(%x: tensor<4x8xf32>, %w: tensor<4xf32>, %b: tensor<
 
 // -----
 
+func.func @layer_norm_scalar(%x: tensor<f32>, %w: tensor<1xf32>) {
+  // expected-error @+1 {{graph.layer_norm: the input has shape [] and no axis to normalize}}
+  %n = graph.layer_norm %x, %w, %w eps 1.0e-05 : (tensor<f32>, tensor<1xf32>, tensor<1xf32>) -> tensor<f32>
+  func.return
+}
+
+// -----
+
 func.func @layer_norm_bias(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<1x8xf32>) {
   // expected-error @+1 {{graph.layer_norm: bias has shape [1, 8], expected [8] (one element per entry of the normalized last axis of [4, 8])}}
   %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>) -> tensor<4x8xf32>

@@ -214,7 +214,7 @@ func.func @gemm_out(%a: tensor<16x64xf16, #L>, %b: tensor<64x64xf16, #R>) -> ten
 #O = #mid.format<f16, amp_output, [1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>
 #P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f16_init, accum = @amp_gemm_f16_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [#mid.operand<lhs : left, #L, align = 32, tail = 16>, #mid.operand<rhs : right, #R, align = 32, tail = 0>, #mid.operand<out : output, #O, align = 32, tail = 0>], distinct = [(out, lhs)], alias = none>
 func.func @gemm_batch(%a: tensor<2x16x64xf16, #L>, %b: tensor<3x64x64xf16, #R>) -> tensor<2x16x64xf16, #O> {
-  // expected-error @+1 {{mid.gemm: batch axes [2] and [3] do not broadcast: extents 2 and 3 at axis -1 (counted from the last axis)}}
+  // expected-error @+1 {{mid.gemm: batch axes of lhs and rhs [2] and [3] do not broadcast: extents 2 and 3 at axis -1 (counted from the last axis)}}
   %c = mid.gemm %a, %b plan #P : (tensor<2x16x64xf16, #L>, tensor<3x64x64xf16, #R>) -> tensor<2x16x64xf16, #O>
   func.return %c : tensor<2x16x64xf16, #O>
 }
@@ -249,7 +249,7 @@ func.func @gemm_plan_missing(%a: tensor<16x64xf16, #L>, %b: tensor<64x64xf16, #R
 #R = #mid.format<f32, row_major, [1 x 1 pad], replication = 1, group = 1, standard>
 #P = #mid.plan<"p", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f32_init, accum = @amp_gemm_f32_accum>, accumulate = f32, amp = "A16/B16x16/C16", operands = [], distinct = [], alias = none>
 func.func @gemm_rank1(%a: tensor<64xf32, #R>, %b: tensor<64xf32, #R>) {
-  // expected-error @+1 {{mid.gemm: lhs [64] has rank < 2}}
+  // expected-error @+1 {{mid.gemm: lhs has shape [64] of rank 1; gemm operands need rank >= 2 (the last two axes are the matrix)}}
   %c = "mid.gemm"(%a, %b) <{plan = #P}> : (tensor<64xf32, #R>, tensor<64xf32, #R>) -> tensor<64xf32, #R>
   func.return
 }
@@ -259,7 +259,7 @@ func.func @gemm_rank1(%a: tensor<64xf32, #R>, %b: tensor<64xf32, #R>) {
 #F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
 #G = #mid.plan<"g", #mid.dispatch<pointwise, init = @gelu>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @gelu_shape(%a: tensor<4x8xf32, #F>) {
-  // expected-error @+1 {{mid.gelu: result shape [8, 4] differs from the input shape [4, 8]}}
+  // expected-error @+1 {{mid.gelu: result shape [8, 4] does not match [4, 8] (the input shape)}}
   %g = mid.gelu %a plan #G : tensor<4x8xf32, #F> -> tensor<8x4xf32, #F>
   func.return
 }
@@ -279,7 +279,7 @@ func.func @add_shape(%a: tensor<4x8xf32, #F>, %b: tensor<1x8xf32, #F>) {
 #F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
 #T = #mid.plan<"t", #mid.dispatch<head_sharded, init = @attention>, accumulate = f32, amp = none, operands = [#mid.operand<query : input, #F, align = 8, tail = 0>, #mid.operand<key : input, #F, align = 8, tail = 0>, #mid.operand<value : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @attention_result(%q: tensor<2x4x8xf32, #F>) {
-  // expected-error @+1 {{mid.attention: result shape [2, 8, 8] differs from the query shape [2, 4, 8]}}
+  // expected-error @+1 {{mid.attention: result shape [2, 8, 8] does not match [2, 4, 8] (the query shape)}}
   %o = mid.attention %q, %q, %q scale 0.5 plan #T : (tensor<2x4x8xf32, #F>, tensor<2x4x8xf32, #F>, tensor<2x4x8xf32, #F>) -> tensor<2x8x8xf32, #F>
   func.return
 }
@@ -289,7 +289,7 @@ func.func @attention_result(%q: tensor<2x4x8xf32, #F>) {
 #F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
 #T = #mid.plan<"t", #mid.dispatch<head_sharded, init = @attention>, accumulate = f32, amp = none, operands = [#mid.operand<query : input, #F, align = 8, tail = 0>, #mid.operand<key : input, #F, align = 8, tail = 0>, #mid.operand<value : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @attention_heads(%q: tensor<2x4x8xf32, #F>, %k: tensor<3x4x8xf32, #F>) {
-  // expected-error @+1 {{mid.attention: query [2, 4, 8], key [3, 4, 8] and value [3, 4, 8] do not form [..., heads, seq, head_dim]}}
+  // expected-error @+1 {{mid.attention: heads (axis -3) differ: query has 2, key/value have 3}}
   %o = mid.attention %q, %k, %k scale 0.5 plan #T : (tensor<2x4x8xf32, #F>, tensor<3x4x8xf32, #F>, tensor<3x4x8xf32, #F>) -> tensor<2x4x8xf32, #F>
   func.return
 }

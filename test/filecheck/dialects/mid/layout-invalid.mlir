@@ -6,7 +6,7 @@
 #V = #mid.format<f32, row_major, [1 x 1 pad], replication = 1, group = 1, standard>
 #L = #mid.plan<"p", #mid.dispatch<pointwise, init = @layer_norm>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #F, align = 8, tail = 0>, #mid.operand<weight : input, #V, align = 8, tail = 0>, #mid.operand<bias : input, #V, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @layer_norm_result(%x: tensor<4x8xf32, #F>, %w: tensor<8xf32, #V>) {
-  // expected-error @+1 {{mid.layer_norm: result shape [8, 4] differs from the input shape [4, 8] (or the input has no axis to normalize)}}
+  // expected-error @+1 {{mid.layer_norm: result shape [8, 4] does not match [4, 8] (the input shape)}}
   %o = mid.layer_norm %x, %w, %w eps 1.0e-05 plan #L : (tensor<4x8xf32, #F>, tensor<8xf32, #V>, tensor<8xf32, #V>) -> tensor<8x4xf32, #F>
   func.return
 }
@@ -17,7 +17,7 @@ func.func @layer_norm_result(%x: tensor<4x8xf32, #F>, %w: tensor<8xf32, #V>) {
 #V = #mid.format<f32, row_major, [1 x 1 pad], replication = 1, group = 1, standard>
 #L = #mid.plan<"p", #mid.dispatch<pointwise, init = @layer_norm>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #F, align = 8, tail = 0>, #mid.operand<weight : input, #F, align = 8, tail = 0>, #mid.operand<bias : input, #V, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @layer_norm_weight(%x: tensor<4x8xf32, #F>, %w: tensor<1x8xf32, #F>, %b: tensor<8xf32, #V>) {
-  // expected-error @+1 {{mid.layer_norm: weight has shape [1, 8], expected [8] (the normalized last axis)}}
+  // expected-error @+1 {{mid.layer_norm: weight has shape [1, 8], expected [8] (one element per entry of the normalized last axis of [4, 8])}}
   %o = mid.layer_norm %x, %w, %b eps 1.0e-05 plan #L : (tensor<4x8xf32, #F>, tensor<1x8xf32, #F>, tensor<8xf32, #V>) -> tensor<4x8xf32, #F>
   func.return
 }
@@ -59,7 +59,7 @@ func.func @reshape_count(%x: tensor<4x6xf32, #F>) {
 #F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
 #P = #mid.plan<"p", #mid.dispatch<pointwise, init = @view_shard>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @transpose_permutation(%x: tensor<4x6xf32, #F>) {
-  // expected-error @+1 {{mid.transpose: permutation [0, 0] is not a permutation of the 2 axes of the input [4, 6]}}
+  // expected-error @+1 {{mid.transpose: permutation [0, 0] is not a permutation of the 2 axes 0..1 of the input}}
   %o = mid.transpose %x permutation [0, 0] plan #P : tensor<4x6xf32, #F> -> tensor<4x4xf32, #F>
   func.return
 }
@@ -69,7 +69,7 @@ func.func @transpose_permutation(%x: tensor<4x6xf32, #F>) {
 #F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
 #P = #mid.plan<"p", #mid.dispatch<pointwise, init = @view_shard>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @transpose_result(%x: tensor<4x6xf32, #F>) {
-  // expected-error @+1 {{mid.transpose: result shape [4, 6] does not match [6, 4] (the input [4, 6] permuted)}}
+  // expected-error @+1 {{mid.transpose: result shape [4, 6] does not match [6, 4] (the input [4, 6] permuted by [1, 0])}}
   %o = mid.transpose %x permutation [1, 0] plan #P : tensor<4x6xf32, #F> -> tensor<4x6xf32, #F>
   func.return
 }
@@ -89,7 +89,7 @@ func.func @slice_bounds(%x: tensor<4x6xf32, #F>) {
 #F = #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>
 #P = #mid.plan<"p", #mid.dispatch<pointwise, init = @view_shard>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #F, align = 8, tail = 0>, #mid.operand<out : output, #F, align = 8, tail = 0>], distinct = [], alias = none>
 func.func @slice_result(%x: tensor<4x6xf32, #F>) {
-  // expected-error @+1 {{mid.slice: result shape [4, 6] does not match [4, 3] (the slice's extents)}}
+  // expected-error @+1 {{mid.slice: result shape [4, 6] does not match [4, 3] (starts [0, 0], ends [4, 6], steps [1, 2] of [4, 6])}}
   %o = mid.slice %x starts [0, 0] ends [4, 6] steps [1, 2] plan #P : tensor<4x6xf32, #F> -> tensor<4x6xf32, #F>
   func.return
 }
