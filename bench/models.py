@@ -204,8 +204,36 @@ def run_record(source, package) -> dict:
     note = f"max rel error {check.max_rel:.3g}"
     if outcome.exchange_errors:
         note += f"; {len(outcome.exchange_errors)} exchange errors"
+    elif not passed:
+        note += "; " + conditioning_note(source, arrays, func.sym_name.data, results, expected)
     return {"stage": "run", "run": "PASS" if passed else "FAIL", "run_note": note,
             "model_seconds": seconds, "model_cycles": int(outcome.cycles)}
+
+
+SPREAD_RUNS = 4  # perturbed reference runs: each costs one reference evaluation
+
+
+def conditioning_note(source, arrays, function: str, results, expected) -> str:
+    """Why a result failed the fixed tolerance: how far the reference itself moves when every
+    rounding lands one step off (`rounding_spread`), and whether the device's error is within
+    `FP8_SPREAD_FACTOR` times that spread at every element. The verdict stays FAIL: this says
+    whether the program is ill-conditioned at these inputs, not that the answer is right."""
+    import numpy as np
+
+    from interpreters.graph import rounding_spread
+    from tools.run_io import FP8_SPREAD_FACTOR, within_spread
+
+    spreads = rounding_spread(source, arrays, function, runs=SPREAD_RUNS)
+    notes = []
+    for got, want, spread in zip(results, expected, spreads, strict=True):
+        got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        scale = max(float(np.max(np.abs(want64))), 1e-30)
+        inside = within_spread(np.abs(got64 - want64), spread)
+        notes.append(f"reference's rounding spread up to {float(spread.max()) / scale:.3g} of "
+                     f"its largest magnitude (median {float(np.median(spread)) / scale:.3g}); "
+                     f"every element {'within' if inside else 'NOT within'} "
+                     f"{FP8_SPREAD_FACTOR:g}x its spread")
+    return "; ".join(notes)
 
 
 # -- the driver ---------------------------------------------------------------------------------

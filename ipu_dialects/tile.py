@@ -842,6 +842,26 @@ def symbol_interface(cls: type[Operation]) -> SymbolOpInterface | None:
 SYMBOL_INTERFACES: dict[type[Operation], SymbolOpInterface | None] = {}
 
 
+def sends_while_receiving(senders: np.ndarray, shifts: np.ndarray, base: np.ndarray) -> bool:
+    """Whether in some iteration (rows of `senders` and `shifts`, [iterations, groups]) a
+    group's sender is among another group's receivers (`base + shift`; a group's own sender
+    receives nothing). Iterations are keyed apart (`n * span + tile`) so that a chunk of them
+    is one `np.isin`."""
+    if not base.size or not senders.size:
+        return False
+    span = int(max(senders.max(), shifts.max() + base.max())) + 1
+    step = max(1, (1 << 22) // max(1, senders.shape[1] * base.size))  # iterations per pass
+    for first in range(0, senders.shape[0], step):
+        chunk = slice(first, first + step)
+        keys = (np.arange(senders[chunk].shape[0]) * span)[:, None]
+        destinations = base[None, None, :] + shifts[chunk][:, :, None]  # [n, group, tile]
+        receiving = destinations != senders[chunk][:, :, None]
+        received = (destinations + keys[:, :, None])[receiving]
+        if np.isin(senders[chunk] + keys, received).any():
+            return True
+    return False
+
+
 def suspect_group_iterations(senders: np.ndarray, shifts: np.ndarray, base: np.ndarray,
                              holders: np.ndarray) -> np.ndarray:
     """The iterations (rows of `senders` and `shifts`, [iterations, groups]) in which some
@@ -1235,8 +1255,13 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         if self.dst_shift is None:
             return False
         grouped = [*loop_bounds(enclosing_loops(self)), *self.group_bounds()]
-        return any(np.isin(senders, receivers).any()
-                   for _, senders, _, receivers in self.group_roles(grouped))
+        senders = map_values(self.src_tile.data, grouped)
+        shifts = map_values(self.dst_shift.data, grouped)
+        if senders is None or shifts is None:
+            return False
+        groups = self.group_count
+        return sends_while_receiving(senders.reshape(-1, groups), shifts.reshape(-1, groups),
+                                     self.dst_tiles.as_array())
 
     def verify_source_tiles(self, src: BufferOp, bounds: Sequence[tuple[int, int]]) -> None:
         tiles = map_values(self.src_tile.data, [*bounds, *self.group_bounds()])

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 
 from device.target import Target
 from ipu_dialects.mid import DispatchKind, Indivisible, OperatorPlanAttr
-from planning.gemm_fold import batch_fold, folded_problem, refit_fold, unfold_plan
+from planning.gemm_fold import (
+    batch_fold,
+    folded_problem,
+    plan_fold,
+    refit_fold,
+    refold_plan,
+    unfold_plan,
+)
 from planning.gemm_grid import GridLayout
 from planning.gemm_ksplit import KSplitLayout
 from planning.gemm_layout import CycleBreakdown, GemmLayout, assemble_plan
@@ -250,9 +257,23 @@ def _cycles_of(evaluation: Evaluation) -> int:
 def row_tile_memory(evaluation: Evaluation, target: Target) -> int:
     """Bytes of tile memory a tile of the plan holds (buffers with their tails and alignment
     padding, as the memory check counts them)."""
-    layout = LAYOUTS[evaluation.candidate.dispatch]
-    buffers = layout.buffers(effective_plan(evaluation.layout_plan),
-                             evaluation.planned.effective(), target)
+    return layout_tile_memory(evaluation.layout_plan, evaluation.planned, target)
+
+
+def plan_tile_memory(plan: OperatorPlanAttr, problem: GemmProblem, target: Target) -> int:
+    """`row_tile_memory` of a chosen plan, from the plan alone: a folded plan is refolded
+    into the one GEMM its layout planned (`plan_fold`)."""
+    fold = plan_fold(plan, problem)
+    if fold is None:
+        return layout_tile_memory(plan, problem, target)
+    return layout_tile_memory(refold_plan(plan, fold), folded_problem(problem, fold), target)
+
+
+def layout_tile_memory(layout_plan: OperatorPlanAttr, planned: GemmProblem,
+                       target: Target) -> int:
+    layout = layout_of(layout_plan)
+    assert layout is not None  # a selected plan's kind
+    buffers = layout.buffers(effective_plan(layout_plan), planned.effective(), target)
     return sum(b.extent for b in buffers.values())
 
 

@@ -30,7 +30,12 @@ from passes.operators.tile_maps import (
 )
 from planning.gemm_fold import folded_type, plan_fold, refold_plan
 from planning.gemm_problem import GemmProblem, catalog_entries
-from planning.gemm_selection import Evaluation, row_tile_memory, select_gemm_plan
+from planning.gemm_selection import (
+    Evaluation,
+    plan_tile_memory,
+    row_tile_memory,
+    select_gemm_plan,
+)
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
@@ -52,10 +57,6 @@ class GemmOperator(Operator):
     operand_names = ("lhs", "rhs")
     honours_first_tile = True  # the row plan does; `lower_gemm` refuses the others' first tiles
 
-    def __init__(self) -> None:
-        # the busiest tile's bytes of each chosen plan (`plan_tile_bytes`), by plan and problem
-        self.chosen_bytes: dict[tuple[mid.OperatorPlanAttr, GemmProblem], int] = {}
-
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
         problem = problem_of(op)
         shapes = [tensor_type(v).get_shape() for v in op.operands]
@@ -73,13 +74,11 @@ class GemmOperator(Operator):
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
             fits,
         )
-        self.chosen_bytes[chosen.plan, problem] = row_tile_memory(chosen, ctx.target)
         return chosen.plan
 
     def plan_tile_bytes(self, op: Operation, plan: mid.OperatorPlanAttr, target: Target) -> int:
         """Its buffers on the busiest tile, staging slots and partials included."""
-        known = self.chosen_bytes.pop((plan, problem_of(op)), None)
-        return super().plan_tile_bytes(op, plan, target) if known is None else known
+        return plan_tile_memory(plan, problem_of(op), target)
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:

@@ -15,6 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
@@ -22,7 +24,7 @@ from device import isa
 from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep, KernelStep, Package
-from ipu_dialects.tile import ExchangeOp, LoopOp
+from ipu_dialects.tile import ExchangeOp, LoopOp, sends_while_receiving
 from passes import get_all_passes
 from passes.operators.gather import plan_rounds, shard_receivers
 from planning.shard_geometry import ShardGeometry
@@ -321,3 +323,20 @@ def test_the_bert_batch_8_gathers_are_no_longer_serial(source, result, rounds, g
         heard = [t for shard, reached in zip(round_shards, destinations, strict=True)
                  for t in reached - {int(shard)}]
         assert len(heard) == len(set(heard))  # no tile hears two groups of one round
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 5), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_sends_while_receiving_is_the_per_iteration_check(iterations, groups, width, seed):
+    """The chunked, keyed `np.isin` asks what one iteration at a time asks: is some group's
+    sender among another group's receivers (its own group's copy to itself not counted)."""
+    rng = np.random.default_rng(seed)
+    senders = rng.integers(0, 24, (iterations, groups))
+    shifts = rng.integers(0, 16, (iterations, groups))
+    base = np.unique(rng.integers(0, 8, width))
+    expected = False
+    for n in range(iterations):
+        destinations = base[None, :] + shifts[n][:, None]
+        receivers = destinations[destinations != senders[n][:, None]]
+        expected |= bool(np.isin(senders[n], receivers).any())
+    assert sends_while_receiving(senders, shifts, base) == expected

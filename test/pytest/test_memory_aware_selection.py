@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from xdsl.parser import Parser
 
+from device.target import IPU21
 from ipu_dialects import graph
 from passes import get_all_passes
 from passes.operators.resident import ResidentTracker
+from planning.gemm_problem import GemmProblem
+from planning.gemm_selection import evaluate_candidates, plan_tile_memory, row_tile_memory
 from tools.ipu_run import EXIT_PASS, compile_module, find_function, make_context, run_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,3 +88,27 @@ def test_selection_with_room_picks_what_it_picked_before():
         problem = GemmProblem.from_types(lhs, rhs, out, op.transpose_lhs is not None,
                                          op.transpose_rhs is not None)
         assert op.plan == select_gemm_plan(problem, 16).plan
+
+
+PROBLEMS = [  # (lhs, rhs, out, precision): plain, tall, wide, deep, folded batches, f32, f8
+    ((128, 128), (128, 128), (128, 128), "f16"),
+    ((1024, 768), (768, 3072), (1024, 3072), "f16"),
+    ((64, 4096), (4096, 64), (64, 64), "f16"),
+    ((8, 384, 768), (768, 768), (8, 384, 768), "f16"),
+    ((3, 100, 64), (64, 64), (3, 100, 64), "f32"),
+    ((256, 256), (256, 256), (256, 256), "f8E4M3FNUZ"),
+]
+
+
+@pytest.mark.parametrize("tiles", [16, 1472])
+@pytest.mark.parametrize("shapes", PROBLEMS, ids=lambda p: "x".join(map(str, p[0])))
+def test_a_chosen_plan_counts_the_bytes_its_evaluation_did(shapes, tiles):
+    """What resident memory records of a chosen GEMM (`plan_tile_memory`, from the plan
+    alone) is what selection measured of its evaluation (`row_tile_memory`), folded plans
+    refolded into the GEMM their layout planned."""
+    lhs, rhs, out, precision = shapes
+    problem = GemmProblem(lhs, rhs, out, precision)
+    for evaluation in evaluate_candidates(problem, tiles, "pad", IPU21):
+        if evaluation.reason is None:
+            assert (plan_tile_memory(evaluation.plan, problem, IPU21)
+                    == row_tile_memory(evaluation, IPU21)), evaluation.candidate.name
