@@ -45,11 +45,13 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:
-    """x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) in float64, with the same limits at
-    +-inf as `gelu` (-inf * 0 = NaN there too). Every f32 value's cube is finite in float64."""
+    """x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3), in float64, evaluated as the
+    equal x / (1 + exp(-2u)): `1 + tanh(u)` cancels for negative x (at x = -5 it keeps half
+    of float64's digits), the sigmoid form does not. The same limits at +-inf as `gelu`."""
     x = np.asarray(x, np.float64)
-    with np.errstate(invalid="ignore"):
-        y = 0.5 * x * (1.0 + np.tanh(TANH_GELU_SCALE * (x + TANH_GELU_CUBIC * x * x * x)))
+    with np.errstate(invalid="ignore", over="ignore"):
+        u = TANH_GELU_SCALE * (x + TANH_GELU_CUBIC * x * x * x)
+        y = x / (1.0 + np.exp(-2.0 * u))
     return np.where(np.isinf(x), np.maximum(x, 0.0), y)
 
 
