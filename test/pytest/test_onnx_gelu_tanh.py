@@ -227,3 +227,18 @@ def test_torch_exported_gelu_new_imports_as_one_tanh_gelu() -> None:
     arrays = [x.numpy() if feeds[n] is None else feeds[n] for n in input_names(func)]
     (got,) = run_function(imported.module, arrays)
     np.testing.assert_allclose(got, net(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_torch_gelu_with_another_approximation_is_refused_by_name() -> None:
+    """torch itself accepts only 'none' and 'tanh'; a program from a torch that knew another
+    (here an fx node edited to say so) is refused naming it, not imported as the exact GeLU."""
+    require_torch()
+    from types import SimpleNamespace
+
+    from frontend.torch_import import TorchImporter, TorchImportError
+
+    node = SimpleNamespace(args=(None,), kwargs={"approximate": "sigmoid"})
+    with pytest.raises(TorchImportError) as info:
+        TorchImporter(None, "f32", "f").gelu("node #3 'gelu' (aten.gelu.default)", node)
+    assert str(info.value) == ("node #3 'gelu' (aten.gelu.default): approximate = 'sigmoid'; "
+                               "graph.gelu is the exact (erf) GeLU or its tanh form")
