@@ -86,6 +86,11 @@ class Target:
     # [M] cycles per element of the erf evaluation in gelu (a polynomial on f32v2 pairs
     # plus its range reduction); not public.
     erf_cycles_per_element: int = 8
+    # [M] cycles per element of tanh in gelu's tanh form (gelu_tanh); not public.
+    tanh_cycles_per_element: int = 4
+    # [M] FP32 vector passes of gelu_tanh around its tanh: the cubic x + 0.044715 x^3 (two
+    # multiplies, one multiply-add), the sqrt(2/pi) factor, then x/2 * (1 + t) (two).
+    tanh_gelu_f32_passes: int = 5
     # [M] cycles per element of exp in attention's softmax; not public.
     exp_cycles_per_element: int = 4
     # [M] cycles of one FP32 reciprocal square root (layer_norm, once per row); not public.

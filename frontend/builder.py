@@ -373,8 +373,10 @@ class GraphBuilder:
         lhs, rhs = self._value(lhs, "add lhs"), self._value(rhs, "add rhs")
         return self._result(self._with_result_scale(AddOp(lhs, rhs), scale))
 
-    def gelu(self, x: Value, *, scale: int | None = None) -> GraphValue:
-        op = GeluOp(self._value(x, "gelu input"))
+    def gelu(self, x: Value, *, scale: int | None = None,
+             approximate: str | None = None) -> GraphValue:
+        """The exact (erf) GeLU; `approximate="tanh"` for its tanh form."""
+        op = GeluOp(self._value(x, "gelu input"), approximate)
         return self._result(self._with_result_scale(op, scale))
 
     def attention(

@@ -143,10 +143,11 @@ class TorchImporter:
 
     def gelu(self, at: str, node: Any) -> GraphValue:
         approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
-        if approximate != "none":
+        if approximate not in ("none", "tanh"):
             raise TorchImportError(f"{at}: approximate = '{approximate}'; graph.gelu is the exact "
-                                   "(erf) GeLU")
-        return self.builder.gelu(self.value(node.args[0], at))
+                                   "(erf) GeLU or its tanh form")
+        return self.builder.gelu(self.value(node.args[0], at),
+                                 approximate=None if approximate == "none" else approximate)
 
     def reshape(self, at: str, node: Any) -> GraphValue:
         return self.builder.reshape(self.value(node.args[0], at), self.shape(node))

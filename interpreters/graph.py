@@ -46,7 +46,7 @@ from device.limits import (
     MAX_REFERENCE_WORK,
     MAX_REPEAT_COUNT,
 )
-from device.numerics import gelu as exact_gelu
+from device.numerics import gelu_function
 from device.target import IPU21
 from ipu_dialects.graph import (
     AddOp,
@@ -140,7 +140,8 @@ def add(op: AddOp, env: Env) -> list[np.ndarray]:
 
 
 def gelu(op: GeluOp, env: Env) -> list[np.ndarray]:
-    return [exact_gelu(env[op.input])]  # one definition with the device's gelu kernel
+    # one definition with the device's gelu kernels (exact: `gelu`, tanh form: `gelu_tanh`)
+    return [gelu_function(op.approximation)(env[op.input])]
 
 
 def attention(op: AttentionOp, env: Env) -> list[np.ndarray]:

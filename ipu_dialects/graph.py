@@ -21,7 +21,7 @@ Ops (syntax)
 ------------
     %c = graph.gemm %a, %b [transpose_lhs] [transpose_rhs] : (T_a, T_b) -> T_c
     %s = graph.add %a, %b : (T_a, T_b) -> T_s
-    %g = graph.gelu %x : T -> T
+    %g = graph.gelu %x [approximate tanh] : T -> T
     %o = graph.attention %q, %k, %v [causal] [scale 0.125] : (T_q, T_k, T_v) -> T_o
     %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (T, W, B) -> T
     %r = graph.reshape %x : T -> U
@@ -36,7 +36,10 @@ Ops (syntax)
 
 `graph.gemm` contracts the last two axes (after the optional transposes) and broadcasts the
 leading batch axes NumPy-style: `[2,1,M,K] x [3,K,N] -> [2,3,M,N]`. `graph.add` broadcasts any
-ranks NumPy-style. `graph.gelu` is the exact function `x * (1 + erf(x / sqrt 2)) / 2`.
+ranks NumPy-style. `graph.gelu` is the exact function `x * (1 + erf(x / sqrt 2)) / 2`; with
+`approximate tanh` it is the tanh form `x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2`
+(ONNX's `approximate="tanh"`, Hugging Face's `gelu_new`). Exact is the default and is written
+without `approximate`.
 `graph.attention` takes query `[..., heads, Sq, D]`, key and value `[..., heads, Sk, D]`
 (Sk == Sq when `causal`), computes `softmax(scale * q @ k^T) @ v` over the key axis; `scale`
 defaults to `1/sqrt(D)` and is then not printed. It must be finite and positive; like MLIR's float
@@ -89,6 +92,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import FuncOp
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     BlockArgument,
@@ -96,6 +100,7 @@ from xdsl.ir import (
     Operation,
     ParametrizedAttribute,
     Region,
+    SpacedOpaqueSyntaxAttribute,
     SSAValue,
 )
 from xdsl.irdl import (
@@ -134,6 +139,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import FP8_SCALE_RANGE
+from device.numerics import GeluApproximation
 from ipu_dialects.shapes import (
     add_result_shape,
     check_attention_shapes,
@@ -452,12 +458,68 @@ class AddOp(BinaryElementwiseOp):
     name = "graph.add"
 
 
+@irdl_attr_definition
+class GeluApproximationAttr(EnumAttribute[GeluApproximation], SpacedOpaqueSyntaxAttribute):
+    """Which approximation of the GeLU a `graph.gelu` (or `mid.gelu`) computes; absent for the
+    exact one. Generic form: `#graph<gelu_approximation tanh>`."""
+
+    name = "graph.gelu_approximation"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> GeluApproximation:
+        # xDSL's enum parser says only "Expected `tanh`."; name the field and the default.
+        start = parser.pos
+        word = parser.parse_optional_identifier_or_str_literal()
+        if word not in GeluApproximation.__members__.values():
+            allowed = ", ".join(f"'{a}'" for a in GeluApproximation)
+            parser.raise_error(
+                f"gelu approximate must be {allowed}, not "
+                f"{repr(word) if word is not None else 'missing'}; the exact (erf) GeLU is the "
+                "default and is written without 'approximate'", start, start + max(len(word or ""), 1),
+            )
+        return GeluApproximation(word)
+
+
+def gelu_approximation(approximate: str | GeluApproximation | None) -> GeluApproximationAttr | None:
+    """The property value of a GeLU `approximate` given from Python (None or "none": exact)."""
+    if approximate is None or approximate == "none":
+        return None
+    try:
+        return GeluApproximationAttr(GeluApproximation(approximate))
+    except ValueError:
+        allowed = ", ".join(f"'{a}'" for a in GeluApproximation)
+        raise VerifyException(
+            f"graph.gelu: approximate must be {allowed} or None (the exact erf GeLU), "
+            f"not {approximate!r}"
+        ) from None
+
+
 @located_format_errors
 @irdl_op_definition
 class GeluOp(UnaryElementwiseOp):
-    """The exact GeLU, `x * (1 + erf(x / sqrt(2))) / 2`, elementwise."""
+    """The GeLU, elementwise: exact, `x * (1 + erf(x / sqrt(2))) / 2`, or with `approximate
+    tanh` the tanh form `x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) / 2`."""
 
     name = "graph.gelu"
+    approximate = opt_prop_def(GeluApproximationAttr)
+    assembly_format = (
+        "$input (`approximate` $approximate^)? attr-dict `:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation,
+                 approximate: str | GeluApproximation | None = None):
+        input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
+        attr = gelu_approximation(approximate)
+        IRDLOperation.__init__(
+            self,
+            operands=[input],
+            result_types=[TensorType(input_type.get_element_type(), input_type.get_shape())],
+            properties={} if attr is None else {"approximate": attr},
+        )
+
+    @property
+    def approximation(self) -> GeluApproximation | None:
+        return None if self.approximate is None else self.approximate.data
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1069,5 +1131,5 @@ Graph = Dialect(
         GemmOp, AddOp, GeluOp, AttentionOp, LayerNormOp, ReshapeOp, TransposeOp, SliceOp,
         ConcatOp, RepeatOp, YieldOp,
     ],
-    [Fp8ScaleAttr],
+    [Fp8ScaleAttr, GeluApproximationAttr],
 )

@@ -27,7 +27,7 @@ Ops (syntax)
 ------------
     %c = mid.gemm %a, %b plan #mid.plan<...> : (T_a, T_b) -> T_c
     %c = mid.add %a, %b plan #mid.plan<...> : (T_a, T_b) -> T_c
-    %y = mid.gelu %x plan #mid.plan<...> : T_x -> T_y
+    %y = mid.gelu %x [approximate tanh] plan #mid.plan<...> : T_x -> T_y
     %o = mid.attention %q, %k, %v [causal] scale 1.250000e-01 plan #mid.plan<...> : (T_q, T_k, T_v) -> T_o
     %y = mid.cast_precision %x : T_x -> T_y
     %y = mid.rearrange %x : T_x -> T_y
@@ -92,9 +92,11 @@ from xdsl.utils.str_enum import StrEnum
 
 from device.layouts import FP8_SCALE_RANGE, SCALED_PRECISIONS
 from device.layouts import ElementOrder as ElementOrder
+from device.numerics import GeluApproximation
 from device.target import MemoryClass as MemoryClass
 from device.target import Precision as StoragePrecision
 from device.target import get_target
+from ipu_dialects.graph import GeluApproximationAttr
 from ipu_dialects.shapes import (
     add_result_shape,
     check_attention_shapes,
@@ -990,9 +992,28 @@ class AddOp(BinaryElementwiseOp):
 
 @irdl_op_definition
 class GeluOp(UnaryElementwiseOp):
-    """Exact (erf) GeLU, pointwise, carried out by the selected operator plan."""
+    """GeLU, pointwise, carried out by the selected operator plan: exact (erf), or the tanh
+    form with `approximate tanh` (the graph op's property, `#graph<gelu_approximation tanh>`
+    in generic form)."""
 
     name = "mid.gelu"
+    approximate = opt_prop_def(GeluApproximationAttr)
+    assembly_format = (
+        "$input (`approximate` $approximate^)? `plan` qualified($plan) attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType,
+                 plan: OperatorPlanAttr, approximate: GeluApproximationAttr | None = None):
+        properties: dict[str, Attribute] = {"plan": plan}
+        if approximate is not None:
+            properties["approximate"] = approximate
+        IRDLOperation.__init__(self, operands=[input], result_types=[result_type],
+                               properties=properties)
+
+    @property
+    def approximation(self) -> GeluApproximation | None:
+        return None if self.approximate is None else self.approximate.data
 
 
 @irdl_op_definition

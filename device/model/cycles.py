@@ -91,6 +91,16 @@ def gelu_cycles(out: ShardGeometry, src: ShardGeometry, tile: int, target: Targe
             + elements * target.erf_cycles_per_element + _f32_vector_cycles(elements, target))
 
 
+def gelu_tanh_cycles(out: ShardGeometry, src: ShardGeometry, tile: int, target: Target) -> int:
+    """tanh per element around the FP32 passes of its cubic and product, over this tile's
+    whole shard."""
+    out.shard_box(tile)
+    elements = out.shard_elements
+    return (target.vector_cycles(_moved_bytes(elements, out, src))
+            + elements * target.tanh_cycles_per_element
+            + _f32_vector_cycles(target.tanh_gelu_f32_passes * elements, target))
+
+
 def add_cycles(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry, tile: int,
                target: Target) -> int:
     """One FP32 add per element of this tile's out shard (operands read, out stored)."""

@@ -1,6 +1,6 @@
-"""Pointwise kernels: `gelu` and the broadcasting `add`.
+"""Pointwise kernels: `gelu` (exact), `gelu_tanh` (its tanh form) and the broadcasting `add`.
 
-Both compute in float64 (every stored f32/f16/FP8 value is exact there) and round once to
+They compute in float64 (every stored f32/f16/FP8 value is exact there) and round once to
 out's precision when storing, as the reference interpreter does; out's padding is written as
 zeros. `add` follows NumPy broadcasting (ranks aligned at the right, extent-1 axes broadcast):
 this tile's out box, clipped to the logical extent, maps to each operand's coordinates
@@ -9,10 +9,12 @@ this tile's out box, clipped to the logical extent, maps to each operand's coord
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from device.kernel_abi import described
-from device.model.cycles import add_cycles, gelu_cycles
+from device.model.cycles import add_cycles, gelu_cycles, gelu_tanh_cycles
 from device.model.kernel_call import Kernel, KernelCall, of_formats
 from device.model.kernel_shards import (
     Box,
@@ -25,23 +27,34 @@ from device.model.kernel_shards import (
     write_values,
 )
 from device.numerics import gelu as exact_gelu
+from device.numerics import gelu_tanh as tanh_gelu
 from device.shard_geometry import ShardGeometry
 
 
-def gelu(call: KernelCall) -> int:
+def elementwise(call: KernelCall, function: Callable[[np.ndarray], np.ndarray]
+                ) -> tuple[ShardGeometry, ShardGeometry]:
+    """out = function(src) over this tile's shard (the same shape and shard box); (out, src)."""
     formats = operand_formats(call)
     out, src = formats["out"], formats["src"]
     if out.shape != src.shape:
-        raise call.fail(f"'out' has shape {out.shape} but 'src' has {src.shape}: gelu keeps "
-                        f"the shape")
+        raise call.fail(f"'out' has shape {out.shape} but 'src' has {src.shape}: "
+                        f"{call.abi.symbol} keeps the shape")
     box, src_box = box_on(call, "out", out), box_on(call, "src", src)
     if box != src_box:
         raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile")
     region = local_slices(logical_box(box, out), box[0])
     result = np.zeros(out.chunk)
-    result[region] = exact_gelu(read_values(call, "src", src)[region])
+    result[region] = function(read_values(call, "src", src)[region])
     write_values(call, "out", out, result)
-    return gelu_cycles(out, src, call.tile, call.target)
+    return out, src
+
+
+def gelu(call: KernelCall) -> int:
+    return gelu_cycles(*elementwise(call, exact_gelu), call.tile, call.target)
+
+
+def gelu_tanh(call: KernelCall) -> int:
+    return gelu_tanh_cycles(*elementwise(call, tanh_gelu), call.tile, call.target)
 
 
 def _check_broadcast(call: KernelCall, name: str, operand: ShardGeometry,
@@ -100,6 +113,16 @@ RECORDS: tuple[Kernel, ...] = (
         ),
         gelu,
         of_formats(gelu_cycles),
+    ),
+    Kernel(
+        described(
+            "gelu_tanh", ("out", "src"), (),
+            "out = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) of x = src, the tanh "
+            "form of gelu, computed in float64, one rounding to out's precision (descriptors: "
+            "out, src; the same shard box). Padding of out is written as zeros.",
+        ),
+        gelu_tanh,
+        of_formats(gelu_tanh_cycles),
     ),
     Kernel(
         described(

@@ -27,6 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames, shape_of
 from frontend.onnx.folding import attributes, fold, normalized_axis
+from frontend.onnx.gelu_patterns import match_gelu_tanh
 from frontend.onnx.nodes import (
     FLOAT_TYPES,
     HANDLERS,
@@ -269,6 +270,8 @@ class Importer:
                 match = match_attention(view, index)
             elif node.op_type == "Erf":
                 match = match_gelu(view, index)
+            elif node.op_type == "Tanh":
+                match = match_gelu_tanh(view, index)
             if match is None or consumed & set(match.consumed):
                 continue
             consumed |= set(match.consumed) - {match.anchor}
@@ -276,7 +279,7 @@ class Importer:
                 anchors[match.anchor] = lambda self, i, n, m=match: self.attention(m)
             else:
                 anchors[match.anchor] = lambda self, i, n, m=match: [
-                    self.builder.gelu(self.value(m.input, where(i, n)))
+                    self.builder.gelu(self.value(m.input, where(i, n)), approximate=m.approximate)
                 ]
         return anchors, consumed
 

@@ -120,12 +120,14 @@ def used(importer: Importer, name: str) -> bool:
 
 def gelu(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     approximate = attributes(node).get("approximate", b"none")
-    if approximate not in (b"none", "none"):
+    text = approximate.decode() if isinstance(approximate, bytes) else str(approximate)
+    if text not in ("none", "tanh"):
         raise OnnxImportError(
-            f"{where(index, node)}: approximate = '{approximate.decode()}'; graph.gelu is the "
-            "exact (erf) GeLU"
+            f"{where(index, node)}: approximate = '{text}'; graph.gelu is the exact (erf) "
+            "GeLU ('none') or its tanh form ('tanh')"
         )
-    return [importer.builder.gelu(*operands(importer, index, node))]
+    return [importer.builder.gelu(*operands(importer, index, node),
+                                  approximate=None if text == "none" else text)]
 
 
 def reshape(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:

@@ -70,6 +70,7 @@ class GeluMatch:
     anchor: int
     consumed: list[int]
     input: str
+    approximate: str | None = None  # "tanh": the tanh form (frontend/onnx/gelu_patterns.py)
 
 
 def scaled_by_constant(view: GraphView, value: str) -> tuple[str, float, list[int]]:

@@ -91,8 +91,6 @@ def test_attention_with_a_general_mask() -> None:
          "tensors only"),
         (lambda x: torch.nn.functional.layer_norm(x, [4, 8]), "normalized_shape [4, 8] of an "
          "input [1, 4, 8]; graph.layer_norm normalizes the last axis only"),
-        (lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
-         "approximate = 'tanh'; graph.gelu is the exact (erf) GeLU"),
         (lambda x: torch.nn.functional.scaled_dot_product_attention(x, x, x, dropout_p=0.5),
          "dropout_p = 0.5; export the module in eval mode without attention dropout"),
         (lambda x: x[:, 2:2], "graph.slice: axis 1 takes [2, 2) of extent 4"),

@@ -111,3 +111,27 @@ func.func @fp8(%x: tensor<3x10xf8E4M3FNUZ, #graph.fp8_scale<1>>) -> tensor<3x10x
 // GENERIC:       "mid.gelu"(%x) <{plan = #mid.plan<"gelu_split1"
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "fp8"
 // TILE-GENERIC:  "tile.buffer"() <{sym_name = "x", kind = #tile<buffer_kind input>, tiles = #tile.tiles<0 to 4>, shape = array<i64: 3, 3>, precision = #mid<precision f8f143>
+
+// -----
+
+// The tanh form: `approximate tanh` is carried to mid.gelu, whose plan calls `gelu_tanh` (the
+// same descriptors as `gelu`); the generic form holds it as the graph dialect's property.
+func.func @tanh(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
+  %g = graph.gelu %x approximate tanh : tensor<8x64xf16> -> tensor<8x64xf16>
+  func.return %g : tensor<8x64xf16>
+}
+// MID-LABEL: func.func @tanh
+// MID-NEXT:  %g = mid.gelu %x approximate tanh plan #mid.plan<"gelu_split0", #mid.dispatch<pointwise, init = @gelu_tanh>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>, #mid.operand<out : output, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>], distinct = [], alias = src>
+// CONV-LABEL: func.func @tanh
+// CONV-NEXT:  %g = mid.gelu %x approximate tanh plan
+// TILE-LABEL: func.func @tanh() {
+// TILE:       tile.kernel @gelu_tanh(%g[() -> (0)], %x[() -> (0)]) scalars [2, 8, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 8, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.gelu %g", value = "%g", reason = "tanh gelu, one call per shard">
+// PLACED-LABEL: func.func @tanh() {
+// PLACED:       tile.kernel @gelu_tanh
+// ROWS-LABEL: func.func @tanh() {
+// ROWS-NOT:   tile.exchange
+// ROWS:       func.return
+// GENERIC-LABEL: "func.func"() <{sym_name = "tanh"
+// GENERIC:       "mid.gelu"(%x) <{approximate = #graph<gelu_approximation tanh>, plan = #mid.plan<"gelu_split0", #mid.dispatch<pointwise, init = @gelu_tanh>
+// TILE-GENERIC-LABEL: "func.func"() <{sym_name = "tanh"
+// TILE-GENERIC:  "tile.kernel"(%g, %x) <{callee = @gelu_tanh

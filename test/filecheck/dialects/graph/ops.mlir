@@ -38,17 +38,21 @@ func.func @add(%x: tensor<2x1x8xf32>, %bias: tensor<8xf32>, %y: tensor<3x1xf32>,
 
 // -----
 
-func.func @gelu(%x: tensor<4x8xf16>, %f: tensor<16xf8E4M3FNUZ, #graph.fp8_scale<-3>>) -> (tensor<4x8xf16>, tensor<16xf8E4M3FNUZ, #graph.fp8_scale<2>>) {
+// The exact GeLU prints no `approximate`; the tanh form prints it (generic: a property).
+func.func @gelu(%x: tensor<4x8xf16>, %f: tensor<16xf8E4M3FNUZ, #graph.fp8_scale<-3>>) -> (tensor<4x8xf16>, tensor<16xf8E4M3FNUZ, #graph.fp8_scale<2>>, tensor<4x8xf16>) {
   %g = graph.gelu %x : tensor<4x8xf16> -> tensor<4x8xf16>
   %h = graph.gelu %f : tensor<16xf8E4M3FNUZ, #graph.fp8_scale<-3>> -> tensor<16xf8E4M3FNUZ, #graph.fp8_scale<2>>
-  func.return %g, %h : tensor<4x8xf16>, tensor<16xf8E4M3FNUZ, #graph.fp8_scale<2>>
+  %t = graph.gelu %x approximate tanh : tensor<4x8xf16> -> tensor<4x8xf16>
+  func.return %g, %h, %t : tensor<4x8xf16>, tensor<16xf8E4M3FNUZ, #graph.fp8_scale<2>>, tensor<4x8xf16>
 }
 // CHECK-LABEL: func.func @gelu
 // CHECK-NEXT:    %g = graph.gelu %x : tensor<4x8xf16> -> tensor<4x8xf16>
 // CHECK-NEXT:    %h = graph.gelu %f : tensor<16xf8E4M3FNUZ, #graph.fp8_scale<-3>> -> tensor<16xf8E4M3FNUZ, #graph.fp8_scale<2>>
+// CHECK-NEXT:    %t = graph.gelu %x approximate tanh : tensor<4x8xf16> -> tensor<4x8xf16>
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "gelu"
 // CHECK-GENERIC:      "graph.gelu"(%x) : (tensor<4x8xf16>) -> tensor<4x8xf16>
 // CHECK-GENERIC-NEXT: "graph.gelu"(%f) : (tensor<16xf8E4M3FNUZ, #graph.fp8_scale<-3>>) -> tensor<16xf8E4M3FNUZ, #graph.fp8_scale<2>>
+// CHECK-GENERIC-NEXT: "graph.gelu"(%x) <{approximate = #graph<gelu_approximation tanh>}> : (tensor<4x8xf16>) -> tensor<4x8xf16>
 
 // -----
 
