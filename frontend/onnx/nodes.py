@@ -68,6 +68,14 @@ def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVa
                 f"{where(index, node)}: input {what} has rank {len(shape_of(v))}; "
                 "graph.gemm multiplies matrices (rank >= 2)"
             )
+    lead = shape_of(a)[:-2]
+    if len(shape_of(b)) == 2 and shape_of(a)[-2] == 1 and np.prod(lead, dtype=np.int64) > 1:
+        # [..., 1, K] @ [K, N] is one [(...), K] @ [K, N]: one GEMM over every row instead of a
+        # batch of one-row GEMMs each reading the whole weight (torch's TransformerEncoderLayer
+        # runs its projections on [seq, batch=1, width])
+        rows = importer.builder.reshape(a, [int(np.prod(shape_of(a)[:-1])), shape_of(a)[-1]])
+        product = importer.builder.gemm(rows, b)
+        return [importer.builder.reshape(product, [*shape_of(a)[:-1], shape_of(b)[-1]])]
     return [importer.builder.gemm(a, b)]
 
 
