@@ -296,9 +296,9 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
             print(f"{name}: shape {value.shape} {value.dtype}")
         print("reference: done")
         if outside is not None:
-            agreed = compare(expected, outside, result_types)
-            print(expect_line(agreed, Path(expect), result_types))
-            return EXIT_PASS if agreed.passed else EXIT_FAIL
+            against = compare(expected, outside, result_types)
+            print(expect_line(against, Path(expect), result_types))
+            return EXIT_PASS if against.passed else EXIT_FAIL
         return EXIT_PASS
 
     from device.model import ModelError, run_package
