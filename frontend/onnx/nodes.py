@@ -249,9 +249,7 @@ def axes_input(importer: Importer, index: int, node: onnx.NodeProto) -> list[int
 
 def unsqueeze(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
-    axes = axes_input(importer, index, node)
-    if axes is None:
-        raise OnnxImportError(f"{where(index, node)}: an Unsqueeze without axes")
+    axes = axes_input(importer, index, node) or []  # required: the ONNX checker sees to it
     shape = list(shape_of(x))
     for axis in sorted(normalized_axis(a, len(shape) + len(axes)) for a in axes):
         shape.insert(axis, 1)
@@ -281,10 +279,6 @@ def gather(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVa
     x = importer.value(node.input[0], at)
     shape = list(shape_of(x))
     axis = normalized_axis(attributes(node).get("axis", 0), len(shape))
-    if node.input[1] not in importer.constants:
-        raise OnnxImportError(
-            f"{at}: gathers by indices computed at run time (an embedding lookup); "
-            "ipu-import maps a Gather by constant indices only")
     indices = importer.constant(node.input[1], at, "indices")
     if indices.ndim > 1:
         raise OnnxImportError(f"{at}: indices of rank {indices.ndim}; ipu-import maps a Gather "

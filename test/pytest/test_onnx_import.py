@@ -260,6 +260,32 @@ def test_a_batch_of_one_row_products_is_one_gemm() -> None:
     assert gemm.operands[0].type.get_shape() == (6, 4)
 
 
+@pytest.mark.parametrize(("node", "constants", "message"), [
+    (helper.make_node("Squeeze", ["x", "a"], ["y"], name="s"), {"a": np.array([0], np.int64)},
+     "node #0 's' (Squeeze): squeezes axis 0 of extent 4; only extent-1 axes can be squeezed"),
+    (helper.make_node("Gather", ["x", "i"], ["y"], name="g"), {"i": np.zeros((1, 1), np.int64)},
+     "node #0 'g' (Gather): indices of rank 2; ipu-import maps a Gather by a scalar or a 1-D "
+     "constant index"),
+    (helper.make_node("Gather", ["x", "i"], ["y"], name="g"), {"i": np.array(7, np.int64)},
+     "node #0 'g' (Gather): index 7 is outside axis 0 of extent 4"),
+])
+def test_layout_node_refusals(node, constants, message) -> None:
+    m = model([node], [tensor("x", [4, 3])], ["y"], constants, opset=13)
+    assert import_error(m) == message
+
+
+def test_expect_file_that_is_not_an_archive(tmp_path, capsys) -> None:
+    from tools.ipu_run import run_main
+
+    source = tmp_path / "g.mlir"
+    source.write_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  func.return %x : tensor<4xf32>\n}\n")
+    (tmp_path / "bad.npz").write_text("not an archive")
+    assert run_main(source, reference=True, expect=tmp_path / "bad.npz", quiet=True) == 2
+    assert f"--expect: cannot read '{tmp_path / 'bad.npz'}' as an .npz archive" in (
+        capsys.readouterr().err)
+
+
 def test_gather_by_computed_indices_is_refused_by_name() -> None:
     m = model([helper.make_node("Gather", ["x", "ids"], ["y"], name="embed")],
               [tensor("x", [4, 3]), tensor("ids", [2], TensorProto.INT64)], ["y"])
