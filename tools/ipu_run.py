@@ -65,7 +65,9 @@ from tools.run_io import argument_types as argument_types
 from tools.run_io import compare as compare
 from tools.run_io import (
     diagnostic_text,
+    expect_line,
     fp8_spreads,
+    load_expected,
     load_inputs,
     output_directory,
     read_source,
@@ -152,7 +154,9 @@ CHECK_EPILOG = (
     "reference (over the elements both hold as finite numbers) is at most the tolerance of "
     "the result's element type times the largest reference magnitude: "
     + ", ".join(f"{t} {v:g}" for t, v in RELATIVE_TOLERANCE.items())
-    + ". 'max rel error' is that normwise ratio (max |got - want| / max |want|), not an "
+    + ". --expect FILE.npz holds the results to the same tolerances against arrays saved "
+    "elsewhere (torch's outputs, say) and prints the tolerance; a FAIL there fails the run. "
+    "'max rel error' is that normwise ratio (max |got - want| / max |want|), not an "
     "elementwise one. A NaN, or an infinity the reference does not have, fails. Exit status: "
     "0 PASS, 1 FAIL, 2 a diagnostic or a usage error.")
 
@@ -207,6 +211,10 @@ def run(
                                         "estimated to take the device model longer (default "
                                         "1 h: MAX_MODEL_SECONDS, device/limits.py)")
     ] = None,
+    expect: Annotated[Path | None, typer.Option(
+        metavar="FILE.npz", help="also compare the results with a reference set saved elsewhere "
+        "(torch's, say): arrays named result0, result1, ... (any name for one result), held to "
+        "the same tolerances as the check")] = None,
     version: Annotated[bool, typer.Option(
         "--version", callback=version_callback("ipu-run"), is_eager=True,
         help="print the version and exit")] = False,
@@ -225,7 +233,7 @@ def run(
         sys.exit(EXIT_DIAGNOSTIC)
     sys.exit(run_main(file, tiles, seed, input, save_outputs_dir, reference, function,
                       indivisible, package_dir, profile, json_output, report_dir, inputs, quiet,
-                      gemm_partials, explain))
+                      gemm_partials, explain, expect))
 
 
 def refused_package_options(ctx: typer.Context) -> list[str]:
@@ -244,7 +252,7 @@ def refused_package_options(ctx: typer.Context) -> list[str]:
 def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
              function=None, indivisible="pad", package_dir=None, profile=False,
              json_output=False, report_dir=None, archive=None, quiet=False,
-             gemm_partials="f32", explain=False) -> int:
+             gemm_partials="f32", explain=False, expect=None) -> int:
     from interpreters.graph import InterpreterError, check_runnable, input_names, run_function
     from tools.pass_timing import PassTimer
 
@@ -268,6 +276,9 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         progress = terminal_progress(quiet)
         expected = phase(progress, "reference (NumPy)",
                          lambda: run_function(module, arrays, func.sym_name.data))
+        outside = (None if expect is None else
+                   load_expected(Path(expect), output_names(func),
+                                 func.function_type.outputs.data))
     except (ParseError, DiagnosticException, InterpreterError, UsageError, OSError,
             ValueError) as error:
         return diagnostic(diagnostic_text(error, text))
@@ -284,6 +295,10 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         for name, value in zip(result_names, expected, strict=True):
             print(f"{name}: shape {value.shape} {value.dtype}")
         print("reference: done")
+        if outside is not None:
+            against = compare(expected, outside, result_types)
+            print(expect_line(against, Path(expect), result_types))
+            return EXIT_PASS if against.passed else EXIT_FAIL
         return EXIT_PASS
 
     from device.model import ModelError, run_package
@@ -330,6 +345,9 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     check = compare(results, expected, func.function_type.outputs.data,
                     fp8_spreads(module, arrays, func.sym_name.data))
     check_passed = check.passed and not outcome.exchange_errors
+    agreed = None if outside is None else compare(results, outside, result_types)
+    device_check = check_passed
+    check_passed &= agreed is None or agreed.passed
     for message in outcome.exchange_errors[:5]:
         print(f"exchange error: {message}", file=sys.stderr)
     if check.note:
@@ -349,11 +367,13 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
         if json_output:
             print_json(facts.summary())
             return EXIT_PASS if check_passed else EXIT_FAIL
-    print(f"check: {'PASS' if check_passed else 'FAIL'}")
+    print(f"check: {'PASS' if device_check else 'FAIL'}")
     print(f"max abs error: {check.max_abs:.3g}  max rel error: {check.max_rel:.3g}")
     print(f"modeled cycles: {outcome.cycles}")
     print(f"tiles used: {package.metadata.get('tiles_used', package.tiles)} of {package.tiles}")
     print(f"compile time: {compile_seconds:.2f} s")
+    if agreed is not None:
+        print(expect_line(agreed, Path(expect), result_types))
     if package.metadata.get("profiling") == "cycles":
         from device.model.profile import cycle_profile, format_profile
 

@@ -256,6 +256,40 @@ def within_spread(error: np.ndarray, spread: np.ndarray) -> bool:
     return bool(np.all(error <= FP8_SPREAD_FACTOR * spread))
 
 
+def load_expected(path: Path, names: list[str], types) -> list[np.ndarray]:
+    """`--expect FILE.npz`: a reference set saved elsewhere (torch's outputs, say), one array
+    per result, named like `--save-outputs` names them (result0, result1, ...); a function of
+    one result also takes a file of one array under any name."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--expect: cannot read '{path}' as an .npz archive: {error}") from None
+    if len(names) == 1 and len(arrays) == 1:
+        chosen = list(arrays.values())
+    else:
+        missing = [n for n in names if n not in arrays]
+        if missing:
+            raise UsageError(f"--expect: '{path}' holds {', '.join(sorted(arrays)) or 'nothing'}; "
+                             f"it needs one array per result, named {', '.join(names)}")
+        chosen = [arrays[n] for n in names]
+    for name, array, result_type in zip(names, chosen, types, strict=True):
+        shape = tuple(result_type.get_shape())
+        if array.shape != shape or not np.issubdtype(array.dtype, np.number):
+            raise UsageError(f"--expect: '{path}': {name} is {array.dtype} {list(array.shape)}; "
+                             f"the result is {list(shape)} floating point")
+    return chosen
+
+
+def expect_line(check: Comparison, path: Path, types) -> str:
+    """The `--expect` verdict with the tolerance it was held to."""
+    tolerances = ", ".join(sorted({f"{t.element_type} {RELATIVE_TOLERANCE.get(str(t.element_type), 1e-4):g}"
+                                   for t in types}))
+    return (f"expect ({path}): {'PASS' if check.passed else 'FAIL'}  max abs error: "
+            f"{check.max_abs:.3g}  max rel error: {check.max_rel:.3g}  (tolerance: {tolerances} "
+            "of the largest expected magnitude)")
+
+
 def run_report(check_passed: bool, check: Comparison, cycles: int, package) -> dict:
     """The outcome of a run, as `--json` prints it (keys shared by .mlir and package runs)."""
     return {"check": "PASS" if check_passed else "FAIL", "max_abs_error": check.max_abs,

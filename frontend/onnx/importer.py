@@ -237,7 +237,7 @@ class Importer:
                 else:
                     handler = HANDLERS.get(node.op_type if node.domain in ("", "ai.onnx") else "")
                     if handler is None:
-                        raise OnnxImportError(unsupported(index, node))
+                        raise OnnxImportError(unsupported(index, node, self.constants))
                     outputs = handler(self, index, node)
             except VerifyException as error:  # a shape the graph op rejects, in its own terms
                 raise OnnxImportError(f"{where(index, node)}: {error}") from None

@@ -68,6 +68,14 @@ def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVa
                 f"{where(index, node)}: input {what} has rank {len(shape_of(v))}; "
                 "graph.gemm multiplies matrices (rank >= 2)"
             )
+    lead = shape_of(a)[:-2]
+    if len(shape_of(b)) == 2 and shape_of(a)[-2] == 1 and np.prod(lead, dtype=np.int64) > 1:
+        # [..., 1, K] @ [K, N] is one [(...), K] @ [K, N]: one GEMM over every row instead of a
+        # batch of one-row GEMMs each reading the whole weight (torch's TransformerEncoderLayer
+        # runs its projections on [seq, batch=1, width])
+        rows = importer.builder.reshape(a, [int(np.prod(shape_of(a)[:-1])), shape_of(a)[-1]])
+        product = importer.builder.gemm(rows, b)
+        return [importer.builder.reshape(product, [*shape_of(a)[:-1], shape_of(b)[-1]])]
     return [importer.builder.gemm(a, b)]
 
 
@@ -232,6 +240,65 @@ def erf(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue
     )
 
 
+def axes_input(importer: Importer, index: int, node: onnx.NodeProto) -> list[int] | None:
+    """Unsqueeze's or Squeeze's axes: the second input since opset 13, an attribute before."""
+    if len(node.input) > 1 and node.input[1]:
+        return [int(a) for a in
+                importer.constant(node.input[1], where(index, node), "axes").reshape(-1)]
+    axes = attributes(node).get("axes")
+    return None if axes is None else list(axes)
+
+
+def unsqueeze(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
+    x = importer.value(node.input[0], where(index, node))
+    axes = axes_input(importer, index, node) or []  # required: the ONNX checker sees to it
+    shape = list(shape_of(x))
+    for axis in sorted(normalized_axis(a, len(shape) + len(axes)) for a in axes):
+        shape.insert(axis, 1)
+    return [importer.builder.reshape(x, shape)]
+
+
+def squeeze(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
+    x = importer.value(node.input[0], where(index, node))
+    shape = list(shape_of(x))
+    axes = axes_input(importer, index, node)
+    dropped = ({normalized_axis(a, len(shape)) for a in axes} if axes is not None
+               else {a for a, extent in enumerate(shape) if extent == 1})
+    wide = [a for a in sorted(dropped) if shape[a] != 1]
+    if wide:
+        raise OnnxImportError(f"{where(index, node)}: squeezes axis {wide[0]} of extent "
+                              f"{shape[wide[0]]}; only extent-1 axes can be squeezed")
+    kept = [extent for a, extent in enumerate(shape) if a not in dropped]
+    return [importer.builder.reshape(x, kept or [1])]
+
+
+def gather(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
+    """Gather of a computed tensor by constant indices: a scalar index is a slice of one
+    position with its axis dropped (torch's `select`, as `TransformerEncoderLayer` splits its
+    fused Q, K, V), a 1-D index a concatenation of such slices. Indices computed at run time
+    (an embedding lookup) have no graph op here."""
+    at = where(index, node)
+    x = importer.value(node.input[0], at)
+    shape = list(shape_of(x))
+    axis = normalized_axis(attributes(node).get("axis", 0), len(shape))
+    indices = importer.constant(node.input[1], at, "indices")
+    if indices.ndim > 1:
+        raise OnnxImportError(f"{at}: indices of rank {indices.ndim}; ipu-import maps a Gather "
+                              "by a scalar or a 1-D constant index")
+    picks = []
+    for position in indices.reshape(-1).tolist():
+        position = position + shape[axis] if position < 0 else position
+        if not 0 <= position < shape[axis]:
+            raise OnnxImportError(f"{at}: index {position} is outside axis {axis} of extent "
+                                  f"{shape[axis]}")
+        starts, ends = [0] * len(shape), list(shape)
+        starts[axis], ends[axis] = position, position + 1
+        picks.append(importer.builder.slice(x, starts, ends))
+    if indices.ndim == 1:
+        return [picks[0] if len(picks) == 1 else importer.builder.concat(picks, axis)]
+    return [importer.builder.reshape(picks[0], shape[:axis] + shape[axis + 1:] or [1])]
+
+
 HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[GraphValue]]] = {
     "MatMul": matmul,
     "Gemm": gemm,
@@ -244,17 +311,30 @@ HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[GraphValue]]]
     "Slice": slice,
     "Concat": concat,
     "Identity": identity,
+    "Unsqueeze": unsqueeze,
+    "Squeeze": squeeze,
+    "Gather": gather,
     "Cast": cast,
     "Softmax": softmax,
     "Erf": erf,
 }
 
 
-def unsupported(index: int, node: onnx.NodeProto) -> str:
+def unsupported(index: int, node: onnx.NodeProto, constants: dict[str, np.ndarray]) -> str:
+    """Why a node has no graph op, in the user's terms: a node whose inputs are all constants
+    is one the importer cannot evaluate, not a computation on run-time tensors."""
     op = f"{node.domain}.{node.op_type}" if node.domain not in ("", "ai.onnx") else node.op_type
+    present = [name for name in node.input if name]
+    if present and all(name in constants for name in present):
+        return (
+            f"{where(index, node)}: ONNX {op} on constants only "
+            f"({', '.join(repr(n) for n in present)}), which ipu-import cannot evaluate: it "
+            "folds shape arithmetic (Shape, Gather, Slice, Concat, Unsqueeze, Expand, Where, "
+            "Trilu, ...) and elementwise Add, Sub, Mul, Div, Sqrt, Pow on constants"
+        )
     return (
         f"{where(index, node)}: no graph op for ONNX {op} on tensors computed at run time; "
         "ipu-import maps MatMul, Gemm, Add, LayerNormalization, Gelu (and its Erf form), "
-        "Reshape, Transpose, Split, Slice, Concat and attention, and folds shape arithmetic "
-        "on constants"
+        "Reshape, Transpose, Split, Slice, Concat, Unsqueeze, Squeeze, Gather by constant "
+        "indices and attention, and folds shape arithmetic on constants"
     )

@@ -175,6 +175,14 @@ def match_gelu(view: GraphView, erf: int) -> GeluMatch | None:
         if not near(view.scalar(constant), 0.5):
             return None
         return GeluMatch(anchor=half, consumed=[*consumed, half], input=x)
+    if near(view.scalar(other[0]), 0.5):  # x * (0.5 * (1 + erf)), torch's dynamo exporter
+        outer = view.only_use(view.nodes[product].output[0])
+        if outer is None or view.nodes[outer].op_type != "Mul":
+            return None
+        o = view.nodes[outer].input
+        if sorted(o) != sorted([x, view.nodes[product].output[0]]):
+            return None
+        return GeluMatch(anchor=outer, consumed=[*consumed, outer], input=x)
     half = view.producing(other[0], "Mul")  # (x * 0.5) * (1 + erf)
     if half is None or view.only_use(other[0]) is None:
         return None

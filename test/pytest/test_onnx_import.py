@@ -213,8 +213,85 @@ def test_unsupported_op_names_node_index_and_type() -> None:
     assert import_error(m) == (
         "node #1 'act' (Relu): no graph op for ONNX Relu on tensors computed at run time; "
         "ipu-import maps MatMul, Gemm, Add, LayerNormalization, Gelu (and its Erf form), Reshape, "
-        "Transpose, Split, Slice, Concat and attention, and folds shape arithmetic on constants"
+        "Transpose, Split, Slice, Concat, Unsqueeze, Squeeze, Gather by constant indices and "
+        "attention, and folds shape arithmetic on constants"
     )
+
+
+def test_a_node_on_initializers_is_not_called_run_time() -> None:
+    """BertModel's GatherElements reads two initializers: the importer cannot evaluate it, and
+    says so, rather than calling its inputs computed at run time."""
+    m = model([helper.make_node("GatherElements", ["table", "ids"], ["g"], name="ge"),
+               helper.make_node("Add", ["x", "g"], ["y"], name="add")],
+              [tensor("x", [2, 3])], ["y"],
+              {"table": np.arange(6, dtype=np.float32).reshape(2, 3),
+               "ids": np.zeros((2, 3), np.int64)})
+    message = import_error(m)
+    assert message.startswith("node #0 'ge' (GatherElements): ONNX GatherElements on constants "
+                              "only ('table', 'ids'), which ipu-import cannot evaluate")
+    assert "run time" not in message
+
+
+def test_unsqueeze_squeeze_and_constant_gather_on_computed_tensors() -> None:
+    """The ops torch's dynamo exporter writes around TransformerEncoderLayer's fused Q, K, V:
+    Unsqueeze, Squeeze and a Gather by a constant scalar index (torch's select)."""
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]),
+             helper.make_node("Unsqueeze", ["h", "axes0"], ["u"]),
+             helper.make_node("Transpose", ["u"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("Squeeze", ["t", "axes1"], ["s"]),
+             helper.make_node("Gather", ["s", "one"], ["y"], axis=0),
+             helper.make_node("Gather", ["s", "pair"], ["z"], axis=1)]
+    m = model(nodes, [tensor("x", [3, 4]), tensor("w", [4, 5])], ["y", "z"],
+              {"axes0": np.array([0], np.int64), "axes1": np.array([1], np.int64),
+               "one": np.array(2, np.int64), "pair": np.array([4, 0], np.int64)})
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((4, 5)).astype(np.float32)
+    imported = check_against_onnx(m, {"x": x, "w": w})
+    assert set(ops_of(imported)) == {"graph.gemm", "graph.reshape", "graph.transpose",
+                                     "graph.slice", "graph.concat"}
+
+
+def test_a_batch_of_one_row_products_is_one_gemm() -> None:
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"])], [tensor("x", [6, 1, 4])], ["y"],
+              {"w": np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)})
+    x = np.random.default_rng(3).standard_normal((6, 1, 4)).astype(np.float32)
+    imported = check_against_onnx(m, {"x": x})
+    gemm = next(op for op in imported.module.walk() if op.name == "graph.gemm")
+    assert gemm.operands[0].type.get_shape() == (6, 4)
+
+
+@pytest.mark.parametrize(("node", "constants", "message"), [
+    (helper.make_node("Squeeze", ["x", "a"], ["y"], name="s"), {"a": np.array([0], np.int64)},
+     "node #0 's' (Squeeze): squeezes axis 0 of extent 4; only extent-1 axes can be squeezed"),
+    (helper.make_node("Gather", ["x", "i"], ["y"], name="g"), {"i": np.zeros((1, 1), np.int64)},
+     "node #0 'g' (Gather): indices of rank 2; ipu-import maps a Gather by a scalar or a 1-D "
+     "constant index"),
+    (helper.make_node("Gather", ["x", "i"], ["y"], name="g"), {"i": np.array(7, np.int64)},
+     "node #0 'g' (Gather): index 7 is outside axis 0 of extent 4"),
+])
+def test_layout_node_refusals(node, constants, message) -> None:
+    m = model([node], [tensor("x", [4, 3])], ["y"], constants, opset=13)
+    assert import_error(m) == message
+
+
+def test_expect_file_that_is_not_an_archive(tmp_path, capsys) -> None:
+    from tools.ipu_run import run_main
+
+    source = tmp_path / "g.mlir"
+    source.write_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                      "  func.return %x : tensor<4xf32>\n}\n")
+    (tmp_path / "bad.npz").write_text("not an archive")
+    assert run_main(source, reference=True, expect=tmp_path / "bad.npz", quiet=True) == 2
+    assert f"--expect: cannot read '{tmp_path / 'bad.npz'}' as an .npz archive" in (
+        capsys.readouterr().err)
+
+
+def test_gather_by_computed_indices_is_refused_by_name() -> None:
+    m = model([helper.make_node("Gather", ["x", "ids"], ["y"], name="embed")],
+              [tensor("x", [4, 3]), tensor("ids", [2], TensorProto.INT64)], ["y"])
+    with pytest.raises(OnnxImportError) as info:
+        import_onnx(m)
+    assert "graph input 'ids' has element type INT64" in str(info.value)
 
 
 def test_op_of_another_domain_and_unnamed_node() -> None:
