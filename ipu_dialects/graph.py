@@ -866,8 +866,9 @@ class GatherOp(IRDLOperation):
         indices = checked_index_tensor(self.name, "indices", self.indices.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("table", table), ("result", result)])
-        if not isinstance(self.indices, BlockArgument) or not isinstance(
-            self.indices.owner.parent_op(), FuncOp
+        # a block argument of a function (or of the entry block a builder is filling)
+        if not isinstance(self.indices, BlockArgument) or isinstance(
+            self.indices.owner.parent_op(), RepeatOp
         ):
             raise VerifyException(
                 f"{self.name}: indices must be an argument of the graph function (index "
