@@ -65,10 +65,12 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ipu_dialects.graph import (
+    INDEX_ELEMENT_TYPE,
     AddOp,
     AttentionOp,
     ConcatOp,
     Fp8ScaleAttr,
+    GatherOp,
     GeluOp,
     GemmOp,
     LayerNormOp,
@@ -77,6 +79,7 @@ from ipu_dialects.graph import (
     SliceOp,
     TransposeOp,
     YieldOp,
+    checked_index_tensor,
     checked_tensor,
 )
 
@@ -431,6 +434,24 @@ class GraphBuilder:
         ):
             raise BuilderTypeError(f"{what} must be a sequence of ints, got {values!r}")
         return [int(v) for v in values]
+
+    def index_input(self, shape: Sequence[int], name: str | None = None) -> GraphValue:
+        """An i32 index argument (graph.gather's indices)."""
+        index = len(self.entry.args)
+        arg_name = name or f"arg{index}"
+        if not SSAValue.is_valid_name(arg_name):
+            raise BuilderValueError(f"input name {arg_name!r} is not an SSA value name")
+        arg_type = checked_index_tensor("GraphBuilder.index_input", f"input {arg_name}",
+                                        TensorType(INDEX_ELEMENT_TYPE, list(shape)))
+        arg = self.entry.insert_arg(arg_type, index)
+        arg.name_hint = arg_name
+        return GraphValue(arg, self)
+
+    def gather(self, table: Value, indices: Value) -> GraphValue:
+        """Rows of `table` by i32 `indices` (an embedding lookup)."""
+        table = self._value(table, "gather table")
+        indices = self._value(indices, "gather indices")
+        return self._result(GatherOp(table, indices))
 
     def reshape(self, x: Value, shape: Sequence[int]) -> GraphValue:
         """The same elements, row-major, under `shape` (FP8: the input's scale)."""

@@ -46,6 +46,11 @@ class TorchImporter:
         self.weights: dict[str, np.ndarray] = {}
         self.lifted: dict[str, tuple[str, np.ndarray]] = {}  # placeholder -> (state name, array)
 
+    @staticmethod
+    def is_integer(node: Any) -> bool:
+        value = node.meta.get("val")
+        return value is not None and not value.dtype.is_floating_point
+
     def shape(self, node: Any) -> list[int]:
         return list(node.meta["val"].shape)
 
@@ -61,6 +66,10 @@ class TorchImporter:
             if node.name in lifted:
                 target = lifted[node.name]
                 self.lifted[node.name] = (target, state[target].detach().cpu().numpy())
+            elif node.name in signature.user_inputs and self.is_integer(node):
+                # token ids: torch's int64, narrowed (range-checked) to i32 by the host
+                self.env[node.name] = self.builder.index_input(
+                    self.shape(node), name=self.unique(node.name))
             elif node.name in signature.user_inputs:
                 self.env[node.name] = self.builder.input(
                     self.shape(node), self.element_type, name=self.unique(node.name))
@@ -210,12 +219,33 @@ class TorchImporter:
         return self.builder.attention(self.value(q, at), self.value(k, at), self.value(v, at),
                                       causal=bool(causal), scale=scale)
 
+    def embedding(self, at: str, node: Any) -> GraphValue:
+        weight, indices = node.args[0], node.args[1]
+        return self.builder.gather(self.value(weight, at), self.value(indices, at))
+
+    def unflatten(self, at: str, node: Any) -> GraphValue:
+        return self.builder.reshape(self.value(node.args[0], at), self.shape(node))
+
+    def refused(self, at: str, node: Any) -> GraphValue:
+        raise TorchImportError(f"{at}: {REFUSED[getattr(node.target, '__name__', '')]}")
+
     def identity(self, at: str, node: Any) -> GraphValue:
         return self.value(node.args[0], at)
 
     def getitem(self, at: str, node: Any) -> GraphValue:
         return self.env[node.args[0].name][node.args[1]]
 
+
+# ATen ops these models produce that have no graph op, with the reason in the user's terms.
+REFUSED = {
+    "arange.default": "aten.arange builds position ids at run time; graph tensors are inputs "
+                      "or computed by graph ops: pass the position ids as an input (or add the "
+                      "position-embedding rows as a weight)",
+    "arange.start": "aten.arange builds position ids at run time; pass them as an input",
+    "ones.default": "aten.ones builds a mask at run time; a padding mask is an input added "
+                    "before the softmax (graph.attention has no general mask)",
+    "expand.default": "aten.expand has no graph op (graph.add broadcasts its operands itself)",
+}
 
 HANDLERS: dict[str, Callable[[TorchImporter, str, Any], Any]] = {
     "linear.default": TorchImporter.linear,
@@ -236,10 +266,14 @@ HANDLERS: dict[str, Callable[[TorchImporter, str, Any], Any]] = {
     "slice.Tensor": TorchImporter.slice,
     "cat.default": TorchImporter.cat,
     "scaled_dot_product_attention.default": TorchImporter.attention,
+    "embedding.default": TorchImporter.embedding,
+    "unflatten.int": TorchImporter.unflatten,
+    "alias.default": TorchImporter.identity,
     "contiguous.default": TorchImporter.identity,
     "clone.default": TorchImporter.identity,
     "dropout.default": TorchImporter.identity,
     operator.getitem.__name__: TorchImporter.getitem,
+    **{name: TorchImporter.refused for name in REFUSED},
 }
 
 

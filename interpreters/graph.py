@@ -49,9 +49,11 @@ from device.limits import (
 from device.numerics import gelu_function
 from device.target import IPU21
 from ipu_dialects.graph import (
+    INDEX_ELEMENT_TYPE,
     AddOp,
     AttentionOp,
     ConcatOp,
+    GatherOp,
     GeluOp,
     GemmOp,
     LayerNormOp,
@@ -62,6 +64,7 @@ from ipu_dialects.graph import (
     YieldOp,
     check_graph_signature,
     fp8_scale,
+    is_index_type,
 )
 
 FP8 = ml_dtypes.float8_e4m3fnuz
@@ -98,6 +101,8 @@ def storage_dtype(tensor_type: TensorType) -> np.dtype:
         return np.dtype(np.float16)
     if isinstance(element, Float8E4M3FNUZType):
         return np.dtype(FP8)
+    if element == INDEX_ELEMENT_TYPE:
+        return np.dtype(np.int32)
     raise InterpreterError(f"no reference semantics for element type {element}")
 
 
@@ -184,6 +189,18 @@ def concat(op: ConcatOp, env: Env) -> list[np.ndarray]:
     return [np.concatenate([env[v] for v in op.inputs], axis=op.axis.value.data)]
 
 
+def gather(op: GatherOp, env: Env) -> list[np.ndarray]:
+    table, indices = env[op.table], env[op.indices].astype(np.int64)
+    rows = table.shape[0]
+    outside = (indices < 0) | (indices >= rows)
+    if outside.any():
+        where = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise InterpreterError(
+            f"graph.gather: index {int(indices[where])} at {list(where)} of the indices is "
+            f"outside the table's {rows} rows (0 <= index < {rows})", op)
+    return [table[indices]]
+
+
 def repeat(op: RepeatOp, env: Env) -> list[np.ndarray]:
     carried = [env[v] for v in op.carried]
     invariants = [env[v] for v in op.invariants]
@@ -207,6 +224,7 @@ SEMANTICS: dict[type[Operation], Callable[[Any, Env], list[np.ndarray]]] = {
     TransposeOp: transpose,
     SliceOp: slice_,
     ConcatOp: concat,
+    GatherOp: gather,
     RepeatOp: repeat,
 }
 
@@ -540,6 +558,28 @@ def inputs_in_order(func: FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.n
     return [inputs[name] for name in names]
 
 
+def index_bound(func: FuncOp, arg: SSAValue) -> int:
+    """The exclusive upper bound of an index argument's valid values: the fewest table rows of
+    the gathers that read it (1 when none does: 0 is the only index valid everywhere)."""
+    rows = [graph_tensor(op.table.type).get_shape()[0] for op in func.body.walk()
+            if isinstance(op, GatherOp) and op.indices is arg]
+    return min(rows, default=1)
+
+
+def index_input(name: str, array: np.ndarray) -> np.ndarray:
+    """An i32 argument's input: integers (any integer dtype, or floats holding integers) that
+    fit in i32; torch's int64 token ids pass when their values fit."""
+    values = array.astype(np.float64)
+    if not np.array_equal(values, np.round(values)):
+        raise InterpreterError(f"input {name}: an i32 argument takes integers, got non-integral "
+                               f"values ({array.dtype})")
+    info = np.iinfo(np.int32)
+    if values.size and (values.min() < info.min or values.max() > info.max):
+        raise InterpreterError(f"input {name}: values {values.min():.0f}..{values.max():.0f} "
+                               "do not fit in i32")
+    return values
+
+
 def run_function(
     module: ModuleOp, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray],
     function: str | None = None,
@@ -571,6 +611,9 @@ def run_function(
                 f"input {name}: shape {tuple(np.shape(array))} does not match the argument type "
                 f"{arg_type}"
             )
+        if is_index_type(arg_type):
+            env[arg] = index_input(name, np.asarray(array))
+            continue
         # an FP8 input array holds the stored q; its value is q * 2**scale
         env[arg] = round_to_type(from_storage(np.asarray(array), arg_type), arg_type)
     values = run_block(func.body.block, env)

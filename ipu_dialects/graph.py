@@ -28,6 +28,7 @@ Ops (syntax)
     %t = graph.transpose %x permutation [0, 2, 1] : T -> U
     %s = graph.slice %x starts [0, 64] ends [8, 128] steps [1, 1] : T -> U
     %c = graph.concat %a, %b axis 1 : (T_a, T_b) -> T_c
+    %e = graph.gather %table, %ids : (tensor<VxDxT>, tensor<...xi32>) -> tensor<...xDxT>
     %r:2 = graph.repeat 4 carried(%x = %x0 : T, %y = %y0 : U)
                           invariant(%w = %w0 : W) sequence(%s = %seq : tensor<4x...>) {
       ...
@@ -55,6 +56,18 @@ counts); `graph.transpose` makes result axis `i` the input axis `permutation[i]`
 `graph.slice` takes, per axis, `start:end:step` with `0 <= start < end <= extent` and
 `step >= 1` (no empty results, no reversal); `graph.concat` joins its operands along `axis`
 (0 <= axis < rank), every other extent equal.
+
+`graph.gather` is an embedding lookup: it takes rows (entries of the leading axis) of `table` by
+integer `indices`; the result's shape is the indices' shape followed by the table's trailing
+axes (`table[indices]` in NumPy, torch's `embedding`, ONNX `Gather` on axis 0). Indices are
+the dialect's only integer tensors: element type `i32` (signless, read as signed), and every
+index must be in `0 <= i < rows` when the graph runs (a value check, not a type check: the
+reference interpreter refuses an index outside it). Why i32 and nothing else: a table the
+device can hold has far fewer than 2**31 rows (the whole IPU21 holds 918 MiB), the tile's
+words and address arithmetic are 32-bit, and the IPU has no 64-bit integer arithmetic, so
+i64 ids (torch's default) are narrowed on the host, range-checked, before they are written;
+narrower types (i8, i16) would cap the vocabulary below real models' (GPT-2's 50257 rows).
+An index tensor may be a function argument and a gather's indices, nothing else.
 
 `graph.repeat N` runs its single-block body N times. Its block arguments are, in order: the
 carried values (initialised from `carried(...)`, replaced by the `graph.yield` operands after each
@@ -89,6 +102,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     f64,
+    i32,
     i64,
 )
 from xdsl.dialects.func import FuncOp
@@ -199,6 +213,7 @@ def fp8_scale_range_error(exponent: int) -> str:
 # ----------------------------------------------------------------------------------------------
 
 SUPPORTED_ELEMENT_TYPES = (Float32Type, Float16Type, Float8E4M3FNUZType)
+INDEX_ELEMENT_TYPE = i32  # the element type of graph.gather's indices (module docstring)
 
 
 def checked_tensor(op_name: str, what: str, value_type: Attribute) -> TensorType:
@@ -236,8 +251,29 @@ def checked_tensor(op_name: str, what: str, value_type: Attribute) -> TensorType
     return value_type
 
 
+def checked_index_tensor(op_name: str, what: str, value_type: Attribute) -> TensorType:
+    """The type of an index tensor (static extents >= 1, element type i32), or a diagnostic."""
+    if not isinstance(value_type, TensorType):
+        raise VerifyException(f"{op_name}: {what} must be a ranked tensor, got {value_type}")
+    if value_type.get_element_type() != INDEX_ELEMENT_TYPE or value_type.encoding != NoneAttr():
+        raise VerifyException(
+            f"{op_name}: {what} has type {value_type}; indices are i32 tensors without encoding"
+        )
+    shape = value_type.get_shape()
+    if any(d < 1 for d in shape):
+        raise VerifyException(
+            f"{op_name}: {what} must have static extents >= 1, got {value_type}"
+        )
+    return value_type
+
+
+def is_index_type(value_type: Attribute) -> bool:
+    return isinstance(value_type, TensorType) and value_type.get_element_type() == INDEX_ELEMENT_TYPE
+
+
 def check_graph_signature(func: FuncOp) -> None:
-    """The arguments and results of a graph function are graph tensors (`checked_tensor`).
+    """The arguments and results of a graph function are graph tensors (`checked_tensor`);
+    an argument may also be an index tensor (`checked_index_tensor`, graph.gather's indices).
 
     The op verifiers see only the values the ops use; an unused argument, or an FP8 scale on an
     f32 argument that flows straight to `func.return`, passes them. The drivers that run or lower
@@ -247,7 +283,11 @@ def check_graph_signature(func: FuncOp) -> None:
     args = func.body.block.args if func.body.blocks else ()
     for i, arg_type in enumerate(func.function_type.inputs.data):
         hint = args[i].name_hint if i < len(args) else None
-        checked_tensor(owner, f"argument %{hint}" if hint else f"argument #{i}", arg_type)
+        what = f"argument %{hint}" if hint else f"argument #{i}"
+        if is_index_type(arg_type):
+            checked_index_tensor(owner, what, arg_type)
+        else:
+            checked_tensor(owner, what, arg_type)
     for i, result_type in enumerate(func.function_type.outputs.data):
         checked_tensor(owner, f"result #{i}", result_type)
 
@@ -855,6 +895,55 @@ class ConcatOp(IRDLOperation):
         )
 
 
+def gather_result_shape(op_name: str, table: Sequence[int], indices: Sequence[int]) -> list[int]:
+    if not table:
+        raise VerifyException(f"{op_name}: the table has shape [] and no rows to gather")
+    return [*indices, *table[1:]]
+
+
+@located_format_errors
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Rows of `table` (its leading axis) by i32 `indices`: `table[indices]`."""
+
+    name = "graph.gather"
+    table = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure(), GraphOpRules())
+    assembly_format = (
+        "$table `,` $indices attr-dict `:` `(` type($table) `,` type($indices) `)` `->` "
+        "type($result)"
+    )
+
+    def __init__(self, table: SSAValue | Operation, indices: SSAValue | Operation):
+        table_type = checked_tensor(self.name, "table", SSAValue.get(table).type)
+        index_type = checked_index_tensor(self.name, "indices", SSAValue.get(indices).type)
+        shape = gather_result_shape(self.name, table_type.get_shape(), index_type.get_shape())
+        super().__init__(operands=[table, indices],
+                         result_types=[layout_result_type(table_type, shape)])
+
+    def verify_(self) -> None:
+        table = checked_tensor(self.name, "table", self.table.type)
+        indices = checked_index_tensor(self.name, "indices", self.indices.type)
+        result = checked_tensor(self.name, "result", self.result.type)
+        check_same_element_type(self.name, [("table", table), ("result", result)])
+        # a block argument of a function (or of the entry block a builder is filling)
+        if not isinstance(self.indices, BlockArgument) or isinstance(
+            self.indices.owner.parent_op(), RepeatOp
+        ):
+            raise VerifyException(
+                f"{self.name}: indices must be an argument of the graph function (index "
+                "tensors are inputs the host writes; no graph op computes them)"
+            )
+        expected = gather_result_shape(self.name, table.get_shape(), indices.get_shape())
+        check_result_shape(
+            self.name, result.get_shape(), expected,
+            f"the indices' shape {fmt_shape(indices.get_shape())} followed by the table's "
+            f"trailing axes {fmt_shape(table.get_shape()[1:])}",
+        )
+
+
 # ----------------------------------------------------------------------------------------------
 # graph.repeat, graph.yield
 # ----------------------------------------------------------------------------------------------
@@ -1129,7 +1218,7 @@ Graph = Dialect(
     "graph",
     [
         GemmOp, AddOp, GeluOp, AttentionOp, LayerNormOp, ReshapeOp, TransposeOp, SliceOp,
-        ConcatOp, RepeatOp, YieldOp,
+        ConcatOp, GatherOp, RepeatOp, YieldOp,
     ],
     [Fp8ScaleAttr, GeluApproximationAttr],
 )

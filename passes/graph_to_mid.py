@@ -98,6 +98,18 @@ class FunctionLowering:
             return self.selection(op)
         return dataclasses.replace(self.selection(op), spreading=self.look_ahead)
 
+    def refuse_index_arguments(self) -> None:
+        """An i32 argument (graph.gather's indices) has no device format yet: say so by
+        name before anything is lowered (the reference interpreter runs such graphs)."""
+        for arg in self.function.args:
+            if graph.is_index_type(arg.type):
+                raise PassFailedException(located(
+                    self.function,
+                    f"graph-to-mid: argument %{arg.name_hint or arg.index} of "
+                    f"@{self.function.sym_name.data} is an i32 index tensor; index inputs "
+                    "(graph.gather) have no device lowering yet (the NumPy reference runs "
+                    "them: ipu-run --reference)"))
+
     def run(self) -> None:
         ops = list(self.function.body.walk())
         if any(op.dialect_name() == "graph" for op in ops):  # a graph function: check its signature
@@ -105,6 +117,7 @@ class FunctionLowering:
                 graph.check_graph_signature(self.function)
             except VerifyException as error:
                 raise PassFailedException(str(error)) from None
+            self.refuse_index_arguments()
         self.resident = ResidentTracker.of(self.function, self.config.tiles.data)
         self.lower_block(self.function.body.block)
         for arg in self.function.args:

@@ -101,14 +101,20 @@ def argument_types(func: FuncOp) -> list[TensorType]:
 
 
 def random_inputs(func: FuncOp, seed: int) -> list[np.ndarray]:
-    """Uniform values in [-1, 1), rounded to each argument's element type."""
-    from interpreters.graph import storage_dtype
+    """Uniform values in [-1, 1), rounded to each argument's element type; an index
+    argument's uniform integers in [0, rows) of the tables it gathers from."""
+    from interpreters.graph import index_bound, storage_dtype
+    from ipu_dialects.graph import is_index_type
 
     if seed < 0:
         raise UsageError(f"--seed must be >= 0, got {seed}")
     rng = np.random.default_rng(seed)
     arrays = []
-    for arg_type in argument_types(func):
+    for arg, arg_type in zip(func.body.block.args, argument_types(func)):
+        if is_index_type(arg_type):
+            bound = index_bound(func, arg)
+            arrays.append(rng.integers(0, bound, size=tuple(arg_type.get_shape()), dtype=np.int32))
+            continue
         values = rng.uniform(-1.0, 1.0, size=tuple(arg_type.get_shape()))
         arrays.append(values.astype(storage_dtype(arg_type)))
     return arrays

@@ -172,11 +172,11 @@ def test_ipu_run_unreadable_input_names_option_and_file(make, message, tmp_path,
 
 
 def test_ipu_run_unsupported_element_type(tmp_path, capsys):
-    path = write(tmp_path, "func.func @f(%a: tensor<4xi32>) -> tensor<4xi32> {\n"
-                           "  func.return %a : tensor<4xi32>\n}\n")
+    path = write(tmp_path, "func.func @f(%a: tensor<4xi16>) -> tensor<4xi16> {\n"
+                           "  func.return %a : tensor<4xi16>\n}\n")
     status, _, err = ipu_run(capsys, path, tiles=2)
     assert status == EXIT_DIAGNOSTIC
-    assert err.startswith(f"{path}:1:1: error: func.func @f: argument %a has element type i32; "
+    assert err.startswith(f"{path}:1:1: error: func.func @f: argument %a has element type i16; "
                           "graph tensors are f32, f16 or f8E4M3FNUZ\n"), err
 
 
