@@ -1220,6 +1220,15 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         destination lies outside `holders`, or a tile may send or receive for two groups (a
         superset: never one fewer). None when the maps cannot be evaluated (`group_roles`
         then yields nothing either)."""
+        maps = self.group_maps(grouped)
+        if maps is None:
+            return None
+        return suspect_group_iterations(*maps, self.dst_tiles.as_array(), holders)
+
+    def group_maps(self, grouped: Sequence[tuple[int, int]]
+                   ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every iteration's sender and destination shift of each group, [iterations, groups]
+        each, over the bounds `grouped` (None: ungrouped, or the maps cannot be evaluated)."""
         if self.dst_shift is None:
             return None
         senders = map_values(self.src_tile.data, grouped)
@@ -1227,22 +1236,17 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         if senders is None or shifts is None:
             return None
         groups = self.group_count
-        return suspect_group_iterations(senders.reshape(-1, groups), shifts.reshape(-1, groups),
-                                        self.dst_tiles.as_array(), holders)
+        return senders.reshape(-1, groups), shifts.reshape(-1, groups)
 
     def group_roles(self, grouped: Sequence[tuple[int, int]], only: np.ndarray | None = None
                     ) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
         """Per iteration of a grouped exchange (of the iterations `only`, when given): its
         index, every group's sender, every group's destination tiles, and the tiles that
         receive (a group's sender among its own destinations receives nothing)."""
-        if self.dst_shift is None:
+        maps = self.group_maps(grouped)
+        if maps is None:
             return
-        senders = map_values(self.src_tile.data, grouped)
-        shifts = map_values(self.dst_shift.data, grouped)
-        if senders is None or shifts is None:
-            return
-        groups = self.group_count
-        senders, shifts = senders.reshape(-1, groups), shifts.reshape(-1, groups)
+        senders, shifts = maps
         base = self.dst_tiles.as_array()
         for n in range(senders.shape[0]) if only is None else only.tolist():
             destinations = base[None, :] + shifts[n][:, None]
@@ -1254,14 +1258,8 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         its send reads and incoming writes then run in the same events on that tile."""
         if self.dst_shift is None:
             return False
-        grouped = [*loop_bounds(enclosing_loops(self)), *self.group_bounds()]
-        senders = map_values(self.src_tile.data, grouped)
-        shifts = map_values(self.dst_shift.data, grouped)
-        if senders is None or shifts is None:
-            return False
-        groups = self.group_count
-        return sends_while_receiving(senders.reshape(-1, groups), shifts.reshape(-1, groups),
-                                     self.dst_tiles.as_array())
+        maps = self.group_maps([*loop_bounds(enclosing_loops(self)), *self.group_bounds()])
+        return maps is not None and sends_while_receiving(*maps, self.dst_tiles.as_array())
 
     def verify_source_tiles(self, src: BufferOp, bounds: Sequence[tuple[int, int]]) -> None:
         tiles = map_values(self.src_tile.data, [*bounds, *self.group_bounds()])
