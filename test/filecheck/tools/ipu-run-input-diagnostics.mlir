@@ -4,7 +4,7 @@
 
 // RUN: not ipu-run %s --reference --function arith 2>&1 | filecheck %s --check-prefix=ARITH
 // RUN: not ipu-run %s --tiles 2 --function arith 2>&1 | filecheck %s --check-prefix=ARITH
-// ARITH:      ipu-run-input-diagnostics.mlir:[[# @LINE + 4]]:3: error: arith.addf is not a graph op; the reference interpreter runs graph.add, graph.attention, graph.concat, graph.gelu, graph.gemm, graph.layer_norm, graph.repeat, graph.reshape, graph.slice, graph.transpose
+// ARITH:      ipu-run-input-diagnostics.mlir:[[# @LINE + 4]]:3: error: arith.addf is not a graph op; the reference interpreter runs graph.add, graph.attention, graph.concat, graph.gather, graph.gelu, graph.gemm, graph.layer_norm, graph.repeat, graph.reshape, graph.slice, graph.transpose
 // ARITH-NEXT: {{^}}  %b = arith.addf %a, %a : tensor<4xf32>
 // ARITH-NOT:  Traceback
 func.func @arith(%a: tensor<4xf32>) -> tensor<4xf32> {
@@ -38,8 +38,8 @@ func.func @scalar_result(%a: tensor<4xf32>) -> f32 {
 }
 
 // RUN: not ipu-run %s --reference --function int_arg 2>&1 | filecheck %s --check-prefix=INT
-// INT: ipu-run-input-diagnostics.mlir:[[# @LINE + 1]]:1: error: func.func @int_arg: argument %i has element type i32; graph tensors are f32, f16 or f8E4M3FNUZ
-func.func @int_arg(%i: tensor<4xi32>, %a: tensor<4xf32>) -> tensor<4xf32> {
+// INT: ipu-run-input-diagnostics.mlir:[[# @LINE + 1]]:1: error: func.func @int_arg: argument %i has element type i16; graph tensors are f32, f16 or f8E4M3FNUZ
+func.func @int_arg(%i: tensor<4xi16>, %a: tensor<4xf32>) -> tensor<4xf32> {
   %b = graph.gelu %a : tensor<4xf32> -> tensor<4xf32>
   func.return %b : tensor<4xf32>
 }
