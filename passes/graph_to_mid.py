@@ -70,6 +70,7 @@ class FunctionLowering:
     spread_sequences: bool = False  # graph-to-mid{spread-sequences}: see `GraphLowering`
     spread_saving: int = 0
     spread: bool = True  # pointwise plans may start on the least-loaded tiles
+    spread_inputs: bool = False  # graph-to-mid{spread-inputs}: see `home_of`
     # the bytes of the values lowered so far, per tile: where a pointwise plan may start
     loads: TileLoads = field(init=False)
     look_ahead: LookAhead = field(init=False)
@@ -160,8 +161,10 @@ class FunctionLowering:
             # value's other consumers read it at its own scale. A plan wanting another scale
             # gets a conversion, bridged below.
             # A repeat body's argument is the repeat's to format, whatever the input policy.
-            if self.config.inputs.data == mid.InputPolicy.CONSUMER or is_body_argument(value):
+            if is_body_argument(value):
                 layout = with_storage(fmt, value.type)
+            elif self.config.inputs.data == mid.InputPolicy.CONSUMER:
+                layout = self.home_of(value.type, with_storage(fmt, value.type))
             else:
                 layout = row_major_format(value.type, self.config.indivisible.data)
             value = Rewriter.replace_value_with_new_type(value, with_format(value.type, layout))
@@ -174,6 +177,23 @@ class FunctionLowering:
         bridge.location = fused_location(before.location, value_location(value))
         Rewriter.insert_op(bridge, InsertPoint.before(before))
         return bridge.results[0]
+
+    def home_of(self, value_type: TensorType, layout: mid.TensorFormatAttr
+                ) -> mid.TensorFormatAttr:
+        """Where a graph input its first consumer wants in `layout` is stored: there, or with
+        `spread_inputs` the same layout moved to the least-loaded run of tiles (then every
+        consumer, the first included, takes it through a mid.rearrange), so that the weights
+        of many ops that compute on the same tiles (one GEMM per head) do not pile up there.
+        A moved home is counted in the tile loads here: its consumer's operand is the bridge."""
+        if not self.spread_inputs:
+            return layout
+        geom = geometry(value_type.get_shape(), layout)
+        start = self.loads.least_loaded_start(geom.tile_stop - geom.first_tile)
+        if start == geom.first_tile:
+            return layout
+        home = layout.with_changes(first_tile=start)
+        self.loads.add(geometry(value_type.get_shape(), home))
+        return home
 
     def lower_op(self, op: Operation, operator: Operator) -> None:
         """Select `op`'s plan, bring its operands into the plan's formats, build its mid op."""
@@ -288,12 +308,12 @@ class GraphToMidPass(PipelineOptions, ModulePass):
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             if not function.is_declaration:
                 lower_spread_if_no_costlier(function, config, target, self.spread_sequences,
-                                            self.spread_saving)
+                                            self.spread_saving, self.spread_inputs)
 
 
 def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfigAttr,
                                 target: Target, spread_sequences: bool = False,
-                                spread_saving: int = 0) -> None:
+                                spread_saving: int = 0, spread_inputs: bool = False) -> None:
     """Lower `function` with its pointwise results spread over the least-loaded tiles, and
     keep that only if its conversions cost no more than those of every value from tile 0.
 
@@ -303,11 +323,12 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
     kernels' cycles do not depend on the tiles, so the sum of the conversions' cycles
     (`conversion_type_cycles`, what selection prices them at) decides."""
     trial = function.clone()
-    spread = FunctionLowering(trial, config, target, spread_sequences, spread_saving)
+    spread = FunctionLowering(trial, config, target, spread_sequences, spread_saving,
+                              spread_inputs=spread_inputs)
     spread.run()
     if spread.moved:
         FunctionLowering(function, config, target, spread_sequences, spread_saving,
-                         spread=False).run()
+                         spread=False, spread_inputs=spread_inputs).run()
         if conversions_cycles(trial, target) > conversions_cycles(function, target):
             return
     Rewriter.replace_op(function, trial)

@@ -21,7 +21,10 @@ weight that stays resident). So the pipeline falls back on memory (`run_with_fal
 repeat, with its largest per-iteration sequences stored spread over the chip until tile 0
 holds what it overflowed by fewer (`graph-to-mid{spread-sequences=true spread-saving=N}`: a
 12-layer stack at full width, whose layers' shards would otherwise all sit on the first
-tiles), and last with as many spread as keep them to a quarter of tile 0. When `schedule-exchange` finds no room for the
+tiles), then with as many spread as keep them to a quarter of tile 0, and last with the
+graph inputs stored on the least-loaded tiles and each brought to its consumers by a
+`mid.rearrange` (`graph-to-mid{spread-inputs=true}`: a layer written with one GEMM per head,
+whose heads' weights would otherwise all sit on the same tiles). When `schedule-exchange` finds no room for the
 exchange rows (`RowsDoNotFit`: buffers that fill the standard memory of every tile), only
 `place-memory` and `schedule-exchange` run again, from the module `mid-to-tile` produced, with
 `place-memory{row-elements=1}` (the rest of the code region's memory element kept free of
@@ -124,13 +127,17 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         catalog, the plans that replicate no operand; then, for a program with per-iteration
         sequences, the largest sequences stored spread until tile 0 holds `overflow` bytes fewer
         (`graph-to-mid{spread-sequences=true spread-saving=N}`, a fetch per spread sequence
-        in the body); then spread until they hold at most a quarter of tile 0."""
+        in the body); then spread until they hold at most a quarter of tile 0; then the graph
+        inputs stored on the least-loaded tiles and brought to their consumers
+        (`graph-to-mid{spread-inputs=true}`)."""
         if not first.catalog and not self.catalog:
             return self.without_replicating_plans()
         if not self.spread_sequences and has_sequences(module):
             return replace(self, spread_sequences=True, spread_saving=max(0, overflow or 0))
         if self.spread_sequences and self.spread_saving > 0:
             return replace(self, spread_saving=0)
+        if not self.spread_inputs and overflow is not None:  # spreading frees no row memory
+            return replace(self, spread_inputs=True)
         return None
 
     def run_fitting_rows(self, module: builtin.ModuleOp,

@@ -17,7 +17,7 @@ from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
 class PipelineOptions:
     """The options `ipu-pipeline` hands to `graph-to-mid` (both passes inherit them, so the
     CLI spells them the same: `tiles=N indivisible=... profiling=... gemm-partials=...
-    catalog=a,b spread-sequences=true|false spread-saving=N`). `graph-to-mid` records the
+    catalog=a,b spread-sequences=true|false spread-saving=N spread-inputs=true|false`). `graph-to-mid` records the
     configuration in the module's `ipu.config`."""
 
     tiles: int | None = None
@@ -37,6 +37,11 @@ class PipelineOptions:
     # With spread-sequences: spread the largest until tile 0 holds this many bytes fewer (what
     # the pipeline measured it to overflow by); 0: until they hold a quarter of its memory.
     spread_saving: int = 0
+    # Store each graph input (a weight) on the least-loaded tiles rather than on its first
+    # consumer's, and bring it to every consumer with a mid.rearrange
+    # (`passes/graph_to_mid.py`, `FunctionLowering.home_of`): `ipu-pipeline`'s fallback when
+    # the inputs of the program pile onto the same tiles.
+    spread_inputs: bool = False
 
     def pipeline_options(self) -> dict[str, Any]:
         """These options (only), as keyword arguments for another `PipelineOptions` pass."""

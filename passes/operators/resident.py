@@ -78,12 +78,13 @@ class ResidentMemory:
 
 
 def tile0_bytes(value: SSAValue) -> int:
-    """Bytes of `value`'s shard on tile 0, 0 while it has no format yet."""
+    """Bytes of `value`'s shard on tile 0, 0 while it has no format yet or when it is stored
+    past tile 0 (a graph input's home moved by `graph-to-mid{spread-inputs}`)."""
     value_type = value.type
     if not isinstance(value_type, TensorType):
         return 0
     fmt = value_type.encoding
-    if not isinstance(fmt, mid.TensorFormatAttr):
+    if not isinstance(fmt, mid.TensorFormatAttr) or fmt.first_tile.data:
         return 0
     return geometry(value_type.get_shape(), fmt).shard_bytes()
 

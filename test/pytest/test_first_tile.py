@@ -295,9 +295,10 @@ def plain_lowering(monkeypatch):
     """graph-to-mid with every value from tile 0 (as before formats had a first tile)."""
     import passes.graph_to_mid as pass_module
 
-    def lower_plain(function, config, target, spread_sequences=False, spread_saving=0):
+    def lower_plain(function, config, target, spread_sequences=False, spread_saving=0,
+                    spread_inputs=False):
         pass_module.FunctionLowering(function, config, target, spread_sequences, spread_saving,
-                                     spread=False).run()
+                                     spread=False, spread_inputs=spread_inputs).run()
 
     monkeypatch.setattr(pass_module, "lower_spread_if_no_costlier", lower_plain)
 

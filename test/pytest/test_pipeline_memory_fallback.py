@@ -146,32 +146,36 @@ def test_rows_that_do_not_fit_are_retried_from_placement_with_elements_kept_for_
 
 def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
     """The memory attempts, in order, and the first diagnostic when all of them fail: the
-    first spread saves what place-memory measured tile 0 to overflow by."""
+    first spread saves what place-memory measured tile 0 to overflow by; the graph inputs are
+    spread last."""
     from xdsl.dialects.builtin import ModuleOp
 
     from passes.place_memory import OutOfTileMemory
 
     module = Parser(make_context(), REPEAT_TEXT).parse_module()
-    tried: list[tuple[bool, bool, int]] = []
+    tried: list[tuple[bool, bool, int, bool]] = []
 
     def run(stages) -> None:
         first = stages[0]
         if first.name == "graph-to-mid":
-            tried.append((bool(first.catalog), first.spread_sequences, first.spread_saving))
+            tried.append((bool(first.catalog), first.spread_sequences, first.spread_saving,
+                          first.spread_inputs))
         if stages[-1].name == "schedule-exchange":
             raise OutOfTileMemory(f"out of memory, attempt {len(tried)}", overflow=1000)
 
     with pytest.raises(OutOfTileMemory, match="attempt 1"):
         IpuPipelinePass(tiles=4).run_with_fallback(module, run)
-    assert tried == [(False, False, 0), (True, False, 0), (True, True, 1000), (True, True, 0)]
+    assert tried == [(False, False, 0, False), (True, False, 0, False), (True, True, 1000, False),
+                     (True, True, 0, False), (True, True, 0, True)]
     tried.clear()
-    with pytest.raises(OutOfTileMemory, match="attempt 1"):  # no repeat: nothing to spread
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):  # no repeat: no sequence to spread
         IpuPipelinePass(tiles=4).run_with_fallback(ModuleOp([]), run)
-    assert tried == [(False, False, 0), (True, False, 0)]
+    assert tried == [(False, False, 0, False), (True, False, 0, False), (True, False, 0, True)]
     tried.clear()
     with pytest.raises(OutOfTileMemory, match="attempt 1"):  # a catalog is taken as given
         IpuPipelinePass(tiles=4, catalog=("amp_gemm_f32_grid",)).run_with_fallback(module, run)
-    assert tried == [(True, False, 0), (True, True, 1000), (True, True, 0)]
+    assert tried == [(True, False, 0, False), (True, True, 1000, False), (True, True, 0, False),
+                     (True, True, 0, True)]
 
 
 def test_a_negative_spread_saving_is_refused():
