@@ -45,6 +45,7 @@ from planning.exchange_rows import broadcast_events
 from planning.gemm_grid import phase_events
 from planning.gemm_memory import DoesNotFit, RowTileBuffer, check_capacity, check_placement
 from planning.memory_allocator import Request
+from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import ShardGeometry, ceil_div
 
 BLOCKED_PRECISIONS = (Precision.F16, Precision.F32)
@@ -277,7 +278,7 @@ def memory_failure(layout: BlockedLayout, target: Target) -> str | None:
         check_capacity(buffers, target, who)
         check_placement(buffers, target, CYCLIC_DISTINCT if layout.cyclic else DISTINCT, who)
     except DoesNotFit as failure:
-        return str(failure)
+        return MemoryReason(str(failure))
     return None
 
 

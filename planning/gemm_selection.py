@@ -40,6 +40,7 @@ from planning.gemm_problem import (
 )
 from planning.gemm_rows import RowsLayout
 from planning.gemm_rules import check_plan
+from planning.plan_reasons import MemoryReason, no_plan_message
 
 # The GEMM layouts, in the order diagnostics name them. A new layout is one more strategy
 # here, its catalog entries and its lowering (`passes/operators/gemm.py`, `LOWERINGS`).
@@ -183,15 +184,17 @@ def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: in
     plan, planned, layout_plan = options[0]
     reason = str(failures[0])
     if isinstance(failures[0], DoesNotFit):
-        reason = f"{reason}; {_tile_count_hint(candidate, problem, tiles, indivisible, target)}"
+        hint, fewest = _tile_count_hint(candidate, problem, tiles, indivisible, target)
+        reason = MemoryReason(f"{reason}; {hint}", fewest, no_tile_count=fewest is None)
     return Evaluation(candidate, plan, reason, None, planned, layout_plan)
 
 
 def _tile_count_hint(
     candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
-) -> str:
-    """Whether more tiles would let a candidate that does not fit tile memory fit: every shard
-    shrinks (or stays) as tiles are added, so the fewest tiles that fit are found by bisection."""
+) -> tuple[str, int | None]:
+    """Whether more tiles would let a candidate that does not fit tile memory fit, and the
+    fewest that do (None: no tile count helps): every shard shrinks (or stays) as tiles are
+    added, so the fewest tiles that fit are found by bisection."""
 
     def fits(count: int) -> bool:
         return any(validation_failure(plan, planned, count, target) is None for _, planned, plan
@@ -201,23 +204,18 @@ def _tile_count_hint(
         _, planned, plan = candidate_plans(candidate, problem, target.tiles, indivisible,
                                            target)[0]
         out = plan.operand_plan("out").format
-        return LAYOUTS[candidate.dispatch].no_tile_count_helps(planned, out, target)
+        return LAYOUTS[candidate.dispatch].no_tile_count_helps(planned, out, target), None
     failing, fitting = tiles, target.tiles
     while fitting - failing > 1:
         middle = (failing + fitting) // 2
         failing, fitting = (failing, middle) if fits(middle) else (middle, fitting)
-    return f"it fits on {fitting} tiles"
+    return f"it fits on {fitting} tiles", fitting
 
 
 class NoValidPlan(Exception):
     def __init__(self, evaluations: Sequence[Evaluation]):
         self.evaluations = tuple(evaluations)
-        # candidates failing for the same reason are named together, in catalog order
-        grouped: dict[str, list[str]] = {}
-        for e in evaluations:
-            grouped.setdefault(e.reason or "", []).append(e.candidate.name)
-        reasons = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in grouped.items())
-        super().__init__(f"no valid operator plan: {reasons or 'the operator catalog is empty'}")
+        super().__init__(no_plan_message([(e.candidate.name, e.reason) for e in evaluations]))
 
 
 def select_gemm_plan(

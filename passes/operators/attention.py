@@ -45,6 +45,7 @@ from planning.attention_plans import (
 from planning.gemm_memory import DoesNotFit, RowTileBuffer, check_capacity
 from planning.gemm_problem import AMP_CONFIG
 from planning.memory_allocator import Request
+from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import geometry
 
 KERNEL = "attention"
@@ -91,7 +92,7 @@ def shards_failure(types: Sequence[TensorType], target: Target) -> str | None:
         check_capacity(buffers, target, "an attention tile")
     except DoesNotFit as failure:
         names = ", ".join(f"{n} {b.extent}" for n, b in buffers.items())
-        return f"{failure} ({names})"
+        return MemoryReason(f"{failure} ({names})")
     return None
 
 

@@ -28,6 +28,7 @@ from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, TileSetAttr
 from passes.operators.resident import ResidentMemory
+from planning.plan_reasons import no_plan_message
 from planning.shard_geometry import geometry
 
 
@@ -100,11 +101,7 @@ class NoValidPlan(Exception):
 
     def __init__(self, candidates: Sequence[Candidate]):
         self.candidates = tuple(candidates)
-        grouped: dict[str, list[str]] = {}
-        for c in candidates:
-            grouped.setdefault(c.reason or "", []).append(c.name)
-        reasons = "; ".join(f"{', '.join(names)}: {reason}" for reason, names in grouped.items())
-        super().__init__(f"no valid operator plan: {reasons or 'the operator catalog is empty'}")
+        super().__init__(no_plan_message([(c.name, c.reason) for c in candidates]))
 
 
 def cheapest(candidates: Sequence[Candidate]) -> Candidate:

@@ -22,6 +22,7 @@ from ipu_dialects import mid
 from passes.operators.base import SelectionContext, current_format, max_latency, tensor_type
 from passes.operators.formats import descriptor, shard_words, split_format
 from passes.operators.gather import GatherRounds, plan_rounds
+from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import ShardGeometry, geometry
 
 
@@ -100,5 +101,5 @@ def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | No
     available = target.usable_bytes
     if needed <= available:
         return None
-    return (f"a tile holding its shards needs {needed} bytes, tile memory holds {available} "
-            "outside the code region")
+    return MemoryReason(f"a tile holding its shards needs {needed} bytes, tile memory holds "
+                        f"{available} outside the code region")
