@@ -234,7 +234,7 @@ def conditioning(source, arrays, function: str, results, expected) -> tuple[bool
     from interpreters.graph import rounding_spread
     from tools.run_io import FP8_SPREAD_FACTOR, within_spread
 
-    spreads = rounding_spread(source, arrays, function, runs=SPREAD_RUNS)
+    spreads = rounding_spread(source, arrays, function, runs=SPREAD_RUNS, reference=expected)
     notes, within = [], True
     for got, want, spread in zip(results, expected, spreads, strict=True):
         got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)

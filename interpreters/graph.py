@@ -313,14 +313,18 @@ FP8_LARGEST = 240.0
 
 
 def rounding_spread(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None,
-                    runs: int = 8, seed: int = 0) -> list[np.ndarray]:
+                    runs: int = 8, seed: int = 0,
+                    reference: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
     """Per result element, the largest distance from the reference of `runs` perturbed
     evaluations (`Jitter`), in the units of the stored results `run_function` returns (FP8:
     codes q): how much the answer moves when every rounding lands one step off and every
     GEMM sum is off by its accumulation's error bound. A well-conditioned element moves by
     about one step of its own type; an ill-conditioned one (cancellation, a layer norm of
-    nearly equal values) by much more."""
-    reference = [np.asarray(r, np.float64) for r in run_function(module, inputs, function)]
+    nearly equal values) by much more. `reference`: `run_function`'s results at these inputs,
+    when the caller has them already (a reference run of a real-size program takes minutes)."""
+    if reference is None:
+        reference = run_function(module, inputs, function)
+    reference = [np.asarray(r, np.float64) for r in reference]
     spread = [np.zeros(r.shape) for r in reference]
     rng = np.random.default_rng(seed)
     for _ in range(runs):

@@ -11,22 +11,13 @@ import os
 import numpy as np
 import pytest
 from kernels_support import (
-    AREAS,
     T,
-    collect,
     descriptors,
     fmt,
-    logical,
-    padding_is_zero,
-    place,
-    random_values,
-    round_to,
-    run,
 )
 from xdsl.utils.exceptions import VerifyException
 
 from device.kernels import KERNELS, kernel_cycles
-from device.model.memory import TileMemory
 from device.numerics import GeluApproximation, gelu, gelu_function, gelu_tanh
 from frontend.builder import GraphBuilder
 from frontend.run import compile_and_run
@@ -122,27 +113,8 @@ def test_builder_refuses_an_unknown_approximation():
 
 # ---- the gelu_tanh kernel on the device model ---------------------------------------------------
 
-GELUS = [
-    # shape, blocks, partitions, replication, src (precision, order, scale), out (...)
-    ((33, 130), (16, 64), (2, 1), 2, ("f32", "row_major", 0), ("f16", "amp_output", 0)),
-    ((2, 3, 70), (1, 1, 64), (2, 1, 2), 1, ("f16", "amp_left", 0), ("f8f143", "row_major", -2)),
-    ((40,), (8,), (3,), 1, ("f32", "row_major", 0), ("f32", "row_major", 0)),
-]
-
-
-@pytest.mark.parametrize("shape,blocks,partitions,replication,src_spec,out_spec", GELUS)
-def test_gelu_tanh_kernel_is_the_formula_rounded_once(shape, blocks, partitions, replication,
-                                                      src_spec, out_spec):
-    src = fmt(shape, blocks, partitions, src_spec[0], src_spec[1], replication, src_spec[2])
-    out = fmt(shape, blocks, partitions, out_spec[0], out_spec[1], replication, out_spec[2])
-    values = random_values(RNG, shape, src.precision, src.scale, spread=3.0)
-    memory = TileMemory(T, src.tiles_used)
-    place(memory, src, values, AREAS[0])
-    run(memory, "gelu_tanh", range(src.tiles_used), [AREAS[1], AREAS[0]], descriptors(out, src))
-    result = collect(memory, out, AREAS[1])
-    np.testing.assert_array_equal(logical(out, result),
-                                  round_to(gelu_tanh(values), out.precision, out.scale))
-    assert padding_is_zero(out, result)
+# the kernel against its definition, rounded once: test_kernels_pointwise.py
+# (`test_gelu_kernels_are_their_definition_rounded_once`, beside the exact form's)
 
 
 def test_gelu_tanh_has_gelus_abi():

@@ -1,4 +1,4 @@
-"""gelu and the broadcasting add on the device model (device/model/kernels_pointwise.py)."""
+"""gelu (both forms) and the broadcasting add on the device model (device/model/kernels_pointwise.py)."""
 
 import math
 
@@ -21,6 +21,7 @@ from kernels_support import (
 from device.layouts import pack
 from device.model import ModelError
 from device.model.memory import TileMemory
+from device.numerics import gelu_tanh
 
 RNG = np.random.default_rng(88)
 
@@ -40,18 +41,26 @@ GELUS = [
 ]
 
 
+# each GeLU kernel against its definition: the exact form element by element with math.erf;
+# the tanh form by the definition the reference shares (test_gelu_tanh.py checks that against
+# the formula and torch)
+GELU_FORMS = [("gelu", reference_gelu), ("gelu_tanh", gelu_tanh)]
+
+
+@pytest.mark.parametrize("symbol,definition", GELU_FORMS, ids=[s for s, _ in GELU_FORMS])
 @pytest.mark.parametrize("shape,blocks,partitions,replication,src_spec,out_spec", GELUS)
-def test_gelu_is_the_exact_erf_form_rounded_once(shape, blocks, partitions, replication,
-                                                 src_spec, out_spec):
+def test_gelu_kernels_are_their_definition_rounded_once(symbol, definition, shape, blocks,
+                                                        partitions, replication, src_spec,
+                                                        out_spec):
     src = fmt(shape, blocks, partitions, src_spec[0], src_spec[1], replication, src_spec[2])
     out = fmt(shape, blocks, partitions, out_spec[0], out_spec[1], replication, out_spec[2])
     values = random_values(RNG, shape, src.precision, src.scale, spread=3.0)
     memory = TileMemory(T, src.tiles_used)
     place(memory, src, values, AREAS[0])
-    run(memory, "gelu", range(src.tiles_used), [AREAS[1], AREAS[0]], descriptors(out, src))
+    run(memory, symbol, range(src.tiles_used), [AREAS[1], AREAS[0]], descriptors(out, src))
     result = collect(memory, out, AREAS[1])
     np.testing.assert_array_equal(logical(out, result),
-                                  round_to(reference_gelu(values), out.precision, out.scale))
+                                  round_to(definition(values), out.precision, out.scale))
     assert padding_is_zero(out, result)
 
 

@@ -153,6 +153,8 @@ def test_a_failed_check_says_whether_the_program_is_ill_conditioned():
     arrays = random_inputs(func, 0)
     (want,) = run_function(source, arrays, func.sym_name.data)
     (spread,) = rounding_spread(source, arrays, func.sym_name.data, runs=4)
+    (given,) = rounding_spread(source, arrays, func.sym_name.data, runs=4, reference=[want])
+    np.testing.assert_array_equal(given, spread)  # the reference it was given is the one it runs
     near = np.asarray(want, np.float64) + 0.5 * spread
     within, note = conditioning(source, arrays, func.sym_name.data, [near], [want])
     assert within and "every element within 2x its spread" in note, note
