@@ -194,3 +194,35 @@ func.func @stack(%x: tensor<4x8xf32>, %w: tensor<3x8x8xf32>) -> tensor<4x8xf32> 
   func.return %y : tensor<4x8xf32>
 }
 """
+
+
+STACK_TEXT = """
+func.func @stack(%x: tensor<16x256xf32>, %w: tensor<12x256x256xf32>) -> tensor<16x256xf32> {
+  %y = graph.repeat 12 carried(%c = %x : tensor<16x256xf32>) sequence(%wi = %w : tensor<12x256x256xf32>) {
+    %z = graph.gemm %c, %wi : (tensor<16x256xf32>, tensor<256x256xf32>) -> tensor<16x256xf32>
+    graph.yield %z : tensor<16x256xf32>
+  } -> tensor<16x256xf32>
+  func.return %y : tensor<16x256xf32>
+}
+"""
+
+
+def test_a_program_whose_inputs_exceed_the_tiles_says_how_many_tiles_it_needs_first():
+    """When every attempt runs out of memory and the graph inputs alone (written before the
+    program runs) need more than the tiles hold, the diagnostic leads with the fewest tiles
+    that could hold them; where they fit, it does not (the bound proves nothing there)."""
+    from passes.place_memory import OutOfTileMemory
+
+    need = 16 * 256 * 4 + 12 * 256 * 256 * 4  # x and the weights, f32
+    usable = 638976 - 32768  # a tile outside its code region
+    module = Parser(make_context(), STACK_TEXT).parse_module()
+    with pytest.raises(OutOfTileMemory) as caught:
+        IpuPipelinePass(tiles=4).apply(make_context(), module)
+    assert str(caught.value).startswith(
+        f"The program's graph inputs alone need {need} bytes, more than its 4 tiles hold "
+        f"outside their code regions ({4 * usable}): it needs at least {-(-need // usable)} "
+        "tiles. Out of memory on tile 0: ")
+    module = Parser(make_context(), STACK_TEXT).parse_module()
+    with pytest.raises(OutOfTileMemory) as caught:  # 8 tiles hold the inputs: no bound
+        IpuPipelinePass(tiles=8).apply(make_context(), module)
+    assert str(caught.value).startswith("Out of memory on tile")
