@@ -84,8 +84,9 @@ def gather_rows(call: KernelCall) -> int:
         _resident(call, "table", row_box, (shard[0][1:], shard[1][1:]))
         first, stop = shard[0][0], min(shard[1][0], table.shape[0])
         owned = (rows >= first) & (rows < stop)
-        picked = read_codes(call, "table", table)[
-            (np.where(owned, rows - first, 0), *local_slices(row_box, shard[0][1:]))]
+        where: tuple[np.ndarray | slice, ...] = (np.where(owned, rows - first, 0),
+                                                 *local_slices(row_box, shard[0][1:]))
+        picked = read_codes(call, "table", table)[where]
         owned = owned.reshape(owned.shape + (1,) * (picked.ndim - owned.ndim))
         codes[local_slices(region, box[0])] = np.where(owned, picked, 0)
     write_codes(call, "out", out, codes)

@@ -107,9 +107,10 @@ def test_out_of_range_index_stops_the_model_by_name(bad):
 def test_non_integer_index_input_is_refused_by_the_host():
     package = package_of(embed("8", 50, 16, "f16"), 16)
     ids = np.array([0, 1, 2, 3.5, 4, 5, 6, 7])
-    with pytest.raises(ModelError, match=r"input 'ids': element \[3\] = 3.5 is not an i32 "
-                                         "integer"):
+    with pytest.raises(ModelError) as info:
         run_package(package, {"ids": ids, "wte": np.zeros((50, 16), np.float16)})
+    assert str(info.value) == ("input 'ids': element [3] = 3.5 is not an i32 integer (an index "
+                               "input holds integers)")
 
 
 def test_ipu_run_refuses_an_out_of_range_index_input_by_name(tmp_path):

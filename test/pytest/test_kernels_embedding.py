@@ -27,7 +27,7 @@ RNG = np.random.default_rng(7)
 
 
 def run_gather(out, table, indices, table_values, ids, tiles):
-    memory = TileMemory(T, max(tiles) + 1)
+    memory = TileMemory(T, max(max(tiles) + 1, table.tiles_used, indices.tiles_used))
     place(memory, table, table_values, AREAS[0])
     place(memory, indices, ids, AREAS[1])
     run(memory, "gather_rows", tiles, [AREAS[2], AREAS[0], AREAS[1]],
@@ -84,6 +84,22 @@ def test_format_errors():
     out = fmt((3, 4), (1, 1), (1, 1))
     with pytest.raises(ModelError, match="'indices' are stored as f32; they must be i32"):
         run_gather(out, table, fmt((3,), (1,), (1,), "f32"), np.zeros((9, 4)), np.zeros(3), [0])
-    with pytest.raises(ModelError, match=r"'out' \(f16, scale 0\) and 'table' \(f32, scale 0\)"):
+    with pytest.raises(ModelError, match=r"'out' \(f16, scale 0\) and 'table' \(f32, scale 0\) "
+                                         "differ: rows are copied bit-exactly"):
         run_gather(fmt((3, 4), (1, 1), (1, 1), "f16"), table, fmt((3,), (1,), (1,), "i32"),
                    np.zeros((9, 4)), np.zeros(3), [0])
+    with pytest.raises(ModelError, match=r"'out' has shape \(3, 5\); the indices' shape \(3,\) "
+                                         r"followed by the table's row shape \(4,\) is expected"):
+        run_gather(fmt((3, 5), (1, 1), (1, 1)), table, fmt((3,), (1,), (1,), "i32"),
+                   np.zeros((9, 4)), np.zeros(3), [0])
+
+
+def test_rows_not_resident_on_the_tile_are_an_error():
+    # out's rows cut in 2, the indices in 4: tile 0 needs positions 0:2 but holds 0:1
+    table = fmt((9, 4), (1, 1), (1, 1), replication=4)
+    out = fmt((4, 4), (1, 1), (2, 1))
+    indices = fmt((4,), (1,), (4,), "i32")
+    with pytest.raises(ModelError) as info:
+        run_gather(out, table, indices, np.zeros((9, 4)), np.zeros(4), [0])
+    assert str(info.value) == ("step 0: kernel gather_rows on tile 0: operand 'indices': out's "
+                               "box needs [0:2], its shard on this tile holds [0:1]")
