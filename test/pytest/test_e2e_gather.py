@@ -122,3 +122,22 @@ def test_ipu_run_refuses_an_out_of_range_index_input_by_name(tmp_path):
                            "--quiet", "--input", f"ids={ids}"], capture_output=True, text=True)
     assert done.returncode != 0 and "check: PASS" not in done.stdout
     assert "index 50 at [3] of the indices is outside the table's 50 rows" in done.stderr
+
+
+def test_index_inputs_survive_a_saved_package(tmp_path):
+    # the package's host metadata carries the i32 input; `ipu-run DIR` writes the given ids
+    # exactly (both boundaries) and refuses one outside the table by name
+    path = tmp_path / "embed.mlir"
+    path.write_text(embed("2x4", 50, 16, "f32"))
+    package = tmp_path / "package"
+    base = [sys.executable, "-m", "tools.ipu_run"]
+    done = subprocess.run([*base, str(path), "--tiles", "16", "--quiet", "--package",
+                           str(package)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    for ids, code, text in (([[0, 49, 3, 3], [49, 0, 1, 2]], 0, "check: PASS"),
+                            ([[0, 50, 3, 3], [49, 0, 1, 2]], 2, "index 50 at [0, 1] of the "
+                             "indices is outside the table's 50 rows")):
+        np.save(tmp_path / "ids.npy", np.array(ids, np.int32))
+        done = subprocess.run([*base, str(package), "--quiet", "--input",
+                               f"ids={tmp_path / 'ids.npy'}"], capture_output=True, text=True)
+        assert done.returncode == code and text in done.stdout + done.stderr
