@@ -141,3 +141,19 @@ def test_index_inputs_survive_a_saved_package(tmp_path):
         done = subprocess.run([*base, str(package), "--quiet", "--input",
                                f"ids={tmp_path / 'ids.npy'}"], capture_output=True, text=True)
         assert done.returncode == code and text in done.stdout + done.stderr
+
+
+def test_one_index_input_for_two_tables():
+    # the second gather wants the ids replicated on 8 tiles, not 16: a conversion of the i32
+    # tensor (a local repack), exact
+    text = """
+    func.func @two(%ids: tensor<6xi32>, %a: tensor<20x16xf32>, %b: tensor<30x8xf32>)
+        -> (tensor<6x16xf32>, tensor<6x8xf32>) {
+      %x = graph.gather %a, %ids : (tensor<20x16xf32>, tensor<6xi32>) -> tensor<6x16xf32>
+      %y = graph.gather %b, %ids : (tensor<30x8xf32>, tensor<6xi32>) -> tensor<6x8xf32>
+      func.return %x, %y : tensor<6x16xf32>, tensor<6x8xf32>
+    }"""
+    ids = np.array([19, 0, 7, 7, 19, 0], np.int32)
+    run = compile_and_run(parse(text), 16, {"ids": ids})
+    assert run.passed and run.max_abs_error == 0
+    np.testing.assert_array_equal(run.outputs["result1"], run.reference["result1"])
