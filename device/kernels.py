@@ -23,6 +23,7 @@ from device.kernel_abi import KernelAbi
 from device.model import (
     kernels_attention,
     kernels_attention_blocked,
+    kernels_embedding,
     kernels_gemm,
     kernels_layer_norm,
     kernels_layout,
@@ -35,7 +36,7 @@ from device.target import Target
 
 # The modules whose `RECORDS` make the table, in table order.
 FAMILIES = (kernels_gemm, kernels_layout, kernels_pointwise, kernels_attention,
-            kernels_layer_norm, kernels_views, kernels_attention_blocked)
+            kernels_layer_norm, kernels_views, kernels_attention_blocked, kernels_embedding)
 
 
 class UnknownKernelError(KeyError):

@@ -66,6 +66,7 @@ _NUMPY_STORAGE: dict[str, np.dtype[Any]] = {
     Precision.F16: np.dtype("<f2"),
     Precision.F32: np.dtype("<f4"),
     Precision.F8F143: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    Precision.I32: np.dtype("<i4"),  # index tensors: integers, exact through float64
 }
 
 

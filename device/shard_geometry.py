@@ -56,7 +56,7 @@ from device.layouts import (
 from device.target import Precision
 
 # Descriptor precision codes (index = code).
-PRECISION_CODES = (Precision.F32, Precision.F16, Precision.F8F143)
+PRECISION_CODES = (Precision.F32, Precision.F16, Precision.F8F143, Precision.I32)
 # Words of a descriptor besides the 4 per axis: rank, replication, group, precision, order, scale.
 DESCRIPTOR_FIXED_WORDS = 6
 # The rank word holds rank + RANK_LIMIT * first_tile (ranks are far below it).

@@ -21,6 +21,9 @@ class Precision(StrEnum):
     F8F143 = "f8f143"
     F16 = "f16"
     F32 = "f32"
+    # 32-bit signed integers: graph.gather's indices (row numbers), written by the host
+    # exactly; no kernel computes with them, the gather kernel reads them as row numbers.
+    I32 = "i32"
 
 
 class MemoryClass(StrEnum):
@@ -30,7 +33,8 @@ class MemoryClass(StrEnum):
     INTERLEAVED = "interleaved"
 
 
-BYTES_PER_ELEMENT: dict[str, int] = {Precision.F8F143: 1, Precision.F16: 2, Precision.F32: 4}
+BYTES_PER_ELEMENT: dict[str, int] = {Precision.F8F143: 1, Precision.F16: 2, Precision.F32: 4,
+                                     Precision.I32: 4}
 # [C] the supervisor's instruction words, exchange items and PIC/send word addresses are
 # 32-bit words (spec: exchange-isa.md).
 WORD_BYTES = 4
@@ -93,6 +97,9 @@ class Target:
     tanh_gelu_f32_passes: int = 5
     # [M] cycles per element of exp in attention's softmax; not public.
     exp_cycles_per_element: int = 4
+    # [M] cycles per output row of the gather_rows kernel besides its copy: load the index,
+    # check it against the table's rows and compute the row's address; not public.
+    gather_row_cycles: int = 6
     # [M] cycles of one FP32 reciprocal square root (layer_norm, once per row); not public.
     rsqrt_cycles: int = 12
     # [C] one 32-bit word per tile per exchange event; one event per cycle (4 bytes/cycle).

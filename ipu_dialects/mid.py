@@ -10,7 +10,8 @@ Attributes (syntax)
 -------------------
     #mid.format<PREC, ORDER, [BLOCK x PARTS pad|reject, ...], replication = R, group = G, MEMORY[, first_tile = F]>
         F      = the tile of the first shard (default 0, then not printed)
-        PREC   = f16 | f32 | f8f143<SCALE>          (SCALE in -31..31, value = q * 2**SCALE)
+        PREC   = f16 | f32 | f8f143<SCALE> | i32    (SCALE in -31..31, value = q * 2**SCALE;
+                                                    i32: index tensors, row_major only)
         ORDER  = row_major | amp_left | amp_right | amp_output | amp_left_t | amp_right_t
         MEMORY = standard | interleaved
     #mid.axis<BLOCK x PARTS pad|reject>               one tiling entry (also usable standalone)
@@ -29,6 +30,7 @@ Ops (syntax)
     %c = mid.add %a, %b plan #mid.plan<...> : (T_a, T_b) -> T_c
     %y = mid.gelu %x [approximate tanh] plan #mid.plan<...> : T_x -> T_y
     %o = mid.attention %q, %k, %v [causal] scale 1.250000e-01 plan #mid.plan<...> : (T_q, T_k, T_v) -> T_o
+    %e = mid.gather %table, %ids plan #mid.plan<...> : (T_table, T_ids) -> T_e
     %y = mid.cast_precision %x : T_x -> T_y
     %y = mid.rearrange %x : T_x -> T_y
 
@@ -96,7 +98,7 @@ from device.numerics import GeluApproximation
 from device.target import MemoryClass as MemoryClass
 from device.target import Precision as StoragePrecision
 from device.target import get_target
-from ipu_dialects.graph import GeluApproximationAttr
+from ipu_dialects.graph import INDEX_ELEMENT_TYPE, GeluApproximationAttr, gather_result_shape
 from ipu_dialects.shapes import (
     add_result_shape,
     check_attention_shapes,
@@ -422,6 +424,9 @@ class TensorFormatAttr(ParametrizedAttribute):
         for axis, entry in enumerate(self.tiling.data):
             if not isinstance(entry, AxisTilingAttr):
                 raise VerifyException(f"format: tiling entry {axis} is not a #mid.axis")
+        if precision == StoragePrecision.I32 and self.order.data != ElementOrder.ROW_MAJOR:
+            raise VerifyException(f"format: i32 (index) tensors are stored row_major, not "
+                                  f"{self.order.data}")
         if self.order.data != ElementOrder.ROW_MAJOR and len(self.tiling.data) < 2:
             raise VerifyException(
                 f"format: {self.order.data} order packs the last two axes, but the format tiles "
@@ -1096,6 +1101,47 @@ class LayerNormOp(IRDLOperation):
         check_plan_formats(self, self.plan, formats)
 
 
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Rows of `table` (its leading axis) by i32 `indices` (`graph.gather`), carried out by
+    the selected operator plan (`passes/operators/embedding.py`)."""
+
+    name = "mid.gather"
+    table = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    result = result_def(TensorType)
+    plan = prop_def(OperatorPlanAttr)
+    traits = traits_def(Pure())
+    assembly_format = (
+        "$table `,` $indices `plan` qualified($plan) attr-dict "
+        "`:` `(` type($table) `,` type($indices) `)` `->` type($result)"
+    )
+
+    def __init__(self, table: SSAValue | Operation, indices: SSAValue | Operation,
+                 result_type: TensorType, plan: OperatorPlanAttr):
+        super().__init__(operands=[table, indices], result_types=[result_type],
+                         properties={"plan": plan})
+
+    def verify_(self) -> None:
+        table, table_fmt = format_of(self.name, "table", self.table.type)
+        indices, index_fmt = format_of(self.name, "indices", self.indices.type)
+        out, out_fmt = format_of(self.name, "result", self.result.type)
+        if indices.get_element_type() != INDEX_ELEMENT_TYPE or \
+                index_fmt.precision.data != StoragePrecision.I32:
+            raise VerifyException(f"{self.name}: indices must be i32 stored as i32, got "
+                                  f"{indices.get_element_type()} stored as "
+                                  f"{index_fmt.precision_text()}")
+        if table.get_element_type() != out.get_element_type():
+            raise VerifyException(f"{self.name}: the result's element type "
+                                  f"{out.get_element_type()} is not the table's "
+                                  f"{table.get_element_type()}")
+        expected = gather_result_shape(self.name, table.get_shape(), indices.get_shape())
+        check_result_shape(self.name, out.get_shape(), expected,
+                           "the indices' shape followed by the table's trailing axes")
+        check_plan_formats(self, self.plan,
+                           {"table": table_fmt, "indices": index_fmt, "out": out_fmt})
+
+
 # Layout ops: the graph's reshape, transpose, slice and concat with a plan. They move elements
 # without computing; the result keeps the source's storage precision and scale (a differing
 # declared FP8 scale is a `mid.cast_precision` after them).
@@ -1414,7 +1460,7 @@ class RepeatOp(IRDLOperation):
 
 Mid = Dialect(
     "mid",
-    [GemmOp, AddOp, GeluOp, AttentionOp, LayerNormOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp,
+    [GemmOp, AddOp, GeluOp, AttentionOp, LayerNormOp, GatherOp, ReshapeOp, TransposeOp, SliceOp, ConcatOp,
      CastPrecisionOp, RearrangeOp, RepeatOp, YieldOp],
     [
         AxisTilingAttr,

@@ -99,17 +99,24 @@ class FunctionLowering:
             return self.selection(op)
         return dataclasses.replace(self.selection(op), spreading=self.look_ahead)
 
-    def refuse_index_arguments(self) -> None:
-        """An i32 argument (graph.gather's indices) has no device format yet: say so by
-        name before anything is lowered (the reference interpreter runs such graphs)."""
+    def check_index_arguments(self) -> None:
+        """An i32 argument has a device format only as graph.gather's indices (the gather
+        operator replicates it on the table's tiles): any other use is refused by name
+        before anything is lowered (the reference interpreter runs such graphs)."""
         for arg in self.function.args:
-            if graph.is_index_type(arg.type):
+            if not graph.is_index_type(arg.type):
+                continue
+            for use in arg.uses:
+                user = use.operation
+                if isinstance(user, graph.GatherOp) and use.index == 1:
+                    continue
+                where = (f"operand #{use.index} of {op_label(user)}"
+                         if user.results else f"operand #{use.index} of {user.name}")
                 raise PassFailedException(located(
-                    self.function,
+                    user,
                     f"graph-to-mid: argument %{arg.name_hint or arg.index} of "
-                    f"@{self.function.sym_name.data} is an i32 index tensor; index inputs "
-                    "(graph.gather) have no device lowering yet (the NumPy reference runs "
-                    "them: ipu-run --reference)"))
+                    f"@{self.function.sym_name.data} is an i32 index tensor used as {where}; "
+                    "index tensors lower only as the indices of graph.gather"))
 
     def run(self) -> None:
         ops = list(self.function.body.walk())
@@ -118,7 +125,7 @@ class FunctionLowering:
                 graph.check_graph_signature(self.function)
             except VerifyException as error:
                 raise PassFailedException(str(error)) from None
-            self.refuse_index_arguments()
+            self.check_index_arguments()
         self.resident = ResidentTracker.of(self.function, self.config.tiles.data)
         self.lower_block(self.function.body.block)
         for arg in self.function.args:

@@ -57,7 +57,7 @@ def check_signature(package: Package, func: FuncOp, names: list[str], where: str
     by the source's element type, so a source that names another type than the package holds
     would judge the package by the wrong tolerance (f16's is 100x f32's)."""
     from ipu_dialects.graph import fp8_scale
-    from planning.gemm_problem import element_precision
+    from passes.operators.formats import storage_precision as element_precision
 
     # check_runnable has made every argument and result a ranked graph tensor
     arguments = [t for t in func.function_type.inputs.data if isinstance(t, TensorType)]

@@ -110,6 +110,18 @@ def add_cycles(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry, tile:
             + _f32_vector_cycles(elements, target))
 
 
+def gather_rows_cycles(out: ShardGeometry, table: ShardGeometry, indices: ShardGeometry,
+                       tile: int, target: Target) -> int:
+    """Per output row of this tile's out box: its index loaded and checked
+    (`gather_row_cycles`), then its slice of the table row copied (or zeros stored)."""
+    starts, stops = out.shard_box(tile)
+    lead = indices.rank
+    rows = math.prod(b - a for a, b in zip(starts[:lead], stops[:lead]))
+    row_elements = math.prod(b - a for a, b in zip(starts[lead:], stops[lead:]))
+    return (target.vector_cycles(rows * row_elements * element_bytes(out.precision))
+            + rows * target.gather_row_cycles)
+
+
 def attention_cycles(out: ShardGeometry, query: ShardGeometry, key: ShardGeometry,
                      value: ShardGeometry, tile: int, target: Target) -> int:
     """For this tile's query box: scores and P @ V on the AMP, softmax on the vector unit.

@@ -64,12 +64,24 @@ def write_input(memory: TileMemory, tensor: HostTensor, value: np.ndarray) -> No
         raise ModelError(f"input '{tensor.name}': expected shape {tuple(tensor.shape)}, "
                          f"got {array.shape}")
     values = array.astype(np.float64)
+    if tensor.precision == Precision.I32:
+        check_indices(tensor, values)
     for index, tile, address, origin in _shards(tensor):
         shard = np.zeros(tensor.padded, dtype=np.float64)
         logical, local = _windows(tensor, origin)
         shard[local] = values[logical]
         memory.write(tile, address, pack(shard, tensor.order, tensor.precision, tensor.scale),
                      f"input '{tensor.name}' shard {index}")
+
+
+def check_indices(tensor: HostTensor, values: np.ndarray) -> None:
+    """An i32 input holds integers that fit in 32 bits: anything else would be stored as
+    another index than the one given."""
+    bad = (values != np.rint(values)) | (values < -(2**31)) | (values >= 2**31)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ModelError(f"input '{tensor.name}': element {list(where)} = {values[where]} is not "
+                         "an i32 integer (an index input holds integers)")
 
 
 def write_inputs(memory: TileMemory, package: Package, inputs: dict[str, np.ndarray]) -> None:

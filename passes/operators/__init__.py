@@ -18,6 +18,7 @@ def get_all_operators() -> tuple[Operator, ...]:
     from passes.operators.add import AddOperator
     from passes.operators.attention import AttentionOperator
     from passes.operators.conversions import CastOperator, RearrangeOperator
+    from passes.operators.embedding import EmbeddingOperator
     from passes.operators.gelu import GeluOperator
     from passes.operators.gemm import GemmOperator
     from passes.operators.layer_norm import LayerNormOperator
@@ -31,7 +32,7 @@ def get_all_operators() -> tuple[Operator, ...]:
 
     return (GemmOperator(), AddOperator(), GeluOperator(), AttentionOperator(), CastOperator(),
             RearrangeOperator(), LayerNormOperator(), ReshapeOperator(), TransposeOperator(),
-            SliceOperator(), ConcatOperator(), RepeatOperator())
+            SliceOperator(), ConcatOperator(), EmbeddingOperator(), RepeatOperator())
 
 
 def operator_for_graph(op: Operation) -> Operator | None:

@@ -15,12 +15,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from device.target import WORD_BYTES
 from ipu_dialects import graph, mid
 from planning.gemm_problem import element_precision
 from planning.shard_geometry import geometry
+
+
+def storage_precision(element: Attribute) -> str:
+    """The storage precision of a graph element type: the float types' (`element_precision`),
+    and i32 for index tensors (graph.gather's indices, written by the host exactly)."""
+    if element == graph.INDEX_ELEMENT_TYPE:
+        return mid.StoragePrecision.I32
+    return element_precision(element)
 
 
 def storage_of(value_type: TensorType) -> tuple[str, int]:
@@ -30,7 +38,7 @@ def storage_of(value_type: TensorType) -> tuple[str, int]:
     next consumer a conversion to scale 0 that saturates and flushes it."""
     if isinstance(value_type.encoding, mid.TensorFormatAttr):
         return value_type.encoding.precision.data, value_type.encoding.scale.data
-    return element_precision(value_type.get_element_type()), graph.fp8_scale(value_type)
+    return storage_precision(value_type.get_element_type()), graph.fp8_scale(value_type)
 
 
 def with_storage(fmt: mid.TensorFormatAttr, value_type: TensorType) -> mid.TensorFormatAttr:
@@ -114,7 +122,7 @@ def row_major_format(value_type: TensorType, indivisible: str) -> mid.TensorForm
     """Graph-input policy `row_major`: the whole tensor, row-major, on one tile."""
     rank = len(value_type.get_shape())
     return mid.TensorFormatAttr(
-        element_precision(value_type.get_element_type()),
+        storage_precision(value_type.get_element_type()),
         mid.ElementOrder.ROW_MAJOR,
         [mid.AxisTilingAttr(1, 1, indivisible)] * rank,
         replication=1,

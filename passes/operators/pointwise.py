@@ -20,7 +20,7 @@ from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.shard_geometry import geometry
 
 # The mid ops lowered to one kernel call per output shard.
-PointwiseOp = mid.AddOp | mid.GeluOp | mid.AttentionOp | mid.LayerNormOp
+PointwiseOp = mid.AddOp | mid.GeluOp | mid.AttentionOp | mid.LayerNormOp | mid.GatherOp
 
 # operand formats for an output format, or the reason there are none
 OperandFormats = Callable[[mid.TensorFormatAttr], dict[str, mid.TensorFormatAttr] | str]

@@ -97,8 +97,8 @@ def words_with(**changes) -> list[int]:
     (words_with(replication=0), "descriptor at word 0: replication 0 must be >= 1"),
     (words_with(group=1),
      "descriptor at word 0: group 1 is smaller than the 2 tiles the format uses"),
-    (words_with(precision=3),
-     "descriptor at word 0: precision code 3 is unknown (codes 0..2: f32, f16, f8f143)"),
+    (words_with(precision=4),
+     "descriptor at word 0: precision code 4 is unknown (codes 0..3: f32, f16, f8f143, i32)"),
     (words_with(order=6), "descriptor at word 0: order code 6 is unknown (codes 0..5: "
                           "row_major, amp_left, amp_right, amp_output, amp_left_t, amp_right_t)"),
     (words_with(order=5), "descriptor at word 0: order amp_right_t needs a shard of at least two "
