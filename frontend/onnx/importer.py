@@ -31,6 +31,7 @@ from frontend.onnx.gelu_patterns import match_gelu_tanh
 from frontend.onnx.nodes import (
     FLOAT_TYPES,
     HANDLERS,
+    INDEX_TYPES,
     OnnxImportError,
     data_type_name,
     unsupported,
@@ -119,6 +120,7 @@ class Importer:
         self.env: dict[str, GraphValue] = {}
         self.constants = {t.name: initializer_array(t) for t in self.graph.initializer}
         self.weights: dict[str, np.ndarray] = {}
+        self.index_views: dict[str, tuple[GraphValue, tuple[int, ...]]] = {}
         self.unique_name = UniqueNames()
         self.shapes = self.inferred_shapes(model)
         self.nodes = list(self.graph.node)
@@ -153,11 +155,12 @@ class Importer:
             if info.name in self.constants:  # IR < 4 lists initializers as inputs too
                 continue
             tensor = info.type.tensor_type
-            if tensor.elem_type not in FLOAT_TYPES:
+            if tensor.elem_type not in FLOAT_TYPES | INDEX_TYPES:
                 raise OnnxImportError(
                     f"graph input '{info.name}' has element type "
                     f"{data_type_name(tensor.elem_type)}; graph tensors are "
-                    "floating point (f32 or f16)"
+                    "floating point (f32 or f16), and integer inputs (INT32, INT64) are the "
+                    "indices of an embedding lookup"
                 )
             if not tensor.HasField("shape"):
                 raise OnnxImportError(
@@ -174,7 +177,11 @@ class Importer:
                     )
                 shape.append(dim.dim_value)
             name = self.unique_name(info.name)
-            self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
+            if tensor.elem_type in INDEX_TYPES:
+                # token ids: ONNX's int64, narrowed (range-checked) to i32 by the host
+                self.env[info.name] = self.builder.index_input(shape, name=name)
+            else:
+                self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
             self.shapes[info.name] = tuple(shape)
 
     def value(self, name: str, at: str) -> GraphValue:
