@@ -16,7 +16,7 @@ import onnx
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import shape_of
 from frontend.onnx.folding import attributes, normalized_axis, reshape_target, slice_indices
-from ipu_dialects.graph import INDEX_ELEMENT_TYPE
+from ipu_dialects.graph import INDEX_ELEMENT_TYPE, ReshapeOp
 
 
 class Importer(Protocol):
@@ -157,6 +157,10 @@ def reshaped(importer: Importer, node: onnx.NodeProto, x: GraphValue,
     """`x` under `shape`: a graph.reshape, or for token ids (i32, which graph.reshape does not
     take) a view that graph.gather resolves (`index_views`)."""
     if not is_index(x):
+        if isinstance(x.value.owner, ReshapeOp):  # a view of a view: one reshape (as from_torch)
+            x = GraphValue(x.value.owner.operands[0], importer.builder)
+        if tuple(shape) == shape_of(x):
+            return [x]
         return [importer.builder.reshape(x, shape)]
     source = importer.index_views.get(node.input[0], (x, shape_of(x)))[0]
     importer.index_views[node.output[0]] = (source, tuple(shape))

@@ -65,19 +65,35 @@ def test_layout_ops_buffers_and_layer_norm_without_affine() -> None:
 
 
 class Masked(torch.nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, mask: torch.Tensor) -> None:
         super().__init__()
-        self.register_buffer("mask", torch.zeros(4, 4))
+        self.register_buffer("mask", mask)
 
     def forward(self, x):
         return torch.nn.functional.scaled_dot_product_attention(x, x, x, attn_mask=self.mask)
 
 
 def test_attention_with_a_general_mask() -> None:
+    general = torch.zeros(4, 4)
+    general[0, 2] = -torch.inf
     with pytest.raises(TorchImportError) as info:
-        from_torch(Masked(), (torch.randn(1, 4, 8),))
+        from_torch(Masked(general), (torch.randn(1, 4, 8),))
     assert str(info.value).endswith(
-        "an explicit attn_mask (a general mask); graph.attention supports is_causal masking only")
+        "an explicit attn_mask (a general mask) of shape [4, 4]; graph.attention supports causal "
+        "masking only")
+
+
+@pytest.mark.parametrize(("mask", "causal"), [
+    (torch.zeros(4, 4), False),  # additive, attends everywhere
+    (torch.ones(4, 4, dtype=torch.bool), False),  # boolean, as HF builds it with no padding
+    (torch.tril(torch.ones(4, 4, dtype=torch.bool)), True),  # HF's causal mask, folded
+])
+def test_constant_attention_masks_fold_into_the_causal_flag(mask, causal) -> None:
+    x = torch.randn(1, 4, 8)
+    imported, (y,) = run_imported(Masked(mask), x)
+    np.testing.assert_allclose(y, Masked(mask)(x).numpy(), rtol=1e-5, atol=1e-5)
+    text = str(imported.module)
+    assert text.count("graph.attention") == 1 and ("causal" in text) == causal
 
 
 @pytest.mark.parametrize(
