@@ -123,6 +123,12 @@ class TorchImporter:
             raise TorchImportError(f"node #{index} '{node.name}' ({node.target}): cannot "
                                    f"evaluate it on its constant inputs: {error}") from None
 
+    def constant_value(self, key: str, state_name: str, tensor: Any, where: str) -> GraphValue:
+        """A constant the importer makes (a transposed weight, a layer norm's identity affine)
+        as a weight argument named `state_name`."""
+        self.constants[key] = (state_name, tensor)
+        return self.value(type("Named", (), {"name": key})(), where)
+
     def value(self, arg: Any, where: str) -> GraphValue:
         name = getattr(arg, "name", None)
         if name in self.env:
@@ -166,7 +172,14 @@ class TorchImporter:
 
     def linear(self, at: str, node: Any) -> GraphValue:
         x, weight, bias = self.args(node, ["x", "weight", "bias"], {"bias": None})
-        y = self.builder.gemm(self.value(x, at), self.value(weight, at), transpose_rhs=True)
+        if getattr(weight, "name", None) in self.constants:
+            # a constant [out, in] weight is stored transposed, as torch's ONNX exporters store
+            # it: the same plain gemm as the ONNX route (and so the same plans and cycles)
+            state_name, tensor = self.constants[weight.name]
+            y = self.builder.gemm(self.value(x, at), self.constant_value(
+                f"{weight.name}.t", f"{state_name}.t", tensor.t().contiguous(), at))
+        else:
+            y = self.builder.gemm(self.value(x, at), self.value(weight, at), transpose_rhs=True)
         return y if bias is None else self.builder.add(y, self.value(bias, at))
 
     def matmul(self, at: str, node: Any) -> GraphValue:
@@ -193,10 +206,10 @@ class TorchImporter:
             if v is None:
                 import torch
 
-                self.constants[f"{node.name}.{what}"] = (f"{node.name}.{what}",
-                                                         torch.full(list(shape), fill))
-                v = type("Named", (), {"name": f"{node.name}.{what}"})()
-            operands.append(self.value(v, at))
+                operands.append(self.constant_value(f"{node.name}.{what}", f"{node.name}.{what}",
+                                                    torch.full(list(shape), fill), at))
+            else:
+                operands.append(self.value(v, at))
         weight_value, bias_value = operands
         return self.builder.layer_norm(self.value(x, at), weight_value, bias_value, float(eps))
 

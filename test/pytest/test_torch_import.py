@@ -43,7 +43,8 @@ def test_gpt2_block_matches_torch(dtype, tolerance) -> None:
     assert np.abs(y.astype(np.float64) - want).max() / np.abs(want).max() <= tolerance
     text = str(imported.module)
     assert text.count("graph.attention") == 1 and "causal" in text
-    assert "ln_1.weight" in imported.weights and "qkv.weight" in imported.weights
+    # a linear's [out, in] weight is stored transposed, under its state name with .t
+    assert "ln_1.weight" in imported.weights and "qkv.weight.t" in imported.weights
 
 
 class LayoutNet(torch.nn.Module):
