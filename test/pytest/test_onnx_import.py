@@ -481,3 +481,15 @@ def test_unknown_dtype() -> None:
     m = model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", [4])], ["y"])
     with pytest.raises(OnnxImportError, match="dtype 'f64' is not one of f32, f16"):
         import_onnx(m, "f64")
+
+
+@pytest.mark.parametrize(("axis", "ids_type", "message"), [
+    (1, TensorProto.INT64, "node #0 'embed' (Gather): gathers along axis 1; an embedding lookup "
+     "(graph.gather) takes rows, axis 0"),
+    (0, TensorProto.FLOAT, "node #0 'embed' (Gather): indices 'ids' are a floating-point tensor computed at "
+     "run time; graph.gather's indices are token ids, an integer graph input"),
+])
+def test_embedding_lookups_graph_gather_cannot_take(axis, ids_type, message) -> None:
+    m = model([helper.make_node("Gather", ["table", "ids"], ["y"], name="embed", axis=axis)],
+              [tensor("ids", [2], ids_type)], ["y"], {"table": rand(4, 3)})
+    assert import_error(m) == message

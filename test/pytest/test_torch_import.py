@@ -126,3 +126,32 @@ def test_diagnostics(forward, message) -> None:
 def test_unknown_dtype() -> None:
     with pytest.raises(TorchImportError, match="dtype 'f64' is not one of f32, f16"):
         from_torch(torch.nn.Identity(), (torch.randn(2),), "f64")
+
+
+class Addmm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(8))
+        self.weight = torch.nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x, self.weight, beta=2)
+
+
+def test_addmm_with_a_beta_is_refused() -> None:
+    with pytest.raises(TorchImportError) as info:
+        from_torch(Addmm(), (torch.randn(4, 8),))
+    assert str(info.value).endswith("addmm with beta = 2, alpha = 1; only beta = alpha = 1 maps "
+                                    "to graph.gemm and graph.add")
+
+
+class RunTimeMask(torch.nn.Module):
+    def forward(self, x, mask):
+        return torch.nn.functional.scaled_dot_product_attention(x, x, x, attn_mask=mask)
+
+
+def test_attention_with_a_mask_computed_at_run_time() -> None:
+    with pytest.raises(TorchImportError) as info:
+        from_torch(RunTimeMask(), (torch.randn(1, 4, 8), torch.zeros(4, 4)))
+    assert str(info.value).endswith("an attn_mask computed at run time (a general mask); "
+                                    "graph.attention supports causal masking only")
