@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 
 if TYPE_CHECKING:
@@ -68,3 +69,19 @@ class UniqueNames:
             unique, n = f"{base}.{n}", n + 1
         self.taken.add(unique)
         return unique
+
+
+def remove_unused(module: ModuleOp, weights: dict[str, np.ndarray]) -> None:
+    """Drop ops whose results nothing reads (a transpose whose only reader was a folded Shape, a
+    reshape another reshape replaced), then weight arguments nothing reads, from the module's
+    function and from `weights`."""
+    func = next(op for op in module.ops if isinstance(op, FuncOp))
+    block = func.body.block
+    for op in reversed(list(block.ops)):
+        if not isinstance(op, ReturnOp) and all(not r.uses for r in op.results):
+            block.erase_op(op)
+    for arg in reversed(list(block.args)):
+        if not arg.uses and arg.name_hint in weights:
+            del weights[arg.name_hint]
+            block.erase_arg(arg)
+    func.update_function_type()

@@ -14,6 +14,7 @@ parameter or buffer an op reads, under its state-dict name. An ATen op without a
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -23,7 +24,8 @@ from xdsl.dialects.builtin import f16, f32
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
-from frontend.imported import ImportedModel, UniqueNames
+from frontend.imported import ImportedModel, UniqueNames, remove_unused
+from ipu_dialects.graph import INDEX_ELEMENT_TYPE, ReshapeOp
 
 ELEMENT_TYPES = {"f32": (f32, np.float32), "f16": (f16, np.float16)}
 
@@ -44,7 +46,14 @@ class TorchImporter:
         self.unique = UniqueNames()
         self.env: dict[str, Any] = {}  # fx node name -> GraphValue (or a list, for split)
         self.weights: dict[str, np.ndarray] = {}
-        self.lifted: dict[str, tuple[str, np.ndarray]] = {}  # placeholder -> (state name, array)
+        # placeholders of parameters, buffers and constants, and every node computed from them
+        # alone (folded with torch itself): fx name -> (the weight's name, the tensor)
+        self.constants: dict[str, tuple[str, Any]] = {}
+        # token ids under another shape: fx name -> (the i32 argument, the shape); the graph
+        # has no integer reshape, so graph.gather reads the argument and reshapes its rows
+        self.index_views: dict[str, tuple[GraphValue, list[int]]] = {}
+        self.skipped: set[str] = set()  # nodes a pattern's graph op computes
+        self.patterns: dict[str, Callable[[], GraphValue]] = {}  # anchor -> its graph op
 
     @staticmethod
     def is_integer(node: Any) -> bool:
@@ -65,7 +74,7 @@ class TorchImporter:
                 continue
             if node.name in lifted:
                 target = lifted[node.name]
-                self.lifted[node.name] = (target, state[target].detach().cpu().numpy())
+                self.constants[node.name] = (target, state[target].detach())
             elif node.name in signature.user_inputs and self.is_integer(node):
                 # token ids: torch's int64, narrowed (range-checked) to i32 by the host
                 self.env[node.name] = self.builder.index_input(
@@ -73,19 +82,64 @@ class TorchImporter:
             elif node.name in signature.user_inputs:
                 self.env[node.name] = self.builder.input(
                     self.shape(node), self.element_type, name=self.unique(node.name))
+        live = live_nodes(nodes)
+        match_gelu_tanh(self, [n for n in nodes if n.name in live])
         for index, node in enumerate(nodes):
-            if node.op == "call_function":
-                self.env[node.name] = self.call(index, node)
+            if node.op == "call_function" and node.name in live and node.name not in self.skipped:
+                if self.foldable(node):
+                    self.constants[node.name] = (node.name, self.folded(index, node))
+                else:
+                    self.env[node.name] = self.call(index, node)
             elif node.op == "output":
                 self.builder.output(*[self.value(v, "the output") for v in node.args[0]])
-        return ImportedModel(self.builder.build(), self.weights)
+        module = self.builder.build()
+        remove_unused(module, self.weights)
+        return ImportedModel(module, self.weights)
+
+    def foldable(self, node: Any) -> bool:
+        """Every tensor the node reads is a constant (static shapes make position ids, masks
+        and token types constants): torch computes it here, once."""
+        import torch
+
+        operands = [a for a in node.all_input_nodes]
+        return all(a.name in self.constants for a in operands) and not isinstance(
+            node.meta.get("val"), list | tuple) and isinstance(node.meta.get("val"), torch.Tensor)
+
+    def folded(self, index: int, node: Any) -> Any:
+        import torch
+
+        def substituted(arg: Any) -> Any:
+            if hasattr(arg, "name") and arg.name in self.constants:
+                return self.constants[arg.name][1]
+            if isinstance(arg, list | tuple):
+                return type(arg)(substituted(a) for a in arg)
+            return arg
+
+        try:
+            with torch.no_grad():
+                return node.target(*substituted(node.args),
+                                   **{k: substituted(v) for k, v in node.kwargs.items()})
+        except Exception as error:  # an op torch itself cannot run on these constants
+            raise TorchImportError(f"node #{index} '{node.name}' ({node.target}): cannot "
+                                   f"evaluate it on its constant inputs: {error}") from None
+
+    def constant_value(self, key: str, state_name: str, tensor: Any, where: str) -> GraphValue:
+        """A constant the importer makes (a transposed weight, a layer norm's identity affine)
+        as a weight argument named `state_name`."""
+        self.constants[key] = (state_name, tensor)
+        return self.value(type("Named", (), {"name": key})(), where)
 
     def value(self, arg: Any, where: str) -> GraphValue:
         name = getattr(arg, "name", None)
         if name in self.env:
             return self.env[name]
-        if name in self.lifted:
-            state_name, array = self.lifted[name]
+        if name in self.constants:
+            state_name, tensor = self.constants[name]
+            if not tensor.dtype.is_floating_point:
+                raise TorchImportError(
+                    f"{where}: operand '{name}' is a constant of dtype {tensor.dtype} used as a "
+                    "tensor; graph tensors are floating point")
+            array = tensor.detach().cpu().numpy()
             arg_name = self.unique(state_name)
             self.weights[arg_name] = array.astype(self.numpy_dtype)
             self.env[name] = self.builder.input(list(array.shape), self.element_type, name=arg_name)
@@ -118,7 +172,14 @@ class TorchImporter:
 
     def linear(self, at: str, node: Any) -> GraphValue:
         x, weight, bias = self.args(node, ["x", "weight", "bias"], {"bias": None})
-        y = self.builder.gemm(self.value(x, at), self.value(weight, at), transpose_rhs=True)
+        if getattr(weight, "name", None) in self.constants:
+            # a constant [out, in] weight is stored transposed, as torch's ONNX exporters store
+            # it: the same plain gemm as the ONNX route (and so the same plans and cycles)
+            state_name, tensor = self.constants[weight.name]
+            y = self.builder.gemm(self.value(x, at), self.constant_value(
+                f"{weight.name}.t", f"{state_name}.t", tensor.t().contiguous(), at))
+        else:
+            y = self.builder.gemm(self.value(x, at), self.value(weight, at), transpose_rhs=True)
         return y if bias is None else self.builder.add(y, self.value(bias, at))
 
     def matmul(self, at: str, node: Any) -> GraphValue:
@@ -143,10 +204,12 @@ class TorchImporter:
         operands = []
         for what, v, fill in (("weight", weight, 1.0), ("bias", bias, 0.0)):
             if v is None:
-                self.lifted[f"{node.name}.{what}"] = (f"{node.name}.{what}",
-                                                      np.full(shape, fill, np.float32))
-                v = type("Named", (), {"name": f"{node.name}.{what}"})()
-            operands.append(self.value(v, at))
+                import torch
+
+                operands.append(self.constant_value(f"{node.name}.{what}", f"{node.name}.{what}",
+                                                    torch.full(list(shape), fill), at))
+            else:
+                operands.append(self.value(v, at))
         weight_value, bias_value = operands
         return self.builder.layer_norm(self.value(x, at), weight_value, bias_value, float(eps))
 
@@ -159,7 +222,37 @@ class TorchImporter:
                                  approximate=None if approximate == "none" else approximate)
 
     def reshape(self, at: str, node: Any) -> GraphValue:
-        return self.builder.reshape(self.value(node.args[0], at), self.shape(node))
+        x = self.value(node.args[0], at)
+        if list(x.shape) == self.shape(node) and node.args[0].name not in self.index_views:
+            return x  # a view to its own shape (HF's attention output): nothing to do
+        if x.type.get_element_type() != INDEX_ELEMENT_TYPE:
+            if isinstance(x.value.owner, ReshapeOp):  # a view of a view: one reshape
+                x = GraphValue(x.value.owner.operands[0], self.builder)
+            return self.builder.reshape(x, self.shape(node))
+        source = self.index_views.get(node.args[0].name, (x, list(x.shape)))[0]
+        self.index_views[node.name] = (source, self.shape(node))
+        return source
+
+    def addmm(self, at: str, node: Any) -> GraphValue:
+        bias, x, weight, beta, alpha = self.args(
+            node, ["bias", "x", "weight", "beta", "alpha"], {"beta": 1, "alpha": 1})
+        if beta != 1 or alpha != 1:
+            raise TorchImportError(f"{at}: addmm with beta = {beta}, alpha = {alpha}; only "
+                                   "beta = alpha = 1 maps to graph.gemm and graph.add")
+        return self.builder.add(self.builder.gemm(self.value(x, at), self.value(weight, at)),
+                                self.value(bias, at))
+
+    def to(self, at: str, node: Any) -> GraphValue:
+        dtype = node.kwargs.get("dtype")
+        if dtype is not None and not dtype.is_floating_point:
+            raise TorchImportError(f"{at}: casts a computed tensor to {dtype}; graph tensors "
+                                   "stay floating point")
+        return self.value(node.args[0], at)  # one element type for the whole graph (dtype)
+
+    def pattern(self, at: str, node: Any) -> GraphValue:
+        if node.name in self.patterns:
+            return self.patterns[node.name]()
+        raise TorchImportError(f"{at}: {PATTERN_ONLY[getattr(node.target, '__name__', '')]}")
 
     def transpose(self, at: str, node: Any) -> GraphValue:
         rank = len(self.shape(node))
@@ -210,18 +303,41 @@ class TorchImporter:
         q, k, v, mask, dropout, causal, scale = self.args(
             node, ["q", "k", "v", "attn_mask", "dropout_p", "is_causal", "scale"],
             {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None})
+        q_shape, k_shape = self.shape(q), self.shape(k)
         if mask is not None:
-            raise TorchImportError(f"{at}: an explicit attn_mask (a general mask); "
-                                   "graph.attention supports is_causal masking only")
+            causal = self.constant_mask_is_causal(at, mask, (*q_shape[:-1], k_shape[-2]))
         if dropout:
             raise TorchImportError(f"{at}: dropout_p = {dropout}; export the module in eval "
                                    "mode without attention dropout")
         return self.builder.attention(self.value(q, at), self.value(k, at), self.value(v, at),
                                       causal=bool(causal), scale=scale)
 
+    def constant_mask_is_causal(self, at: str, mask: Any, logits: tuple[int, ...]) -> bool:
+        """A constant attention mask (static shapes fold the ones HF builds) is causal, or
+        attends everywhere; anything else is a general mask graph.attention does not have."""
+        from frontend.onnx.patterns import causal_mask_kind
+
+        if getattr(mask, "name", None) not in self.constants:
+            raise TorchImportError(f"{at}: an attn_mask computed at run time (a general mask); "
+                                   "graph.attention supports causal masking only")
+        tensor = self.constants[mask.name][1]
+        additive = (np.where(tensor.numpy(), 0.0, -np.inf) if tensor.dtype == torch_bool()
+                    else tensor.double().numpy())
+        kind = causal_mask_kind(additive, logits)
+        if kind == "general":
+            raise TorchImportError(f"{at}: an explicit attn_mask (a general mask) of shape "
+                                   f"{list(tensor.shape)}; graph.attention supports causal "
+                                   "masking only")
+        return kind == "causal"
+
     def embedding(self, at: str, node: Any) -> GraphValue:
         weight, indices = node.args[0], node.args[1]
-        return self.builder.gather(self.value(weight, at), self.value(indices, at))
+        ids = self.value(indices, at)
+        rows = self.builder.gather(self.value(weight, at), ids)
+        view = self.index_views.get(indices.name, (ids, list(ids.shape)))[1]
+        if list(view) == list(ids.shape):
+            return rows
+        return self.builder.reshape(rows, [*view, rows.shape[-1]])
 
     def unflatten(self, at: str, node: Any) -> GraphValue:
         return self.builder.reshape(self.value(node.args[0], at), self.shape(node))
@@ -236,15 +352,93 @@ class TorchImporter:
         return self.env[node.args[0].name][node.args[1]]
 
 
-# ATen ops these models produce that have no graph op, with the reason in the user's terms.
+def torch_bool() -> Any:
+    import torch
+
+    return torch.bool
+
+
+def live_nodes(nodes: list[Any]) -> set[str]:
+    """The nodes the output depends on: torch.export keeps others (BERT's pooler when only the
+    last hidden state is returned, `_assert_tensor_metadata`), which need no graph op."""
+    live: set[str] = set()
+    pending = [n for n in nodes if n.op == "output"]
+    while pending:
+        node = pending.pop()
+        if node.name not in live:
+            live.add(node.name)
+            pending.extend(node.all_input_nodes)
+    return live
+
+
+def scalar_operand(node: Any, target: str, factor: float) -> Any:
+    """The tensor operand of `node` when it is `target` (an ATen overload's name) of a tensor
+    and a Python number equal to `factor` (either order), else None."""
+    if getattr(node.target, "__name__", "") != target or len(node.args) != 2 or node.kwargs:
+        return None
+    for tensor, number in (node.args, reversed(node.args)):
+        if (hasattr(tensor, "name") and isinstance(number, int | float)
+                and abs(number - factor) <= 1e-5 * abs(factor)):
+            return tensor
+    return None
+
+
+def only_user(node: Any) -> Any:
+    return next(iter(node.users)) if len(node.users) == 1 else None
+
+
+def match_gelu_tanh(importer: TorchImporter, nodes: list[Any]) -> None:
+    """`0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))` as HF's `gelu_new` traces
+    (`mul`, `pow`, `add`, `tanh`): one `graph.gelu approximate tanh` at its last mul; the ONNX
+    importer's match of the same expansion is frontend/onnx/gelu_patterns.py."""
+    for tanh in (n for n in nodes if getattr(n.target, "__name__", "") == "tanh.default"):
+        inner = scalar_operand(tanh.args[0], "mul.Tensor", math.sqrt(2 / math.pi))
+        if inner is None or only_user(tanh.args[0]) is not tanh or len(inner.args) != 2:
+            continue
+        if getattr(inner.target, "__name__", "") != "add.Tensor" or only_user(inner) is None:
+            continue
+        for x, term in (inner.args, reversed(inner.args)):
+            cube = scalar_operand(term, "mul.Tensor", 0.044715) if hasattr(term, "name") else None
+            if cube is None or only_user(term) is None or only_user(cube) is None:
+                continue
+            if scalar_operand(cube, "pow.Tensor_Scalar", 3.0) is not x:
+                continue
+            one_plus = only_user(tanh)
+            if one_plus is None or scalar_operand(one_plus, "add.Tensor", 1.0) is not tanh:
+                break
+            product = only_user(one_plus)
+            if product is None or getattr(product.target, "__name__", "") != "mul.Tensor":
+                break
+            half = next((a for a in product.args if a is not one_plus), None)
+            if half is None or scalar_operand(half, "mul.Tensor", 0.5) is not x or only_user(
+                    half) is not product:
+                break
+            importer.skipped |= {n.name for n in (half, cube, term, inner, tanh.args[0], tanh,
+                                                  one_plus)}
+            importer.patterns[product.name] = gelu_tanh_of(importer, x, product.name)
+            break
+
+
+def gelu_tanh_of(importer: TorchImporter, x: Any, at: str) -> Callable[[], GraphValue]:
+    return lambda: importer.builder.gelu(importer.value(x, at), approximate="tanh")
+
+
+# ATen ops these models produce that have no graph op, with the reason in the user's terms
+# (on constants every op folds: position ids from arange, masks from ones, token types).
 REFUSED = {
-    "arange.default": "aten.arange builds position ids at run time; graph tensors are inputs "
-                      "or computed by graph ops: pass the position ids as an input (or add the "
-                      "position-embedding rows as a weight)",
-    "arange.start": "aten.arange builds position ids at run time; pass them as an input",
-    "ones.default": "aten.ones builds a mask at run time; a padding mask is an input added "
-                    "before the softmax (graph.attention has no general mask)",
-    "expand.default": "aten.expand has no graph op (graph.add broadcasts its operands itself)",
+    "arange.default": "aten.arange of run-time extents; the model needs static shapes",
+    "arange.start": "aten.arange of run-time extents; the model needs static shapes",
+    "ones.default": "aten.ones of run-time extents; the model needs static shapes",
+    "expand.default": "aten.expand of a tensor computed at run time has no graph op "
+                      "(graph.add broadcasts its operands itself)",
+}
+
+# ATen ops imported only inside a pattern (one graph op for several ATen ops).
+PATTERN_ONLY = {
+    name: f"aten.{name.split('.')[0]} on a tensor computed at run time is imported only as part "
+          "of GeLU's tanh form, 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), and "
+          "this one does not fit that pattern"
+    for name in ("mul.Tensor", "tanh.default", "pow.Tensor_Scalar")
 }
 
 HANDLERS: dict[str, Callable[[TorchImporter, str, Any], Any]] = {
@@ -268,6 +462,12 @@ HANDLERS: dict[str, Callable[[TorchImporter, str, Any], Any]] = {
     "scaled_dot_product_attention.default": TorchImporter.attention,
     "embedding.default": TorchImporter.embedding,
     "unflatten.int": TorchImporter.unflatten,
+    "unsqueeze.default": TorchImporter.reshape,
+    "squeeze.dim": TorchImporter.reshape,
+    "addmm.default": TorchImporter.addmm,
+    "to.dtype_layout": TorchImporter.to,
+    "to.dtype": TorchImporter.to,
+    **{name: TorchImporter.pattern for name in PATTERN_ONLY},
     "alias.default": TorchImporter.identity,
     "contiguous.default": TorchImporter.identity,
     "clone.default": TorchImporter.identity,

@@ -124,6 +124,11 @@ def fold_trilu(node, inputs, attrs):
     return [np.triu(inputs[0], k) if attrs.get("upper", 1) else np.tril(inputs[0], k)]
 
 
+def fold_flatten(x: np.ndarray, axis: int) -> np.ndarray:
+    axis = normalized_axis(axis, x.ndim)
+    return x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)
+
+
 def fold_constant_of_shape(node, inputs, attrs):
     value = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
     return [np.full(inputs[0].tolist(), value.reshape(-1)[0], value.dtype)]
@@ -145,6 +150,10 @@ FOLDERS: dict[str, Folder] = {
     "Gather": lambda node, inputs, attrs: [
         np.take(inputs[0], inputs[1], axis=attrs.get("axis", 0))
     ],
+    "GatherElements": lambda node, inputs, attrs: [
+        np.take_along_axis(inputs[0], inputs[1], axis=attrs.get("axis", 0))
+    ],
+    "IsNaN": lambda node, inputs, attrs: [np.isnan(inputs[0])],
     "Unsqueeze": fold_unsqueeze,
     "Squeeze": fold_squeeze,
     "Concat": lambda node, inputs, attrs: [np.concatenate(inputs, axis=attrs["axis"])],
@@ -165,7 +174,12 @@ FOLDERS: dict[str, Folder] = {
     "Equal": lambda node, inputs, attrs: [np.equal(*inputs)],
     "Less": lambda node, inputs, attrs: [np.less(*inputs)],
     "Greater": lambda node, inputs, attrs: [np.greater(*inputs)],
+    "LessOrEqual": lambda node, inputs, attrs: [np.less_equal(*inputs)],
+    "GreaterOrEqual": lambda node, inputs, attrs: [np.greater_equal(*inputs)],
     "Not": lambda node, inputs, attrs: [np.logical_not(inputs[0])],
+    "And": lambda node, inputs, attrs: [np.logical_and(*inputs)],
+    "Or": lambda node, inputs, attrs: [np.logical_or(*inputs)],
+    "Flatten": lambda node, inputs, attrs: [fold_flatten(inputs[0], attrs.get("axis", 1))],
     "Where": lambda node, inputs, attrs: [np.asarray(np.where(inputs[0], inputs[1], inputs[2]))],
     "Add": same_dtype(np.add),
     "Sub": same_dtype(np.subtract),

@@ -19,18 +19,18 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from xdsl.dialects.builtin import ModuleOp, f16, f32
-from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.dialects.builtin import f16, f32
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
-from frontend.imported import ImportedModel, UniqueNames, shape_of
+from frontend.imported import ImportedModel, UniqueNames, remove_unused, shape_of
 from frontend.onnx.folding import attributes, fold, normalized_axis
 from frontend.onnx.gelu_patterns import match_gelu_tanh
 from frontend.onnx.nodes import (
     FLOAT_TYPES,
     HANDLERS,
+    INDEX_TYPES,
     OnnxImportError,
     data_type_name,
     unsupported,
@@ -119,6 +119,7 @@ class Importer:
         self.env: dict[str, GraphValue] = {}
         self.constants = {t.name: initializer_array(t) for t in self.graph.initializer}
         self.weights: dict[str, np.ndarray] = {}
+        self.index_views: dict[str, tuple[GraphValue, tuple[int, ...]]] = {}
         self.unique_name = UniqueNames()
         self.shapes = self.inferred_shapes(model)
         self.nodes = list(self.graph.node)
@@ -153,11 +154,12 @@ class Importer:
             if info.name in self.constants:  # IR < 4 lists initializers as inputs too
                 continue
             tensor = info.type.tensor_type
-            if tensor.elem_type not in FLOAT_TYPES:
+            if tensor.elem_type not in FLOAT_TYPES | INDEX_TYPES:
                 raise OnnxImportError(
                     f"graph input '{info.name}' has element type "
                     f"{data_type_name(tensor.elem_type)}; graph tensors are "
-                    "floating point (f32 or f16)"
+                    "floating point (f32 or f16), and integer inputs (INT32, INT64) are the "
+                    "indices of an embedding lookup"
                 )
             if not tensor.HasField("shape"):
                 raise OnnxImportError(
@@ -174,7 +176,11 @@ class Importer:
                     )
                 shape.append(dim.dim_value)
             name = self.unique_name(info.name)
-            self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
+            if tensor.elem_type in INDEX_TYPES:
+                # token ids: ONNX's int64, narrowed (range-checked) to i32 by the host
+                self.env[info.name] = self.builder.index_input(shape, name=name)
+            else:
+                self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
             self.shapes[info.name] = tuple(shape)
 
     def value(self, name: str, at: str) -> GraphValue:
@@ -256,7 +262,7 @@ class Importer:
                 raise OnnxImportError(f"graph output '{output.name}': {error}") from None
         self.builder.output(*results)
         module = self.builder.build()
-        self.remove_unused(module)
+        remove_unused(module, self.weights)
         return ImportedModel(module, self.weights)
 
     def match_patterns(self, view: GraphView, folded: set[int]):
@@ -282,20 +288,6 @@ class Importer:
                     self.builder.gelu(self.value(m.input, where(i, n)), approximate=m.approximate)
                 ]
         return anchors, consumed
-
-    def remove_unused(self, module: ModuleOp) -> None:
-        """Drop ops whose results nothing reads (a transpose whose only reader was a folded
-        Shape), then weight arguments nothing reads."""
-        func = next(op for op in module.ops if isinstance(op, FuncOp))
-        block = func.body.block
-        for op in reversed(list(block.ops)):
-            if not isinstance(op, ReturnOp) and all(not r.uses for r in op.results):
-                block.erase_op(op)
-        for arg in reversed(list(block.args)):
-            if not arg.uses and arg.name_hint in self.weights:
-                del self.weights[arg.name_hint]
-                block.erase_arg(arg)
-        func.update_function_type()
 
     # -- patterns -----------------------------------------------------------------------------
 
@@ -340,6 +332,9 @@ class Importer:
         """K from Kᵀ: undo the exporter's Transpose into one permutation of its input."""
         rank = len(shape_of(key_t))
         swap = [*range(rank - 2), rank - 1, rank - 2]
+        folded_heads = self.heads_folded_key(name, key_t)
+        if folded_heads is not None:
+            return folded_heads
         producer = next((n for n in self.nodes if name in n.output), None)
         if producer is not None and producer.op_type == "Transpose" and producer.input[0] in self.env:
             perm = attributes(producer).get("perm", list(reversed(range(rank))))
@@ -349,6 +344,30 @@ class Importer:
                 return source
             return self.builder.transpose(source, composed)
         return self.builder.transpose(key_t, swap)
+
+
+    def producer(self, name: str) -> onnx.NodeProto | None:
+        return next((n for n in self.nodes if name in n.output), None)
+
+    def heads_folded_key(self, name: str, key_t: GraphValue) -> GraphValue | None:
+        """K for a Kᵀ that torch's dynamo exporter writes with the heads folded into the batch,
+        `Reshape(Transpose(Reshape(K, [B*H, S, D]), [0, 2, 1]), [B, H, D, S])`: K itself, with
+        no transposes to undo."""
+        outer = self.producer(name)
+        if outer is None or outer.op_type != "Reshape":
+            return None
+        swap = self.producer(outer.input[0])
+        if swap is None or swap.op_type != "Transpose" or attributes(swap).get("perm") != [0, 2, 1]:
+            return None
+        inner = self.producer(swap.input[0])
+        if inner is None or inner.op_type != "Reshape" or inner.input[0] not in self.env:
+            return None
+        key = self.env[inner.input[0]]
+        *lead, seq, dim = shape_of(key)
+        if (self.shapes.get(inner.output[0]) != (math.prod(lead), seq, dim)
+                or shape_of(key_t) != (*lead, dim, seq)):
+            return None
+        return key
 
 
 def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",

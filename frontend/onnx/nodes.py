@@ -7,7 +7,7 @@ the node, and returns the graph values of the node's outputs.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -16,6 +16,7 @@ import onnx
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import shape_of
 from frontend.onnx.folding import attributes, normalized_axis, reshape_target, slice_indices
+from ipu_dialects.graph import INDEX_ELEMENT_TYPE, ReshapeOp
 
 
 class Importer(Protocol):
@@ -26,12 +27,16 @@ class Importer(Protocol):
     nodes: list[onnx.NodeProto]
     constants: dict[str, np.ndarray]
     builder: GraphBuilder
+    # an index tensor under another shape: ONNX value -> (the i32 argument, the shape); the
+    # graph has no integer reshape, so graph.gather reads the argument and reshapes its rows
+    index_views: dict[str, tuple[GraphValue, tuple[int, ...]]]
 
     def value(self, name: str, at: str) -> GraphValue: ...
 
     def constant(self, name: str, at: str, what: str) -> np.ndarray: ...
 
 FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16}
+INDEX_TYPES = {onnx.TensorProto.INT32, onnx.TensorProto.INT64}  # token ids: graph.gather's i32
 
 
 class OnnxImportError(Exception):
@@ -138,12 +143,36 @@ def gelu(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValu
                                   approximate=None if text == "none" else text)]
 
 
+def is_index(value: GraphValue) -> bool:
+    return value.type.get_element_type() == INDEX_ELEMENT_TYPE
+
+
+def viewed_shape(importer: Importer, name: str, value: GraphValue) -> tuple[int, ...]:
+    """The shape of an ONNX value: an index view's own, else its graph value's."""
+    return importer.index_views[name][1] if name in importer.index_views else shape_of(value)
+
+
+def reshaped(importer: Importer, node: onnx.NodeProto, x: GraphValue,
+             shape: Sequence[int]) -> list[GraphValue]:
+    """`x` under `shape`: a graph.reshape, or for token ids (i32, which graph.reshape does not
+    take) a view that graph.gather resolves (`index_views`)."""
+    if not is_index(x):
+        if isinstance(x.value.owner, ReshapeOp):  # a view of a view: one reshape (as from_torch)
+            x = GraphValue(x.value.owner.operands[0], importer.builder)
+        if tuple(shape) == shape_of(x):
+            return [x]
+        return [importer.builder.reshape(x, shape)]
+    source = importer.index_views.get(node.input[0], (x, shape_of(x)))[0]
+    importer.index_views[node.output[0]] = (source, tuple(shape))
+    return [source]
+
+
 def reshape(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
     target = importer.constant(node.input[1], where(index, node), "shape")
-    shape = reshape_target(shape_of(x), target.tolist(),
+    shape = reshape_target(viewed_shape(importer, node.input[0], x), target.tolist(),
                            attributes(node).get("allowzero", 0))
-    return [importer.builder.reshape(x, shape)]
+    return reshaped(importer, node, x, shape)
 
 
 def transpose(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
@@ -252,15 +281,15 @@ def axes_input(importer: Importer, index: int, node: onnx.NodeProto) -> list[int
 def unsqueeze(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
     axes = axes_input(importer, index, node) or []  # required: the ONNX checker sees to it
-    shape = list(shape_of(x))
+    shape = list(viewed_shape(importer, node.input[0], x))
     for axis in sorted(normalized_axis(a, len(shape) + len(axes)) for a in axes):
         shape.insert(axis, 1)
-    return [importer.builder.reshape(x, shape)]
+    return reshaped(importer, node, x, shape)
 
 
 def squeeze(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     x = importer.value(node.input[0], where(index, node))
-    shape = list(shape_of(x))
+    shape = list(viewed_shape(importer, node.input[0], x))
     axes = axes_input(importer, index, node)
     dropped = ({normalized_axis(a, len(shape)) for a in axes} if axes is not None
                else {a for a, extent in enumerate(shape) if extent == 1})
@@ -269,7 +298,7 @@ def squeeze(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphV
         raise OnnxImportError(f"{where(index, node)}: squeezes axis {wide[0]} of extent "
                               f"{shape[wide[0]]}; only extent-1 axes can be squeezed")
     kept = [extent for a, extent in enumerate(shape) if a not in dropped]
-    return [importer.builder.reshape(x, kept or [1])]
+    return reshaped(importer, node, x, kept or [1])
 
 
 def gather(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
@@ -278,6 +307,8 @@ def gather(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVa
     fused Q, K, V), a 1-D index a concatenation of such slices. Indices computed at run time
     (an embedding lookup) have no graph op here."""
     at = where(index, node)
+    if node.input[1] not in importer.constants:
+        return [embedding(importer, index, node)]
     x = importer.value(node.input[0], at)
     shape = list(shape_of(x))
     axis = normalized_axis(attributes(node).get("axis", 0), len(shape))
@@ -297,6 +328,30 @@ def gather(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVa
     if indices.ndim == 1:
         return [picks[0] if len(picks) == 1 else importer.builder.concat(picks, axis)]
     return [importer.builder.reshape(picks[0], shape[:axis] + shape[axis + 1:] or [1])]
+
+
+def embedding(importer: Importer, index: int, node: onnx.NodeProto) -> GraphValue:
+    """Gather of rows of a constant table by token ids computed at run time (graph inputs):
+    one graph.gather, its rows reshaped to the ids' view (`index_views`)."""
+    at = where(index, node)
+    if node.input[0] not in importer.constants:
+        raise OnnxImportError(f"{at}: gathers from '{node.input[0]}', a tensor computed at run "
+                              "time, by indices computed at run time; graph.gather looks up rows "
+                              "of a constant table (an embedding)")
+    if normalized_axis(attributes(node).get("axis", 0), importer.constants[node.input[0]].ndim):
+        raise OnnxImportError(f"{at}: gathers along axis {attributes(node)['axis']}; an "
+                              "embedding lookup (graph.gather) takes rows, axis 0")
+    table = importer.value(node.input[0], at)
+    ids = importer.value(node.input[1], at)
+    if not is_index(ids):
+        raise OnnxImportError(f"{at}: indices '{node.input[1]}' are a floating-point tensor "
+                              "computed at run time; graph.gather's indices are token ids, an "
+                              "integer graph input")
+    rows = importer.builder.gather(table, ids)
+    view = viewed_shape(importer, node.input[1], ids)
+    if view == shape_of(ids):
+        return rows
+    return importer.builder.reshape(rows, [*view, *shape_of(table)[1:]])
 
 
 HANDLERS: dict[str, Callable[[Importer, int, onnx.NodeProto], list[GraphValue]]] = {

@@ -96,15 +96,34 @@ def scaled_by_constant(view: GraphView, value: str) -> tuple[str, float, list[in
         walked.append(index)
 
 
+def past_nan_guard(view: GraphView, probabilities: str) -> tuple[str, list[int]]:
+    """torch's dynamo exporter writes SDPA's softmax as `Where(IsNaN(p), 0, p)` (a fully masked
+    row is 0, not NaN): the guarded value and its two nodes, else `probabilities` itself. With
+    a causal or no mask no row is fully masked, so the guard is the identity."""
+    uses = view.consumers.get(probabilities, [])
+    if len(uses) != 2 or probabilities in view.outputs:
+        return probabilities, []
+    isnan = next((i for i in uses if view.nodes[i].op_type == "IsNaN"), None)
+    select = next((i for i in uses if view.nodes[i].op_type == "Where"), None)
+    if isnan is None or select is None:
+        return probabilities, []
+    condition, zero, kept = view.nodes[select].input
+    if (condition != view.nodes[isnan].output[0] or view.only_use(condition) is None
+            or kept != probabilities or view.scalar(zero) != 0.0):
+        return probabilities, []
+    return view.nodes[select].output[0], [isnan, select]
+
+
 def match_attention(view: GraphView, softmax: int) -> AttentionMatch | None:
     """`softmax(scale * Q @ KT [+ mask]) @ V`, the softmax over the last axis."""
     node = view.nodes[softmax]
-    matmul_v = view.only_use(node.output[0])
+    probabilities, guard = past_nan_guard(view, node.output[0])
+    matmul_v = view.only_use(probabilities)
     if matmul_v is None or view.nodes[matmul_v].op_type != "MatMul":
         return None
-    if view.nodes[matmul_v].input[0] != node.output[0]:
+    if view.nodes[matmul_v].input[0] != probabilities:
         return None
-    logits, mask, consumed = node.input[0], None, [softmax, matmul_v]
+    logits, mask, consumed = node.input[0], None, [softmax, *guard, matmul_v]
     add = view.producing(logits, "Add")
     if add is not None and view.only_use(logits) is not None:
         a, b = view.nodes[add].input

@@ -193,7 +193,9 @@ def test_shape_inference_sees_the_shapes_of_large_weights_only() -> None:
     (b,) = [i for i in inferred.graph.input if i.name == "b"]
     assert [d.dim_value for d in b.type.tensor_type.shape.dim] == [16, width]
     imported = check_against_onnx(m, {"x": rand(4, 16)}, rtol=1e-4)
-    assert set(imported.weights) == {"a", "b"} and ops_of(imported).count("graph.reshape") == 1
+    # the Reshape to the folded Shape of its own input is the identity: no graph.reshape (an
+    # unfolded Shape would make the Reshape's target a run-time tensor, which is refused)
+    assert set(imported.weights) == {"a", "b"} and ops_of(imported).count("graph.reshape") == 0
     small = model(nodes, [tensor("x", [4, 16])], ["y"], {"a": rand(16, 16), "b": rand(16, 8)})
     assert weightless(small) is small  # nothing large: the model itself
 
@@ -219,17 +221,27 @@ def test_unsupported_op_names_node_index_and_type() -> None:
 
 
 def test_a_node_on_initializers_is_not_called_run_time() -> None:
-    """BertModel's GatherElements reads two initializers: the importer cannot evaluate it, and
-    says so, rather than calling its inputs computed at run time."""
-    m = model([helper.make_node("GatherElements", ["table", "ids"], ["g"], name="ge"),
+    """A node reading only initializers that the importer cannot evaluate says so, rather than
+    calling its inputs computed at run time."""
+    m = model([helper.make_node("Cos", ["table"], ["g"], name="cos"),
                helper.make_node("Add", ["x", "g"], ["y"], name="add")],
               [tensor("x", [2, 3])], ["y"],
-              {"table": np.arange(6, dtype=np.float32).reshape(2, 3),
-               "ids": np.zeros((2, 3), np.int64)})
+              {"table": np.arange(6, dtype=np.float32).reshape(2, 3)})
     message = import_error(m)
-    assert message.startswith("node #0 'ge' (GatherElements): ONNX GatherElements on constants "
-                              "only ('table', 'ids'), which ipu-import cannot evaluate")
+    assert message.startswith("node #0 'cos' (Cos): ONNX Cos on constants only ('table'), which "
+                              "ipu-import cannot evaluate")
     assert "run time" not in message
+
+
+def test_gather_elements_on_initializers_folds() -> None:
+    """BertModel's token type ids, GatherElements of two initializers, fold to a constant."""
+    table = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ids = np.array([[1, 0, 1], [0, 0, 1]], np.int64)
+    m = model([helper.make_node("GatherElements", ["table", "ids"], ["g"], name="ge", axis=0),
+               helper.make_node("Add", ["x", "g"], ["y"], name="add")],
+              [tensor("x", [2, 3])], ["y"], {"table": table, "ids": ids})
+    imported = check_against_onnx(m, {"x": rand(2, 3)})
+    assert ops_of(imported) == ["graph.add"]
 
 
 def test_unsqueeze_squeeze_and_constant_gather_on_computed_tensors() -> None:
@@ -291,7 +303,9 @@ def test_gather_by_computed_indices_is_refused_by_name() -> None:
               [tensor("x", [4, 3]), tensor("ids", [2], TensorProto.INT64)], ["y"])
     with pytest.raises(OnnxImportError) as info:
         import_onnx(m)
-    assert "graph input 'ids' has element type INT64" in str(info.value)
+    assert str(info.value) == (
+        "node #0 'embed' (Gather): gathers from 'x', a tensor computed at run time, by indices "
+        "computed at run time; graph.gather looks up rows of a constant table (an embedding)")
 
 
 def test_op_of_another_domain_and_unnamed_node() -> None:
@@ -321,18 +335,21 @@ def test_input_without_shape_or_of_integers() -> None:
         "graph input 'x' has no shape; ipu-import needs static shapes: export the model with "
         "fixed input sizes"
     )
-    m = model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", [4], TensorProto.INT64)],
+    m = model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", [4], TensorProto.INT16)],
               ["y"])
     assert import_error(m) == (
-        "graph input 'x' has element type INT64; graph tensors are floating point (f32 or f16)"
+        "graph input 'x' has element type INT16; graph tensors are floating point (f32 or f16), "
+        "and integer inputs (INT32, INT64) are the indices of an embedding lookup"
     )
 
 
 def test_reshape_to_a_shape_computed_at_run_time() -> None:
     m = model([helper.make_node("Reshape", ["x", "s"], ["y"], name="r")],
               [tensor("x", [4]), tensor("s", [1], TensorProto.INT64)], ["y"])
-    with pytest.raises(OnnxImportError, match="graph input 's' has element type INT64"):
-        import_onnx(m)
+    assert import_error(m) == (  # an integer input is an index tensor, not a shape
+        "node #0 'r' (Reshape): the shape input 's' is computed at run time, not a constant "
+        "(a dynamic shape); ipu-import needs static shapes"
+    )
     m = model([helper.make_node("Shape", ["x"], ["s0"]),
                helper.make_node("Cast", ["x"], ["xi"], to=TensorProto.INT64, name="cast"),
                helper.make_node("Reshape", ["x", "xi"], ["y"], name="r")],
@@ -464,3 +481,15 @@ def test_unknown_dtype() -> None:
     m = model([helper.make_node("Identity", ["x"], ["y"])], [tensor("x", [4])], ["y"])
     with pytest.raises(OnnxImportError, match="dtype 'f64' is not one of f32, f16"):
         import_onnx(m, "f64")
+
+
+@pytest.mark.parametrize(("axis", "ids_type", "message"), [
+    (1, TensorProto.INT64, "node #0 'embed' (Gather): gathers along axis 1; an embedding lookup "
+     "(graph.gather) takes rows, axis 0"),
+    (0, TensorProto.FLOAT, "node #0 'embed' (Gather): indices 'ids' are a floating-point tensor computed at "
+     "run time; graph.gather's indices are token ids, an integer graph input"),
+])
+def test_embedding_lookups_graph_gather_cannot_take(axis, ids_type, message) -> None:
+    m = model([helper.make_node("Gather", ["table", "ids"], ["y"], name="embed", axis=axis)],
+              [tensor("ids", [2], ids_type)], ["y"], {"table": rand(4, 3)})
+    assert import_error(m) == message

@@ -47,7 +47,22 @@ class Positions(torch.nn.Module):
         return x + torch.arange(x.shape[-1], dtype=x.dtype)
 
 
-def test_arange_is_refused_by_name_with_the_way_out():
-    with pytest.raises(TorchImportError, match=r"\(aten.arange.[a-z]+\): aten.arange builds "
-                                               r"position ids at run time"):
-        from_torch(Positions(), [torch.zeros(2, 4)])
+def test_arange_of_static_extents_folds_to_a_constant():
+    """Position ids from arange (static shapes make them constants) fold: torch computes them
+    at import, and the graph adds a constant row."""
+    x = torch.randn(2, 4)
+    imported = from_torch(Positions(), [x])
+    assert str(imported.module).count("graph.") == 1 and list(imported.weights) == ["arange"]
+    (got,) = run_function(imported.module, {"x": x.numpy(), **imported.weights})
+    np.testing.assert_allclose(got, Positions()(x).numpy(), rtol=1e-6)
+
+
+class Expanded(torch.nn.Module):
+    def forward(self, x):
+        return x.expand(3, 4)
+
+
+def test_expand_of_a_computed_tensor_is_refused_by_name():
+    with pytest.raises(TorchImportError, match=r"\(aten.expand.default\): aten.expand of a "
+                                               r"tensor computed at run time has no graph op"):
+        from_torch(Expanded(), [torch.zeros(1, 4)])

@@ -43,7 +43,8 @@ def test_gpt2_block_matches_torch(dtype, tolerance) -> None:
     assert np.abs(y.astype(np.float64) - want).max() / np.abs(want).max() <= tolerance
     text = str(imported.module)
     assert text.count("graph.attention") == 1 and "causal" in text
-    assert "ln_1.weight" in imported.weights and "qkv.weight" in imported.weights
+    # a linear's [out, in] weight is stored transposed, under its state name with .t
+    assert "ln_1.weight" in imported.weights and "qkv.weight.t" in imported.weights
 
 
 class LayoutNet(torch.nn.Module):
@@ -65,19 +66,35 @@ def test_layout_ops_buffers_and_layer_norm_without_affine() -> None:
 
 
 class Masked(torch.nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, mask: torch.Tensor) -> None:
         super().__init__()
-        self.register_buffer("mask", torch.zeros(4, 4))
+        self.register_buffer("mask", mask)
 
     def forward(self, x):
         return torch.nn.functional.scaled_dot_product_attention(x, x, x, attn_mask=self.mask)
 
 
 def test_attention_with_a_general_mask() -> None:
+    general = torch.zeros(4, 4)
+    general[0, 2] = -torch.inf
     with pytest.raises(TorchImportError) as info:
-        from_torch(Masked(), (torch.randn(1, 4, 8),))
+        from_torch(Masked(general), (torch.randn(1, 4, 8),))
     assert str(info.value).endswith(
-        "an explicit attn_mask (a general mask); graph.attention supports is_causal masking only")
+        "an explicit attn_mask (a general mask) of shape [4, 4]; graph.attention supports causal "
+        "masking only")
+
+
+@pytest.mark.parametrize(("mask", "causal"), [
+    (torch.zeros(4, 4), False),  # additive, attends everywhere
+    (torch.ones(4, 4, dtype=torch.bool), False),  # boolean, as HF builds it with no padding
+    (torch.tril(torch.ones(4, 4, dtype=torch.bool)), True),  # HF's causal mask, folded
+])
+def test_constant_attention_masks_fold_into_the_causal_flag(mask, causal) -> None:
+    x = torch.randn(1, 4, 8)
+    imported, (y,) = run_imported(Masked(mask), x)
+    np.testing.assert_allclose(y, Masked(mask)(x).numpy(), rtol=1e-5, atol=1e-5)
+    text = str(imported.module)
+    assert text.count("graph.attention") == 1 and ("causal" in text) == causal
 
 
 @pytest.mark.parametrize(
@@ -109,3 +126,32 @@ def test_diagnostics(forward, message) -> None:
 def test_unknown_dtype() -> None:
     with pytest.raises(TorchImportError, match="dtype 'f64' is not one of f32, f16"):
         from_torch(torch.nn.Identity(), (torch.randn(2),), "f64")
+
+
+class Addmm(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.randn(8))
+        self.weight = torch.nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x):
+        return torch.addmm(self.bias, x, self.weight, beta=2)
+
+
+def test_addmm_with_a_beta_is_refused() -> None:
+    with pytest.raises(TorchImportError) as info:
+        from_torch(Addmm(), (torch.randn(4, 8),))
+    assert str(info.value).endswith("addmm with beta = 2, alpha = 1; only beta = alpha = 1 maps "
+                                    "to graph.gemm and graph.add")
+
+
+class RunTimeMask(torch.nn.Module):
+    def forward(self, x, mask):
+        return torch.nn.functional.scaled_dot_product_attention(x, x, x, attn_mask=mask)
+
+
+def test_attention_with_a_mask_computed_at_run_time() -> None:
+    with pytest.raises(TorchImportError) as info:
+        from_torch(RunTimeMask(), (torch.randn(1, 4, 8), torch.zeros(4, 4)))
+    assert str(info.value).endswith("an attn_mask computed at run time (a general mask); "
+                                    "graph.attention supports causal masking only")
