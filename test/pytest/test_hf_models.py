@@ -35,9 +35,7 @@ else:
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
-from xdsl.utils.exceptions import DiagnosticException
 
-from frontend.builder import GraphBuilder
 from frontend.imported import ImportedModel
 from frontend.onnx import import_onnx
 from frontend.run import compile_and_run
@@ -181,20 +179,6 @@ def test_gpt2_torchscript_export_without_a_mask_fails_inside_torch(tmp_path) -> 
                           opset_version=17)
 
 
-def gather_has_a_device_lowering() -> bool:
-    """Whether the pipeline compiles a graph.gather (the lowering is being built elsewhere)."""
-    builder = GraphBuilder("probe")
-    table = builder.input([8, 4], "f32", name="table")
-    builder.output(builder.gather(table, builder.index_input([1, 2], name="ids")))
-    try:
-        compile_and_run(builder.build(), tiles=1)
-    except DiagnosticException as error:
-        if "no device lowering" in str(error):
-            return False
-        raise
-    return True
-
-
 def device_run(name: str, route: str, embeds: bool, directory: Path):
     imported, x, want = case(name, route, embeds, directory)
     run = compile_and_run(imported.module, tiles=16, inputs=feeds(imported, x))
@@ -212,11 +196,8 @@ def test_inputs_embeds_run_on_the_device_model_at_16_tiles(name, route, tmp_path
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
-def test_token_ids_run_on_the_device_model_at_16_tiles(name, tmp_path, request) -> None:
-    if not gather_has_a_device_lowering():
-        request.applymarker(pytest.mark.xfail(
-            strict=True, raises=DiagnosticException,
-            reason="graph.gather has no device lowering yet (branch wt-gather builds it)"))
+def test_token_ids_run_on_the_device_model_at_16_tiles(name, tmp_path) -> None:
+    """From token ids to the last hidden state: the embedding lookups run as mid.gather."""
     run, want = device_run(name, "dynamo", False, tmp_path)
     assert run.passed, (run.max_abs_error, run.max_rel_error)
     assert relative(run.outputs["result0"], want) <= RELATIVE_TOLERANCE["f32"]
