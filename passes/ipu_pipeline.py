@@ -192,13 +192,11 @@ def inputs_bound(module: builtin.ModuleOp, tiles: int | None) -> str | None:
     from xdsl.dialects.builtin import TensorType
 
     from device.target import IPU21
-    from passes.operators.formats import row_major_format
-    from planning.shard_geometry import geometry
+    from passes.operators.formats import whole_bytes
 
     if tiles is None:
         return None
-    needed = sum(geometry(arg.type.get_shape(), row_major_format(arg.type, "pad")).shard_bytes()
-                 for f in module.walk() if isinstance(f, func.FuncOp)
+    needed = sum(whole_bytes(arg.type) for f in module.walk() if isinstance(f, func.FuncOp)
                  for arg in f.args if isinstance(arg.type, TensorType))
     usable = IPU21.usable_bytes
     if needed <= tiles * usable:

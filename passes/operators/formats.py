@@ -118,6 +118,11 @@ def shard_words(value_type: TensorType) -> int:
 # ---- graph values taking their formats (graph-to-mid) -----------------------------------------
 
 
+def whole_bytes(value_type: TensorType) -> int:
+    """The bytes of a tensor stored whole on one tile (its `row_major_format`)."""
+    return geometry(value_type.get_shape(), row_major_format(value_type, "pad")).shard_bytes()
+
+
 def row_major_format(value_type: TensorType, indivisible: str) -> mid.TensorFormatAttr:
     """Graph-input policy `row_major`: the whole tensor, row-major, on one tile."""
     rank = len(value_type.get_shape())

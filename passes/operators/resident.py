@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import graph, mid
-from passes.operators.formats import row_major_format
+from passes.operators.formats import whole_bytes
 from planning.shard_geometry import geometry
 
 
@@ -146,8 +146,7 @@ class ResidentTracker:
         spread evenly over every tile."""
         value_type = value.type
         assert isinstance(value_type, TensorType)
-        whole = geometry(value_type.get_shape(), row_major_format(value_type, "pad"))
-        return -(-whole.shard_bytes() // self.tiles)
+        return -(-whole_bytes(value_type) // self.tiles)
 
     def record(self, resident: ResidentMemory, plan_bytes: int,
                formats: Sequence[mid.TensorFormatAttr], shapes: Sequence[Sequence[int]]) -> None:
