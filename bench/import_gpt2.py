@@ -21,8 +21,9 @@ checked in):
 5. with `--run`, `ipu-run DIR/model.mlir --tiles N --inputs DIR/weights.npz --input x=x.npy`
    compiles it again and runs it on the device model, checked against the reference: `device`
    PASS/FAIL and the process's wall time, compile included (`timeout` after `--run-timeout`
-   seconds); the cycles are then the run's. (Not a saved package: at 1472 tiles the package's
-   exchange rows lie past the code region, which `Package.load` refuses.)
+   seconds); the cycles are then the run's. (Not the saved package: `ipu-run DIR` would refuse
+   a 12-layer stack's package by its estimated model time unless `--max-model-seconds` is
+   raised, and compiling again costs seconds next to the run's minutes.)
 
 `--small` builds the same model at `SMALL_SHAPE` (sequence 32, width 64, 2 heads): a quick
 check of the bench. `--keep DIR` keeps the files (exported model, import, reference) in DIR.

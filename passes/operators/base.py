@@ -27,7 +27,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, TileSetAttr
-from passes.operators.resident import ResidentMemory
+from passes.operators.resident import ResidentMemory, selection_room
 from planning.plan_reasons import no_plan_message
 from planning.shard_geometry import geometry
 
@@ -191,7 +191,21 @@ class Operator(ABC):
         raise NotImplementedError  # conversions are inserted, never selected
 
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
-        return cheapest(self.candidates(op, ctx)).plan
+        """The cheapest valid candidate that fits beside what tile 0 holds at `op`
+        (`passes/operators/resident.py`), or, when none does, the cheapest valid one (the
+        pipeline's memory fallbacks answer then)."""
+        candidates = self.candidates(op, ctx)
+        fitting = [c for c in candidates
+                   if c.reason is None and self.fits_beside_resident(op, c.plan, ctx)]
+        return (min(fitting, key=lambda c: c.valid_cycles) if fitting
+                else cheapest(candidates)).plan
+
+    def fits_beside_resident(self, op: Operation, plan: mid.OperatorPlanAttr,
+                             ctx: SelectionContext) -> bool:
+        formats = [plan.operand_plan(n).format for n in self.plan_operand_names(op)]
+        shapes = [tensor_type(v).get_shape() for v in op.operands]
+        return ctx.resident.fits(self.plan_tile_bytes(op, plan, ctx.target), formats, shapes,
+                                 selection_room(ctx.target))
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:

@@ -22,6 +22,7 @@ from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
+from passes.operators.resident import selection_room
 from passes.operators.tile_maps import (
     GemmOperands,
     effective_operand,
@@ -61,9 +62,7 @@ class GemmOperator(Operator):
         problem = problem_of(op)
         shapes = [tensor_type(v).get_shape() for v in op.operands]
 
-        # one memory element of the room is left for placement's own constraints (buffers
-        # kept in distinct elements, exchanged buffers away from the rows' elements)
-        room = ctx.target.sram_bytes - ctx.target.code_region_bytes - ctx.target.element_bytes
+        room = selection_room(ctx.target)
 
         def fits(evaluation: Evaluation) -> bool:  # beside what tile 0 already holds
             formats = [evaluation.plan.operand_plan(n).format for n in self.operand_names]

@@ -16,8 +16,9 @@ far (program order):
 
 Values computed by the program (activations) are not counted: they are small next to a
 layer's weights, and their lifetimes are `place-memory`'s to find. A plan that fits with the
-resident bytes is preferred to a cheaper one that does not (`planning.gemm_selection`,
-`select_gemm_plan`'s `fits`); where none fits, the cheapest valid plan is kept and the
+resident bytes is preferred to a cheaper one that does not, by every operator
+(`Operator.select`; a GEMM through `planning.gemm_selection.select_gemm_plan`'s `fits`); where
+none fits, the cheapest valid plan is kept and the
 pipeline's memory fallbacks answer (`passes/ipu_pipeline.py`).
 """
 
@@ -30,6 +31,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
+from device.target import Target
 from ipu_dialects import graph, mid
 from passes.operators.formats import whole_bytes
 from planning.shard_geometry import geometry
@@ -75,6 +77,13 @@ class ResidentMemory:
         shards = self.shards(formats, shapes)
         return (plan_bytes + self.live + self.other_elements(shards) <= room
                 and self.earlier_peak - self.reserved + self.newly_stored(shards) <= room)
+
+
+def selection_room(target: Target) -> int:
+    """The bytes a plan and what tile 0 holds beside it may take together: the memory outside
+    the code region, less one memory element left for placement's own constraints (buffers
+    kept in distinct elements, exchanged buffers away from the rows' elements)."""
+    return target.sram_bytes - target.code_region_bytes - target.element_bytes
 
 
 def tile0_bytes(value: SSAValue) -> int:
