@@ -90,7 +90,9 @@ class FunctionLowering:
 
     def selection(self, op: Operation) -> SelectionContext:
         """The context `op`'s plan is chosen in: what tile 0 holds at it (memory-aware)."""
-        return self.plain_selection(self.resident.at(op) if self.resident is not None else None)
+        return dataclasses.replace(
+            self.plain_selection(self.resident.at(op) if self.resident is not None else None),
+            consumers=self.look_ahead)
 
     def selection_for(self, op: Operation) -> SelectionContext:
         """`selection`, with the tile loads for an op of the function's own block: a repeat

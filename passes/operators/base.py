@@ -17,7 +17,7 @@ avoids a conversion can win against one that is cheaper in itself.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
@@ -27,7 +27,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, TileSetAttr
-from passes.operators.resident import ResidentMemory, selection_room
+from passes.operators.resident import ResidentMemory
 from planning.plan_reasons import no_plan_message
 from planning.shard_geometry import geometry
 
@@ -62,6 +62,15 @@ class Spreading(Protocol):
         ...
 
 
+class ConsumerPricing(Protocol):
+    """What a pointwise operator asks graph-to-mid about its result's consumers."""
+
+    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int:
+        """The cycles `value`'s layout consumers (slice, reshape, transpose) take at the least
+        when it is stored `fmt`: a view of its shards or a gather, which its format decides."""
+        ...
+
+
 @dataclass(frozen=True)
 class SelectionContext:
     """What every candidate of one pipeline is built for (from `#mid.config`)."""
@@ -75,6 +84,8 @@ class SelectionContext:
     resident: ResidentMemory = field(default_factory=ResidentMemory)
     # where plans free to start at any tile (pointwise) may go; None: every plan from tile 0
     spreading: Spreading | None = field(default=None, compare=False)
+    # what a result's layout consumers pay for its format; None: not priced
+    consumers: ConsumerPricing | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -191,21 +202,13 @@ class Operator(ABC):
         raise NotImplementedError  # conversions are inserted, never selected
 
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
-        """The cheapest valid candidate that fits beside what tile 0 holds at `op`
-        (`passes/operators/resident.py`), or, when none does, the cheapest valid one (the
-        pipeline's memory fallbacks answer then)."""
-        candidates = self.candidates(op, ctx)
-        fitting = [c for c in candidates
-                   if c.reason is None and self.fits_beside_resident(op, c.plan, ctx)]
-        return (min(fitting, key=lambda c: c.valid_cycles) if fitting
-                else cheapest(candidates)).plan
+        return cheapest(self.candidates(op, ctx)).plan
 
-    def fits_beside_resident(self, op: Operation, plan: mid.OperatorPlanAttr,
-                             ctx: SelectionContext) -> bool:
-        formats = [plan.operand_plan(n).format for n in self.plan_operand_names(op)]
-        shapes = [tensor_type(v).get_shape() for v in op.operands]
-        return ctx.resident.fits(self.plan_tile_bytes(op, plan, ctx.target), formats, shapes,
-                                 selection_room(ctx.target))
+    def least_cycles_given(self, op: Operation, assumed: Mapping[SSAValue, mid.TensorFormatAttr],
+                           ctx: SelectionContext) -> int | None:
+        """The cycles of `op`'s cheapest valid plan with the operands in `assumed` stored in
+        those formats, where the operator can tell (a layout op's); None otherwise."""
+        return None
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:

@@ -19,7 +19,7 @@ functions). The result's padding is zeroed once, before the copies.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -156,10 +156,19 @@ def copied_storage(op: Operation) -> tuple[str, int]:
     return storage_of(tensor_type(op.results[0]))
 
 
-def source_options(value: SSAValue, ctx: SelectionContext) -> list[mid.TensorFormatAttr]:
-    """The formats an operand may have: its own, or for a fresh graph input what the host may
-    write (input policy `consumer`: any split or the whole; `row_major`: the whole)."""
-    fmt = current_format(value)
+Assumed = Mapping[SSAValue, mid.TensorFormatAttr]  # formats taken for operands not lowered yet
+
+
+def format_of(value: SSAValue, assumed: Assumed) -> mid.TensorFormatAttr | None:
+    return assumed.get(value) or current_format(value)
+
+
+def source_options(value: SSAValue, ctx: SelectionContext,
+                   assumed: Assumed) -> list[mid.TensorFormatAttr]:
+    """The formats an operand may have: its own (or the one `assumed` for it), or for a fresh
+    graph input what the host may write (input policy `consumer`: any split or the whole;
+    `row_major`: the whole)."""
+    fmt = format_of(value, assumed)
     if fmt is not None:
         return [fmt]
     value_type, shape = tensor_type(value), shape_of(value)
@@ -171,14 +180,15 @@ def source_options(value: SSAValue, ctx: SelectionContext) -> list[mid.TensorFor
     return [*splits, whole]
 
 
-def output_splits(op: Operation, ctx: SelectionContext) -> list[tuple[int, int]]:
+def output_splits(op: Operation, ctx: SelectionContext,
+                  assumed: Assumed) -> list[tuple[int, int]]:
     """(axis, partitions) of the result's candidate splits: each axis across all the tiles it
     can use, and across as many tiles as an operand's format cuts one of its axes into (so
     that a result can line up with an operand that uses fewer tiles: tile-local)."""
     shape = shape_of(op.results[0])
     counts = {ctx.tiles}
     for value in op.operands:
-        fmt = current_format(value)
+        fmt = format_of(value, assumed)
         counts |= {p for p in (fmt.partitions if fmt else ()) if p > 1}
     found = []
     for axis, extent in enumerate(shape):
@@ -199,6 +209,17 @@ class LayoutOperator(Operator):
         raise NotImplementedError
 
     def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+        return self.candidates_given(op, ctx, {})
+
+    def least_cycles_given(self, op: Operation, assumed: Assumed,
+                           ctx: SelectionContext) -> int | None:
+        valid = [c.valid_cycles for c in self.candidates_given(op, ctx, assumed)
+                 if c.reason is None]
+        return min(valid, default=None)
+
+    def candidates_given(self, op: Operation, ctx: SelectionContext,
+                         assumed: Assumed) -> list[Candidate]:
+        """The candidates with the operands in `assumed` taken as stored in those formats."""
         out_value = op.results[0]
         shape = shape_of(out_value)
         first = tensor_type(op.operands[0])
@@ -206,14 +227,14 @@ class LayoutOperator(Operator):
         views = self.views(op)
         names = self.plan_operand_names(op)
         candidates = []
-        for axis, parts in output_splits(op, ctx):
+        for axis, parts in output_splits(op, ctx, assumed):
             out_fmt = split_format(shape, axis, parts, first, ctx.indivisible).with_changes(
                 precision=precision, scale=scale)
             out_type = with_format(out_value, out_fmt)
             formats, cycles, local = {}, 0, True
             for name, value, view in zip(names, op.operands, views, strict=True):
                 options = [f.with_changes(precision=precision, scale=scale)
-                           for f in source_options(value, ctx)]
+                           for f in source_options(value, ctx, assumed)]
                 costed = [(*copy_cycles(view, with_format(value, f), out_type, ctx), f)
                           for f in options]
                 cost, is_local, fmt = min(costed, key=lambda c: c[0])

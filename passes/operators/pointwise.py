@@ -84,6 +84,8 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
             cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx)
+            if ctx.consumers is not None:
+                cycles += ctx.consumers.layout_consumers_cycles(op.results[0], out_fmt)
         return Candidate(plan, reason, cycles)
 
     def moved_candidate(name: str, fmt: mid.TensorFormatAttr) -> Candidate:

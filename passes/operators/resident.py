@@ -16,9 +16,8 @@ far (program order):
 
 Values computed by the program (activations) are not counted: they are small next to a
 layer's weights, and their lifetimes are `place-memory`'s to find. A plan that fits with the
-resident bytes is preferred to a cheaper one that does not, by every operator
-(`Operator.select`; a GEMM through `planning.gemm_selection.select_gemm_plan`'s `fits`); where
-none fits, the cheapest valid plan is kept and the
+resident bytes is preferred to a cheaper one that does not (`planning.gemm_selection`,
+`select_gemm_plan`'s `fits`); where none fits, the cheapest valid plan is kept and the
 pipeline's memory fallbacks answer (`passes/ipu_pipeline.py`).
 """
 

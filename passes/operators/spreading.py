@@ -34,6 +34,8 @@ from planning.tile_loads import TileLoads
 
 FOLLOWERS = (graph.AddOp, graph.GeluOp, graph.LayerNormOp)  # pointwise ops that follow an operand
 LOOK_AHEAD = 3  # levels of followers looked through
+# one-operand layout ops, whose plan is a view or a gather by their operand's format
+LAYOUT_CONSUMERS = (graph.SliceOp, graph.ReshapeOp, graph.TransposeOp)
 
 
 @dataclass
@@ -104,6 +106,16 @@ class LookAhead:
         base = TensorType(value_type.get_element_type(), value_type.get_shape())
         return conversion_type_cycles(with_format(base, fmt), with_format(base, wanted),
                                       self.target)
+
+    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int:
+        total = 0
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, LAYOUT_CONSUMERS):
+                operator = operator_for_graph(user)
+                assert operator is not None
+                total += operator.least_cycles_given(user, {value: fmt}, self.selection) or 0
+        return total
 
     def gemm_plan(self, op: graph.GemmOp) -> mid.OperatorPlanAttr:
         if op not in self.gemm_plans:

@@ -1,22 +1,17 @@
 """Selection counts what tile 0 already holds (`passes/operators/resident.py`): a plan that
-fits beside the program's other stored values is preferred to a cheaper one that does not,
-for every operator (`Operator.select`; GEMMs through `select_gemm_plan`'s `fits`)."""
+fits beside the program's other stored values is preferred to a cheaper one that does not."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from xdsl.dialects.builtin import Float16Type
 from xdsl.parser import Parser
 
 from device.target import IPU21
-from frontend.builder import GraphBuilder
 from ipu_dialects import graph
 from passes import get_all_passes
-from passes.operators.attention import AttentionOperator
-from passes.operators.base import Candidate, SelectionContext, cheapest
-from passes.operators.resident import ResidentMemory, ResidentTracker, selection_room
+from passes.operators.resident import ResidentTracker
 from planning.gemm_problem import GemmProblem
 from planning.gemm_selection import evaluate_candidates, plan_tile_memory, row_tile_memory
 from tools.ipu_run import EXIT_PASS, compile_module, find_function, make_context, run_main
@@ -117,52 +112,3 @@ def test_a_chosen_plan_counts_the_bytes_its_evaluation_did(shapes, tiles):
         if evaluation.reason is None:
             assert (plan_tile_memory(evaluation.plan, problem, IPU21)
                     == row_tile_memory(evaluation, IPU21)), evaluation.candidate.name
-
-
-# Attention: its cheapest plan at 256 tiles replicates all of K and V on every tile, while its
-# blocked plans hold one key block.
-ATTENTION_TILES = 256
-
-
-def causal_attention() -> graph.AttentionOp:
-    g = GraphBuilder("attn")
-    q, k, v = (g.input([1, 1024, 64], Float16Type(), name=n) for n in "qkv")
-    g.output(g.attention(q, k, v, causal=True))
-    module = g.build()
-    return next(op for op in module.walk() if isinstance(op, graph.AttentionOp))
-
-
-def resident_context(live: int) -> SelectionContext:
-    resident = ResidentMemory(live=live, new_inputs=(False,) * 3, sequence_counts=(1,) * 3)
-    return SelectionContext(ATTENTION_TILES, "pad", "consumer", IPU21, (), resident)
-
-
-def plan_bytes(op: graph.AttentionOp, candidate: Candidate) -> int:
-    return AttentionOperator().plan_tile_bytes(op, candidate.plan, IPU21)
-
-
-def test_with_nothing_beside_it_the_cheapest_plan_wins():
-    op, operator = causal_attention(), AttentionOperator()
-    ctx = resident_context(0)
-    chosen = operator.select(op, ctx)
-    assert chosen == cheapest(operator.candidates(op, ctx)).plan
-    assert chosen.candidate.data == "attention_split1"  # K and V whole on every tile
-
-
-def test_a_plan_that_fits_beside_what_tile0_holds_beats_a_cheaper_one_that_does_not():
-    op, operator = causal_attention(), AttentionOperator()
-    candidates = operator.candidates(op, resident_context(0))
-    fastest = cheapest(candidates)
-    live = selection_room(IPU21) - plan_bytes(op, fastest) + 1  # the fastest misses by a byte
-    chosen = operator.select(op, resident_context(live))
-    assert chosen != fastest.plan
-    fitting = [c for c in candidates if c.reason is None
-               and plan_bytes(op, c) + live <= selection_room(IPU21)]
-    assert fitting, "some plan must fit for the test to mean anything"
-    assert chosen == min(fitting, key=lambda c: c.valid_cycles).plan
-
-
-def test_when_nothing_fits_the_cheapest_valid_plan_is_kept_for_the_fallbacks():
-    op, operator = causal_attention(), AttentionOperator()
-    chosen = operator.select(op, resident_context(selection_room(IPU21)))
-    assert chosen == cheapest(operator.candidates(op, resident_context(0))).plan
