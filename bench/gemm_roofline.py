@@ -27,9 +27,9 @@ import numpy as np
 from xdsl.parser import Parser
 
 from device.exchange_timeline import row_timeline
-from device.kernels import kernel_cycles
+from device.kernels import step_cycles
 from device.model import run_package
-from device.model.cycles import exchange_step_cycles, kernel_step_cycles
+from device.model.cycles import exchange_step_cycles
 from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep, KernelStep, Package
 from device.target import IPU21, Target
@@ -82,9 +82,11 @@ def gemm_text(case: Case) -> str:
 def package_cycles(package: Package, target: Target = IPU21) -> list[int]:
     """Cycles of every step as `run_package` charges them, from the package alone: an
     exchange step lasts a sync plus its longest row's events, a kernel step its slowest
-    tile's call (`device.model.cycles`)."""
+    tile's call (`device.kernels.step_cycles`: the record's cycles of all the step's tiles at
+    once where it has a step-wide form; `device.model.cycles`). A step that repeats (a loop
+    body, unrolled) is computed once."""
     lengths: dict[int, int] = {}
-    calls: dict[tuple, int] = {}
+    steps: dict[tuple, int] = {}
     result = []
     for step in package.executed():  # loops unrolled, as the device runs them
         if isinstance(step, ExchangeStep):
@@ -98,14 +100,11 @@ def package_cycles(package: Package, target: Target = IPU21) -> list[int]:
             result.append(exchange_step_cycles(events, target))
         else:
             assert isinstance(step, KernelStep)
-            tiles = np.asarray(step.tiles).reshape(-1).tolist()
-            per_tile = []
-            for tile in tiles:
-                key = (step.symbol, tuple(step.scalars), tile)
-                if key not in calls:
-                    calls[key] = kernel_cycles(step.symbol, step.scalars, tile, target)
-                per_tile.append(calls[key])
-            result.append(kernel_step_cycles(per_tile))
+            tiles = np.asarray(step.tiles, dtype=np.int64).reshape(-1)
+            key = (step.symbol, tuple(step.scalars), tiles.tobytes())
+            if key not in steps:
+                steps[key] = step_cycles(step.symbol, step.scalars, tiles, target)
+            result.append(steps[key])
     return result
 
 

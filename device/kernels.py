@@ -81,7 +81,8 @@ def step_cycles(symbol: str, scalars: Sequence[int], tiles: Sequence[int] | np.n
                 target: Target) -> int:
     """Cycles of one step of `symbol` on `tiles` (`kernel_step_cycles` of `kernel_cycles`
     over them: what the model charges the step), computed for all tiles at once where the
-    record can (`Kernel.step_cycles`: `gather_shard`). Same errors as `kernel_cycles`."""
+    record can (`Kernel.step_cycles`: `gather_shard`, `gather_view`, `view_shard`). Same
+    errors as `kernel_cycles`."""
     get_kernel(symbol)
     return RECORDS[symbol].call_step_cycles(scalars, tiles, target)
 

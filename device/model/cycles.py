@@ -6,16 +6,24 @@ tile memory. The executable model charges exactly these, and the compiler's cost
 the same functions, so the selector and the model cannot disagree on a plan's cycles. Each
 kernel's record names its function (`Kernel.cycles`); `device.kernels.kernel_cycles(symbol,
 scalars, tile, target)` finds it by symbol for either caller.
+
+The layout kernels, called on every tile of a chip once per source shard, have a step-wide
+form (`gather_step_cycles`, `view_step_cycles`: the slowest of a step's tiles, from NumPy
+boxes of all of them) and their one-call functions are that form on one tile, so a call and
+a step are counted by one description (`device.kernels.step_cycles` reads the step-wide
+forms; the batched model runs charge them from the same boxes).
 """
 
 from __future__ import annotations
 
 import math
 
-from device.index_views import view_moves
-from device.kernel_abi import split_view_words
+import numpy as np
+
 from device.layouts import AMP_BLOCK, element_bytes
-from device.model.kernel_shards import shard_box
+from device.model.kernel_shards import GatherBoxes, gather_boxes
+from device.model.view_steps import ViewStep, view_step
+from device.model.view_steps import view_words as cached_view_words
 from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Precision, Target
 
@@ -53,13 +61,6 @@ def _f32_vector_cycles(elements: int, target: Target) -> int:
     return -(-elements // target.vector_f32_lanes)
 
 
-def box_overlap(*boxes: tuple[tuple[int, ...], tuple[int, ...]]) -> tuple[int, ...]:
-    """Per-axis extent of the intersection of boxes (0 where they do not meet)."""
-    starts = [max(axis) for axis in zip(*(b[0] for b in boxes))]
-    stops = [min(axis) for axis in zip(*(b[1] for b in boxes))]
-    return tuple(max(0, stop - start) for start, stop in zip(starts, stops))
-
-
 def convert_shard_cycles(out: ShardGeometry, src: ShardGeometry, tile: int,
                          target: Target) -> int:
     """Repack this tile's shard from src's order/precision/scale into out's."""
@@ -69,10 +70,23 @@ def convert_shard_cycles(out: ShardGeometry, src: ShardGeometry, tile: int,
 
 def gather_shard_cycles(out: ShardGeometry, staged: ShardGeometry, source_tile: int,
                         tile: int, target: Target) -> int:
-    """Copy the elements of source_tile's staged shard that this tile's out shard holds."""
-    logical = (tuple(0 for _ in out.shape), out.shape)
-    extent = box_overlap(shard_box(staged, source_tile), shard_box(out, tile), logical)
-    return gather_moved_cycles(math.prod(extent), out, staged, target)
+    """Copy the elements of source_tile's staged shard that this tile's out shard holds: the
+    step-wide form on one tile, so that one call and a whole step count alike."""
+    return gather_step_cycles(out, staged, source_tile, np.array([tile], np.int64), target)
+
+
+def gather_step_cycles(out: ShardGeometry, staged: ShardGeometry, source_tile: int,
+                       tiles: np.ndarray, target: Target) -> int:
+    """A `gather_shard` step on `tiles` (int64 [n]; 0 for none): the cycles of its slowest tile, the one
+    that moves most (`gather_boxes` of all tiles at once)."""
+    if tiles.size == 0:
+        return 0
+    return gather_boxes_cycles(gather_boxes(out, staged, source_tile, tiles), target)
+
+
+def gather_boxes_cycles(boxes: GatherBoxes, target: Target) -> int:
+    """The slowest of the tiles of `boxes` (0 for none): the largest move's cycles."""
+    return gather_moved_cycles(int(boxes.moved.max(initial=0)), boxes.out, boxes.staged, target)
 
 
 def gather_moved_cycles(elements: int, out: ShardGeometry, staged: ShardGeometry,
@@ -156,15 +170,27 @@ def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
                 target: Target) -> int:
     """Copy the elements of this tile's out box whose source is in the source shard (on
     `source_tile`, or for a tile-local view on this tile), one element at a time through the
-    index map: loads and stores at the wider width."""
-    out, src, view = split_view_words(view_words)
-    moved, _, _ = view_moves(view, out, out.shard_box(tile), src,
-                             src.shard_box(tile if source_tile is None else source_tile))
-    return view_moved_cycles(moved[0].size if moved else 1, out, src, target)
+    index map: loads and stores at the wider width. The step-wide form on one tile."""
+    return view_step_cycles(view_words, source_tile, np.array([tile], np.int64), target)
+
+
+def view_step_cycles(words: tuple[int, ...], source_tile: int | None, tiles: np.ndarray,
+                     target: Target) -> int:
+    """A view kernel step on `tiles` (int64 [n]; 0 for none): its slowest tile's cycles, from
+    what every tile moves (`view_steps.view_step`, all at once)."""
+    if tiles.size == 0:
+        return 0
+    out, src, view = cached_view_words(tuple(words))
+    return view_moves_cycles(view_step(out, src, view, tiles, source_tile), target)
+
+
+def view_moves_cycles(step: ViewStep, target: Target) -> int:
+    """The cycles of the tile of `step` that moves most."""
+    return view_moved_cycles(int(step.moved.max(initial=0)), step.out, step.src, target)
 
 
 def view_moved_cycles(elements: int, out: ShardGeometry, src: ShardGeometry,
                       target: Target) -> int:
-    """A view kernel call that moves `elements` elements (a rank-0 out: 1). Non-decreasing
+    """A view kernel call that moves `elements` elements. Non-decreasing
     in `elements`: the batched model charges a step its largest move's cycles."""
     return target.vector_cycles(_moved_bytes(elements, out, src))

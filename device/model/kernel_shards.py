@@ -9,6 +9,7 @@ A descriptor kernel gets one format descriptor per pointer operand, in pointer o
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,46 @@ def shard_origins(fmt: ShardGeometry) -> np.ndarray:
     origins = fmt.all_origins()[np.arange(fmt.tiles_used) % fmt.partition_count]
     origins.flags.writeable = False
     return origins
+
+
+@dataclass(frozen=True)
+class GatherBoxes:
+    """What one `gather_shard` step moves on each of its tiles: the out box's first element
+    (`starts`), the first element of its intersection with the source box and the logical
+    extent (`low`) and the intersection's extent (`extents`, 0 on an axis where they do not
+    meet); [tiles, rank]. `moved` is each tile's element count."""
+
+    out: ShardGeometry
+    staged: ShardGeometry
+    source_start: np.ndarray
+    starts: np.ndarray
+    low: np.ndarray
+    extents: np.ndarray
+
+    @property
+    def moved(self) -> np.ndarray:
+        return self.extents.prod(axis=1)
+
+
+def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int,
+                 tiles: np.ndarray) -> GatherBoxes:
+    """The boxes of a `gather_shard` step from `source_tile`'s staged shard to `tiles` (int64
+    [n]), all at once: the one description of what a gather moves, for its batched and
+    per-tile runs and its cycles (`cycles.gather_step_cycles`). A source tile or a tile that
+    holds no shard raises `DescriptorError` (the first in `tiles`' order), as does a staged
+    tensor of another rank."""
+    if out.rank != staged.rank:
+        raise DescriptorError(f"out has rank {out.rank} but staged has rank {staged.rank}: "
+                              f"not one tensor")
+    source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
+    if tiles.size and not holds_all(out, tiles):
+        first = next(t for t in tiles.tolist() if not out.holds(t))
+        out.shard_box(first)  # raises, naming the tile
+    starts = origins_on(out, tiles).reshape(tiles.size, out.rank)
+    low = np.maximum(np.maximum(starts, source_start), 0)
+    stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
+                       np.asarray(out.shape, np.int64))
+    return GatherBoxes(out, staged, source_start, starts, low, np.maximum(stops - low, 0))
 
 
 def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:

@@ -9,7 +9,7 @@ step then runs tile by tile, which names the first failing tile exactly. The ste
 long as its slowest tile (`kernel_step_cycles`); a batched form charges the cycles of its
 largest call (the cycle functions are non-decreasing in the work, so that is the slowest
 tile's). Batched: the AMP GEMMs (FP16/FP32), `copy_words`, and the layout kernels
-`gather_shard` and `gather_view`, which a whole-chip re-tiling calls once per source shard
+`gather_shard`, `gather_view` and `view_shard`, which a whole-chip re-tiling calls once per source shard
 on every result tile (a GPT-2-small layer at 1472 tiles: 13,000 gather steps, 12 million
 calls, of which 2% move anything): tile by tile they were most of the run.
 """

@@ -17,18 +17,16 @@ whole shard.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from device.kernel_abi import described, words_abi
 from device.model.cycles import (
-    box_overlap,
     convert_shard_cycles,
     copy_cycles,
     fill_zero_cycles,
-    gather_moved_cycles,
+    gather_boxes_cycles,
     gather_shard_cycles,
+    gather_step_cycles,
 )
 from device.model.kernel_call import (
     Kernel,
@@ -39,22 +37,22 @@ from device.model.kernel_call import (
     of_formats,
 )
 from device.model.kernel_shards import (
+    GatherBoxes,
     box_on,
     copy_boxes,
     decoded,
+    gather_boxes,
     holds_all,
     is_empty,
     local_slices,
     operand_formats,
-    origins_on,
     read_codes,
     read_values,
-    shard_box,
     write_codes,
     write_values,
     zero_padding,
 )
-from device.shard_geometry import DescriptorError, ShardGeometry
+from device.shard_geometry import DescriptorError, cached_descriptors
 from device.target import WORD_BYTES
 
 
@@ -115,16 +113,15 @@ def gather_shard(call: KernelCall) -> int:
     source_tile = call.scalars["source_tile"]
     source_box = box_on(call, "staged", staged, source_tile)
     box = box_on(call, "out", out)
-    logical = (tuple(0 for _ in out.shape), out.shape)
-    starts = tuple(max(axis) for axis in zip(source_box[0], box[0]))
-    region = (starts, tuple(a + e for a, e in zip(starts,
-                                                  box_overlap(source_box, box, logical))))
+    boxes = gather_boxes(out, staged, source_tile, np.array([call.tile], np.int64))
+    low = tuple(boxes.low[0].tolist())
+    region = (low, tuple(a + e for a, e in zip(low, boxes.extents[0].tolist())))
     if not is_empty(region):
         codes = read_codes(call, "out", out)
         codes[local_slices(region, box[0])] = read_codes(call, "staged", staged)[
             local_slices(region, source_box[0])]
         write_codes(call, "out", out, codes)
-    return gather_shard_cycles(out, staged, source_tile, call.tile, call.target)
+    return gather_boxes_cycles(boxes, call.target)
 
 
 def _gather_shard_batched(batch: KernelBatch) -> int | None:
@@ -137,8 +134,7 @@ def _gather_shard_batched(batch: KernelBatch) -> int | None:
                              and batch.inside("staged", boxes.staged.shard_bytes())):
         return None
     out, staged = boxes.out, boxes.staged
-    moved = boxes.extents.prod(axis=1)
-    rows = np.flatnonzero(moved > 0)
+    rows = np.flatnonzero(boxes.moved > 0)
     if rows.size:
         alignment = batch.target.vector_alignment
         if (np.any(batch.pointers["out"][rows] % alignment)
@@ -146,28 +142,14 @@ def _gather_shard_batched(batch: KernelBatch) -> int | None:
             return None
         copy_boxes(batch, rows, "out", out, boxes.low - boxes.starts, "staged", staged,
                    boxes.low - boxes.source_start, boxes.extents)
-    return gather_moved_cycles(int(moved.max()), out, staged, batch.target)
-
-
-@dataclass(frozen=True)
-class GatherBoxes:
-    """What one `gather_shard` step moves on each of its tiles: the out box's first element
-    (`starts`), the first element of its intersection with the source box (`low`) and the
-    intersection's extent (`extents`, 0 on an axis where they do not meet); [tiles, rank]."""
-
-    out: ShardGeometry
-    staged: ShardGeometry
-    source_start: np.ndarray
-    starts: np.ndarray
-    low: np.ndarray
-    extents: np.ndarray
+    return gather_boxes_cycles(boxes, batch.target)
 
 
 def _gather_boxes(words: tuple[int, ...], source_tile: int,
                   tiles: np.ndarray) -> GatherBoxes | None:
-    """The boxes of a `gather_shard` step on `tiles` (int64, >= 0) in NumPy, or None when a
-    tile's call would be refused (bad descriptors, other tensors or precisions, a tile or
-    source tile outside its format, rank 0): the per-tile form then names it."""
+    """The boxes of a `gather_shard` step on `tiles` (`kernel_shards.gather_boxes`), or None
+    when a tile's call would be refused (bad descriptors, other tensors or precisions, a tile
+    or source tile outside its format, rank 0): the per-tile form then names it."""
     try:
         out, staged = decoded(words, 2)
     except DescriptorError:
@@ -176,21 +158,13 @@ def _gather_boxes(words: tuple[int, ...], source_tile: int,
             or (out.precision, out.scale) != (staged.precision, staged.scale)
             or not staged.holds(source_tile) or not holds_all(out, tiles)):
         return None
-    source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
-    starts = origins_on(out, tiles)
-    low = np.maximum(starts, source_start)
-    stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
-                       np.asarray(out.shape, np.int64))
-    return GatherBoxes(out, staged, source_start, starts, low, np.maximum(stops - low, 0))
+    return gather_boxes(out, staged, source_tile, tiles)
 
 
-def _gather_shard_step_cycles(step: StepScalars) -> int | None:
-    """`gather_shard_cycles` of the slowest of the step's tiles, for all at once."""
-    boxes = _gather_boxes(step.words, step.scalars["source_tile"], step.tiles)
-    if boxes is None or int(step.tiles.min()) < 0:
-        return None
-    return gather_moved_cycles(int(boxes.extents.prod(axis=1).max()), boxes.out,
-                               boxes.staged, step.target)
+def _gather_shard_step_cycles(step: StepScalars) -> int:
+    """`gather_step_cycles`: every tile at once (a refused call raises its own error)."""
+    out, staged = cached_descriptors(step.words, 2)
+    return gather_step_cycles(out, staged, step.scalars["source_tile"], step.tiles, step.target)
 
 
 def _gather_shard_cycles(call: KernelScalars) -> int:

@@ -4,7 +4,7 @@ A step runs through its record's batched form when it has one (`Kernel.batched`)
 tests run each step both ways (batched, and with the batched forms removed) on the same
 memory and compare every tile's bytes and the step's cycles, and check that a bad pointer on
 one tile of a batch still gets the per-tile diagnostic naming that tile. The GEMMs, the word
-copy and the layout kernels `gather_shard` and `gather_view` have batched forms;
+copy and the layout kernels `gather_shard`, `gather_view` and `view_shard` have batched forms;
 test_device_model_packages.py runs whole compiled packages both ways.
 """
 
@@ -203,6 +203,39 @@ def test_batched_gather_view_writes_the_bytes_the_per_tile_gather_writes(monkeyp
         batched, per_tile = both_ways(
             monkeypatch, lambda source=source: random_memory(tiles, source), step)
         same_memory(batched, per_tile)
+
+
+LOCAL_VIEWS = [
+    # (src, out, view) whose sources are on each out tile: a reshape along the split rows, a
+    # window (a concat input), a broadcast of a replicated row
+    (fmt((12, 40), (1, 1), (4, 1), "f16"), fmt((12, 4, 10), (1, 1, 1), (4, 1, 1), "f16"),
+     IndexView((0, 0, 0), (12, 4, 10), (40, 10, 1), 0)),
+    (fmt((8, 10), (1, 1), (2, 1), "f32"), fmt((8, 30), (1, 1), (2, 1), "f32"),
+     IndexView((0, 10), (8, 20), (10, 1), 0)),
+    (fmt((1, 16), (1, 1), (1, 1), "f16", replication=4), fmt((24, 16), (1, 1), (4, 1), "f16"),
+     IndexView((0, 0), (24, 16), (0, 1), 0)),
+]
+
+
+@pytest.mark.parametrize("src,out,view", LOCAL_VIEWS)
+def test_batched_view_shard_writes_the_bytes_the_per_tile_view_writes(monkeypatch, src, out,
+                                                                     view):
+    batched_only(monkeypatch, "view_shard")
+    tiles = out.tiles_used
+    pointers = [[AREAS[1] + 8 * (t % 2), AREAS[2] + 0x100 * (t % 3)] for t in range(tiles)]
+    step = kernel("view_shard", list(range(tiles))[::-1], pointers[::-1],
+                  [*descriptors(out, src), *view.encode()])
+    batched, per_tile = both_ways(monkeypatch, lambda: random_memory(tiles, 5), step)
+    same_memory(batched, per_tile)
+
+
+def test_a_view_shard_whose_source_is_on_another_tile_is_named():
+    src, out, view = VIEWS[0]  # a transpose: out's tiles need elements of every src shard
+    step = kernel("view_shard", list(range(out.tiles_used)), [[AREAS[1], AREAS[2]]] * 6,
+                  [*descriptors(out, src), *view.encode()])
+    with pytest.raises(ModelError, match=r"step 0: kernel view_shard on tile 0: \d+ element"
+                                         r"\(s\) of out's box .* view_shard is tile-local"):
+        run_kernel_step(TileMemory(T, 6), step, "step 0", T)
 
 
 def test_a_misaligned_receiver_of_a_batched_gather_view_is_named():

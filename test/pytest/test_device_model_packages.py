@@ -1,10 +1,10 @@
 """Whole compiled packages run with the batched kernel forms and without them: the same
 outputs (bit for bit), the same cycles step by step, the same exchange errors.
 
-The batched forms (`Kernel.batched`: the GEMMs, `copy_words`, `gather_shard`, `gather_view`)
-are what makes a whole-chip layer run in minutes; test_device_model_batched.py compares them
-step by step on made-up memory, this file on the steps a compiled transformer layer really
-has (the gathers of its re-tilings, the index views of its head split)."""
+The batched forms (`Kernel.batched`: the GEMMs, `copy_words`, `gather_shard`, `gather_view`,
+`view_shard`) are what makes a whole-chip layer run in minutes; test_device_model_batched.py
+compares them step by step on made-up memory, this file on the steps a compiled transformer
+layer really has (the gathers of its re-tilings, the index views of its head split)."""
 
 from __future__ import annotations
 
