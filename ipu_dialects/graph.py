@@ -22,7 +22,8 @@ Ops (syntax)
     %c = graph.gemm %a, %b [transpose_lhs] [transpose_rhs] : (T_a, T_b) -> T_c
     %s = graph.add %a, %b : (T_a, T_b) -> T_s
     %g = graph.gelu %x [approximate tanh] : T -> T
-    %o = graph.attention %q, %k, %v [causal] [scale 0.125] : (T_q, T_k, T_v) -> T_o
+    %o = graph.attention %q, %k, %v [key_mask %m] [causal] [scale 0.125]
+           : (T_q, T_k, T_v[, tensor<B..xSkxi32>]) -> T_o
     %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (T, W, B) -> T
     %r = graph.reshape %x : T -> U
     %t = graph.transpose %x permutation [0, 2, 1] : T -> U
@@ -43,7 +44,10 @@ ranks NumPy-style. `graph.gelu` is the exact function `x * (1 + erf(x / sqrt 2))
 without `approximate`.
 `graph.attention` takes query `[..., heads, Sq, D]`, key and value `[..., heads, Sk, D]`
 (Sk == Sq when `causal`), computes `softmax(scale * q @ k^T) @ v` over the key axis; `scale`
-defaults to `1/sqrt(D)` and is then not printed. It must be finite and positive; like MLIR's float
+defaults to `1/sqrt(D)` and is then not printed. `key_mask` (optional) is a key padding mask:
+an i32 function argument of shape `[..., Sk]` (the query's batch axes, then the keys) whose
+entries are 0 (the key is masked for every head and query row of that batch index) or 1; a
+row with every key masked is zeros (docs/internals.md, "Embeddings and padding masks"). It must be finite and positive; like MLIR's float
 attributes it is written as an MLIR float literal (digits before and after the point, such as
 `0.125` or `1.0e-05`; `1e-05` is not one) or as the hexadecimal bits of an f64
 (`scale 0x3FC0000000000000` is 0.125).
@@ -67,7 +71,8 @@ device can hold has far fewer than 2**31 rows (the whole IPU21 holds 918 MiB), t
 words and address arithmetic are 32-bit, and the IPU has no 64-bit integer arithmetic, so
 i64 ids (torch's default) are narrowed on the host, range-checked, before they are written;
 narrower types (i8, i16) would cap the vocabulary below real models' (GPT-2's 50257 rows).
-An index tensor may be a function argument and a gather's indices, nothing else.
+An index tensor may be a function argument and a gather's indices (or an attention's
+key_mask), nothing else.
 
 `graph.repeat N` runs its single-block body N times. Its block arguments are, in order: the
 carried values (initialised from `carried(...)`, replaced by the `graph.yield` operands after each
