@@ -136,12 +136,12 @@ class TorchImporter:
 
         trace: KeyMaskTrace | str | None = None
         try:
-            first = getattr(node.args[0], "name", None) if node.args else None
+            first = getattr(node.args[0], "name", "") if node.args else ""
             if name in TORCH_MASK_MOVES and traced == [first]:
                 trace = self.key_masks[first].moved(lambda a: run(
                     [tensor(node.args[0], a), *(tensor(x) for x in node.args[1:])]))
             elif name in TORCH_MASK_ELEMENTWISE:
-                operands = [self.key_masks.get(getattr(a, "name", None), a) for a in node.args]
+                operands = [self.key_masks.get(getattr(a, "name", ""), a) for a in node.args]
                 trace = elementwise(operands, lambda values: run(
                     [tensor(a, v) for a, v in zip(node.args, values, strict=True)]))
         except (RuntimeError, TypeError, ValueError, IndexError):  # not a value a trace follows

@@ -44,13 +44,13 @@ ranks NumPy-style. `graph.gelu` is the exact function `x * (1 + erf(x / sqrt 2))
 without `approximate`.
 `graph.attention` takes query `[..., heads, Sq, D]`, key and value `[..., heads, Sk, D]`
 (Sk == Sq when `causal`), computes `softmax(scale * q @ k^T) @ v` over the key axis; `scale`
-defaults to `1/sqrt(D)` and is then not printed. `key_mask` (optional) is a key padding mask:
-an i32 function argument of shape `[..., Sk]` (the query's batch axes, then the keys) whose
-entries are 0 (the key is masked for every head and query row of that batch index) or 1; a
-row with every key masked is zeros (docs/internals.md, "Embeddings and padding masks"). It must be finite and positive; like MLIR's float
+defaults to `1/sqrt(D)` and is then not printed. It must be finite and positive; like MLIR's float
 attributes it is written as an MLIR float literal (digits before and after the point, such as
 `0.125` or `1.0e-05`; `1e-05` is not one) or as the hexadecimal bits of an f64
-(`scale 0x3FC0000000000000` is 0.125).
+(`scale 0x3FC0000000000000` is 0.125). `key_mask` (optional) is a key padding mask: an i32
+function argument of shape `[..., Sk]` (the query's batch axes, then the keys) whose entries
+are 0 (the key is masked for every head and query row of that batch index) or 1; a row with
+every key masked is zeros (docs/internals.md, "Embeddings and padding masks").
 
 `graph.layer_norm` normalizes over the last axis, `(x - mean) / sqrt(var + eps) * weight + bias`
 with the biased variance; `weight` and `bias` are `[D]` for a last axis of extent D, `eps` is
@@ -129,12 +129,12 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
     result_def,
     traits_def,
-    opt_operand_def,
     var_operand_def,
     var_result_def,
 )

@@ -292,25 +292,27 @@ class Importer:
                         for name, t in zip(node.input, traced))
             if not any(traced) or not known:
                 continue
-            trace: KeyMaskTrace | str | None = None
             try:
-                if node.op_type in MASK_MOVES and traced.index(True) == 0 and sum(traced) == 1:
-                    trace = self.key_masks[node.input[0]].moved(
-                        lambda a, n=node: self.fold_with(n, a))
-                elif node.op_type in MASK_ELEMENTWISE:
-                    trace = elementwise(
-                        [self.key_masks.get(n, self.constants.get(n)) for n in node.input],
-                        lambda arrays, n=node: self.fold_with(n, *arrays))
+                trace = self.traced(node, traced)
             except (ValueError, TypeError, IndexError):  # not a value this trace can follow
                 continue
             if isinstance(trace, KeyMaskTrace):
                 self.key_masks[node.output[0]] = trace
 
-    def fold_with(self, node: onnx.NodeProto, first: np.ndarray, *rest: np.ndarray) -> np.ndarray:
-        """`node` evaluated with its first input `first` (and, given, all of them `rest`), the
-        others its constants."""
-        inputs = [first, *rest] if rest else [first] + [
-            self.constants.get(n) if n else None for n in node.input[1:]]
+    def traced(self, node: onnx.NodeProto, traced: list[bool]) -> KeyMaskTrace | str | None:
+        """The trace of `node`'s output (None: not an op a trace follows; str: why not)."""
+        others = [self.constants.get(n) if n else None for n in node.input[1:]]
+        if node.op_type in MASK_MOVES and traced.index(True) == 0 and sum(traced) == 1:
+            return self.key_masks[node.input[0]].moved(
+                lambda array: self.fold_with(node, [array, *others]))
+        if node.op_type in MASK_ELEMENTWISE:
+            return elementwise(
+                [self.key_masks.get(n, self.constants.get(n)) for n in node.input],
+                lambda arrays: self.fold_with(node, list(arrays)))
+        return None
+
+    def fold_with(self, node: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarray:
+        """`node` evaluated on `inputs` (NumPy folders)."""
         outputs = fold(node, inputs, self.shapes)
         if outputs is None:
             raise ValueError(f"{node.op_type} has no folder")
