@@ -115,6 +115,26 @@ def test_padded_bert_reference_matches_torch(route, tmp_path) -> None:
     assert relative(reference(imported, unpadded)[1], want[1]) > 1e-3
 
 
+def test_from_torch_gives_the_onnx_graph_with_a_padding_mask(tmp_path) -> None:
+    from test_hf_models import op_names
+
+    by_torch, _, _ = bert_case("from_torch", tmp_path)
+    by_onnx, _, _ = bert_case("dynamo", tmp_path)
+    assert op_names(by_torch.module) == op_names(by_onnx.module)
+
+
+def test_layers_reading_a_key_mask_are_not_repeated(tmp_path) -> None:
+    """`--repeat-layers`: a key mask is read only as a function argument, so the two layers
+    stay unrolled (a graph.repeat body could take it only as an invariant)."""
+    module = PaddedLastHiddenState(MODELS["bert"]()).eval()
+    tmp_path.mkdir(exist_ok=True)
+    torch.onnx.export(module, examples(), tmp_path / "m.onnx", input_names=["ids", "mask"],
+                      opset_version=18, dynamo=True)
+    imported = import_onnx(tmp_path / "m.onnx", repeat_layers=True)
+    imported.module.verify()
+    assert imported.repeats == [] and len(key_masked_attentions(imported)) == 2
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("route", ROUTES)
 def test_padded_bert_runs_on_the_device_model_at_16_tiles(route, tmp_path) -> None:
