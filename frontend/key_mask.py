@@ -15,11 +15,12 @@ traced operand to read the same entry at each element. That is exact for a mask 
 entries, the only values `graph.attention`'s key_mask takes (the reference and the device
 refuse others).
 
-At attention, `key_padding_failure` checks that the traced value, broadcast to the logits
+At attention, `key_padding` checks that the traced value, broadcast to the logits
 [batch..., heads, queries, keys], reads entry (batch, key) at every element and is 0 (or true)
 where the entry is 1 and at most `MASKED_BIAS` (or false) where it is 0: a key padding mask,
-which becomes the attention's `key_mask` operand (the mask input itself). Anything else is
-refused by name.
+which becomes the attention's `key_mask` operand (the mask input itself). Where the entry is
+1 it may also be the causal mask (GPT-2 with padding: transformers ands the two), which
+becomes the attention's causal flag. Anything else is refused by name.
 """
 
 from __future__ import annotations
@@ -79,10 +80,10 @@ def elementwise(operands: Sequence[Any], compute: Callable[[list[Any]], Any]) ->
                         np.ascontiguousarray(entries[0]), kept, masked)
 
 
-def key_padding_failure(trace: KeyMaskTrace, logits: Sequence[int], boolean: bool) -> str | None:
-    """Why `trace`, applied to attention logits of shape `logits`, is not a key padding mask
-    of its input (None: it is). `boolean`: a mask of booleans (true attends), else an
-    additive one."""
+def key_padding(trace: KeyMaskTrace, logits: Sequence[int], boolean: bool) -> bool | str:
+    """Whether `trace`, applied to attention logits of shape `logits`, is a key padding mask of
+    its input, alone (False) or combined with the causal mask (True, GPT-2's); else why not
+    (str). `boolean`: a mask of booleans (true attends), else an additive one."""
     logits = tuple(logits)
     what = f"the attention mask computed from input '{trace.name}' {list(trace.mask_shape)}"
     expected_shape = (*logits[:-3], logits[-1])
@@ -91,22 +92,34 @@ def key_padding_failure(trace: KeyMaskTrace, logits: Sequence[int], boolean: boo
                 f"{list(expected_shape)} (the batch axes, then one entry per key) for logits "
                 f"{list(logits)}")
     try:
-        entry = np.broadcast_to(trace.entry, logits)
-        kept = np.broadcast_to(trace.kept, logits)
-        masked = np.broadcast_to(trace.masked, logits)
+        entry, kept, masked = (np.broadcast_to(a, logits)
+                               for a in (trace.entry, trace.kept, trace.masked))
     except ValueError:
-        return f"{what} has shape {list(trace.entry.shape)}, which does not broadcast to the logits {list(logits)}"
+        return (f"{what} has shape {list(trace.entry.shape)}, which does not broadcast to the "
+                f"logits {list(logits)}")
     expected = np.arange(math.prod(expected_shape)).reshape(expected_shape)[..., None, None, :]
     if not np.array_equal(entry, np.broadcast_to(expected, logits)):
         return (f"{what} does not read entry (batch, key) at logit (batch, head, query, key): "
                 "only a key padding mask (the same for every head and query) is supported")
+    # where the entry is 1: everything attends, or the keys up to the query (causal)
+    future = np.triu(np.ones(logits[-2:], dtype=bool), k=1) if logits[-2] == logits[-1] else None
     if boolean:
-        if kept.dtype != np.bool_ or not kept.all() or masked.any():
+        if kept.dtype != np.bool_ or masked.dtype != np.bool_ or masked.any():
             return f"{what} is not true for an entry 1 and false for an entry 0"
-        return None
-    if not np.issubdtype(kept.dtype, np.floating) or np.any(kept != 0):
-        return f"{what} adds something other than 0 to the logits of keys whose entry is 1"
+        if kept.all():
+            return False
+        if future is not None and np.array_equal(kept, np.broadcast_to(~future, logits)):
+            return True
+        return f"{what} is not true for an entry 1 (nor only up to the diagonal: causal)"
+    if not np.issubdtype(kept.dtype, np.floating):
+        return f"{what} is not a float added to the logits"
     if np.any(masked > MASKED_BIAS) or np.any(np.isnan(masked)):
-        return (f"{what} adds {float(np.nanmax(masked)):g} to the logits of keys whose entry "
+        return (f"{what} adds {float(np.nanmax(masked)) + 0.0:g} to the logits of keys whose entry "
                 f"is 0; a padding mask adds -inf or a large negative number (<= {MASKED_BIAS:g})")
-    return None
+    if not np.any(kept):
+        return False
+    if future is not None and not np.any(kept[..., ~future]) and np.all(
+            kept[..., future] <= MASKED_BIAS):
+        return True
+    return (f"{what} adds something other than 0 to the logits of keys whose entry is 1 (nor "
+            "a causal mask: 0 up to the diagonal, -inf above)")

@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames, remove_unused
-from frontend.key_mask import KeyMaskTrace, elementwise, key_padding_failure
+from frontend.key_mask import KeyMaskTrace, elementwise, key_padding
 from ipu_dialects.graph import INDEX_ELEMENT_TYPE, ReshapeOp
 
 ELEMENT_TYPES = {"f32": (f32, np.float32), "f16": (f16, np.float16)}
@@ -361,10 +361,10 @@ class TorchImporter:
         key_mask = None
         if getattr(mask, "name", None) in self.key_masks:
             trace = self.key_masks[mask.name]
-            failure = key_padding_failure(trace, logits, boolean=trace.kept.dtype == np.bool_)
-            if failure is not None:
-                raise TorchImportError(f"{at}: {failure}")
-            key_mask = trace.argument
+            found = key_padding(trace, logits, boolean=trace.kept.dtype == np.bool_)
+            if isinstance(found, str):
+                raise TorchImportError(f"{at}: {found}")
+            causal, key_mask = causal or found, trace.argument
         elif mask is not None:
             causal = self.constant_mask_is_causal(at, mask, logits)
         if dropout:

@@ -13,7 +13,8 @@ other tiles of the slice (S groups, to tile pairs when P is even), and every til
 O += P . V_j on the AMP; the holder reads its block where it lives (`home`). After the last
 block, `attention_finish_*` writes out = O / l. A tile skips the 16-row groups of its rows
 that see no key of the block (padding; above the causal diagonal) and is charged only for the
-others (`device/model/cycles_attention.py`).
+others (`device/model/cycles_attention.py`). With a key padding mask every compute tile also
+holds the whole i32 mask (host-written) and the block kernels are the `_masked` ones.
 
 The cost is what the device model charges for that tile work, from the model's cycle
 functions (`blocked_cycles`); candidates cover the partition counts that give distinct row

@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames, remove_unused, shape_of
-from frontend.key_mask import KeyMaskTrace, elementwise, key_padding_failure
+from frontend.key_mask import KeyMaskTrace, elementwise, key_padding
 from frontend.onnx.folding import attributes, fold, normalized_axis
 from frontend.onnx.gelu_patterns import match_gelu_tanh
 from frontend.onnx.nodes import (
@@ -294,7 +294,7 @@ class Importer:
                 continue
             try:
                 trace = self.traced(node, traced)
-            except (ValueError, TypeError, IndexError):  # not a value this trace can follow
+            except (ValueError, TypeError, LookupError):  # not a value this trace can follow
                 continue
             if isinstance(trace, KeyMaskTrace):
                 self.key_masks[node.output[0]] = trace
@@ -314,8 +314,8 @@ class Importer:
     def fold_with(self, node: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarray:
         """`node` evaluated on `inputs` (NumPy folders)."""
         outputs = fold(node, inputs, self.shapes)
-        if outputs is None:
-            raise ValueError(f"{node.op_type} has no folder")
+        if outputs is None:  # no folder: the trace stops here (trace_key_masks)
+            raise LookupError
         return np.asarray(outputs[0])
 
     def mask_only_nodes(self, view: GraphView, consumed: set[int]) -> set[int]:
@@ -380,10 +380,10 @@ class Importer:
         causal, key_mask = False, None
         if match.key_mask is not None:
             trace = self.key_masks[match.key_mask]
-            failure = key_padding_failure(trace, (*q_shape[:-1], kt_shape[-1]), boolean=False)
-            if failure is not None:
-                raise OnnxImportError(f"{at}: {failure}")
-            key_mask = trace.argument
+            found = key_padding(trace, (*q_shape[:-1], kt_shape[-1]), boolean=False)
+            if isinstance(found, str):
+                raise OnnxImportError(f"{at}: {found}")
+            causal, key_mask = found, trace.argument
         if match.mask is not None:
             logits = (*q_shape[:-1], kt_shape[-1])
             kind = causal_mask_kind(match.mask, logits)

@@ -15,6 +15,9 @@ alike. The retained candidates cut one axis of the query and output across the t
 Scores, softmax (stable: the row maximum is subtracted) and the product with the values are
 FP32 inside the kernel; the result is rounded once to the output precision. Every candidate is
 checked against tile memory; the cheapest valid one wins (the retained plans win small cases).
+With a key padding mask (`key_mask`, i32, written by the host) only the blocked candidates
+are valid: the mask is whole on each of their tiles and their block kernels are the
+`_masked` ones; the retained candidates are listed, refused by name (`KEY_MASK_RETAINED`).
 """
 
 from __future__ import annotations

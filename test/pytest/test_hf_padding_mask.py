@@ -1,5 +1,6 @@
 """Hugging Face `BertModel(input_ids, attention_mask=mask)` with padding (issue 26): batch 2,
-lengths 16 and 11 of 16, the mask a model input. transformers 5 turns the mask into a boolean
+lengths 16 and 11 of 16, the mask a model input (and `GPT2Model` the same way: its mask is
+the causal one and'ed with the padding, imported as `causal` and the key_mask). transformers 5 turns the mask into a boolean
 [batch, 1, queries, keys] (index, and, expand) that torch's SDPA takes (`from_torch`) or that
 its ONNX exports add to the logits as `Where(mask, 0, -inf)`; every route imports it as
 graph.attention's key_mask (the i32 mask argument itself), checked against torch's
@@ -49,7 +50,7 @@ class PaddedLastHiddenState(torch.nn.Module):
         self.model = model
 
     def forward(self, ids, mask):
-        return self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        return self.model(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state
 
 
 def examples() -> tuple[torch.Tensor, torch.Tensor]:
@@ -86,8 +87,8 @@ def reference(imported: ImportedModel, inputs: dict[str, np.ndarray]) -> np.ndar
     return got
 
 
-def bert_case(route: str, directory: Path):
-    module = PaddedLastHiddenState(MODELS["bert"]()).eval()
+def model_case(name: str, route: str, directory: Path):
+    module = PaddedLastHiddenState(MODELS[name]()).eval()
     ids, mask = examples()
     with torch.no_grad():
         want = module(ids, mask).numpy()
@@ -103,9 +104,13 @@ def key_masked_attentions(imported: ImportedModel) -> list[graph.AttentionOp]:
 
 
 @pytest.mark.parametrize("route", ROUTES)
-def test_padded_bert_reference_matches_torch(route, tmp_path) -> None:
-    imported, inputs, want = bert_case(route, tmp_path)
-    assert len(key_masked_attentions(imported)) == 2  # both layers, the mask argument itself
+@pytest.mark.parametrize("name", list(MODELS))
+def test_padded_model_reference_matches_torch(name, route, tmp_path) -> None:
+    imported, inputs, want = model_case(name, route, tmp_path)
+    attentions = key_masked_attentions(imported)
+    assert len(attentions) == 2  # both layers, the mask argument itself
+    # GPT-2's mask is the causal one and the padding (transformers ands them)
+    assert all((op.causal is not None) == (name == "gpt2") for op in attentions)
     got = reference(imported, inputs)
     # measured: 3e-7 at every position, the padded ones (row 1, positions 11..15) included
     assert relative(got, want) <= RELATIVE_TOLERANCE["f32"]
@@ -118,8 +123,8 @@ def test_padded_bert_reference_matches_torch(route, tmp_path) -> None:
 def test_from_torch_gives_the_onnx_graph_with_a_padding_mask(tmp_path) -> None:
     from test_hf_models import op_names
 
-    by_torch, _, _ = bert_case("from_torch", tmp_path)
-    by_onnx, _, _ = bert_case("dynamo", tmp_path)
+    by_torch, _, _ = model_case("bert", "from_torch", tmp_path)
+    by_onnx, _, _ = model_case("bert", "dynamo", tmp_path)
     assert op_names(by_torch.module) == op_names(by_onnx.module)
 
 
@@ -137,8 +142,9 @@ def test_layers_reading_a_key_mask_are_not_repeated(tmp_path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("route", ROUTES)
-def test_padded_bert_runs_on_the_device_model_at_16_tiles(route, tmp_path) -> None:
-    imported, inputs, want = bert_case(route, tmp_path)
+@pytest.mark.parametrize("name", list(MODELS))
+def test_padded_model_runs_on_the_device_model_at_16_tiles(name, route, tmp_path) -> None:
+    imported, inputs, want = model_case(name, route, tmp_path)
     run = compile_and_run(imported.module, tiles=16, inputs=inputs)
     assert run.passed, (run.max_abs_error, run.max_rel_error)
     assert relative(run.outputs["result0"], want) <= RELATIVE_TOLERANCE["f32"]
@@ -191,7 +197,9 @@ def test_the_additive_form_one_minus_mask_times_large_negative_imports(route, tm
     (lambda m: (1.0 - m[:, None, None, :].float()) * -1.0,
      "adds -1 to the logits of keys whose entry is 0"),
     (lambda m: m[:, None, None, :].float() * -10000.0,
-     "adds something other than 0 to the logits of keys whose entry is 1"),
+     "adds 0 to the logits of keys whose entry is 0"),
+    (lambda m: (1.0 - m[:, None, None, :].float()) * -20000.0 + 1.0,
+     "adds something other than 0 to the logits of keys whose entry is 1 (nor a causal mask"),
 ])
 @pytest.mark.parametrize("route", ["dynamo", "torchscript"])
 def test_masks_that_are_not_key_padding_masks_are_refused_by_name(route, bias, message,
