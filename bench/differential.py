@@ -162,8 +162,8 @@ class Generator:
         v = self.new_input(batch + [heads, kv_seq, dim])
         scale = None if self.rng.random() < 0.5 else self.rng.choice((0.1, 0.25))
         self.ops.append("attention" + ("C" if causal else ""))
-        result_scale = {"result_scale": self.scale()} if self.kind == "f8" else {}
-        return self.g.attention(q, k, v, causal, scale, **result_scale)
+        result_scale = self.scale() if self.kind == "f8" else None
+        return self.g.attention(q, k, v, causal, scale, result_scale=result_scale)
 
     def layer_norm(self) -> GraphValue:
         x = self.pick()

@@ -391,13 +391,16 @@ class GraphBuilder:
         scale: float | None = None,
         *,
         result_scale: int | None = None,
+        key_mask: Value | None = None,
     ) -> GraphValue:
         """`scale` is the logit scale (default 1/sqrt(head_dim)); `result_scale` is the FP8
-        result's `#graph.fp8_scale` (attention's `scale` keyword was taken first)."""
+        result's `#graph.fp8_scale` (attention's `scale` keyword was taken first); `key_mask`
+        an i32 `index_input` of shape [batch..., Sk], 0 for a masked (padding) key."""
         query, key, value = (
             self._value(v, f"attention {what}")
             for v, what in ((query, "query"), (key, "key"), (value, "value"))
         )
+        mask = None if key_mask is None else self._value(key_mask, "attention key_mask")
         causal = self._flag(causal, "attention causal")
         if scale is not None:
             if not isinstance(scale, numbers.Real) or isinstance(scale, bool):
@@ -405,7 +408,7 @@ class GraphBuilder:
                     f"attention scale must be a number (or None for 1/sqrt(head_dim)), got {scale!r}"
                 )
             scale = float(scale)
-        op = AttentionOp(query, key, value, causal, scale)
+        op = AttentionOp(query, key, value, causal, scale, key_mask=mask)
         return self._result(self._with_result_scale(op, result_scale))
 
     def layer_norm(
@@ -436,7 +439,7 @@ class GraphBuilder:
         return [int(v) for v in values]
 
     def index_input(self, shape: Sequence[int], name: str | None = None) -> GraphValue:
-        """An i32 index argument (graph.gather's indices)."""
+        """An i32 index argument (graph.gather's indices, or an attention's key mask)."""
         index = len(self.entry.args)
         arg_name = name or f"arg{index}"
         if not SSAValue.is_valid_name(arg_name):

@@ -14,7 +14,8 @@ the blocks have the same structure:
 - every other value from outside is either the same value in every block (an invariant) or,
   in block i, a weight argument that only block i reads (per-block weights: a sequence); a
   layer has weights of its own, so a block reads at least one such sequence (two gelus in a
-  row are not layers).
+  row are not layers). An i32 value is never an invariant (graph ops read i32 tensors, a key
+  mask, only as the function's own arguments): layers that read one stay as they are.
 
 The per-block weights of one place become one function argument holding them stacked, `[k] +
 the weight's shape`, block i at index i. Its name (`stacked_name`): when the k weight names
@@ -41,7 +42,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region
 
 from device.limits import MAX_REPEAT_ELEMENTS, MAX_REPEAT_VISITS
 from frontend.imported import ImportedModel, RepeatedRun
-from ipu_dialects.graph import RepeatOp, YieldOp
+from ipu_dialects.graph import RepeatOp, YieldOp, is_index_type
 
 
 @dataclass(frozen=True)
@@ -286,7 +287,8 @@ def slot_kind(values: list[SSAValue], blocks: list[list[Operation]], output: tup
     if all(v is blocks[i - 1][j].results[r] for i, v in enumerate(values) if i > 0):
         return "carried"
     if all(v is values[0] for v in values):
-        return "invariant"
+        # an i32 tensor (a key mask) is read only as an argument of the function itself
+        return None if is_index_type(values[0].type) else "invariant"
     per_block_weights = all(
         isinstance(v, BlockArgument) and v.block is block and v.name_hint in weights
         and all(position.get(top_level(u.operation, block), (-1, 0))[0] == i for u in v.uses)

@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames, remove_unused
+from frontend.key_mask import KeyMaskTrace, elementwise, key_padding
 from ipu_dialects.graph import INDEX_ELEMENT_TYPE, ReshapeOp
 
 ELEMENT_TYPES = {"f32": (f32, np.float32), "f16": (f16, np.float16)}
@@ -54,6 +55,8 @@ class TorchImporter:
         self.index_views: dict[str, tuple[GraphValue, list[int]]] = {}
         self.skipped: set[str] = set()  # nodes a pattern's graph op computes
         self.patterns: dict[str, Callable[[], GraphValue]] = {}  # anchor -> its graph op
+        # values computed from an integer input alone: possible key padding masks
+        self.key_masks: dict[str, KeyMaskTrace] = {}
 
     @staticmethod
     def is_integer(node: Any) -> bool:
@@ -76,25 +79,75 @@ class TorchImporter:
                 target = lifted[node.name]
                 self.constants[node.name] = (target, state[target].detach())
             elif node.name in signature.user_inputs and self.is_integer(node):
-                # token ids: torch's int64, narrowed (range-checked) to i32 by the host
+                # token ids or a padding mask: torch's int64, narrowed (range-checked) to i32
+                # by the host
                 self.env[node.name] = self.builder.index_input(
                     self.shape(node), name=self.unique(node.name))
+                self.key_masks[node.name] = KeyMaskTrace.of_input(
+                    self.env[node.name], node.name, self.shape(node))
             elif node.name in signature.user_inputs:
                 self.env[node.name] = self.builder.input(
                     self.shape(node), self.element_type, name=self.unique(node.name))
         live = live_nodes(nodes)
         match_gelu_tanh(self, [n for n in nodes if n.name in live])
+        computed = []
         for index, node in enumerate(nodes):
             if node.op == "call_function" and node.name in live and node.name not in self.skipped:
                 if self.foldable(node):
                     self.constants[node.name] = (node.name, self.folded(index, node))
                 else:
-                    self.env[node.name] = self.call(index, node)
-            elif node.op == "output":
+                    self.trace_key_mask(node)
+                    computed.append((index, node))
+        self.skipped |= mask_only_nodes(self.key_masks, [n for _, n in computed], live)
+        for index, node in computed:
+            if node.name not in self.skipped:
+                self.env[node.name] = self.call(index, node)
+        for node in nodes:
+            if node.op == "output":
                 self.builder.output(*[self.value(v, "the output") for v in node.args[0]])
         module = self.builder.build()
         remove_unused(module, self.weights)
         return ImportedModel(module, self.weights)
+
+    def trace_key_mask(self, node: Any) -> None:
+        """Follow a value computed from an integer input alone through an op that moves its
+        elements or maps them one by one (frontend/key_mask.py)."""
+        import torch
+
+        name = getattr(node.target, "__name__", "")
+        inputs = [a.name for a in node.all_input_nodes]
+        traced = [a for a in inputs if a in self.key_masks]
+        if not traced or any(a not in self.key_masks and a not in self.constants for a in inputs):
+            return
+
+        def tensor(arg: Any, value: Any = None) -> Any:
+            """`arg` as torch computes it: a constant's tensor, a trace's `value` array."""
+            if hasattr(arg, "name") and arg.name in self.constants:
+                return self.constants[arg.name][1]
+            if isinstance(arg, list | tuple):
+                return type(arg)(tensor(a) for a in arg)
+            if isinstance(value, np.ndarray):
+                return torch.as_tensor(np.array(value))
+            return arg
+
+        def run(args: Sequence[Any]) -> np.ndarray:
+            with torch.no_grad():
+                return node.target(*args, **node.kwargs).numpy()
+
+        trace: KeyMaskTrace | str | None = None
+        try:
+            first = getattr(node.args[0], "name", "") if node.args else ""
+            if name in TORCH_MASK_MOVES and traced == [first]:
+                trace = self.key_masks[first].moved(lambda a: run(
+                    [tensor(node.args[0], a), *(tensor(x) for x in node.args[1:])]))
+            elif name in TORCH_MASK_ELEMENTWISE:
+                operands = [self.key_masks.get(getattr(a, "name", ""), a) for a in node.args]
+                trace = elementwise(operands, lambda values: run(
+                    [tensor(a, v) for a, v in zip(node.args, values, strict=True)]))
+        except (RuntimeError, TypeError, ValueError, IndexError):  # not a value a trace follows
+            return
+        if isinstance(trace, KeyMaskTrace):
+            self.key_masks[node.name] = trace
 
     def foldable(self, node: Any) -> bool:
         """Every tensor the node reads is a constant (static shapes make position ids, masks
@@ -304,13 +357,21 @@ class TorchImporter:
             node, ["q", "k", "v", "attn_mask", "dropout_p", "is_causal", "scale"],
             {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None})
         q_shape, k_shape = self.shape(q), self.shape(k)
-        if mask is not None:
-            causal = self.constant_mask_is_causal(at, mask, (*q_shape[:-1], k_shape[-2]))
+        logits = (*q_shape[:-1], k_shape[-2])
+        key_mask = None
+        if getattr(mask, "name", None) in self.key_masks:
+            trace = self.key_masks[mask.name]
+            found = key_padding(trace, logits, boolean=trace.kept.dtype == np.bool_)
+            if isinstance(found, str):
+                raise TorchImportError(f"{at}: {found}")
+            causal, key_mask = causal or found, trace.argument
+        elif mask is not None:
+            causal = self.constant_mask_is_causal(at, mask, logits)
         if dropout:
             raise TorchImportError(f"{at}: dropout_p = {dropout}; export the module in eval "
                                    "mode without attention dropout")
         return self.builder.attention(self.value(q, at), self.value(k, at), self.value(v, at),
-                                      causal=bool(causal), scale=scale)
+                                      causal=bool(causal), scale=scale, key_mask=key_mask)
 
     def constant_mask_is_causal(self, at: str, mask: Any, logits: tuple[int, ...]) -> bool:
         """A constant attention mask (static shapes fold the ones HF builds) is causal, or
@@ -356,6 +417,27 @@ def torch_bool() -> Any:
     import torch
 
     return torch.bool
+
+
+def mask_only_nodes(key_masks: dict[str, Any], nodes: list[Any], live: set[str]) -> set[str]:
+    """Traced nodes whose values reach nothing but attention masks (`attn_mask` of
+    scaled_dot_product_attention, whose handler makes the mask input its key_mask): no graph
+    op."""
+    only: set[str] = set()
+    for node in reversed(nodes):
+        if node.name not in key_masks:
+            continue
+        users = [u for u in node.users if u.name in live]
+        if users and all(u.name in only or is_attention_mask_use(u, node) for u in users):
+            only.add(node.name)
+    return only
+
+
+def is_attention_mask_use(user: Any, node: Any) -> bool:
+    if getattr(user.target, "__name__", "") != "scaled_dot_product_attention.default":
+        return False
+    mask = user.kwargs.get("attn_mask", user.args[3] if len(user.args) > 3 else None)
+    return mask is node and node not in user.args[:3]
 
 
 def live_nodes(nodes: list[Any]) -> set[str]:
@@ -422,6 +504,18 @@ def match_gelu_tanh(importer: TorchImporter, nodes: list[Any]) -> None:
 def gelu_tanh_of(importer: TorchImporter, x: Any, at: str) -> Callable[[], GraphValue]:
     return lambda: importer.builder.gelu(importer.value(x, at), approximate="tanh")
 
+
+# ATen ops a key mask is followed through (frontend/key_mask.py): those that move the elements
+# of their first operand (the others constants), and elementwise ones
+TORCH_MASK_MOVES = frozenset({
+    "index.Tensor", "expand.default", "view.default", "reshape.default", "_unsafe_view.default",
+    "unsqueeze.default", "squeeze.dim", "slice.Tensor", "select.int", "permute.default",
+    "transpose.int", "alias.default", "clone.default", "contiguous.default"})
+TORCH_MASK_ELEMENTWISE = frozenset({
+    "to.dtype", "to.dtype_layout", "to.device", "_to_copy.default", "__and__.Tensor",
+    "bitwise_and.Tensor", "logical_and.default", "logical_not.default", "bitwise_not.default",
+    "mul.Tensor", "sub.Tensor", "rsub.Scalar", "add.Tensor", "where.self", "eq.Scalar",
+    "ne.Scalar", "neg.default", "masked_fill.Scalar"})
 
 # ATen ops these models produce that have no graph op, with the reason in the user's terms
 # (on constants every op folds: position ids from arange, masks from ones, token types).

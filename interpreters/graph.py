@@ -156,10 +156,31 @@ def attention(op: AttentionOp, env: Env) -> list[np.ndarray]:
         seq = q.shape[-2]
         future = np.triu(np.ones((seq, seq), dtype=bool), k=1)  # key j > query i
         logits = np.where(future, -np.inf, logits)
+    if op.key_mask is not None:
+        return [key_masked_attention(op, logits, env[op.key_mask], v)]
     logits = logits - logits.max(axis=-1, keepdims=True)  # stable softmax over keys
     weights = np.exp(logits)
     weights /= weights.sum(axis=-1, keepdims=True)
     return [np.matmul(weights, v)]
+
+
+def key_masked_attention(op: AttentionOp, logits: np.ndarray, mask: np.ndarray,
+                         v: np.ndarray) -> np.ndarray:
+    """Keys whose mask entry is 0 get no weight in any query row of their batch index; a row
+    that sees no key at all (every key masked) is zeros, as torch's SDPA export writes it
+    (`Where(IsNaN(p), 0, p)`) and as the device's blocked kernel leaves it (running sum 0)."""
+    outside = (mask != 0) & (mask != 1)
+    if outside.any():
+        where = tuple(int(i) for i in np.argwhere(outside)[0])
+        raise InterpreterError(
+            f"graph.attention: key_mask value {int(mask[where])} at {list(where)} is not 0 "
+            "(masked) or 1 (attended)", op)
+    logits = np.where(mask[..., None, None, :] != 0, logits, -np.inf)
+    row_max = logits.max(axis=-1, keepdims=True)
+    seen = np.isfinite(row_max)  # the row attends to at least one key
+    weights = np.where(seen, np.exp(logits - np.where(seen, row_max, 0.0)), 0.0)
+    total = weights.sum(axis=-1, keepdims=True)
+    return np.matmul(weights / np.where(seen, total, 1.0), v)
 
 
 def layer_norm(op: LayerNormOp, env: Env) -> list[np.ndarray]:
@@ -564,9 +585,12 @@ def inputs_in_order(func: FuncOp, inputs: Mapping[str, np.ndarray]) -> list[np.n
 
 def index_bound(func: FuncOp, arg: SSAValue) -> int:
     """The exclusive upper bound of an index argument's valid values: the fewest table rows of
-    the gathers that read it (1 when none does: 0 is the only index valid everywhere)."""
+    the gathers that read it, 2 for an attention's key mask (0 or 1), 1 when nothing reads it
+    (0 is the only index valid everywhere)."""
     rows = [graph_tensor(op.table.type).get_shape()[0] for op in func.body.walk()
             if isinstance(op, GatherOp) and op.indices is arg]
+    rows += [2 for op in func.body.walk()  # a key mask: 0 (masked) or 1
+             if isinstance(op, AttentionOp) and op.key_mask is arg]
     return min(rows, default=1)
 
 

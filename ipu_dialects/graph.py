@@ -22,7 +22,8 @@ Ops (syntax)
     %c = graph.gemm %a, %b [transpose_lhs] [transpose_rhs] : (T_a, T_b) -> T_c
     %s = graph.add %a, %b : (T_a, T_b) -> T_s
     %g = graph.gelu %x [approximate tanh] : T -> T
-    %o = graph.attention %q, %k, %v [causal] [scale 0.125] : (T_q, T_k, T_v) -> T_o
+    %o = graph.attention %q, %k, %v [key_mask %m] [causal] [scale 0.125]
+           : (T_q, T_k, T_v[, tensor<B..xSkxi32>]) -> T_o
     %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (T, W, B) -> T
     %r = graph.reshape %x : T -> U
     %t = graph.transpose %x permutation [0, 2, 1] : T -> U
@@ -46,7 +47,10 @@ without `approximate`.
 defaults to `1/sqrt(D)` and is then not printed. It must be finite and positive; like MLIR's float
 attributes it is written as an MLIR float literal (digits before and after the point, such as
 `0.125` or `1.0e-05`; `1e-05` is not one) or as the hexadecimal bits of an f64
-(`scale 0x3FC0000000000000` is 0.125).
+(`scale 0x3FC0000000000000` is 0.125). `key_mask` (optional) is a key padding mask: an i32
+function argument of shape `[..., Sk]` (the query's batch axes, then the keys) whose entries
+are 0 (the key is masked for every head and query row of that batch index) or 1; a row with
+every key masked is zeros (docs/internals.md, "Embeddings and padding masks").
 
 `graph.layer_norm` normalizes over the last axis, `(x - mean) / sqrt(var + eps) * weight + bias`
 with the biased variance; `weight` and `bias` are `[D]` for a last axis of extent D, `eps` is
@@ -67,7 +71,8 @@ device can hold has far fewer than 2**31 rows (the whole IPU21 holds 918 MiB), t
 words and address arithmetic are 32-bit, and the IPU has no 64-bit integer arithmetic, so
 i64 ids (torch's default) are narrowed on the host, range-checked, before they are written;
 narrower types (i8, i16) would cap the vocabulary below real models' (GPT-2's 50257 rows).
-An index tensor may be a function argument and a gather's indices, nothing else.
+An index tensor may be a function argument and a gather's indices (or an attention's
+key_mask), nothing else.
 
 `graph.repeat N` runs its single-block body N times. Its block arguments are, in order: the
 carried values (initialised from `carried(...)`, replaced by the `graph.yield` operands after each
@@ -124,6 +129,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -157,6 +163,7 @@ from device.numerics import GeluApproximation
 from ipu_dialects.shapes import (
     add_result_shape,
     check_attention_shapes,
+    check_key_mask_shape,
     check_layer_norm_shapes,
     check_positive,
     check_reshape,
@@ -269,6 +276,16 @@ def checked_index_tensor(op_name: str, what: str, value_type: Attribute) -> Tens
 
 def is_index_type(value_type: Attribute) -> bool:
     return isinstance(value_type, TensorType) and value_type.get_element_type() == INDEX_ELEMENT_TYPE
+
+
+def check_host_written(op_name: str, what: str, value: SSAValue, why: str) -> None:
+    """An i32 operand is an argument of the graph function (or of the entry block a builder is
+    filling), never a repeat body's: no graph op computes index tensors."""
+    if not isinstance(value, BlockArgument) or isinstance(
+        value.owner.parent_op(), RepeatOp
+    ):
+        raise VerifyException(f"{op_name}: {what} must be an argument of the graph function "
+                              f"({why})")
 
 
 def check_graph_signature(func: FuncOp) -> None:
@@ -620,12 +637,15 @@ class F64Literal(CustomDirective):
 @located_format_errors
 @irdl_op_definition
 class AttentionOp(IRDLOperation):
-    """softmax(scale * query @ key^T [causally masked]) @ value, softmax over the key axis."""
+    """softmax(scale * query @ key^T [causally masked] [key-masked]) @ value, softmax over the
+    key axis."""
 
     name = "graph.attention"
     query = operand_def(TensorType)
     key = operand_def(TensorType)
     value = operand_def(TensorType)
+    # a key padding mask: [..., Sk] i32 of 0/1, 0 = the key is masked for every query and head
+    key_mask = opt_operand_def(TensorType)
     result = result_def(TensorType)
     causal = opt_prop_def(UnitAttr)
     # Absent means the default 1/sqrt(head_dim); kept absent so that it follows the shape.
@@ -633,8 +653,10 @@ class AttentionOp(IRDLOperation):
     traits = traits_def(Pure(), GraphOpRules())
     custom_directives = (F64Literal,)
     assembly_format = (
-        "$query `,` $key `,` $value (`causal` $causal^)? (`scale` custom<F64Literal>($scale)^)? "
-        "attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)` `->` type($result)"
+        "$query `,` $key `,` $value (`key_mask` $key_mask^)? (`causal` $causal^)? "
+        "(`scale` custom<F64Literal>($scale)^)? "
+        "attr-dict `:` `(` type($query) `,` type($key) `,` type($value) "
+        "(`,` type($key_mask)^)? `)` `->` type($result)"
     )
 
     def __init__(
@@ -644,6 +666,7 @@ class AttentionOp(IRDLOperation):
         value: SSAValue | Operation,
         causal: bool = False,
         scale: float | None = None,
+        key_mask: SSAValue | Operation | None = None,
     ):
         query_type = checked_tensor(self.name, "query", SSAValue.get(query).type)
         properties: dict[str, Attribute] = {}
@@ -652,7 +675,7 @@ class AttentionOp(IRDLOperation):
         if scale is not None:
             properties["scale"] = FloatAttr(scale, f64)
         super().__init__(
-            operands=[query, key, value],
+            operands=[query, key, value, [] if key_mask is None else [key_mask]],
             result_types=[TensorType(query_type.get_element_type(), query_type.get_shape())],
             properties=properties,
         )
@@ -680,6 +703,11 @@ class AttentionOp(IRDLOperation):
         check_result_shape(self.name, result.get_shape(), query.get_shape(), "the query shape")
         if self.scale is not None:
             check_positive(self.name, "scale", self.scale.value.data)
+        if self.key_mask is not None:
+            mask = checked_index_tensor(self.name, "key_mask", self.key_mask.type)
+            check_key_mask_shape(self.name, mask.get_shape(), query.get_shape(), key.get_shape())
+            check_host_written(self.name, "key_mask", self.key_mask,
+                               "a key mask is an input the host writes; no graph op computes i32 tensors")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -928,14 +956,8 @@ class GatherOp(IRDLOperation):
         indices = checked_index_tensor(self.name, "indices", self.indices.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("table", table), ("result", result)])
-        # a block argument of a function (or of the entry block a builder is filling)
-        if not isinstance(self.indices, BlockArgument) or isinstance(
-            self.indices.owner.parent_op(), RepeatOp
-        ):
-            raise VerifyException(
-                f"{self.name}: indices must be an argument of the graph function (index "
-                "tensors are inputs the host writes; no graph op computes them)"
-            )
+        check_host_written(self.name, "indices", self.indices,
+                           "index tensors are inputs the host writes; no graph op computes them")
         expected = gather_result_shape(self.name, table.get_shape(), indices.get_shape())
         check_result_shape(
             self.name, result.get_shape(), expected,

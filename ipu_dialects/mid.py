@@ -78,6 +78,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -102,6 +103,7 @@ from ipu_dialects.graph import INDEX_ELEMENT_TYPE, GeluApproximationAttr, gather
 from ipu_dialects.shapes import (
     add_result_shape,
     check_attention_shapes,
+    check_key_mask_shape,
     check_layer_norm_shapes,
     check_positive,
     check_reshape,
@@ -1023,33 +1025,37 @@ class GeluOp(UnaryElementwiseOp):
 
 @irdl_op_definition
 class AttentionOp(IRDLOperation):
-    """softmax(scale * query @ key^T [causal]) @ value, carried out by the selected plan.
+    """softmax(scale * query @ key^T [causal] [key_mask]) @ value, carried out by the selected
+    plan.
 
     Unlike `graph.attention`, the scale is always explicit (graph-to-mid resolves the
-    default 1/sqrt(head_dim))."""
+    default 1/sqrt(head_dim)). `key_mask`: graph.attention's key padding mask, i32 stored as
+    i32 (written by the host)."""
 
     name = "mid.attention"
     query = operand_def(TensorType)
     key = operand_def(TensorType)
     value = operand_def(TensorType)
+    key_mask = opt_operand_def(TensorType)
     result = result_def(TensorType)
     plan = prop_def(OperatorPlanAttr)
     scale = prop_def(FloatAttr[Float64Type])
     causal = opt_prop_def(UnitAttr)
     traits = traits_def(Pure())
     assembly_format = (
-        "$query `,` $key `,` $value (`causal` $causal^)? `scale` $scale `plan` qualified($plan) "
-        "attr-dict `:` `(` type($query) `,` type($key) `,` type($value) `)` `->` type($result)"
+        "$query `,` $key `,` $value (`key_mask` $key_mask^)? (`causal` $causal^)? `scale` $scale "
+        "`plan` qualified($plan) attr-dict `:` `(` type($query) `,` type($key) `,` type($value) "
+        "(`,` type($key_mask)^)? `)` `->` type($result)"
     )
 
     def __init__(self, query: SSAValue | Operation, key: SSAValue | Operation,
                  value: SSAValue | Operation, result_type: TensorType, plan: OperatorPlanAttr,
-                 scale: float, causal: bool):
+                 scale: float, causal: bool, key_mask: SSAValue | Operation | None = None):
         properties: dict[str, Attribute] = {"plan": plan, "scale": FloatAttr(scale, f64)}
         if causal:
             properties["causal"] = UnitAttr()
-        super().__init__(operands=[query, key, value], result_types=[result_type],
-                         properties=properties)
+        super().__init__(operands=[query, key, value, [] if key_mask is None else [key_mask]],
+                         result_types=[result_type], properties=properties)
 
     def verify_(self) -> None:
         formats = {}
@@ -1062,6 +1068,10 @@ class AttentionOp(IRDLOperation):
                                self.causal is not None)
         check_result_shape(self.name, shapes["out"], shapes["query"], "the query shape")
         check_positive(self.name, "scale", self.scale.value.data)
+        if self.key_mask is not None:
+            mask, formats["key_mask"] = format_of(self.name, "key_mask", self.key_mask.type)
+            check_index_storage(self.name, "key_mask", mask, formats["key_mask"])
+            check_key_mask_shape(self.name, mask.get_shape(), shapes["query"], shapes["key"])
         check_plan_formats(self, self.plan, formats)
 
 
@@ -1101,6 +1111,16 @@ class LayerNormOp(IRDLOperation):
         check_plan_formats(self, self.plan, formats)
 
 
+def check_index_storage(op_name: str, what: str, value_type: TensorType,
+                        fmt: TensorFormatAttr) -> None:
+    """An index operand (gather's indices, attention's key mask) is i32 stored as i32."""
+    if value_type.get_element_type() != INDEX_ELEMENT_TYPE or \
+            fmt.precision.data != StoragePrecision.I32:
+        raise VerifyException(f"{op_name}: {what} must be i32 stored as i32, got "
+                              f"{value_type.get_element_type()} stored as "
+                              f"{fmt.precision_text()}")
+
+
 @irdl_op_definition
 class GatherOp(IRDLOperation):
     """Rows of `table` (its leading axis) by i32 `indices` (`graph.gather`), carried out by
@@ -1126,11 +1146,7 @@ class GatherOp(IRDLOperation):
         table, table_fmt = format_of(self.name, "table", self.table.type)
         indices, index_fmt = format_of(self.name, "indices", self.indices.type)
         out, out_fmt = format_of(self.name, "result", self.result.type)
-        if indices.get_element_type() != INDEX_ELEMENT_TYPE or \
-                index_fmt.precision.data != StoragePrecision.I32:
-            raise VerifyException(f"{self.name}: indices must be i32 stored as i32, got "
-                                  f"{indices.get_element_type()} stored as "
-                                  f"{index_fmt.precision_text()}")
+        check_index_storage(self.name, "indices", indices, index_fmt)
         if table.get_element_type() != out.get_element_type():
             raise VerifyException(f"{self.name}: the result's element type "
                                   f"{out.get_element_type()} is not the table's "

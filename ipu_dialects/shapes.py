@@ -127,6 +127,19 @@ def check_attention_shapes(
         )
 
 
+def check_key_mask_shape(op_name: str, mask: Sequence[int], query: Sequence[int],
+                         key: Sequence[int]) -> None:
+    """A key padding mask holds one entry per key of each leading (batch) index:
+    `query[:-3] + [Sk]`, the same for every head and query row."""
+    expected = (*query[:-3], key[-2])
+    if tuple(mask) != expected:
+        raise VerifyException(
+            f"{op_name}: key_mask has shape {fmt_shape(mask)}, expected {fmt_shape(expected)} "
+            f"(the batch axes {fmt_shape(query[:-3])} of the query, then one entry per key: a "
+            "key padding mask, the same for every head and query row)"
+        )
+
+
 def check_layer_norm_shapes(op_name: str, input: Sequence[int], weight: Sequence[int],
                             bias: Sequence[int]) -> None:
     """Weight and bias hold one element per entry of the input's last axis."""

@@ -103,14 +103,16 @@ class FunctionLowering:
 
     def check_index_arguments(self) -> None:
         """An i32 argument has a device format only as graph.gather's indices (the gather
-        operator replicates it on the table's tiles): any other use is refused by name
-        before anything is lowered (the reference interpreter runs such graphs)."""
+        operator replicates it on the table's tiles) or as graph.attention's key mask (the
+        blocked plan replicates it on its tiles): any other use is refused by name before
+        anything is lowered (the reference interpreter runs such graphs)."""
         for arg in self.function.args:
             if not graph.is_index_type(arg.type):
                 continue
             for use in arg.uses:
                 user = use.operation
-                if isinstance(user, graph.GatherOp) and use.index == 1:
+                if (isinstance(user, graph.GatherOp) and use.index == 1) or (
+                        isinstance(user, graph.AttentionOp) and use.index == 3):
                     continue
                 where = (f"operand #{use.index} of {op_label(user)}"
                          if user.results else f"operand #{use.index} of {user.name}")
@@ -118,7 +120,8 @@ class FunctionLowering:
                     user,
                     f"graph-to-mid: argument %{arg.name_hint or arg.index} of "
                     f"@{self.function.sym_name.data} is an i32 index tensor used as {where}; "
-                    "index tensors lower only as the indices of graph.gather"))
+                    "index tensors lower only as the indices of graph.gather or the key_mask of "
+                    "graph.attention"))
 
     def run(self) -> None:
         ops = list(self.function.body.walk())

@@ -13,7 +13,8 @@ other tiles of the slice (S groups, to tile pairs when P is even), and every til
 O += P . V_j on the AMP; the holder reads its block where it lives (`home`). After the last
 block, `attention_finish_*` writes out = O / l. A tile skips the 16-row groups of its rows
 that see no key of the block (padding; above the causal diagonal) and is charged only for the
-others (`device/model/cycles_attention.py`).
+others (`device/model/cycles_attention.py`). With a key padding mask every compute tile also
+holds the whole i32 mask (host-written) and the block kernels are the `_masked` ones.
 
 The cost is what the device model charges for that tile work, from the model's cycle
 functions (`blocked_cycles`); candidates cover the partition counts that give distinct row
@@ -67,6 +68,16 @@ class BlockedLayout:
     precision: str
     causal: bool
     cyclic: bool = False  # compute tiles hold the 16-row blocks g * P + p (staged)
+    mask_rows: int = 0  # the key padding mask's rows (the batch), whole on every tile; 0: none
+    heads: int = 1  # slices per mask row
+
+    @property
+    def masked(self) -> bool:
+        return self.mask_rows > 0
+
+    @property
+    def mask_bytes(self) -> int:
+        return self.mask_rows * self.key_length * WORD_BYTES
 
     @property
     def units(self) -> int:
@@ -107,12 +118,18 @@ class BlockedLayout:
 
     @classmethod
     def of(cls, query: ShardGeometry, key: ShardGeometry, causal: bool,
-           cyclic: bool) -> BlockedLayout:
-        """The layout a plan's query and key formats describe."""
+           cyclic: bool, masked: bool = False) -> BlockedLayout:
+        """The layout a plan's query and key formats describe (`masked`: with a key mask)."""
         return cls(math.prod(query.shape[:-2]), query.partitions[-2], query.chunk[-2],
                    ceil_div(key.shape[-2], KEY_BLOCK), key.chunk[-2] // KEY_BLOCK,
                    query.shape[-2], key.shape[-2], query.shape[-1], query.precision, causal,
-                   cyclic)
+                   cyclic, *mask_extents(query.shape, masked))
+
+
+def mask_extents(query_shape: Sequence[int], masked: bool) -> tuple[int, int]:
+    """(mask rows, heads) of a key padding mask over query `[..., heads, seq, head_dim]`:
+    one mask row per batch index; (0, 1) without a mask."""
+    return (math.prod(query_shape[:-3]), query_shape[-3]) if masked else (0, 1)
 
 
 CYCLIC_SUFFIX = "_cyclic"
@@ -179,19 +196,21 @@ def candidate_partitions(slices: int, query_length: int, tiles: int) -> list[int
 
 
 def layout_for(query_shape: Sequence[int], key_shape: Sequence[int], partitions: int,
-               precision: str, causal: bool, cyclic: bool = False) -> BlockedLayout:
+               precision: str, causal: bool, cyclic: bool = False,
+               masked: bool = False) -> BlockedLayout:
     groups = ceil_div(ceil_div(query_shape[-2], AMP_ROWS), partitions)
     key_blocks = ceil_div(key_shape[-2], KEY_BLOCK)
     return BlockedLayout(math.prod(query_shape[:-2]), partitions, groups * AMP_ROWS, key_blocks,
                          ceil_div(key_blocks, partitions), query_shape[-2], key_shape[-2],
-                         query_shape[-1], precision, causal, cyclic)
+                         query_shape[-1], precision, causal, cyclic,
+                         *mask_extents(query_shape, masked))
 
 
 # ---- formats ------------------------------------------------------------------------------------
 def formats_for_shapes(layout: BlockedLayout, lead: Sequence[int], precision: str,
                        indivisible: str) -> dict[str, mid.TensorFormatAttr]:
     """The plan's formats for leading extents `lead`: query (amp_left), key (amp_right_t),
-    value (amp_right), out (row-major)."""
+    value (amp_right), out (row-major); a key mask whole (i32) on every tile of the plan."""
 
     def fmt(order: str, seq_block: int, dim_block: int) -> mid.TensorFormatAttr:
         tiling = [mid.AxisTilingAttr(1, extent, indivisible) for extent in lead]
@@ -199,12 +218,17 @@ def formats_for_shapes(layout: BlockedLayout, lead: Sequence[int], precision: st
                    mid.AxisTilingAttr(dim_block, 1, indivisible)]
         return mid.TensorFormatAttr(precision, order, tiling, 1, layout.tiles)
 
-    return {
+    formats = {
         "query": fmt(mid.ElementOrder.AMP_LEFT, AMP_ROWS, AMP_BLOCK),
         "key": fmt(mid.ElementOrder.AMP_RIGHT_T, KEY_BLOCK, AMP_BLOCK),
         "value": fmt(mid.ElementOrder.AMP_RIGHT, KEY_BLOCK, AMP_BLOCK),
         "out": fmt(mid.ElementOrder.ROW_MAJOR, AMP_ROWS, 1),
     }
+    if layout.masked:  # [batch..., Sk]: the query's batch axes and the keys
+        formats["key_mask"] = mid.TensorFormatAttr(
+            mid.StoragePrecision.I32, mid.ElementOrder.ROW_MAJOR,
+            [mid.AxisTilingAttr(1, 1)] * len(lead), layout.tiles, layout.tiles)
+    return formats
 
 
 # ---- validity -----------------------------------------------------------------------------------
@@ -232,7 +256,7 @@ def layout_failure(layout: BlockedLayout, tiles: int, indivisible: str) -> str |
 
 def tile_buffers(layout: BlockedLayout, target: Target) -> dict[str, RowTileBuffer]:
     """The buffers of one compute tile, as `mid-to-tile` declares them: the four shards, the
-    two block receive slots, the accumulator, the state, S and P."""
+    two block receive slots, the accumulator, the state, S and P (and the key mask)."""
     own, f32 = element_bytes(layout.precision), element_bytes(Precision.F32)
     rows, width, pace = layout.rows, layout.width, target.pace_alignment
     tail = target.amp_left_access_tail_bytes
@@ -261,7 +285,9 @@ def tile_buffers(layout: BlockedLayout, target: Target) -> dict[str, RowTileBuff
                               exchanged=True),
         "out_stage": buffer("its output blocks before unstaging", rows * layout.head_dim * own,
                             exchanged=True, alignment=target.vector_alignment),
-    } if layout.cyclic else {})
+    } if layout.cyclic else {}) | ({
+        "key_mask": buffer("its copy of the key mask", layout.mask_bytes),
+    } if layout.masked else {})
 
 
 DISTINCT = (("acc", "probs"), ("scores", "query"))
@@ -346,7 +372,8 @@ def blocked_cycles(layout: BlockedLayout, target: Target, tiles: int) -> Blocked
     for j in blocks.tolist():
         active = active_groups(starts, layout.query_length, j, layout.causal)
         compute += max(block_cycles_of(int(a), layout.rows, layout.head_dim, layout.precision,
-                                       j == 0, target) for a in np.unique(active).tolist())
+                                       j == 0, target, layout.masked)
+                       for a in np.unique(active).tolist())
     finish = attention_finish_cycles(layout.rows, layout.head_dim, layout.precision, target)
     staging = staging_cycles(layout, target, tiles) if layout.cyclic else 0
     return BlockedCycles(exchange, compute, finish, staging)

@@ -22,7 +22,11 @@ blocks above the causal diagonal cost a tile nothing but the call:
   per active row: the rescale of its running sum and of its accumulator row (one exp, head_dim
   multiplies);
 - the initializing call (`*_init`, the first key block) also writes the running state of its
-  inactive rows (accumulator, max and sum), streamed at the vector store rate.
+  inactive rows (accumulator, max and sum), streamed at the vector store rate;
+- the key-masked variants (`*_masked`, a key padding mask) also load the block's 64 i32 mask
+  words and select every active score against them (one more vector operation per score).
+  Whether the mask hides a whole block is known only at run time, so nothing is skipped for
+  it: the charge depends on the scalars alone, and the unmasked kernels' is unchanged.
 """
 
 from __future__ import annotations
@@ -30,11 +34,12 @@ from __future__ import annotations
 import numpy as np
 
 from device.layouts import AMP_BLOCK, AMP_ROWS, element_bytes
-from device.target import Precision, Target
+from device.target import WORD_BYTES, Precision, Target
 
 KEY_BLOCK = AMP_BLOCK  # keys per block: one AMP block of output columns of S
 SCORE_VECTOR_OPS = 4  # row max, scale-and-subtract, row sum, conversion of P (per score)
 STATE_WORDS = 2  # per query row: running max, running sum (f32)
+MASK_VECTOR_OPS = 1  # the key-masked variants: the select of each score against its key's mask
 
 
 def padded(head_dim: int) -> int:
@@ -66,8 +71,9 @@ def active_groups(starts: np.ndarray, query_length: int, key_block: int,
 
 
 def block_cycles_of(active: int, rows: int, head_dim: int, precision: str, init: bool,
-                    target: Target) -> int:
-    """One `attention_block_*` call with `active` active 16-row groups of a `rows`-row shard."""
+                    target: Target, masked: bool = False) -> int:
+    """One `attention_block_*` call with `active` active 16-row groups of a `rows`-row shard
+    (`masked`: the key-masked variant)."""
     active_rows = active * AMP_ROWS
     width = padded(head_dim)
     cycles = 0
@@ -78,20 +84,24 @@ def block_cycles_of(active: int, rows: int, head_dim: int, precision: str, init:
         return target.kernel_call_cycles + cycles
     scores = active_rows * KEY_BLOCK
     amp = 2 * target.amp_cycles(scores * width, precision)
+    vector_ops = SCORE_VECTOR_OPS + (MASK_VECTOR_OPS if masked else 0)
     vector = ((scores + active_rows) * target.exp_cycles_per_element
-              + -(-(SCORE_VECTOR_OPS * scores + active_rows * width) // target.vector_f32_lanes))
+              + -(-(vector_ops * scores + active_rows * width) // target.vector_f32_lanes))
+    if masked:  # the block's mask words, one i32 word per key
+        cycles += -(-KEY_BLOCK * WORD_BYTES // target.vector_bytes_per_cycle)
     return amp + vector + cycles
 
 
 def attention_block_cycles(scalars: dict[str, int], precision: str, init: bool, tile: int,
-                           target: Target) -> int:
-    """One call of `attention_block_<precision>_{init,accum}` on `tile` (its named scalars)."""
+                           target: Target, masked: bool = False) -> int:
+    """One call of `attention_block_<precision>_{init,accum}[_masked]` on `tile` (its named
+    scalars)."""
     rows, partitions = scalars["rows"], max(1, scalars["partitions"])
     starts = group_starts(np.array(seq_partition(tile, partitions)), rows, partitions,
                           bool(scalars["cyclic"]))
     active = int(active_groups(starts, scalars["query_length"], scalars["key_block"],
                                bool(scalars["causal"])))
-    return block_cycles_of(active, rows, scalars["head_dim"], precision, init, target)
+    return block_cycles_of(active, rows, scalars["head_dim"], precision, init, target, masked)
 
 
 def attention_finish_cycles(rows: int, head_dim: int, precision: str, target: Target) -> int:

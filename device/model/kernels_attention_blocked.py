@@ -16,6 +16,12 @@ inputs' precision; l' = l * exp(m - m') + sum P (FP32, of the rounded P); out' =
 exp(m - m') + P . V_b (FP32 products and sums). The init call starts from m = -inf, l = 0,
 out = 0 for every row (inactive rows keep that state). Finish: out = acc / l, rounded once;
 rows with l = 0 (padding) are zeros.
+
+The key-masked variants (`attention_block_<p>_{init,accum}_masked`) also take `key_mask`,
+the whole i32 key padding mask [mask_rows, key_length] (written by the host, replicated on
+every compute tile): slice s = tile floordiv partitions reads row s floordiv heads, and a key
+whose entry is 0 is masked like a key past `key_length` (an entry other than 0 or 1 stops the
+call). A row none of whose keys is attended keeps l = 0 and finishes as zeros.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from device.model.cycles_attention import (
 )
 from device.model.kernel_call import Kernel, KernelImpl
 from device.model.kernel_shards import positive_f32
-from device.target import Precision
+from device.target import WORD_BYTES, Precision
 
 if TYPE_CHECKING:
     from device.model.kernel_call import KernelCall
@@ -93,7 +99,30 @@ class _Operands:
         self.call.write(name, self.address[name], pack(values, order, precision))
 
 
-def attention_block(precision: str, init: bool) -> KernelImpl:
+def _key_mask_row(call: KernelCall, address: int) -> np.ndarray:
+    """The key mask entries of this tile's batch row for key block `key_block` (True: masked),
+    64 of them (keys past key_length are masked anyway)."""
+    s = call.scalars
+    for name in ("heads", "mask_rows"):
+        call.positive_scalar(name)
+    row = call.tile // s["partitions"] // s["heads"]
+    if row >= s["mask_rows"]:
+        raise call.fail(f"tile {call.tile} is in slice {call.tile // s['partitions']}, of mask "
+                        f"row {row}; the mask has {s['mask_rows']} rows")
+    first = s["key_block"] * KEY_BLOCK
+    count = min(KEY_BLOCK, s["key_length"] - first)
+    entries = call.read("key_mask", address + (row * s["key_length"] + first) * WORD_BYTES,
+                        count * WORD_BYTES).view("<i4")
+    bad = np.flatnonzero((entries != 0) & (entries != 1))
+    if bad.size:
+        raise call.fail(f"key_mask entry {int(entries[bad[0]])} for key {first + int(bad[0])} of "
+                        f"mask row {row} is not 0 (masked) or 1 (attended)")
+    masked = np.ones(KEY_BLOCK, dtype=bool)
+    masked[:count] = entries == 0
+    return masked
+
+
+def attention_block(precision: str, init: bool, masked_keys: bool = False) -> KernelImpl:
     def run(call: KernelCall) -> int:
         _check_scalars(call)
         s = call.scalars
@@ -123,6 +152,8 @@ def attention_block(precision: str, init: bool) -> KernelImpl:
             scores = ops.read("scores", (rows, AMP_BLOCK), "amp_output", F32)
             keys = s["key_block"] * KEY_BLOCK + np.arange(AMP_BLOCK)
             masked = keys[None, :] >= s["key_length"]
+            if masked_keys:
+                masked = masked | _key_mask_row(call, ops.address["key_mask"])[None, :]
             if s["causal"]:
                 masked = masked | (keys[None, :] > global_rows[:, None])
             scores = np.where(masked, np.float32(-np.inf), scores)
@@ -142,7 +173,7 @@ def attention_block(precision: str, init: bool) -> KernelImpl:
             state[:, 0] = np.where(live, new_max, old_max)
         ops.write("out", acc, "amp_output", F32)
         ops.write("stats", state, "row_major", F32)
-        return attention_block_cycles(s, precision, init, call.tile, call.target)
+        return attention_block_cycles(s, precision, init, call.tile, call.target, masked_keys)
 
     return run
 
@@ -169,31 +200,45 @@ def attention_finish(precision: str) -> KernelImpl:
 
 
 # ---- ABIs and records --------------------------------------------------------------------------
-def _attention_block_footprint(precision: str) -> Footprint:
+def _attention_block_footprint(precision: str, masked: bool) -> Footprint:
     def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
         non_negative(scalars, "rows", "head_dim")
         rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
         f32, own = element_bytes(Precision.F32), element_bytes(precision)
-        return {"out": rows * width * f32, "stats": rows * 2 * f32,
-                "scores": rows * AMP_BLOCK * f32, "probs": rows * AMP_BLOCK * own,
-                "query": rows * width * own, "key": AMP_BLOCK * width * own,
-                "value": AMP_BLOCK * width * own}
+        extents = {"out": rows * width * f32, "stats": rows * 2 * f32,
+                   "scores": rows * AMP_BLOCK * f32, "probs": rows * AMP_BLOCK * own,
+                   "query": rows * width * own, "key": AMP_BLOCK * width * own,
+                   "value": AMP_BLOCK * width * own}
+        if masked:
+            non_negative(scalars, "mask_rows", "key_length")
+            extents["key_mask"] = scalars["mask_rows"] * scalars["key_length"] * WORD_BYTES
+        return extents
 
     return footprint
 
 
 _ATTENTION_BLOCK_SCALARS = ("key_block", "key_length", "causal", "scale_bits", "query_length",
                             "head_dim", "rows", "partitions", "cyclic")
+MASKED_SUFFIX = "_masked"  # the key-masked variants: one more pointer, two more scalars
+_KEY_MASK_SCALARS = ("heads", "mask_rows")
 
 
-def _attention_block(precision: Precision, mode: str) -> KernelAbi:
+def block_symbol(precision: str, mode: str, masked: bool) -> str:
+    return f"attention_block_{precision}_{mode}{MASKED_SUFFIX if masked else ''}"
+
+
+def _attention_block(precision: Precision, mode: str, masked: bool = False) -> KernelAbi:
     """One 64-key block of blocked attention against a tile's query rows (online softmax)."""
     first = ("out = the first block's P . V, the running max and sum initialized"
              if mode == "init" else "out = out * rescale + P . V, the running max and sum updated")
+    mask_doc = (" key_mask: the i32 key padding mask [mask_rows, key_length], whole; slice "
+                "tile floordiv partitions reads row slice floordiv heads, and keys whose entry "
+                "is 0 are masked too (entries are 0 or 1)." if masked else "")
     return KernelAbi(
-        symbol=f"attention_block_{precision}_{mode}",
-        pointers=("out", "stats", "scores", "probs", "query", "key", "value"),
-        scalars=_ATTENTION_BLOCK_SCALARS,
+        symbol=block_symbol(precision, mode, masked),
+        pointers=("out", "stats", "scores", "probs", "query", "key", "value",
+                  *(("key_mask",) if masked else ())),
+        scalars=(*_ATTENTION_BLOCK_SCALARS, *(_KEY_MASK_SCALARS if masked else ())),
         returns="void",
         row_specialization="rows a multiple of 16: 16-row AMP groups looped inside, the "
                            "inactive ones (padding, above the causal diagonal) skipped",
@@ -211,8 +256,9 @@ def _attention_block(precision: Precision, mode: str) -> KernelAbi:
             "Keys past key_length, and with `causal` keys after the row, are masked. "
             "scale_bits: the f32 bit pattern of the scale. Every pointer PACE-aligned; out and "
             "scores interleaved; (out, probs) and (scores, query) in different memory elements."
+            + mask_doc
         ),
-        footprint=_attention_block_footprint(precision),
+        footprint=_attention_block_footprint(precision, masked),
         distinct=(("out", "probs"), ("scores", "query")),
     )
 
@@ -243,9 +289,9 @@ def _attention_finish(precision: Precision) -> KernelAbi:
     )
 
 
-def _block_cycles(precision: str, init: bool):
+def _block_cycles(precision: str, init: bool, masked: bool):
     return lambda call: attention_block_cycles(call.scalars, precision, init, call.tile,
-                                               call.target)
+                                               call.target, masked)
 
 
 def _finish_cycles(precision: str):
@@ -254,9 +300,10 @@ def _finish_cycles(precision: str):
 
 
 RECORDS: tuple[Kernel, ...] = (
-    *(Kernel(_attention_block(p, mode), attention_block(p, mode == "init"),
-             _block_cycles(p, mode == "init"))
-      for p in (Precision.F16, Precision.F32) for mode in ("init", "accum")),
+    *(Kernel(_attention_block(p, mode, masked), attention_block(p, mode == "init", masked),
+             _block_cycles(p, mode == "init", masked))
+      for masked in (False, True) for p in (Precision.F16, Precision.F32)
+      for mode in ("init", "accum")),
     *(Kernel(_attention_finish(p), attention_finish(p), _finish_cycles(p))
       for p in (Precision.F16, Precision.F32)),
 )

@@ -52,6 +52,53 @@ attention_block_f32_accum:
     // ... per active 16-row group: AMP S, vector softmax update, AMP P . V ...
     exitz   $m15
 
+// The key-masked variants: the same block, and the 64 i32 entries of the key padding mask
+// row of this tile's batch index (row = tile / partitions / heads) select the masked keys'
+// scores to -inf before the row max (one more vector operation per score).
+// ABI: attention_block_f16_init_masked(out, stats, scores, probs, query, key, value, key_mask; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic, heads, mask_rows) -> void
+// status: Implemented
+// row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
+// ABI: attention_block_f16_accum_masked(out, stats, scores, probs, query, key, value, key_mask; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic, heads, mask_rows) -> void
+// status: Implemented
+// row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
+// ABI: attention_block_f32_init_masked(out, stats, scores, probs, query, key, value, key_mask; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic, heads, mask_rows) -> void
+// status: Implemented
+// row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
+// ABI: attention_block_f32_accum_masked(out, stats, scores, probs, query, key, value, key_mask; key_block, key_length, causal, scale_bits, query_length, head_dim, rows, partitions, cyclic, heads, mask_rows) -> void
+// status: Implemented
+// row_specialization: rows a multiple of 16: 16-row AMP groups looped inside, the inactive ones (padding, above the causal diagonal) skipped
+    .globl attention_block_f16_init_masked
+    .globl attention_block_f16_accum_masked
+    .globl attention_block_f32_init_masked
+    .globl attention_block_f32_accum_masked
+    .align 8
+attention_block_f16_init_masked:
+attention_block_f16_accum_masked:
+attention_block_f32_init_masked:
+attention_block_f32_accum_masked:
+    ld32    $m1, $m0, $m15, 0     // out: the f32 accumulator
+    ld32    $m2, $m0, $m15, 1     // stats: running max, running sum
+    ld32    $m3, $m0, $m15, 2     // scores: S, f32 (the AMP's output)
+    ld32    $m4, $m0, $m15, 3     // probs: P (the AMP's left operand)
+    ld32    $m5, $m0, $m15, 4     // query: amp_left query rows
+    ld32    $m6, $m0, $m15, 5     // key: K_b^T, amp_right
+    ld32    $m7, $m0, $m15, 6     // value: V_b, amp_right
+    ld32    $m8, $m0, $m15, 7     // key_mask: i32 [mask_rows, key_length], whole
+    ld32    $m9, $m0, $m15, 8     // key_block: j
+    ld32    $m10, $m0, $m15, 9    // key_length
+    ld32    $m11, $m0, $m15, 10   // causal
+    ld32    $a0, $m0, $m15, 11    // scale_bits
+    ld32    $a1, $m0, $m15, 12    // query_length
+    ld32    $a2, $m0, $m15, 13    // head_dim
+    ld32    $a3, $m0, $m15, 14    // rows
+    ld32    $a4, $m0, $m15, 15    // partitions: p = tile mod partitions
+    ld32    $a5, $m0, $m15, 16    // cyclic: rows p * rows .. or 16-row blocks g * partitions + p
+    ld32    $a6, $m0, $m15, 17    // heads: slices per mask row
+    ld32    $a7, $m0, $m15, 18    // mask_rows
+    get     $m12, $TILE_ID            // the slice (mask row) and partition (first query rows)
+    // ... per active 16-row group: AMP S, mask select, vector softmax update, AMP P . V ...
+    exitz   $m15
+
 // ABI: attention_finish_f16(out, acc, stats; rows, head_dim) -> void
 // status: Implemented
 // row_specialization: none

@@ -9,6 +9,7 @@ cannot evaluate, and the importer then treats the node as computation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,6 +125,19 @@ def fold_trilu(node, inputs, attrs):
     return [np.triu(inputs[0], k) if attrs.get("upper", 1) else np.tril(inputs[0], k)]
 
 
+def fold_gather_nd(node, inputs, attrs):
+    """ONNX GatherND: per batch index (the leading `batch_dims` axes), the slices of the data
+    that the last axis of the indices addresses."""
+    data, indices = inputs[0], np.asarray(inputs[1], np.int64)
+    batch, depth = attrs.get("batch_dims", 0), indices.shape[-1]
+    count = math.prod(data.shape[:batch])
+    flat_data = data.reshape(count, *data.shape[batch:])
+    flat_indices = indices.reshape(count, -1, depth)
+    picked = [flat_data[i][tuple(flat_indices[i][:, d] for d in range(depth))]
+              for i in range(count)]
+    return [np.stack(picked).reshape(*indices.shape[:-1], *data.shape[batch + depth:])]
+
+
 def fold_flatten(x: np.ndarray, axis: int) -> np.ndarray:
     axis = normalized_axis(axis, x.ndim)
     return x.reshape(int(np.prod(x.shape[:axis], dtype=np.int64)), -1)
@@ -150,6 +164,7 @@ FOLDERS: dict[str, Folder] = {
     "Gather": lambda node, inputs, attrs: [
         np.take(inputs[0], inputs[1], axis=attrs.get("axis", 0))
     ],
+    "GatherND": fold_gather_nd,
     "GatherElements": lambda node, inputs, attrs: [
         np.take_along_axis(inputs[0], inputs[1], axis=attrs.get("axis", 0))
     ],

@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
 from frontend.imported import ImportedModel, UniqueNames, remove_unused, shape_of
+from frontend.key_mask import KeyMaskTrace, elementwise, key_padding
 from frontend.onnx.folding import attributes, fold, normalized_axis
 from frontend.onnx.gelu_patterns import match_gelu_tanh
 from frontend.onnx.nodes import (
@@ -106,6 +107,13 @@ def weightless(model: onnx.ModelProto) -> onnx.ModelProto:
                                   ir_version=model.ir_version, functions=model.functions)
 
 
+# ONNX ops a key mask is followed through (frontend/key_mask.py): those that move the elements
+# of their first input (the others constants), and elementwise ones
+MASK_MOVES = frozenset({"Identity", "Reshape", "Flatten", "Unsqueeze", "Squeeze", "Expand",
+                        "Transpose", "Slice", "Gather", "GatherND"})
+MASK_ELEMENTWISE = frozenset({"Cast", "Not", "And", "Or", "Equal", "Where", "Add", "Sub",
+                              "Mul", "Neg"})
+
 ELEMENT_TYPES: dict[str, tuple[Attribute, type]] = {
     "f32": (f32, np.float32), "f16": (f16, np.float16)
 }
@@ -120,6 +128,8 @@ class Importer:
         self.constants = {t.name: initializer_array(t) for t in self.graph.initializer}
         self.weights: dict[str, np.ndarray] = {}
         self.index_views: dict[str, tuple[GraphValue, tuple[int, ...]]] = {}
+        # values computed from an integer input alone: possible key padding masks
+        self.key_masks: dict[str, KeyMaskTrace] = {}
         self.unique_name = UniqueNames()
         self.shapes = self.inferred_shapes(model)
         self.nodes = list(self.graph.node)
@@ -177,8 +187,11 @@ class Importer:
                 shape.append(dim.dim_value)
             name = self.unique_name(info.name)
             if tensor.elem_type in INDEX_TYPES:
-                # token ids: ONNX's int64, narrowed (range-checked) to i32 by the host
+                # token ids or a padding mask: ONNX's int64, narrowed (range-checked) to i32
+                # by the host
                 self.env[info.name] = self.builder.index_input(shape, name=name)
+                self.key_masks[info.name] = KeyMaskTrace.of_input(self.env[info.name],
+                                                                  info.name, shape)
             else:
                 self.env[info.name] = self.builder.input(shape, self.element_type, name=name)
             self.shapes[info.name] = tuple(shape)
@@ -232,10 +245,13 @@ class Importer:
     def run(self) -> ImportedModel:
         self.add_inputs()
         folded = self.fold_constants()
-        view = GraphView(self.nodes, self.constants, {o.name for o in self.graph.output}, folded)
+        self.trace_key_masks(folded)
+        view = GraphView(self.nodes, self.constants, {o.name for o in self.graph.output}, folded,
+                         key_masks=self.key_masks)
         anchors, consumed = self.match_patterns(view, folded)
+        mask_only = self.mask_only_nodes(view, consumed)
         for index, node in enumerate(self.nodes):
-            if index in folded or index in consumed:
+            if index in folded or index in consumed or index in mask_only:
                 continue
             try:
                 if index in anchors:
@@ -264,6 +280,55 @@ class Importer:
         module = self.builder.build()
         remove_unused(module, self.weights)
         return ImportedModel(module, self.weights)
+
+    def trace_key_masks(self, folded: set[int]) -> None:
+        """Follow every value computed from an integer input alone through the ops that
+        move its elements or map them one by one (frontend/key_mask.py)."""
+        for index, node in enumerate(self.nodes):
+            if index in folded or len(node.output) != 1:
+                continue
+            traced = [name in self.key_masks for name in node.input]
+            known = all(not name or t or name in self.constants
+                        for name, t in zip(node.input, traced))
+            if not any(traced) or not known:
+                continue
+            try:
+                trace = self.traced(node, traced)
+            except (ValueError, TypeError, LookupError):  # not a value this trace can follow
+                continue
+            if isinstance(trace, KeyMaskTrace):
+                self.key_masks[node.output[0]] = trace
+
+    def traced(self, node: onnx.NodeProto, traced: list[bool]) -> KeyMaskTrace | str | None:
+        """The trace of `node`'s output (None: not an op a trace follows; str: why not)."""
+        others = [self.constants.get(n) if n else None for n in node.input[1:]]
+        if node.op_type in MASK_MOVES and traced.index(True) == 0 and sum(traced) == 1:
+            return self.key_masks[node.input[0]].moved(
+                lambda array: self.fold_with(node, [array, *others]))
+        if node.op_type in MASK_ELEMENTWISE:
+            return elementwise(
+                [self.key_masks.get(n, self.constants.get(n)) for n in node.input],
+                lambda arrays: self.fold_with(node, list(arrays)))
+        return None
+
+    def fold_with(self, node: onnx.NodeProto, inputs: list[np.ndarray | None]) -> np.ndarray:
+        """`node` evaluated on `inputs` (NumPy folders)."""
+        outputs = fold(node, inputs, self.shapes)
+        if outputs is None:  # no folder: the trace stops here (trace_key_masks)
+            raise LookupError
+        return np.asarray(outputs[0])
+
+    def mask_only_nodes(self, view: GraphView, consumed: set[int]) -> set[int]:
+        """Traced nodes whose values reach nothing but attention's key-mask adds (consumed by
+        their matches, the mask input becoming the attention's key_mask): no graph op."""
+        only: set[int] = set()
+        for index in reversed(range(len(self.nodes))):
+            outputs = self.nodes[index].output
+            if all(name in self.key_masks and name not in view.outputs and all(
+                    user in only or user in consumed for user in view.consumers.get(name, []))
+                   for name in outputs):
+                only.add(index)
+        return only
 
     def match_patterns(self, view: GraphView, folded: set[int]):
         anchors: dict[int, Callable] = {}
@@ -312,7 +377,13 @@ class Importer:
                 f"{at}: softmax over axis {axis} of rank-{len(q_shape)} logits; attention's "
                 "softmax runs over the key axis (the last)"
             )
-        causal = False
+        causal, key_mask = False, None
+        if match.key_mask is not None:
+            trace = self.key_masks[match.key_mask]
+            found = key_padding(trace, (*q_shape[:-1], kt_shape[-1]), boolean=False)
+            if isinstance(found, str):
+                raise OnnxImportError(f"{at}: {found}")
+            causal, key_mask = found, trace.argument
         if match.mask is not None:
             logits = (*q_shape[:-1], kt_shape[-1])
             kind = causal_mask_kind(match.mask, logits)
@@ -326,7 +397,8 @@ class Importer:
         key = self.untransposed_key(match.key_transposed, key_t)
         default = 1.0 / math.sqrt(q_shape[-1])
         scale = None if abs(match.scale - default) <= 1e-6 * default else match.scale
-        return [self.builder.attention(query, key, value, causal=causal, scale=scale)]
+        return [self.builder.attention(query, key, value, causal=causal, scale=scale,
+                                       key_mask=key_mask)]
 
     def untransposed_key(self, name: str, key_t: GraphValue) -> GraphValue:
         """K from Kᵀ: undo the exporter's Transpose into one permutation of its input."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -24,6 +25,8 @@ class GraphView:
     constants: dict[str, np.ndarray]
     outputs: set[str]  # the graph's outputs: a use outside every node
     folded: set[int] = field(default_factory=set)  # nodes replaced by constants: not a use
+    # values computed from an integer input alone (frontend/key_mask.py), by name
+    key_masks: dict[str, Any] = field(default_factory=dict)
     producer: dict[str, int] = field(default_factory=dict)
     consumers: dict[str, list[int]] = field(default_factory=dict)
 
@@ -63,6 +66,8 @@ class AttentionMatch:
     scale: float
     mask: np.ndarray | None  # the additive mask's constant, None without one
     softmax: int
+    key_mask: str | None = None  # an additive mask computed from an integer input: its name
+    key_mask_add: int | None = None  # the Add of that mask to the logits
 
 
 @dataclass
@@ -124,12 +129,17 @@ def match_attention(view: GraphView, softmax: int) -> AttentionMatch | None:
     if view.nodes[matmul_v].input[0] != probabilities:
         return None
     logits, mask, consumed = node.input[0], None, [softmax, *guard, matmul_v]
+    key_mask, key_mask_add = None, None
     add = view.producing(logits, "Add")
     if add is not None and view.only_use(logits) is not None:
         a, b = view.nodes[add].input
-        for scores, constant in ((a, b), (b, a)):
-            if constant in view.constants and scores not in view.constants:
-                logits, mask = scores, view.constants[constant]
+        for scores, other in ((a, b), (b, a)):
+            if other in view.constants and scores not in view.constants:
+                logits, mask = scores, view.constants[other]
+                consumed.append(add)
+                break
+            if other in view.key_masks and scores not in view.key_masks | view.constants:
+                logits, key_mask, key_mask_add = scores, other, add
                 consumed.append(add)
                 break
     scores, scale, walked = scaled_by_constant(view, logits)
@@ -151,6 +161,8 @@ def match_attention(view: GraphView, softmax: int) -> AttentionMatch | None:
         scale=scale * query_scale * key_scale,
         mask=mask,
         softmax=softmax,
+        key_mask=key_mask,
+        key_mask_add=key_mask_add,
     )
 
 

@@ -15,6 +15,9 @@ alike. The retained candidates cut one axis of the query and output across the t
 Scores, softmax (stable: the row maximum is subtracted) and the product with the values are
 FP32 inside the kernel; the result is rounded once to the output precision. Every candidate is
 checked against tile memory; the cheapest valid one wins (the retained plans win small cases).
+With a key padding mask (`key_mask`, i32, written by the host) only the blocked candidates
+are valid: the mask is whole on each of their tiles and their block kernels are the
+`_masked` ones; the retained candidates are listed, refused by name (`KEY_MASK_RETAINED`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from device.kernels import f32_bits
+from device.model.kernels_attention_blocked import block_symbol
 from device.target import Target
 from ipu_dialects import graph, mid
 from passes.operators.attention_blocked_lowering import lower_attention_blocked
@@ -62,17 +66,22 @@ def attention_plan(name: str, formats: dict[str, mid.TensorFormatAttr],
 
 def blocked_plan(name: str, formats: dict[str, mid.TensorFormatAttr], rows: int,
                  precision: str, target: Target) -> mid.OperatorPlanAttr:
-    """A blocked candidate: query the AMP's left operand, key and value its right ones."""
+    """A blocked candidate: query the AMP's left operand, key and value its right ones; a key
+    mask (in `formats` when the op has one) an input the masked kernels read."""
     roles = {"query": (mid.OperandRole.LEFT, target.pace_alignment,
                        target.amp_left_access_tail_bytes),
              "key": (mid.OperandRole.RIGHT, target.pace_alignment, 0),
              "value": (mid.OperandRole.RIGHT, target.pace_alignment, 0),
              "out": (mid.OperandRole.OUTPUT, target.vector_alignment, 0)}
+    masked = "key_mask" in formats
+    if masked:
+        roles["key_mask"] = (mid.OperandRole.INPUT, target.pace_alignment, 0)
     operands = [mid.OperandPlanAttr(o, role, formats[o], align, tail)
                 for o, (role, align, tail) in roles.items()]
     dispatch = mid.OperatorDispatchAttr(
         mid.DispatchKind.ATTENTION_BLOCKS, inner=64, columns=rows,
-        init=f"attention_block_{precision}_init", accum=f"attention_block_{precision}_accum")
+        init=block_symbol(precision, "init", masked),
+        accum=block_symbol(precision, "accum", masked))
     return mid.OperatorPlanAttr(name, dispatch, mid.StoragePrecision.F32, AMP_CONFIG[precision],
                                 operands, [], "none")
 
@@ -96,14 +105,25 @@ def shards_failure(types: Sequence[TensorType], target: Target) -> str | None:
     return None
 
 
+KEY_MASK_RETAINED = ("the key mask is read by the blocked kernels only (attention_block_*_masked); "
+                     "the retained attention kernel has no key mask")
+
+
 class AttentionOperator(Operator):
     kind = "attention"
     graph_op = graph.AttentionOp
     mid_op = mid.AttentionOp
     operand_names = ("query", "key", "value")
 
+    def plan_operand_names(self, op: Operation) -> tuple[str, ...]:
+        return (*self.operand_names, "key_mask") if len(op.operands) == 4 else self.operand_names
+
     def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
         assert isinstance(op, graph.AttentionOp)
+        return self.blocked_candidates(op, ctx) + self.retained_candidates(op, ctx)
+
+    def retained_candidates(self, op: graph.AttentionOp,
+                            ctx: SelectionContext) -> list[Candidate]:
         query_type = tensor_type(op.query)
         shape = tuple(query_type.get_shape())
         rows_axis = len(shape) - 2
@@ -126,6 +146,9 @@ class AttentionOperator(Operator):
                                                  ctx.indivisible)
             ordered = {n: formats[n] for n in (*self.operand_names, "out")}
             plan = attention_plan(f"attention_split{axis}", ordered, ctx.target.vector_alignment)
+            if op.key_mask is not None:
+                candidates.append(Candidate(plan, KEY_MASK_RETAINED, None))
+                continue
             types = plan_types(op, self.operand_names, ordered)
             reason = shards_failure(types, ctx.target)
             if reason is not None:
@@ -135,12 +158,14 @@ class AttentionOperator(Operator):
                 KERNEL, types, ctx.target,
                 extra=(int(op.causal is not None), f32_bits(op.effective_scale())))
             candidates.append(Candidate(plan, None, cycles + self.conversions(op, ordered, ctx)))
-        return self.blocked_candidates(op, ctx) + candidates
+        return candidates
 
     def conversions(self, op: Operation, formats: dict[str, mid.TensorFormatAttr],
                     ctx: SelectionContext) -> int:
+        """The operands' conversions into `formats` (the key mask, written by the host in its
+        format, needs none)."""
         return sum(conversion_cycles(value, formats[name], ctx)
-                   for value, name in zip(op.operands, self.operand_names, strict=True))
+                   for value, name in zip(op.operands, self.operand_names, strict=False))
 
     def blocked_candidates(self, op: graph.AttentionOp, ctx: SelectionContext) -> list[Candidate]:
         """One blocked candidate per distinct count of query rows per tile."""
@@ -148,8 +173,8 @@ class AttentionOperator(Operator):
         shape, key_shape = tuple(query_type.get_shape()), tuple(tensor_type(op.key).get_shape())
         precision, _ = storage_of(query_type)
         candidates = []
-        causal = op.causal is not None
-        layouts = [layout_for(shape, key_shape, partitions, precision, causal, cyclic)
+        causal, masked = op.causal is not None, op.key_mask is not None
+        layouts = [layout_for(shape, key_shape, partitions, precision, causal, cyclic, masked)
                    for partitions in candidate_partitions(math.prod(shape[:-2]), shape[-2],
                                                           ctx.tiles)
                    for cyclic in ((False, True) if causal else (False,))]
@@ -171,7 +196,8 @@ class AttentionOperator(Operator):
                   plan: mid.OperatorPlanAttr) -> Operation:
         assert isinstance(op, graph.AttentionOp)
         return mid.AttentionOp(operands[0], operands[1], operands[2], result_type, plan,
-                               op.effective_scale(), op.causal is not None)
+                               op.effective_scale(), op.causal is not None,
+                               operands[3] if len(operands) == 4 else None)
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.AttentionOp)

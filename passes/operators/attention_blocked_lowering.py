@@ -11,7 +11,9 @@ With S slices of P tiles (tile s * P + p), kc key blocks per holder tile:
         the blocks where they live (`home`), the others from their slots
     attention_finish on every tile: out = acc / l
 
-so the op count is a constant per attention: the key-block loop stays a loop.
+With a key mask the block kernels are the `_masked` ones: every tile also reads the whole
+i32 mask (host-written, one copy per tile) and masks its batch row's keys whose entry is 0.
+The op count is a constant per attention: the key-block loop stays a loop.
 """
 
 from __future__ import annotations
@@ -54,11 +56,14 @@ class BlockedLowering:
         key_type, key_fmt = tensor_format(op, "key", op.key)
         self.layout = layout = BlockedLayout.of(
             geometry(query_type.get_shape(), query_fmt), geometry(key_type.get_shape(), key_fmt),
-            op.causal is not None, op.plan.candidate.data.endswith(CYCLIC_SUFFIX))
+            op.causal is not None, op.plan.candidate.data.endswith(CYCLIC_SUFFIX),
+            op.key_mask is not None)
         self.source = lowering.source_of(op)
         self.query = lowering.operand_buffer(op, op.query)
         self.key = lowering.operand_buffer(op, op.key)
         self.value = lowering.operand_buffer(op, op.value)
+        # the key mask, whole on every tile (the host writes each copy), read where it lives
+        self.key_mask = None if op.key_mask is None else lowering.operand_buffer(op, op.key_mask)
         self.out = lowering.result_buffer(op.result)
         self.tiles = TileSetAttr.range(0, layout.tiles)
         name, pace = self.out.sym_name.data, lowering.target.pace_alignment
@@ -93,6 +98,8 @@ class BlockedLowering:
         self.constant_scalars = [layout.key_length, int(layout.causal),
                                  f32_bits(op.scale.value.data), layout.query_length,
                                  layout.head_dim, rows, layout.partitions, int(layout.cyclic)]
+        if layout.masked:
+            self.constant_scalars += [layout.heads, layout.mask_rows]
 
     def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
         return WorkProvenanceAttr(self.source, value_label(value), reason)
@@ -197,6 +204,8 @@ class BlockedLowering:
             homes = []
         views = [(self.acc, zero), (self.stats, zero), (self.scores, zero), (self.probs, zero),
                  (self.query_stage, zero), key_view, value_view]
+        if self.key_mask is not None:
+            views.append((self.key_mask, zero))
         reason = ("first key block: S, softmax state, P . V" if init
                   else "key block j: S, online softmax update, P . V")
         if init:
