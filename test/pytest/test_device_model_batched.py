@@ -263,3 +263,12 @@ def test_step_cycles_of_a_refused_gather_raise_the_per_call_error():
     staged, out = fmt((8, 4), (1, 1), (2, 1), "f32"), fmt((8, 4), (1, 1), (1, 4), "f32")
     with pytest.raises(DescriptorError, match="tile 5 holds no shard of this format"):
         step_cycles("gather_shard", [5, *descriptors(out, staged)], [0, 1, 2], T)
+
+
+def test_a_gather_between_tensors_of_different_ranks_is_refused():
+    from device.model.kernel_shards import gather_boxes
+
+    out = fmt((50, 100), (1, 64), (1, 2), "f16")
+    staged = fmt((2, 50, 50), (1, 1, 1), (1, 1, 1), "f16")
+    with pytest.raises(DescriptorError, match="out has rank 2 but staged has rank 3: not one tensor"):
+        gather_boxes(out, staged, 0, np.arange(2, dtype=np.int64))
