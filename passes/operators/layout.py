@@ -160,7 +160,8 @@ Assumed = Mapping[SSAValue, mid.TensorFormatAttr]  # formats taken for operands 
 
 
 def format_of(value: SSAValue, assumed: Assumed) -> mid.TensorFormatAttr | None:
-    return assumed.get(value) or current_format(value)
+    fmt = assumed.get(value)
+    return fmt if fmt is not None else current_format(value)
 
 
 def source_options(value: SSAValue, ctx: SelectionContext,
