@@ -14,6 +14,10 @@ adds, one look ahead of program order, the difference its consumers pay:
   its other operands are graph inputs): its own result moves with it, so its consumers are
   looked at in turn (a few levels deep);
 - anything else: not known, and the result stays where its twin is.
+
+`LookAhead` also answers `ConsumerPricing` for every pointwise candidate, moved or not:
+`layout_consumers_cycles`, the least its slice, reshape and transpose consumers take with the
+result in the candidate's format (a view of its shards or a gather).
 """
 
 from __future__ import annotations
