@@ -185,26 +185,23 @@ def test_a_negative_spread_saving_is_refused():
         IpuPipelinePass(tiles=4, spread_saving=-1).apply(make_context(), module)
 
 
-REPEAT_TEXT = """
-func.func @stack(%x: tensor<4x8xf32>, %w: tensor<3x8x8xf32>) -> tensor<4x8xf32> {
-  %y = graph.repeat 3 carried(%c = %x : tensor<4x8xf32>) sequence(%wi = %w : tensor<3x8x8xf32>) {
-    %z = graph.gemm %c, %wi : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-    graph.yield %z : tensor<4x8xf32>
-  } -> tensor<4x8xf32>
-  func.return %y : tensor<4x8xf32>
-}
+def stack_text(rows: int, width: int, layers: int) -> str:
+    """A stack of `layers` f32 GEMMs `[rows, width] x [width, width]` as one graph.repeat."""
+    act, weight = f"tensor<{rows}x{width}xf32>", f"tensor<{width}x{width}xf32>"
+    weights = f"tensor<{layers}x{width}x{width}xf32>"
+    return f"""
+func.func @stack(%x: {act}, %w: {weights}) -> {act} {{
+  %y = graph.repeat {layers} carried(%c = %x : {act}) sequence(%wi = %w : {weights}) {{
+    %z = graph.gemm %c, %wi : ({act}, {weight}) -> {act}
+    graph.yield %z : {act}
+  }} -> {act}
+  func.return %y : {act}
+}}
 """
 
 
-STACK_TEXT = """
-func.func @stack(%x: tensor<16x256xf32>, %w: tensor<12x256x256xf32>) -> tensor<16x256xf32> {
-  %y = graph.repeat 12 carried(%c = %x : tensor<16x256xf32>) sequence(%wi = %w : tensor<12x256x256xf32>) {
-    %z = graph.gemm %c, %wi : (tensor<16x256xf32>, tensor<256x256xf32>) -> tensor<16x256xf32>
-    graph.yield %z : tensor<16x256xf32>
-  } -> tensor<16x256xf32>
-  func.return %y : tensor<16x256xf32>
-}
-"""
+REPEAT_TEXT = stack_text(4, 8, 3)
+STACK_TEXT = stack_text(16, 256, 12)
 
 
 def test_a_program_whose_inputs_exceed_the_tiles_says_how_many_tiles_it_needs_first():
