@@ -220,11 +220,11 @@ def shard_descriptor(grid: GridShape, precision: str) -> ShardGeometry:
                          1, grid.tiles, precision, "amp_output")
 
 
-def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
-                f32_partials: bool, lhs_tail: int, target: Target,
-                latency: np.ndarray, slices: int = 1) -> GridShape:
-    """The cheapest grid whose shards fit a tile (the smallest one when none fits: validation
-    then says why); `slices`: `candidate_grids`'."""
+def ranked_grids(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
+                 f32_partials: bool, lhs_tail: int, target: Target,
+                 latency: np.ndarray, slices: int = 1) -> list[GridShape]:
+    """The grids whose shards fit a tile, cheapest first (then the fewest tiles); when none
+    fits, only the smallest one (validation then says why); `slices`: `candidate_grids`'."""
     grids = candidate_grids(m, n, k, tiles, slices)
 
     def size(g: GridShape) -> int:
@@ -238,10 +238,10 @@ def choose_grid(m: int, n: int, k: int, tiles: int, precision: str, out_precisio
 
     fitting = [g for g in grids if fits(g)]
     if not fitting:
-        return min(grids, key=size)
-    return min(fitting, key=lambda g: (grid_cycles(g, k, precision, out_precision,
-                                                   f32_partials, target, latency).total,
-                                       g.tiles))
+        return [min(grids, key=size)]
+    return sorted(fitting, key=lambda g: (grid_cycles(g, k, precision, out_precision,
+                                                      f32_partials, target, latency).total,
+                                          g.tiles))
 
 
 def no_tile_count_helps(name: str, out: TensorFormatAttr, target: Target) -> str:
@@ -266,13 +266,17 @@ class GridLayout:
 
     def cuts(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
              target: Target) -> OperandCuts:
-        """All three operands over the grid `choose_grid` picks."""
-        grid = choose_grid(problem.m, problem.n, problem.k, tiles, candidate.precision,
-                           candidate.output_precision, candidate.has_f32_partials(problem),
-                           target.amp_left_access_tail_bytes, target,
-                           latency_table(target, tiles), problem.row_slices)
-        cut = (grid.rows, grid.cols)
-        return OperandCuts(cut, cut, cut)
+        """All three operands over the cheapest grid that fits (`ranked_grids`)."""
+        return self.cut_options(candidate, problem, tiles, target)[0]
+
+    def cut_options(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                    target: Target) -> list[OperandCuts]:
+        """All three operands over each grid that fits (`ranked_grids`), cheapest first."""
+        grids = ranked_grids(problem.m, problem.n, problem.k, tiles, candidate.precision,
+                             candidate.output_precision, candidate.has_f32_partials(problem),
+                             target.amp_left_access_tail_bytes, target,
+                             latency_table(target, tiles), problem.row_slices)
+        return [OperandCuts(*((grid.rows, grid.cols),) * 3) for grid in grids]
 
     def check(self, plan: OperatorPlanAttr, problem: GemmProblem) -> None:
         """One R x C grid for all three operands, one GEMM (no batch)."""

@@ -286,20 +286,21 @@ def half_descriptor(shape: KSplitShape, precision: str) -> ShardGeometry:
                          1, shape.tiles, precision, "amp_output")
 
 
-def choose_ksplit(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
-                  lhs_tail: int, target: Target, latency: np.ndarray,
-                  slices: int = 1) -> KSplitShape | None:
-    """The cheapest shape whose buffers fit a tile (the smallest one when none fits:
-    validation then says why; None when no shape exists); `slices`: `candidate_shapes`'."""
+def ranked_ksplits(m: int, n: int, k: int, tiles: int, precision: str, out_precision: str,
+                   lhs_tail: int, target: Target, latency: np.ndarray,
+                   slices: int = 1) -> list[KSplitShape]:
+    """The shapes whose buffers fit a tile, cheapest first (then the fewest tiles); when none
+    fits, only the smallest one (validation then says why); empty when no shape exists;
+    `slices`: `candidate_shapes`'."""
     shapes = candidate_shapes(m, n, k, tiles, slices)
     if not shapes:
-        return None
+        return []
     fitting = [s for s in shapes if fits(s, precision, out_precision, lhs_tail, target)]
     if not fitting:
-        return min(shapes, key=lambda s: ksplit_bytes(s, precision, out_precision,
-                                                      lhs_tail).total)
-    return min(fitting, key=lambda s: (ksplit_cycles(s, precision, out_precision, target,
-                                                     latency).total, s.tiles))
+        return [min(shapes, key=lambda s: ksplit_bytes(s, precision, out_precision,
+                                                       lhs_tail).total)]
+    return sorted(fitting, key=lambda s: (ksplit_cycles(s, precision, out_precision, target,
+                                                        latency).total, s.tiles))
 
 
 class KSplitLayout:
@@ -316,13 +317,18 @@ class KSplitLayout:
         """A and the output 2R x C, B R x C in each of the two layers (replicated); with no
         shape (an odd number of K blocks, fewer than two row chunks) the row plan's cut on
         one tile, which `check` then refuses."""
-        shape = choose_ksplit(problem.m, problem.n, problem.k, tiles, candidate.precision,
-                              candidate.output_precision, target.amp_left_access_tail_bytes,
-                              target, latency_table(target, tiles), problem.row_slices)
-        if shape is None:
-            return OperandCuts((1, 1), (1, 1), (1, 1))
-        rows, cols = LAYERS * shape.rows, shape.cols
-        return OperandCuts((rows, cols), (shape.rows, cols), (rows, cols), LAYERS)
+        return self.cut_options(candidate, problem, tiles, target)[0]
+
+    def cut_options(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                    target: Target) -> list[OperandCuts]:
+        """The cuts (`cuts`) of each shape that fits (`ranked_ksplits`), cheapest first."""
+        shapes = ranked_ksplits(problem.m, problem.n, problem.k, tiles, candidate.precision,
+                                candidate.output_precision, target.amp_left_access_tail_bytes,
+                                target, latency_table(target, tiles), problem.row_slices)
+        if not shapes:
+            return [OperandCuts((1, 1), (1, 1), (1, 1))]
+        return [OperandCuts((LAYERS * s.rows, s.cols), (s.rows, s.cols),
+                            (LAYERS * s.rows, s.cols), LAYERS) for s in shapes]
 
     def check(self, plan: OperatorPlanAttr, problem: GemmProblem) -> None:
         """Two layers of one R x C grid (A and the output cut 2R x C, B R x C and replicated

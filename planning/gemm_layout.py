@@ -10,7 +10,8 @@ registry is `planning.gemm_selection.LAYOUTS`):
 | `gemm_ksplit` | `planning/gemm_ksplit.py` `KSplitLayout` | `passes/operators/gemm_ksplit_lowering.py` |
 
 A strategy answers, for a catalog entry and a problem: how each operand is cut (`cuts`,
-from which `assemble_plan` builds the complete `#mid.plan`); whether a plan's formats are the
+from which `assemble_plan` builds the complete `#mid.plan`, and `cut_options`, every cut
+worth costing with the conversions of the operands); whether a plan's formats are the
 layout's (`check`, after the rules every GEMM plan obeys: `planning/gemm_rules.py`); which
 buffers its busiest tile holds (`buffers`) and how many bytes of row slots its exchange ops
 need (`row_slot_bytes`), which `planning/gemm_memory.py` fits into tile memory; the cycles
@@ -97,7 +98,14 @@ class GemmLayout(Protocol):
 
     def cuts(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
              target: Target) -> OperandCuts:
-        """How the plan of `candidate` cuts each operand on `tiles` tiles."""
+        """How the plan of `candidate` cuts each operand on `tiles` tiles: the first of
+        `cut_options`, the cheapest in itself."""
+        ...
+
+    def cut_options(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                    target: Target) -> list[OperandCuts]:
+        """Every cut worth costing with the program around the op (what converting its
+        operands costs depends on the cut), the cheapest in itself first."""
         ...
 
     def check(self, plan: OperatorPlanAttr, problem: GemmProblem) -> None:
@@ -152,11 +160,13 @@ def _matrix_format(
 
 
 def assemble_plan(layout: GemmLayout, candidate: GemmCandidate, problem: GemmProblem,
-                  tiles: int, indivisible: str, target: Target) -> OperatorPlanAttr:
-    """The complete plan of `candidate` for `problem` with the layout's cuts (not yet
-    validated). A transposed operand is stored transposed (amp_left_t/amp_right_t)."""
+                  tiles: int, indivisible: str, target: Target,
+                  cuts: OperandCuts | None = None) -> OperatorPlanAttr:
+    """The complete plan of `candidate` for `problem` with `cuts` (default: the layout's
+    `cuts`), not yet validated. A transposed operand is stored transposed
+    (amp_left_t/amp_right_t)."""
     p, mode = candidate.precision, str(indivisible)
-    cuts = layout.cuts(candidate, problem, tiles, target)
+    cuts = cuts or layout.cuts(candidate, problem, tiles, target)
     rank_of = {o: len(problem.shape_of(o)) for o in GEMM_OPERANDS}
     formats = {
         "lhs": _matrix_format(

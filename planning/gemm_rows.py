@@ -70,6 +70,11 @@ class RowsLayout:
         p_k, p_n = right_partitions(problem.k, problem.n, tiles)
         return OperandCuts((r, 1), (1 if problem.transpose_rhs else p_k, p_n), (r, 1))
 
+    def cut_options(self, candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                    target: Target) -> list[OperandCuts]:
+        """Its one cut: the rows over as many tiles as they fill."""
+        return [self.cuts(candidate, problem, tiles, target)]
+
     def check(self, plan: OperatorPlanAttr, problem: GemmProblem) -> None:
         lhs, out = (plan.operand_plan(o).format for o in ("lhs", "out"))
         if lhs.partitions[-1] != 1 or out.partitions[-1] != 1:

@@ -28,7 +28,7 @@ from planning.gemm_fold import (
 )
 from planning.gemm_grid import GridLayout
 from planning.gemm_ksplit import KSplitLayout
-from planning.gemm_layout import CycleBreakdown, GemmLayout, assemble_plan
+from planning.gemm_layout import CycleBreakdown, GemmLayout, OperandCuts, assemble_plan
 from planning.gemm_memory import DoesNotFit
 from planning.gemm_problem import (
     CATALOG,
@@ -61,11 +61,13 @@ def replicates_an_operand(name: str) -> bool:
 
 
 def build_gemm_plan(
-    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
+    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target,
+    cuts: OperandCuts | None = None,
 ) -> OperatorPlanAttr:
-    """The complete plan of `candidate` for `problem` (not yet validated)."""
+    """The complete plan of `candidate` for `problem` (not yet validated), with `cuts`
+    (default: its layout's `cuts`)."""
     return assemble_plan(LAYOUTS[candidate.dispatch], candidate, problem, tiles, indivisible,
-                         target)
+                         target, cuts)
 
 
 # A fold whose plan puts rows of two slices on one tile is padded to that plan's rows per tile
@@ -77,12 +79,21 @@ PlannedAs = tuple[OperatorPlanAttr, GemmProblem, OperatorPlanAttr]
 
 
 def candidate_plans(
-    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target
+    candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str, target: Target,
+    every_cut: bool = False,
 ) -> list[PlannedAs]:
     """Each way `candidate` may run the op, as (the op's plan, the problem its layout plans,
     the plan in that problem's terms): a foldable batched GEMM as its fold
     (`planning/gemm_fold.py`) when the batched operands can hold the folded plan, then slice
-    by slice; any other GEMM as itself."""
+    by slice; any other GEMM as itself. With the layout's best cut only, or with
+    `every_cut` each of its `cut_options` (the best first)."""
+    layout = LAYOUTS[candidate.dispatch]
+
+    def cuts_of(planned: GemmProblem) -> list[OperandCuts | None]:
+        if not every_cut:
+            return [None]
+        return list(layout.cut_options(candidate, planned, tiles, target))
+
     options: list[PlannedAs] = []
     fold = batch_fold(problem, candidate.row_block)
     for _ in range(FOLD_ATTEMPTS):
@@ -93,10 +104,17 @@ def candidate_plans(
         batched = unfold_plan(folded, problem, fold)
         if batched is not None:
             options.append((batched, planned, folded))
+            for cuts in cuts_of(planned)[1:]:
+                other = build_gemm_plan(candidate, planned, tiles, indivisible, target, cuts)
+                unfolded = unfold_plan(other, problem, fold)
+                if unfolded is not None:
+                    options.append((unfolded, planned, other))
             break
         fold = refit_fold(fold, folded, problem.lhs_shape[-2])
-    plan = build_gemm_plan(candidate, problem, tiles, indivisible, target)
-    return [*options, (plan, problem, plan)]
+    for cuts in cuts_of(problem):
+        plan = build_gemm_plan(candidate, problem, tiles, indivisible, target, cuts)
+        options.append((plan, problem, plan))
+    return options
 
 
 def validation_failure(
@@ -152,6 +170,18 @@ class Evaluation:
     cycles: int | None  # only for valid plans
     planned: GemmProblem  # what the layout planned: the op's problem, or its fold
     layout_plan: OperatorPlanAttr  # `plan` in `planned`'s terms
+    conversions: int = 0  # what bringing the operands into the plan's formats costs (`priced`)
+
+    @property
+    def total_cycles(self) -> int:
+        """The plan's own cycles and its operands' conversions: what selection compares."""
+        assert self.cycles is not None  # valid evaluations are costed
+        return self.cycles + self.conversions
+
+
+# What the operands' conversions into a plan's formats cost, from the program around the op
+# (`passes/operators/gemm.py`); with it, selection costs every cut of each layout.
+Priced = Callable[[OperatorPlanAttr], int]
 
 
 def evaluate_candidates(
@@ -160,27 +190,36 @@ def evaluate_candidates(
     indivisible: str,
     target: Target,
     catalog: Sequence[GemmCandidate] | None = None,
+    priced: Priced | None = None,
+    fits: Callable[[Evaluation], bool] | None = None,
 ) -> list[Evaluation]:
     """Build, validate and (when valid) cost every catalog entry (default: the default
-    catalog, `catalog_entries(None)`), in catalog order."""
-    return [evaluate_candidate(candidate, problem, tiles, indivisible, target)
+    catalog, `catalog_entries(None)`), in catalog order (`evaluate_candidate`)."""
+    return [evaluate_candidate(candidate, problem, tiles, indivisible, target, priced, fits)
             for candidate in (catalog_entries(None) if catalog is None else catalog)]
 
 
 def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
-                       indivisible: str, target: Target) -> Evaluation:
+                       indivisible: str, target: Target, priced: Priced | None = None,
+                       fits: Callable[[Evaluation], bool] | None = None) -> Evaluation:
     """The cheapest valid way the candidate runs the op (`candidate_plans`, the first on
-    ties), or when none is valid the first way and why it is not."""
-    options = candidate_plans(candidate, problem, tiles, indivisible, target)
+    ties), of those that `fit` when any does, or when none is valid the first way and why it
+    is not. With `priced`, every cut of the layout, each costed with its operands'
+    conversions."""
+    options = candidate_plans(candidate, problem, tiles, indivisible, target,
+                              every_cut=priced is not None)
     failures = [validation_failure(layout_plan, planned, tiles, target)
                 for _, planned, layout_plan in options]
     costs = [estimate_cycles(layout_plan, planned, tiles, target) if failure is None else None
              for (_, planned, layout_plan), failure in zip(options, failures, strict=True)]
     valid = [i for i, cost in enumerate(costs) if cost is not None]
     if valid:
-        best = min(valid, key=lambda i: costs[i] or 0)  # min keeps the first of equal costs
-        plan, planned, layout_plan = options[best]
-        return Evaluation(candidate, plan, None, costs[best], planned, layout_plan)
+        costed = [Evaluation(candidate, options[i][0], None, costs[i], options[i][1],
+                             options[i][2], priced(options[i][0]) if priced else 0)
+                  for i in valid]
+        if fits is not None:
+            costed = [e for e in costed if fits(e)] or costed
+        return min(costed, key=lambda e: e.total_cycles)  # min keeps the first of equal costs
     plan, planned, layout_plan = options[0]
     reason = str(failures[0])
     if isinstance(failures[0], DoesNotFit):
@@ -225,21 +264,25 @@ def select_gemm_plan(
     target: Target | None = None,
     catalog: Sequence[GemmCandidate] | None = None,
     fits: Callable[[Evaluation], bool] | None = None,
+    priced: Priced | None = None,
 ) -> Evaluation:
     """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none.
     `fits(evaluation)`: whether the plan fits beside the other live values of the program
     (`passes/operators/resident.py`); the cheapest of the valid plans that fit is chosen, or
-    the cheapest valid plan when none does (the pipeline's memory fallbacks then answer)."""
+    the cheapest valid plan when none does (the pipeline's memory fallbacks then answer).
+    `priced(plan)`: what converting the operands into the plan's formats costs; with it every
+    cut of each layout is costed, and the cheapest with its conversions wins."""
     from device.target import IPU21
 
     target = target or IPU21
-    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog)
+    evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog, priced,
+                                      fits)
     valid = [e for e in evaluations if e.reason is None]
     if not valid:
         raise NoValidPlan(evaluations)
     if fits is not None:
         valid = [e for e in valid if fits(e)] or valid
-    return min(valid, key=_cycles_of)  # min keeps the first of equal costs
+    return min(valid, key=lambda e: e.total_cycles)  # min keeps the first of equal costs
 
 
 def _cycles_of(evaluation: Evaluation) -> int:

@@ -10,22 +10,23 @@
   groups, full duplex where a sender also receives; a sender that holds elements of its own
   shard copies it into its slot), and each result tile takes the elements of a shard it
   holds (`gather_shard`, which also repacks the order).
-- Layout ops (their index views are not box intersections) keep the serial gather, as does
-  any gather `gather.plan_rounds` finds no split for: for every input shard (a
-  `tile.loop` over the input's tiles) the shard is broadcast to every result tile into a
-  staging slot (its own tile copies it there), and each result tile takes its elements.
+- A layout op's gather is planned the same way when its index view reads one source axis per
+  result axis (a transpose, a slice, a concat input: `gather.separable_axes`); a reshape that
+  merges or splits axes keeps the serial gather, as does any gather `gather.plan_rounds`
+  finds no split for: for every input shard (a `tile.loop` over the input's tiles) the shard
+  is broadcast to every result tile into a staging slot (its own tile copies it there), and
+  each result tile takes its elements.
 
 The op count is constant: a gather is a fixed nest of loops whatever the tile count.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
+from device.index_views import IndexView
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
@@ -69,10 +70,10 @@ def lower_local(op: Operation, lowering: TileLowering, reason: str) -> list[Oper
 
 
 def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None = None,
-                 kernel: str = GATHER_KERNEL, view_words: Sequence[int] = (),
+                 kernel: str = GATHER_KERNEL, view: IndexView | None = None,
                  zero_padding: bool = True) -> list[Operation]:
     """Gather `source` (default: the op's only operand) into the op's result; a layout op
-    passes its view kernel and view words, and zeroes the padding itself."""
+    passes its view kernel and index view, and zeroes the padding itself."""
     src = op.operands[0] if source is None else source
     dst = op.results[0]
     src_type, dst_type = tensor_type(src), tensor_type(dst)
@@ -89,8 +90,9 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     if zero_padding and b.padded_shape != b.shape:  # the gather writes real elements only
         ops.append(KernelOp(ZERO_KERNEL, [(out, zero0)], [shard_words(dst_type)], receivers, [],
                             provenance(lowering, op, "zero the result's padding")))
-    scalars = [*descriptor(dst_type), *descriptor(src_type), *view_words]
-    plan = plan_rounds(a, b) if kernel == GATHER_KERNEL and not view_words else None
+    scalars = [*descriptor(dst_type), *descriptor(src_type),
+               *(view.encode() if view is not None else ())]
+    plan = plan_rounds(a, b, view)
     if plan is not None:
         return [*ops, *lower_concurrent(plan, out, inp, slot, words, receivers, kernel,
                                         scalars, lambda why: provenance(lowering, op, why))]

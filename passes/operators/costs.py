@@ -23,7 +23,7 @@ from passes.operators.base import SelectionContext, current_format, max_latency,
 from passes.operators.formats import descriptor, shard_words, split_format
 from passes.operators.gather import GatherRounds, plan_rounds
 from planning.plan_reasons import MemoryReason
-from planning.shard_geometry import ShardGeometry, geometry
+from planning.shard_geometry import geometry
 
 
 def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
@@ -72,20 +72,20 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
     take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(a.first_tile,))
-    rounds = cached_rounds(a, b)
-    if rounds is None:  # the serial gather: one phase, copy and take per input shard
+    return gather_cycles(plan_rounds(a, b), sources, phase, copy, take)
+
+
+def gather_cycles(rounds: GatherRounds | None, sources: int, phase: int, copy: int,
+                  take: int) -> int:
+    """A gather of `sources` input shards, each phase, copy and take costing as given: the
+    concurrent gather of `rounds` (`passes/operators/gather.py`: a phase per round, a copy
+    where a sender holds elements of its own shard, a take per sent shard), or with None the
+    serial one (a phase, copy and take per input shard)."""
+    if rounds is None:
         return sources * (phase + copy + take)
-    # the concurrent gather (passes/operators/gather.py): a phase per round, a copy where a
-    # sender holds elements of its own shard, a take per sent shard
     sent = rounds.sent_shards()
     copies = int(np.isin(sent + rounds.sender_offset, rounds.copiers).sum())
     return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent.size * take
-
-
-def cached_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
-    """`plan_rounds`, once per pair of geometries (it caches: the selector asks for many
-    candidates)."""
-    return plan_rounds(a, b)
 
 
 def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | None:

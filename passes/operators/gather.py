@@ -65,6 +65,7 @@ import numpy as np
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineMap
 
+from device.index_views import IndexView, row_major_strides
 from ipu_dialects.tile import (
     BufferOp,
     ExchangeOp,
@@ -175,6 +176,66 @@ def shard_receivers(a: ShardGeometry, b: ShardGeometry) -> np.ndarray:
         high = np.minimum(np.minimum(from_a[:, None] + a.chunk[axis],
                                      from_b[None, :] + b.chunk[axis]), a.shape[axis])
         meets &= (high > low)[at_a.reshape(-1)][:, at_b.reshape(-1)]
+    return meets
+
+
+AxisMap = tuple[tuple[int, int, int, int], ...]  # per result axis: (source axis or -1,
+# scale, source coordinate at the window's start, window start); see `separable_axes`
+
+
+def separable_axes(view: IndexView, src_shape: tuple[int, ...]) -> AxisMap | None:
+    """The view as one source axis per result axis, when it is one: result coordinate r_i
+    reads source coordinate `base_j + scale * (r_i - start_i)` along its own source axis j
+    (a transpose permutes the axes, a slice scales them by its steps and moves them by its
+    corner, a concat input's window is moved along the joined axis), the source axes no
+    result axis reads fixed at the offset's coordinates. None for any other view (a reshape
+    that merges or splits axes): its receivers are not box intersections."""
+    strides = row_major_strides(src_shape)
+    base = np.unravel_index(view.offset, src_shape) if src_shape else ()
+    mapped: list[tuple[int, int, int, int]] = []
+    used: set[int] = set()
+    for stride, start, stop in zip(view.strides, view.starts, view.stops, strict=True):
+        if stop - start == 1:  # one coordinate: no source axis of its own
+            mapped.append((-1, 0, 0, start))
+            continue
+        axis = next((j for j in range(len(src_shape)) if j not in used and strides[j]
+                     and stride % strides[j] == 0 and stride // strides[j] > 0
+                     and (stride // strides[j]) * (stop - start - 1) + int(base[j])
+                     < src_shape[j]), None)
+        if axis is None:
+            return None
+        used.add(axis)
+        mapped.append((axis, stride // strides[axis], int(base[axis]), start))
+    # no coordinate reaches its axis' extent, so none carries into the next axis: the
+    # source element is the one the linear index names
+    return tuple(mapped)
+
+
+def view_receivers(a: ShardGeometry, b: ShardGeometry, view: IndexView,
+                   axes: AxisMap) -> np.ndarray:
+    """[P, T] bool for a layout op's gather (`separable_axes`): result tile t reads an element
+    of source shard s through the view. Where a slice's step skips elements this may count a
+    tile that reads none of the shard's (it then receives the shard and takes nothing), never
+    the reverse."""
+    origins_a, origins_b = a.all_origins(), np.tile(b.all_origins(), (b.replication, 1))
+    meets = np.ones((a.partition_count, b.tiles_used), dtype=bool)
+    base = np.unravel_index(view.offset, a.shape) if a.shape else ()
+    read: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # source axis -> [T] read range
+    for i, (axis, scale, at, start) in enumerate(axes):
+        # the tile's real elements in the window (none: an empty range, which reads nothing)
+        low = np.maximum(origins_b[:, i], view.starts[i])
+        high = np.minimum(np.minimum(origins_b[:, i] + b.chunk[i], b.shape[i]), view.stops[i])
+        if axis >= 0:
+            read[axis] = (at + scale * (low - start), at + scale * (high - 1 - start) + 1)
+        else:
+            meets &= (high > low)[None, :]
+    for j in range(a.rank):
+        low_b, high_b = read.get(j, (np.full(b.tiles_used, int(base[j])),
+                                     np.full(b.tiles_used, int(base[j]) + 1)))
+        low = np.maximum(origins_a[:, j][:, None], low_b[None, :])
+        high = np.minimum(np.minimum(origins_a[:, j] + a.chunk[j], a.shape[j])[:, None],
+                          high_b[None, :])
+        meets &= high > low
     return meets
 
 
@@ -396,14 +457,23 @@ def copiers(own: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
 
 
 @functools.lru_cache(maxsize=256)
-def plan_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
-    """The split with the fewest rounds (then the fewest destinations), or None.
+def plan_rounds(a: ShardGeometry, b: ShardGeometry,
+                view: IndexView | None = None) -> GatherRounds | None:
+    """The split with the fewest rounds (then the fewest destinations), or None; with a
+    layout op's `view`, of what its result tiles read through it (`view_receivers`; None
+    when the view is not `separable_axes`).
 
     Shards past the last one with real elements (the all-padding tail of a padded cut) are
-    not sent at all. Once per pair of geometries (a pure function of them, its result
+    not sent at all. Once per pair of geometries and view (a pure function of them, its result
     immutable): the selector prices a conversion for many candidates, and the lowering plans
     the chosen one again."""
-    need = shard_receivers(a, b)
+    if view is None:
+        need = shard_receivers(a, b)
+    else:
+        axes = separable_axes(view, a.shape)
+        if axes is None:
+            return None
+        need = view_receivers(a, b, view, axes)
     real = np.flatnonzero(need.any(axis=1))
     if real.size == 0:
         return None

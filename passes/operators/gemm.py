@@ -1,8 +1,9 @@
 """The GEMM operator: `graph.gemm` -> `mid.gemm` -> the tile work of its plan's layout.
 
-Selection is `planning/gemm_selection.py` (every catalog entry built by its layout, validated,
-costed); the tile work is one lowering per layout, looked up by the plan's dispatch kind
-(`LOWERINGS`, the same keys as `planning.gemm_selection.LAYOUTS`).
+Selection is `planning/gemm_selection.py` (every catalog entry built by its layout with each
+of its cuts, validated, costed with what converting the operands into its formats costs);
+the tile work is one lowering per layout, looked up by the plan's dispatch kind (`LOWERINGS`,
+the same keys as `planning.gemm_selection.LAYOUTS`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from device.target import Target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import value_label
 from passes.operators.base import Operator, SelectionContext, tensor_type
+from passes.operators.costs import conversion_cycles
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
@@ -69,9 +71,13 @@ class GemmOperator(Operator):
             return ctx.resident.fits(row_tile_memory(evaluation, ctx.target), formats, shapes,
                                      room)
 
+        def priced(plan: mid.OperatorPlanAttr) -> int:  # from the operands' current formats
+            return sum(conversion_cycles(value, plan.operand_plan(name).format, ctx)
+                       for value, name in zip(op.operands, self.operand_names, strict=True))
+
         chosen = select_gemm_plan(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
-            fits,
+            fits, priced,
         )
         return chosen.plan
 

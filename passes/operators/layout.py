@@ -40,8 +40,9 @@ from passes.operators.base import (
     tensor_type,
 )
 from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
-from passes.operators.costs import shard_memory_reason
+from passes.operators.costs import gather_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, shard_words, split_format, storage_of
+from passes.operators.gather import plan_rounds
 from passes.operators.pointwise import pointwise_plan
 from passes.operators.tile_maps import scalar_map, tiles_of
 
@@ -121,7 +122,8 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], out_type: TensorType,
 def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
                 ctx: SelectionContext) -> tuple[int, bool]:
     """Cycles of one operand's copy into the result, and whether it is tile-local (else a
-    gather: one exchange phase per source shard)."""
+    gather: concurrent rounds where the view reads one source axis per result axis,
+    `gather.separable_axes`, else one exchange phase per source shard)."""
     words = view_words(view, src_type, out_type)
     if is_local_view(view, src_type, out_type):
         return kernel_cycles(LOCAL_KERNEL, words, out_type, ctx), True
@@ -133,10 +135,11 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
     span = max(src.first_tile + sources, out.tile_stop)
     latency = (max_latency(ctx.target, span)
                if receivers > 1 or src.first_tile != out.first_tile else 0)
-    per_shard = (device_cycles.exchange_step_cycles(shard + latency, ctx.target)
-                 + device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target)
-                 + kernel_cycles(GATHER_KERNEL, [src.first_tile, *words], out_type, ctx))
-    return sources * per_shard, False
+    return gather_cycles(plan_rounds(src, out, view), sources,
+                         device_cycles.exchange_step_cycles(shard + latency, ctx.target),
+                         device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target),
+                         kernel_cycles(GATHER_KERNEL, [src.first_tile, *words], out_type,
+                                       ctx)), False
 
 
 def with_format(value: SSAValue, fmt: mid.TensorFormatAttr) -> TensorType:
@@ -278,7 +281,7 @@ class LayoutOperator(Operator):
                                f"{self.kind}: copy each shard's elements on its tile"),
                 ))
             else:
-                work.extend(lower_gather(op, lowering, value, GATHER_KERNEL, view.encode(),
+                work.extend(lower_gather(op, lowering, value, GATHER_KERNEL, view,
                                          zero_padding=False))
         return work
 

@@ -57,13 +57,15 @@ ROW_PLANS = tuple(c.name for c in catalog_entries(None) if c.dispatch == Dispatc
 
 
 def compile_case(module: ModuleOp, tiles: int, indivisible: str = "pad",
-                 seed: int = 0, catalog: tuple[str, ...] = ()) -> CompiledCase:
+                 seed: int = 0, catalog: tuple[str, ...] = (),
+                 with_assembly: bool = True) -> CompiledCase:
     func = find_function(module)
     arrays = random_inputs(func, seed)
     expected = run_function(module, arrays)
     spreads = fp8_spreads(module, arrays)
     result_types = list(func.function_type.outputs.data)
-    package = compile_module(module.clone(), tiles, indivisible, catalog=catalog)
+    package = compile_module(module.clone(), tiles, indivisible, catalog=catalog,
+                             with_assembly=with_assembly)
     feeds = {t.name: values_of_stored(t, a) for t, a in zip(package.inputs, arrays, strict=True)}
     return CompiledCase(package, feeds, expected, result_types, spreads)
 
@@ -105,3 +107,19 @@ def gemm_op_counts(tiles: int, catalog: tuple[str, ...], side: int = 512) -> lis
         registry[stage]()().apply(ctx, module)
         counts.append(sum(1 for _ in module.walk()))
     return counts
+
+
+def scheduled_module(text: str, passes: Sequence[str]) -> ModuleOp:
+    """`text` parsed and run through `passes` (registry names), verified after each."""
+    from xdsl.parser import Parser
+
+    from passes import get_all_passes
+    from tools.ipu_run import make_context
+
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    registry = get_all_passes()
+    for name in passes:
+        registry[name]()().apply(ctx, module)
+        module.verify()
+    return module

@@ -15,20 +15,18 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from e2e_support import scheduled_module
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.parser import Parser
 
 from device import isa
 from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep, KernelStep, Package
 from ipu_dialects.tile import ExchangeOp, LoopOp, sends_while_receiving
-from passes import get_all_passes
 from passes.operators.gather import plan_rounds, shard_receivers
 from planning.shard_geometry import ShardGeometry
-from tools.ipu_run import make_context
 from tools.package_writer import build_package
 
 PASSES = ("insert-conversions", "mid-to-tile", "place-memory", "schedule-exchange")
@@ -152,13 +150,7 @@ RUNS = [(name, tiles) for name in sorted(CASES) for tiles in (4, 8, 16, 64)
 
 
 def scheduled(text: str) -> ModuleOp:
-    ctx = make_context()
-    module = Parser(ctx, text).parse_module()
-    registry = get_all_passes()
-    for name in PASSES:
-        registry[name]()().apply(ctx, module)
-        module.verify()
-    return module
+    return scheduled_module(text, PASSES)
 
 
 def random_input(package: Package, seed: int) -> tuple[str, np.ndarray]:

@@ -20,7 +20,7 @@ from device import isa
 from device.package import ExchangeStep, KernelStep
 from device.target import IPU21, latency_table
 from frontend.builder import f16, f32
-from planning.gemm_ksplit import KSplitShape, candidate_shapes, choose_ksplit
+from planning.gemm_ksplit import KSplitShape, candidate_shapes, ranked_ksplits
 from planning.gemm_problem import CATALOG, GemmProblem, catalog_entries
 from planning.gemm_selection import build_gemm_plan, evaluate_candidates, validate_gemm_plan
 
@@ -93,7 +93,7 @@ def test_op_counts_do_not_grow_with_the_tile_count():
 
 def test_the_roofline_shapes_choose_two_layers_that_fill_the_chip():
     latency = latency_table(IPU21, 1472)
-    shape = choose_ksplit(4096, 4096, 4096, 1472, "f16", "f16", 16, IPU21, latency)
+    shape = ranked_ksplits(4096, 4096, 4096, 1472, "f16", "f16", 16, IPU21, latency)[0]
     assert shape == KSplitShape(rows=22, cols=32, half_rows=96, panels=2, a_k_blocks=2,
                                 b_k_blocks=3, steps=32)
     assert shape.tiles == 1408  # 2 x 22 x 32: 1472 = 2^6 x 23 has no better split
