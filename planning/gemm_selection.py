@@ -13,7 +13,7 @@ reason, and a candidate that does not fit tile memory says whether more tiles wo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from device.target import Target
@@ -192,20 +192,51 @@ def evaluate_candidates(
     catalog: Sequence[GemmCandidate] | None = None,
     priced: Priced | None = None,
     fits: Callable[[Evaluation], bool] | None = None,
+    priced_key: Hashable | None = None,
 ) -> list[Evaluation]:
     """Build, validate and (when valid) cost every catalog entry (default: the default
     catalog, `catalog_entries(None)`), in catalog order (`evaluate_candidate`)."""
-    return [evaluate_candidate(candidate, problem, tiles, indivisible, target, priced, fits)
+    return [evaluate_candidate(candidate, problem, tiles, indivisible, target, priced, fits,
+                               priced_key)
             for candidate in (catalog_entries(None) if catalog is None else catalog)]
 
 
 def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
                        indivisible: str, target: Target, priced: Priced | None = None,
-                       fits: Callable[[Evaluation], bool] | None = None) -> Evaluation:
+                       fits: Callable[[Evaluation], bool] | None = None,
+                       priced_key: Hashable | None = None) -> Evaluation:
     """The cheapest valid way the candidate runs the op (`candidate_plans`, the first on
     ties), of those that `fit` when any does, or when none is valid the first way and why it
     is not. With `priced`, every cut of the layout, each costed with its operands'
-    conversions."""
+    conversions; `priced_key`, when given, names what `priced` depends on (the operands'
+    types), and the costed ways are then computed once per key (`costed_options`)."""
+    if priced is not None and priced_key is not None:
+        key = (candidate, problem, tiles, indivisible, id(target), priced_key)
+        known = COSTED.get(key)
+        if known is None or known[0] is not target:
+            if len(COSTED) > 1024:
+                COSTED.clear()
+            known = COSTED[key] = (target, costed_options(candidate, problem, tiles,
+                                                          indivisible, target, priced))
+        options = known[1]
+    else:
+        options = costed_options(candidate, problem, tiles, indivisible, target, priced)
+    if options[0].reason is not None:
+        return options[0]
+    fitting = [e for e in options if fits(e)] if fits is not None else options
+    return min(fitting or options, key=lambda e: e.total_cycles)  # the first of equal costs
+
+
+# `costed_options` of a candidate, problem and priced operands: graph-to-mid selects a GEMM
+# again when it lowers a function twice (`lower_spread_if_no_costlier`) and looks ahead
+COSTED: dict[tuple, tuple[Target, list[Evaluation]]] = {}
+
+
+def costed_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                   indivisible: str, target: Target,
+                   priced: Priced | None = None) -> list[Evaluation]:
+    """Each valid way the candidate runs the op, costed (with `priced`, every cut), or when
+    none is valid the first way and why it is not."""
     options = candidate_plans(candidate, problem, tiles, indivisible, target,
                               every_cut=priced is not None)
     failures = [validation_failure(layout_plan, planned, tiles, target)
@@ -214,18 +245,15 @@ def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: in
              for (_, planned, layout_plan), failure in zip(options, failures, strict=True)]
     valid = [i for i, cost in enumerate(costs) if cost is not None]
     if valid:
-        costed = [Evaluation(candidate, options[i][0], None, costs[i], options[i][1],
-                             options[i][2], priced(options[i][0]) if priced else 0)
-                  for i in valid]
-        if fits is not None:
-            costed = [e for e in costed if fits(e)] or costed
-        return min(costed, key=lambda e: e.total_cycles)  # min keeps the first of equal costs
+        return [Evaluation(candidate, options[i][0], None, costs[i], options[i][1],
+                           options[i][2], priced(options[i][0]) if priced else 0)
+                for i in valid]
     plan, planned, layout_plan = options[0]
     reason = str(failures[0])
     if isinstance(failures[0], DoesNotFit):
         hint, fewest = _tile_count_hint(candidate, problem, tiles, indivisible, target)
         reason = MemoryReason(f"{reason}; {hint}", fewest, no_tile_count=fewest is None)
-    return Evaluation(candidate, plan, reason, None, planned, layout_plan)
+    return [Evaluation(candidate, plan, reason, None, planned, layout_plan)]
 
 
 def _tile_count_hint(
@@ -265,18 +293,20 @@ def select_gemm_plan(
     catalog: Sequence[GemmCandidate] | None = None,
     fits: Callable[[Evaluation], bool] | None = None,
     priced: Priced | None = None,
+    priced_key: Hashable | None = None,
 ) -> Evaluation:
     """The cheapest valid candidate (first in catalog order on ties); NoValidPlan if none.
     `fits(evaluation)`: whether the plan fits beside the other live values of the program
     (`passes/operators/resident.py`); the cheapest of the valid plans that fit is chosen, or
     the cheapest valid plan when none does (the pipeline's memory fallbacks then answer).
     `priced(plan)`: what converting the operands into the plan's formats costs; with it every
-    cut of each layout is costed, and the cheapest with its conversions wins."""
+    cut of each layout is costed, and the cheapest with its conversions wins (`priced_key`:
+    `evaluate_candidate`'s)."""
     from device.target import IPU21
 
     target = target or IPU21
     evaluations = evaluate_candidates(problem, tiles, indivisible, target, catalog, priced,
-                                      fits)
+                                      fits, priced_key)
     valid = [e for e in evaluations if e.reason is None]
     if not valid:
         raise NoValidPlan(evaluations)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol
 
 from xdsl.dialects.builtin import TensorType
@@ -63,12 +63,37 @@ class Spreading(Protocol):
 
 
 class ConsumerPricing(Protocol):
-    """What a pointwise operator asks graph-to-mid about its result's consumers."""
+    """What a pointwise or layout operator asks graph-to-mid about its result's consumers."""
 
-    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int:
+    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int | None:
         """The cycles `value`'s layout consumers (slice, reshape, transpose) take at the least
-        when it is stored `fmt`: a view of its shards or a gather, which its format decides."""
+        when it is stored `fmt`: a view of its shards or a gather, which its format decides;
+        None when one of them has no valid plan with `value` stored so."""
         ...
+
+
+# A candidate whose result format leaves a layout consumer without a valid plan: refused
+# while another candidate is valid (`unless_every_one_starves`)
+STARVES_A_CONSUMER = "its result's format leaves a layout consumer with no valid plan"
+
+
+def layout_consumers_cycles(ctx: SelectionContext, value: SSAValue,
+                            fmt: mid.TensorFormatAttr) -> int | None:
+    """What `value`'s layout consumers take at the least when it is stored `fmt` (0 when
+    selection does not price consumers), or None when one of them has no valid plan then:
+    the candidate is refused with `STARVES_A_CONSUMER`."""
+    if ctx.consumers is None:
+        return 0
+    return ctx.consumers.layout_consumers_cycles(value, fmt)
+
+
+def unless_every_one_starves(candidates: list[Candidate]) -> list[Candidate]:
+    """The candidates; when none is valid but some were refused only for a layout consumer's
+    sake, those valid again (the consumer's own selection then says why it has no plan)."""
+    if any(c.reason is None for c in candidates):
+        return candidates
+    return [replace(c, reason=None) if c.reason == STARVES_A_CONSUMER else c
+            for c in candidates]
 
 
 @dataclass(frozen=True)

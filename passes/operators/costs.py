@@ -88,12 +88,14 @@ def gather_cycles(rounds: GatherRounds | None, sources: int, phase: int, copy: i
     return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent.size * take
 
 
-def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | None:
+def shard_memory_reason(types: Sequence[TensorType], target: Target,
+                        slot: int = 0) -> str | None:
     """Why a plan whose output and operands have these formats cannot run (None: it may): a
-    tile holding a shard of each (a plan's formats share their tiles) needs more bytes than tile
-    memory has outside the code region. What else is live there is the placement's concern
-    (`place-memory`); a plan that cannot hold even its own shards is never a candidate."""
-    needed = 0
+    tile holding a shard of each (a plan's formats share their tiles), and the `slot` bytes a
+    gather stages an operand's shard in, needs more bytes than tile memory has outside the
+    code region. What else is live there is the placement's concern (`place-memory`); a plan
+    that cannot hold even its own shards is never a candidate."""
+    needed = slot
     for value_type in types:
         fmt = value_type.encoding
         assert isinstance(fmt, mid.TensorFormatAttr)
@@ -101,5 +103,6 @@ def shard_memory_reason(types: Sequence[TensorType], target: Target) -> str | No
     available = target.usable_bytes
     if needed <= available:
         return None
-    return MemoryReason(f"a tile holding its shards needs {needed} bytes, tile memory holds "
-                        f"{available} outside the code region")
+    staged = f" (a {slot}-byte gather slot included)" if slot else ""
+    return MemoryReason(f"a tile holding its shards needs {needed} bytes{staged}, tile memory "
+                        f"holds {available} outside the code region")

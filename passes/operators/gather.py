@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,29 +212,126 @@ def separable_axes(view: IndexView, src_shape: tuple[int, ...]) -> AxisMap | Non
     return tuple(mapped)
 
 
-def view_receivers(a: ShardGeometry, b: ShardGeometry, view: IndexView,
-                   axes: AxisMap) -> np.ndarray:
-    """[P, T] bool for a layout op's gather (`separable_axes`): result tile t reads an element
-    of source shard s through the view. Where a slice's step skips elements this may count a
-    tile that reads none of the shard's (it then receives the shard and takes nothing), never
-    the reverse."""
-    origins_a, origins_b = a.all_origins(), np.tile(b.all_origins(), (b.replication, 1))
-    meets = np.ones((a.partition_count, b.tiles_used), dtype=bool)
+# what each result tile reads through a view: per source axis, [T] low and [T] high
+# (exclusive) source coordinates; and whether that is exact or may cover more (`read_ranges`)
+ReadRanges = tuple[list[tuple[np.ndarray, np.ndarray]], bool]
+
+
+def read_ranges(view: IndexView, a: ShardGeometry, b: ShardGeometry) -> ReadRanges | None:
+    """The source box each result tile of `b` reads from `a` through `view`: a separable view
+    (`separable_axes`; exact with unit steps, with a slice's step above 1 it may cover skipped
+    elements) or a reshape (`reshape_groups`; the box bounding the source elements); None for
+    any other view."""
+    axes = separable_axes(view, a.shape)
+    if axes is not None:
+        return separable_ranges(view, a, b, axes)
+    groups = reshape_groups(view, a.shape, b.shape)
+    if groups is not None:
+        return reshape_ranges(a, b, groups), False
+    return None
+
+
+def real_boxes(b: ShardGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """[T, rank] low and high (exclusive) of each result tile's real elements, replicas
+    included (a padding-only tile's box is empty on some axis)."""
+    origins = np.tile(b.all_origins(), (b.replication, 1))
+    return origins, np.minimum(origins + np.asarray(b.chunk), np.asarray(b.shape))
+
+
+def separable_ranges(view: IndexView, a: ShardGeometry, b: ShardGeometry,
+                     axes: AxisMap) -> ReadRanges:
+    lows, highs = real_boxes(b)
     base = np.unravel_index(view.offset, a.shape) if a.shape else ()
-    read: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # source axis -> [T] read range
+    tiles = b.tiles_used
+    ranges = [(np.full(tiles, int(base[j])), np.full(tiles, int(base[j]) + 1))
+              for j in range(a.rank)]  # the axes no result axis reads: the offset's
+    empty = np.zeros(tiles, dtype=bool)
     for i, (axis, scale, at, start) in enumerate(axes):
-        # the tile's real elements in the window (none: an empty range, which reads nothing)
-        low = np.maximum(origins_b[:, i], view.starts[i])
-        high = np.minimum(np.minimum(origins_b[:, i] + b.chunk[i], b.shape[i]), view.stops[i])
+        # the tile's real elements in the window
+        low = np.maximum(lows[:, i], view.starts[i])
+        high = np.minimum(highs[:, i], view.stops[i])
+        empty |= high <= low
         if axis >= 0:
-            read[axis] = (at + scale * (low - start), at + scale * (high - 1 - start) + 1)
-        else:
-            meets &= (high > low)[None, :]
-    for j in range(a.rank):
-        low_b, high_b = read.get(j, (np.full(b.tiles_used, int(base[j])),
-                                     np.full(b.tiles_used, int(base[j]) + 1)))
-        low = np.maximum(origins_a[:, j][:, None], low_b[None, :])
-        high = np.minimum(np.minimum(origins_a[:, j] + a.chunk[j], a.shape[j])[:, None],
+            ranges[axis] = (at + scale * (low - start), at + scale * (high - 1 - start) + 1)
+    ranges = [(low, np.where(empty, low, high)) for low, high in ranges]
+    return ranges, all(scale <= 1 for _, scale, _, _ in axes)
+
+
+Groups = list[tuple[list[int], list[int]]]  # (result axes, source axes) of equal extent
+
+
+def reshape_groups(view: IndexView, src_shape: tuple[int, ...],
+                   out_shape: tuple[int, ...]) -> Groups | None:
+    """A reshape's view (the whole result, its own row-major strides, offset 0) as groups of
+    consecutive result and source axes with equal extents, each group re-linearized in
+    row-major order; None for any other view."""
+    if (view.offset or view.starts != (0,) * len(out_shape) or view.stops != out_shape
+            or view.strides != row_major_strides(out_shape)
+            or math.prod(src_shape) != math.prod(out_shape)):
+        return None
+    groups: Groups = []
+    i = j = 0
+    while i < len(out_shape) or j < len(src_shape):
+        result, source = [], []
+        out_size = src_size = 1
+        while True:
+            if out_size <= src_size and i < len(out_shape):
+                result.append(i)
+                out_size *= out_shape[i]
+                i += 1
+            elif j < len(src_shape):
+                source.append(j)
+                src_size *= src_shape[j]
+                j += 1
+            else:
+                break
+            if out_size == src_size and (i == len(out_shape) or out_shape[i] != 1) and (
+                    j == len(src_shape) or src_shape[j] != 1):
+                break
+        groups.append((result, source))
+    return groups
+
+
+def reshape_ranges(a: ShardGeometry, b: ShardGeometry,
+                   groups: Groups) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per group, the result box's first and last element (its row-major corners) in the
+    group's linear order, then the source box bounding every element between them: an axis
+    spans its whole extent once the axes before it differ."""
+    lows, highs = real_boxes(b)
+    empty = (highs <= lows).any(axis=1)
+    top = np.asarray(b.shape) - 1
+    lows, lasts = np.minimum(lows, top), np.clip(highs - 1, 0, top)  # an empty box: any corner
+    ranges: list[tuple[np.ndarray, np.ndarray]] = [(np.zeros(0), np.zeros(0))] * a.rank
+    for result, source in groups:
+        out_extents = [b.shape[i] for i in result]
+        src_extents = [a.shape[j] for j in source]
+        if not source:
+            continue
+        first = np.ravel_multi_index(tuple(lows[:, i] for i in result), out_extents) \
+            if result else np.zeros(len(lows), dtype=np.int64)
+        last = np.ravel_multi_index(tuple(np.maximum(lasts[:, i], lows[:, i])
+                                          for i in result), out_extents) \
+            if result else first
+        low_at = np.unravel_index(first, src_extents)
+        high_at = np.unravel_index(last, src_extents)
+        same = np.ones(len(lows), dtype=bool)  # the axes before this one agree
+        for k, j in enumerate(source):
+            low = np.where(same, low_at[k], 0)
+            high = np.where(same, high_at[k] + 1, a.shape[j])
+            ranges[j] = (low, np.where(empty, low, high))
+            same &= low_at[k] == high_at[k]
+    return ranges
+
+
+def view_receivers(a: ShardGeometry, b: ShardGeometry, ranges: ReadRanges) -> np.ndarray:
+    """[P, T] bool for a layout op's gather: result tile t reads (when `ranges` is not exact,
+    may read) an element of source shard s, where its read box meets the shard's. An inexact
+    count has a tile receive a shard it takes nothing of, never the reverse."""
+    origins = a.all_origins()
+    meets = np.ones((a.partition_count, b.tiles_used), dtype=bool)
+    for j, (low_b, high_b) in enumerate(ranges[0]):
+        low = np.maximum(origins[:, j][:, None], low_b[None, :])
+        high = np.minimum(np.minimum(origins[:, j] + a.chunk[j], a.shape[j])[:, None],
                           high_b[None, :])
         meets &= high > low
     return meets
@@ -461,7 +559,7 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry,
                 view: IndexView | None = None) -> GatherRounds | None:
     """The split with the fewest rounds (then the fewest destinations), or None; with a
     layout op's `view`, of what its result tiles read through it (`view_receivers`; None
-    when the view is not `separable_axes`).
+    when the view has no `read_ranges`).
 
     Shards past the last one with real elements (the all-padding tail of a padded cut) are
     not sent at all. Once per pair of geometries and view (a pure function of them, its result
@@ -470,10 +568,10 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry,
     if view is None:
         need = shard_receivers(a, b)
     else:
-        axes = separable_axes(view, a.shape)
-        if axes is None:
+        ranges = read_ranges(view, a, b)
+        if ranges is None:
             return None
-        need = view_receivers(a, b, view, axes)
+        need = view_receivers(a, b, ranges)
     real = np.flatnonzero(need.any(axis=1))
     if real.size == 0:
         return None

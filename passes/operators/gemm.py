@@ -71,13 +71,14 @@ class GemmOperator(Operator):
             return ctx.resident.fits(row_tile_memory(evaluation, ctx.target), formats, shapes,
                                      room)
 
-        def priced(plan: mid.OperatorPlanAttr) -> int:  # from the operands' current formats
+        # from the operands' current formats (in their types, `priced`'s key)
+        def priced(plan: mid.OperatorPlanAttr) -> int:
             return sum(conversion_cycles(value, plan.operand_plan(name).format, ctx)
                        for value, name in zip(op.operands, self.operand_names, strict=True))
 
         chosen = select_gemm_plan(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
-            fits, priced,
+            fits, priced, tuple(tensor_type(value) for value in op.operands),
         )
         return chosen.plan
 

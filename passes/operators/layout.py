@@ -9,11 +9,14 @@ of the result across the tiles (`split<axis>`). Per operand the copy is
 - tile-local when every result element's source sits in the operand's shard on the result
   element's tile: one `view_shard` call per result shard, no exchange; e.g. a slice of the
   columns of a row-split matrix, or a transpose that keeps the split axis;
-- otherwise a gather, as a `mid.rearrange` between formats (`conversions.lower_gather`): a
-  loop over the operand's shards, each broadcast to the result's tiles, where `gather_view`
-  takes the elements it holds.
+- otherwise a gather (`conversions.lower_gather`): rounds of operand shards sent at once to
+  the result tiles that read them (`gather.read_ranges`), or where the view has no read
+  ranges a loop over the operand's shards, each broadcast to the result's tiles; each result
+  tile's `gather_view` takes the elements it holds, from a slot of one operand shard.
 The cheapest candidate wins (kernel, exchange and copy cycles, from the device model's
-functions). The result's padding is zeroed once, before the copies.
+functions, and what the result's layout consumers then take); the slot counts against tile
+memory, and a candidate that leaves a layout consumer with no valid plan loses to any valid
+one. The result's padding is zeroed once, before the copies.
 """
 
 from __future__ import annotations
@@ -21,30 +24,35 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from device import kernels
 from device.index_views import IndexView, row_major_strides, view_moves
 from device.model import cycles as device_cycles
-from device.target import WORD_BYTES
+from device.target import WORD_BYTES, Target
 from ipu_dialects import graph, mid
 from ipu_dialects.tile import KernelOp
 from passes.operators.base import (
+    STARVES_A_CONSUMER,
     Candidate,
     Operator,
     SelectionContext,
     TileLowering,
     current_format,
+    layout_consumers_cycles,
     max_latency,
     tensor_type,
+    unless_every_one_starves,
 )
 from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
 from passes.operators.costs import gather_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, shard_words, split_format, storage_of
-from passes.operators.gather import plan_rounds
+from passes.operators.gather import plan_rounds, read_ranges, view_receivers
 from passes.operators.pointwise import pointwise_plan
 from passes.operators.tile_maps import scalar_map, tiles_of
+from planning.shard_geometry import ShardGeometry
 
 LOCAL_KERNEL = "view_shard"
 GATHER_KERNEL = "gather_view"
@@ -101,10 +109,27 @@ def is_local_view(view: IndexView, src_type: TensorType, out_type: TensorType) -
     out, src = geometry_of(out_type), geometry_of(src_type)
     if out.first_tile < src.first_tile or out.tile_stop > src.tile_stop:
         return False
+    by_receivers = local_by_receivers(view, src, out)
+    if by_receivers is not None:
+        return by_receivers
     return all(
         view_moves(view, out, out.shard_box(tile), src, src.shard_box(tile))[2] == 0
         for tile in range(out.first_tile, out.tile_stop)
     )
+
+
+def local_by_receivers(view: IndexView, src: ShardGeometry, out: ShardGeometry) -> bool | None:
+    """`is_local_view` from the gather's receivers (`gather.read_ranges`), all tiles at once,
+    between unreplicated formats: local when no result tile reads a shard that sits on
+    another tile; not local when one does and the ranges are exact; None otherwise."""
+    ranges = read_ranges(view, src, out)
+    if ranges is None or max(src.replication, out.replication) > 1:
+        return None
+    need = view_receivers(src, out, ranges)
+    sender = src.first_tile + np.arange(src.partition_count)[:, None]
+    receiver = out.first_tile + np.arange(out.tiles_used)[None, :]
+    local = not bool((need & (sender != receiver)).any())
+    return local if local or ranges[1] else None  # an inexact "reads another tile": walk
 
 
 def view_words(view: IndexView, src_type: TensorType, out_type: TensorType) -> list[int]:
@@ -112,10 +137,10 @@ def view_words(view: IndexView, src_type: TensorType, out_type: TensorType) -> l
 
 
 def kernel_cycles(symbol: str, scalars: Sequence[int], out_type: TensorType,
-                  ctx: SelectionContext) -> int:
+                  target: Target) -> int:
     """On the tiles where it costs most (the first and the last result shard)."""
     geom = geometry_of(out_type)
-    return max(kernels.kernel_cycles(symbol, scalars, tile, ctx.target)
+    return max(kernels.kernel_cycles(symbol, scalars, tile, target)
                for tile in {geom.first_tile, geom.tile_stop - 1})
 
 
@@ -124,22 +149,40 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
     """Cycles of one operand's copy into the result, and whether it is tile-local (else a
     gather: concurrent rounds where the view reads one source axis per result axis,
     `gather.separable_axes`, else one exchange phase per source shard)."""
+    # once per view, types and target: a layout op's candidates are priced again by the ops
+    # before it that look ahead at them (`LookAhead.layout_consumers_cycles`), and the chains
+    # of a transformer's Q, K and V repeat the same copies
+    key = (view, src_type, out_type, id(ctx.target))
+    known = KNOWN_COPIES.get(key)
+    if known is None or known[0] is not ctx.target:
+        if len(KNOWN_COPIES) > 4096:
+            KNOWN_COPIES.clear()
+        known = KNOWN_COPIES[key] = (ctx.target, priced_copy(view, src_type, out_type,
+                                                             ctx.target))
+    return known[1]
+
+
+KNOWN_COPIES: dict[tuple, tuple[Target, tuple[int, bool]]] = {}
+
+
+def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,
+                target: Target) -> tuple[int, bool]:
     words = view_words(view, src_type, out_type)
     if is_local_view(view, src_type, out_type):
-        return kernel_cycles(LOCAL_KERNEL, words, out_type, ctx), True
+        return kernel_cycles(LOCAL_KERNEL, words, out_type, target), True
     src, out = geometry_of(src_type), geometry_of(out_type)
     sources, receivers = src.partition_count, out.tiles_used
     shard = shard_words(src_type)
     # the cached table (`device.target.latency_table`): the matrix of 1472 tiles takes ~40 ms;
     # the farthest of the tiles the shards leave from and arrive at
     span = max(src.first_tile + sources, out.tile_stop)
-    latency = (max_latency(ctx.target, span)
+    latency = (max_latency(target, span)
                if receivers > 1 or src.first_tile != out.first_tile else 0)
     return gather_cycles(plan_rounds(src, out, view), sources,
-                         device_cycles.exchange_step_cycles(shard + latency, ctx.target),
-                         device_cycles.copy_cycles(shard * WORD_BYTES, ctx.target),
+                         device_cycles.exchange_step_cycles(shard + latency, target),
+                         device_cycles.copy_cycles(shard * WORD_BYTES, target),
                          kernel_cycles(GATHER_KERNEL, [src.first_tile, *words], out_type,
-                                       ctx)), False
+                                       target)), False
 
 
 def with_format(value: SSAValue, fmt: mid.TensorFormatAttr) -> TensorType:
@@ -235,7 +278,7 @@ class LayoutOperator(Operator):
             out_fmt = split_format(shape, axis, parts, first, ctx.indivisible).with_changes(
                 precision=precision, scale=scale)
             out_type = with_format(out_value, out_fmt)
-            formats, cycles, local = {}, 0, True
+            formats, cycles, local, slot = {}, 0, True, 0
             for name, value, view in zip(names, op.operands, views, strict=True):
                 options = [f.with_changes(precision=precision, scale=scale)
                            for f in source_options(value, ctx, assumed)]
@@ -245,9 +288,14 @@ class LayoutOperator(Operator):
                 formats[name] = fmt
                 cycles += cost
                 local = local and is_local
+                if not is_local:  # the result tiles stage one shard of it at a time
+                    slot = max(slot, geometry_of(with_format(value, fmt)).shard_bytes())
             geom = geometry_of(out_type)
             if geom.padded_shape != geom.shape:
                 cycles += device_cycles.fill_zero_cycles(shard_words(out_type), ctx.target)
+            # a chain of layout ops: what the next one takes
+            consumers = layout_consumers_cycles(ctx, out_value, out_fmt)
+            cycles += consumers or 0
             formats["out"] = out_fmt
             how = "local" if local else "gather"
             cut = f"split{axis}" if parts >= min(ctx.tiles, shape[axis]) else f"split{axis}x{parts}"
@@ -256,8 +304,11 @@ class LayoutOperator(Operator):
                                   ctx.target.vector_alignment)
             types = [with_format(v, formats[n])
                      for v, n in zip((out_value, *op.operands), ("out", *names), strict=True)]
-            candidates.append(Candidate(plan, shard_memory_reason(types, ctx.target), cycles))
-        return candidates
+            reason = shard_memory_reason(types, ctx.target, slot)
+            if reason is None and consumers is None:
+                reason = STARVES_A_CONSUMER
+            candidates.append(Candidate(plan, reason, cycles))
+        return unless_every_one_starves(candidates)
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         out_value = op.results[0]

@@ -13,7 +13,16 @@ from xdsl.ir import Operation, SSAValue
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import BufferOp, KernelOp, WorkProvenanceAttr
-from passes.operators.base import Candidate, SelectionContext, TileLowering, current_format, tensor_type
+from passes.operators.base import (
+    STARVES_A_CONSUMER,
+    Candidate,
+    SelectionContext,
+    TileLowering,
+    current_format,
+    layout_consumers_cycles,
+    tensor_type,
+    unless_every_one_starves,
+)
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, split_format, with_storage
 from passes.operators.tile_maps import scalar_map, tiles_of
@@ -84,8 +93,11 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
             cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx)
-            if ctx.consumers is not None:
-                cycles += ctx.consumers.layout_consumers_cycles(op.results[0], out_fmt)
+            consumers = layout_consumers_cycles(ctx, op.results[0], out_fmt)
+            if consumers is None:
+                reason = STARVES_A_CONSUMER
+            else:
+                cycles += consumers
         return Candidate(plan, reason, cycles)
 
     def moved_candidate(name: str, fmt: mid.TensorFormatAttr) -> Candidate:
@@ -97,7 +109,7 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         if moved is not None:  # first: it wins the ties with its twin from tile 0
             candidates.append(moved)
         candidates.append(candidate(f"{kind}_{name}", out_fmt))
-    return candidates
+    return unless_every_one_starves(candidates)
 
 
 def spread_candidate(op: Operation, out_fmt: mid.TensorFormatAttr, ctx: SelectionContext,

@@ -111,14 +111,17 @@ class LookAhead:
         return conversion_type_cycles(with_format(base, fmt), with_format(base, wanted),
                                       self.target)
 
-    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int:
+    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int | None:
         total = 0
         for use in value.uses:
             user = use.operation
             if isinstance(user, LAYOUT_CONSUMERS):
                 operator = operator_for_graph(user)
                 assert operator is not None
-                total += operator.least_cycles_given(user, {value: fmt}, self.selection) or 0
+                least = operator.least_cycles_given(user, {value: fmt}, self.selection)
+                if least is None:  # no valid plan with `value` stored `fmt`
+                    return None
+                total += least
         return total
 
     def gemm_plan(self, op: graph.GemmOp) -> mid.OperatorPlanAttr:

@@ -1,7 +1,8 @@
-"""A layout op's gather in concurrent rounds (`passes/operators/gather.py`, `separable_axes`):
-a transpose, a stepped slice and a concat input read one source axis per result axis, so the
-result tiles a source shard feeds are a box intersection through the view, and shards whose
-receivers do not meet share an exchange phase.
+"""A layout op's gather in concurrent rounds (`passes/operators/gather.py`, `read_ranges`):
+a transpose, a stepped slice and a concat input read one source axis per result axis, and a
+reshape re-linearizes groups of axes, so the result tiles a source shard feeds are a box
+intersection through the view (for a reshape or a stepped slice, a box bounding what each tile
+reads), and shards whose receivers do not meet share an exchange phase.
 
 The receivers are checked against the elements each view reads, one by one; the lowering is
 checked on the device model, from its encoded rows, against NumPy's own transpose, slice and
@@ -21,7 +22,7 @@ from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep
 from ipu_dialects.tile import ExchangeOp
-from passes.operators.gather import separable_axes, view_receivers
+from passes.operators.gather import read_ranges, reshape_groups, separable_axes, view_receivers
 from planning.shard_geometry import ShardGeometry
 from tools.package_writer import build_package
 
@@ -83,17 +84,17 @@ VIEWS = {
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_receivers_are_the_tiles_that_read_each_shard(name):
     a, b, view = VIEWS[name]
-    axes = separable_axes(view, a.shape)
-    assert axes is not None
-    np.testing.assert_array_equal(view_receivers(a, b, view, axes), elements_read(a, b, view))
+    ranges = read_ranges(view, a, b)
+    assert ranges is not None and ranges[1]  # separable, unit steps: exact
+    np.testing.assert_array_equal(view_receivers(a, b, ranges), elements_read(a, b, view))
 
 
 def test_a_stepped_slice_may_count_more_receivers_never_fewer():
     a, b = geometry((12, 10), (4, 2)), geometry((6, 4), (3, 2))
     view = slice_view((12, 10), (1, 0), (2, 3), (6, 4))
-    axes = separable_axes(view, a.shape)
-    assert axes is not None
-    counted, read = view_receivers(a, b, view, axes), elements_read(a, b, view)
+    ranges = read_ranges(view, a, b)
+    assert ranges is not None and not ranges[1]
+    counted, read = view_receivers(a, b, ranges), elements_read(a, b, view)
     assert not (read & ~counted).any()  # every tile that reads a shard receives it
 
 
@@ -102,6 +103,42 @@ def test_a_reshape_that_merges_axes_is_not_separable():
     assert separable_axes(IndexView((0,), (24,), (1,), 0), (4, 6)) is None
     # [24] -> [4, 6]: two result axes read one source axis
     assert separable_axes(IndexView((0, 0), (4, 6), (6, 1), 0), (24,)) is None
+
+
+def reshape_view(out_shape) -> IndexView:
+    out = tuple(out_shape)
+    return IndexView((0,) * len(out), out, row_major_strides(out), 0)
+
+
+def test_a_reshape_groups_the_axes_of_equal_extent():
+    assert reshape_groups(reshape_view((8, 384, 12, 64)), (8, 384, 768), (8, 384, 12, 64)) == [
+        ([0], [0]), ([1], [1]), ([2, 3], [2])]
+    assert reshape_groups(reshape_view((6, 1, 4)), (2, 3, 4), (6, 1, 4)) == [
+        ([0, 1], [0, 1]), ([2], [2])]
+    assert reshape_groups(IndexView((0, 0), (4, 6), (1, 4), 0), (24,), (4, 6)) is None
+
+
+RESHAPES = {
+    # the heads' split: rows cut, the model axis into heads
+    "split_heads": (geometry((16, 24), (4, 1)), geometry((16, 4, 6), (8, 2, 1))),
+    # the heads' merge: rows cut into blocks, heads cut, into rows
+    "merge_heads": (geometry((16, 4, 6), (4, 4, 1)), geometry((16, 24), (8, 3))),
+    "flatten": (geometry((6, 10), (3, 2)), geometry((60,), (7,))),
+    "unflatten": (geometry((60,), (9,)), geometry((3, 4, 5), (3, 2, 1))),
+    "size_one_axes": (geometry((2, 1, 12), (2, 1, 3)), geometry((1, 24, 1), (1, 5, 1))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESHAPES))
+def test_reshape_receivers_cover_every_tile_that_reads_a_shard(name):
+    a, b = RESHAPES[name]
+    view = reshape_view(b.shape)
+    ranges = read_ranges(view, a, b)
+    assert ranges is not None and not ranges[1]
+    counted, read = view_receivers(a, b, ranges), elements_read(a, b, view)
+    assert not (read & ~counted).any()
+    if name in ("split_heads", "merge_heads"):  # every tile's box is one source box
+        np.testing.assert_array_equal(counted, read)
 
 
 # ---- on the device model -------------------------------------------------------------------
@@ -153,7 +190,16 @@ CASES = {
                       lambda x: x[0][1:12:2, 0:10:3]),
     "concat_rows": (8, [((4, 6), (2, 2)), ((4, 6), (4, 1))], "mid.concat %x0, %x1 axis 0 "
                     "plan {plan}", ((8, 6), (8, 1)), lambda x: np.concatenate(x, axis=0)),
+    "reshape_merge_heads": (16, [((16, 4, 6), (4, 4, 1))], "mid.reshape %x0 plan {plan}",
+                            ((16, 24), (8, 1)), lambda x: x[0].reshape(16, 24)),
+    "reshape_split_heads": (16, [((16, 24), (4, 1))], "mid.reshape %x0 plan {plan}",
+                            ((16, 4, 6), (8, 2, 1)), lambda x: x[0].reshape(16, 4, 6)),
+    # every result tile reads from several shards: as many rounds as shards, its receivers
+    # counted by bounding boxes (some receive rows they take nothing of)
+    "reshape_flatten": (8, [((6, 10), (3, 2))], "mid.reshape %x0 plan {plan}", ((60,), (7,)),
+                        lambda x: x[0].reshape(60)),
 }
+AS_MANY_ROUNDS_AS_SHARDS = {"reshape_flatten"}
 
 
 def scheduled(text: str) -> ModuleOp:
@@ -169,7 +215,8 @@ def test_a_layout_gather_in_rounds_moves_every_element(name):
     package = build_package(module, with_assembly=False)
     phases = [s for s in package.steps if isinstance(s, ExchangeStep)]
     # fewer phases than the serial gather's one per source shard
-    assert len(phases) < sum(math.prod(p) for _, p in inputs)
+    shards = sum(math.prod(p) for _, p in inputs)
+    assert len(phases) == shards if name in AS_MANY_ROUNDS_AS_SHARDS else len(phases) < shards
     rng = np.random.default_rng(7)
     arrays = [rng.standard_normal(s).astype(np.float32) for s, _ in inputs]
     feeds = {t.name: values_of_stored(t, x) for t, x in zip(package.inputs, arrays, strict=True)}

@@ -39,7 +39,8 @@ func.func @local(%x: tensor<4x6xf32>, %w: tensor<6xf32>, %b: tensor<6xf32>, %y: 
 // -----
 
 // No split of the input lines up with a split of the result: the reshape gathers (the whole
-// input, one shard, is the cheapest source), one source shard at a time.
+// input, one shard, is the cheapest source), in rounds of source shards sent at once (one
+// round of one shard here; its receivers are the result tiles whose elements it holds).
 func.func @gather(%x: tensor<4x6xf32>) -> tensor<6x4xf32> {
   %r = graph.reshape %x : tensor<4x6xf32> -> tensor<6x4xf32>
   func.return %r : tensor<6x4xf32>
@@ -47,7 +48,8 @@ func.func @gather(%x: tensor<4x6xf32>) -> tensor<6x4xf32> {
 // MID-LABEL: func.func @gather(
 // MID:       mid.reshape %x plan #mid.plan<"reshape_split0_gather", #mid.dispatch<pointwise, init = @gather_view>
 // GATHER-LABEL: func.func @gather() {
-// GATHER:      tile.loop %s = 0 to 1 provenance #tile.provenance<op = "graph.reshape %r", value = "%r", reason = "one input shard at a time"> {
-// GATHER-NEXT: tile.exchange 24 words from %x[(d0) -> (0)] on tile (d0) -> (d0) to %r_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 3>
-// GATHER-NEXT: tile.kernel @copy_words(%r_gather_slot[(d0) -> (0)], %x[(d0) -> (0)]) scalars [24]
-// GATHER-NEXT: tile.kernel @gather_view(%r[(d0) -> (0)], %r_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [{{.*}}, 0, 0, 6, 4, 4, 1, 0] on #tile.tiles<0 to 3>
+// GATHER:      tile.loop %r_1 = 0 to 1 provenance #tile.provenance<op = "graph.reshape %r", value = "%r", reason = "rounds of input shards sent at once"> {
+// GATHER-NEXT: tile.exchange 24 words from %x[(d0) -> (0)] on tile (d0, d1) -> (d0) to %r_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 3> groups 1 shift (d0, d1) -> (0) iv(%r_1)
+// GATHER-NEXT: tile.loop %g = 0 to 1
+// GATHER-NEXT: tile.kernel @copy_words(%r_gather_slot[(d0, d1) -> (0)], %x[(d0, d1) -> (0)]) scalars [24] on #tile.tiles<0 to 1> only (d0, d1) -> (d0)
+// GATHER-NEXT: tile.kernel @gather_view(%r[(d0, d1) -> (0)], %r_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [{{.*}}, 0, 0, 6, 4, 4, 1, 0] on #tile.tiles<0 to 3>
