@@ -100,6 +100,10 @@ class Target:
     # [M] cycles per output row of the gather_rows kernel besides its copy: load the index,
     # check it against the table's rows and compute the row's address; not public.
     gather_row_cycles: int = 6
+    # [M] cycles a round kernel (gather_round, gather_view_round) takes to find the shard it
+    # received from its tile id: a subtract, a modulo and a division by constants (each a
+    # multiply by a reciprocal and a shift) and a multiply-add; not public.
+    round_select_cycles: int = 8
     # [M] cycles of one FP32 reciprocal square root (layer_norm, once per row); not public.
     rsqrt_cycles: int = 12
     # [C] one 32-bit word per tile per exchange event; one event per cycle (4 bytes/cycle).

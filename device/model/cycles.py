@@ -17,11 +17,12 @@ forms; the batched model runs charge them from the same boxes).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
 from device.layouts import AMP_BLOCK, element_bytes
-from device.model.kernel_shards import GatherBoxes, gather_boxes
+from device.model.kernel_shards import GatherBoxes, gather_boxes, round_sources
 from device.model.view_steps import ViewStep, view_step
 from device.model.view_steps import view_words as cached_view_words
 from device.shard_geometry import ShardGeometry
@@ -82,6 +83,17 @@ def gather_step_cycles(out: ShardGeometry, staged: ShardGeometry, source_tile: i
     if tiles.size == 0:
         return 0
     return gather_boxes_cycles(gather_boxes(out, staged, source_tile, tiles), target)
+
+
+def gather_round_cycles(out: ShardGeometry, staged: ShardGeometry,
+                        scalars: Mapping[str, int], tiles: np.ndarray, target: Target) -> int:
+    """A `gather_round` step on `tiles` (int64 [n]; 0 for none): each tile finds its source
+    tile (`round_sources`, `Target.round_select_cycles`), then moves as `gather_shard` does;
+    the slowest tile's cycles."""
+    if tiles.size == 0:
+        return 0
+    boxes = gather_boxes(out, staged, round_sources(scalars, tiles), tiles)
+    return gather_boxes_cycles(boxes, target) + target.round_select_cycles
 
 
 def gather_boxes_cycles(boxes: GatherBoxes, target: Target) -> int:
@@ -174,14 +186,25 @@ def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
     return view_step_cycles(view_words, source_tile, np.array([tile], np.int64), target)
 
 
-def view_step_cycles(words: tuple[int, ...], source_tile: int | None, tiles: np.ndarray,
-                     target: Target) -> int:
+def view_step_cycles(words: tuple[int, ...], source_tile: int | np.ndarray | None,
+                     tiles: np.ndarray, target: Target) -> int:
     """A view kernel step on `tiles` (int64 [n]; 0 for none): its slowest tile's cycles, from
     what every tile moves (`view_steps.view_step`, all at once)."""
     if tiles.size == 0:
         return 0
     out, src, view = cached_view_words(tuple(words))
     return view_moves_cycles(view_step(out, src, view, tiles, source_tile), target)
+
+
+def view_round_cycles(words: tuple[int, ...], scalars: Mapping[str, int], tiles: np.ndarray,
+                      target: Target) -> int:
+    """A `gather_view_round` step on `tiles` (int64 [n]; 0 for none): each tile finds its
+    source tile (`round_sources`, `Target.round_select_cycles`), then moves as `gather_view`
+    does; the slowest tile's cycles."""
+    if tiles.size == 0:
+        return 0
+    return (view_step_cycles(words, round_sources(scalars, tiles), tiles, target)
+            + target.round_select_cycles)
 
 
 def view_moves_cycles(step: ViewStep, target: Target) -> int:

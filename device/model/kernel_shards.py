@@ -9,6 +9,7 @@ A descriptor kernel gets one format descriptor per pointer operand, in pointer o
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -92,9 +93,10 @@ class GatherBoxes:
         return self.extents.prod(axis=1)
 
 
-def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int,
+def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int | np.ndarray,
                  tiles: np.ndarray) -> GatherBoxes:
-    """The boxes of a `gather_shard` step from `source_tile`'s staged shard to `tiles` (int64
+    """The boxes of a gather step from the staged shard of `source_tile` (an int for every
+    tile, or int64 [n], one per tile: a round kernel's `round_sources`) to `tiles` (int64
     [n]), all at once: the one description of what a gather moves, for its batched and
     per-tile runs and its cycles (`cycles.gather_step_cycles`). A source tile or a tile that
     holds no shard raises `DescriptorError` (the first in `tiles`' order), as does a staged
@@ -102,7 +104,14 @@ def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int,
     if out.rank != staged.rank:
         raise DescriptorError(f"out has rank {out.rank} but staged has rank {staged.rank}: "
                               f"not one tensor")
-    source_start, source_stop = (np.asarray(b, np.int64) for b in shard_box(staged, source_tile))
+    if isinstance(source_tile, np.ndarray):
+        if source_tile.size and not holds_all(staged, source_tile):
+            shard_box(staged, next(t for t in source_tile.tolist() if not staged.holds(t)))
+        source_start = origins_on(staged, source_tile).reshape(tiles.size, staged.rank)
+        source_stop = source_start + np.asarray(staged.chunk, np.int64)
+    else:
+        source_start, source_stop = (np.asarray(b, np.int64)
+                                     for b in shard_box(staged, source_tile))
     if tiles.size and not holds_all(out, tiles):
         first = next(t for t in tiles.tolist() if not out.holds(t))
         out.shard_box(first)  # raises, naming the tile
@@ -111,6 +120,26 @@ def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int,
     stops = np.minimum(np.minimum(starts + np.asarray(out.chunk, np.int64), source_stop),
                        np.asarray(out.shape, np.int64))
     return GatherBoxes(out, staged, source_start, starts, low, np.maximum(stops - low, 0))
+
+
+# The named scalars of a round kernel (`gather_round`, `gather_view_round`): in round r of a
+# concurrent gather (passes/operators/gather.py) group g's shard leaves from tile
+# first_source + g * source_step, and its receivers are the tiles whose distance from
+# first_dest, modulo groups * dest_step, lies in [g * dest_step, (g + 1) * dest_step): so each
+# tile finds the one shard it received from its own id.
+ROUND_SCALARS = ("first_source", "first_dest", "source_step", "dest_step", "groups")
+
+
+def round_sources(scalars: Mapping[str, int], tiles: np.ndarray) -> np.ndarray:
+    """int64 [n]: the source tile each of `tiles` takes from in a round kernel's call,
+    first_source + source_step * g with g = ((tile - first_dest) mod (groups * dest_step))
+    floordiv dest_step (a tile that received nothing takes from a shard that holds nothing
+    for it). ValueError for a dest_step or groups below 1."""
+    step, groups = scalars["dest_step"], scalars["groups"]
+    if step < 1 or groups < 1:
+        raise ValueError(f"dest_step {step} and groups {groups} must be at least 1")
+    group = (np.asarray(tiles, np.int64) - scalars["first_dest"]) % (groups * step) // step
+    return scalars["first_source"] + scalars["source_step"] * group
 
 
 def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:

@@ -1,5 +1,7 @@
 """Word and layout kernels: `copy_words` and `fill_zero` (words), `convert_shard` (cast and
-tile-local rearrange) and `gather_shard` (one source shard's part of this tile's shard).
+tile-local rearrange), `gather_shard` (one source shard's part of this tile's shard) and
+`gather_round` (the same from the shard this tile received in a round of a concurrent gather,
+found from its tile id: `kernel_shards.round_sources`).
 
 `convert_shard` rounds once from the source values to the destination precision: to f16
 round-to-nearest-even with overflow to inf, to FP8 saturating at +-240 * 2**scale
@@ -25,6 +27,7 @@ from device.model.cycles import (
     copy_cycles,
     fill_zero_cycles,
     gather_boxes_cycles,
+    gather_round_cycles,
     gather_shard_cycles,
     gather_step_cycles,
 )
@@ -37,6 +40,7 @@ from device.model.kernel_call import (
     of_formats,
 )
 from device.model.kernel_shards import (
+    ROUND_SCALARS,
     GatherBoxes,
     box_on,
     copy_boxes,
@@ -48,6 +52,7 @@ from device.model.kernel_shards import (
     operand_formats,
     read_codes,
     read_values,
+    round_sources,
     write_codes,
     write_values,
     zero_padding,
@@ -103,6 +108,22 @@ def convert_shard(call: KernelCall) -> int:
 
 
 def gather_shard(call: KernelCall) -> int:
+    return _gather_from(call, call.scalars["source_tile"])
+
+
+def gather_round(call: KernelCall) -> int:
+    return _gather_from(call, _round_source(call)) + call.target.round_select_cycles
+
+
+def _round_source(call: KernelCall) -> int:
+    """The source tile of this tile's call of a round kernel (`round_sources`)."""
+    try:
+        return int(round_sources(call.scalars, np.array([call.tile], np.int64))[0])
+    except ValueError as error:
+        raise call.fail(str(error)) from None
+
+
+def _gather_from(call: KernelCall, source_tile: int) -> int:
     formats = operand_formats(call)
     _check_same_tensor(call, "out", "staged", formats)
     out, staged = formats["out"], formats["staged"]
@@ -110,7 +131,6 @@ def gather_shard(call: KernelCall) -> int:
         raise call.fail(f"out is {out.precision} (scale {out.scale}) but staged is "
                         f"{staged.precision} (scale {staged.scale}); gather_shard moves "
                         f"elements without converting them")
-    source_tile = call.scalars["source_tile"]
     source_box = box_on(call, "staged", staged, source_tile)
     box = box_on(call, "out", out)
     boxes = gather_boxes(out, staged, source_tile, np.array([call.tile], np.int64))
@@ -129,7 +149,21 @@ def _gather_shard_batched(batch: KernelBatch) -> int | None:
     elements of the (few) tiles whose box meets the source shard moved in one operation per
     box extent (`copy_boxes`). None (the step then runs tile by tile, which names the
     failing tile) when any tile would fail a check of the per-tile form."""
-    boxes = _gather_boxes(batch.variadic, batch.scalars["source_tile"], batch.tiles)
+    return _gather_batched(batch, batch.scalars["source_tile"])
+
+
+def _gather_round_batched(batch: KernelBatch) -> int | None:
+    """`gather_round` on every tile of a step at once, each tile from its own source tile."""
+    try:
+        sources = round_sources(batch.scalars, batch.tiles)
+    except ValueError:
+        return None
+    cycles = _gather_batched(batch, sources)
+    return None if cycles is None else cycles + batch.target.round_select_cycles
+
+
+def _gather_batched(batch: KernelBatch, source_tile: int | np.ndarray) -> int | None:
+    boxes = _gather_boxes(batch.variadic, source_tile, batch.tiles)
     if boxes is None or not (batch.inside("out", boxes.out.shard_bytes())
                              and batch.inside("staged", boxes.staged.shard_bytes())):
         return None
@@ -145,7 +179,7 @@ def _gather_shard_batched(batch: KernelBatch) -> int | None:
     return gather_boxes_cycles(boxes, batch.target)
 
 
-def _gather_boxes(words: tuple[int, ...], source_tile: int,
+def _gather_boxes(words: tuple[int, ...], source_tile: int | np.ndarray,
                   tiles: np.ndarray) -> GatherBoxes | None:
     """The boxes of a `gather_shard` step on `tiles` (`kernel_shards.gather_boxes`), or None
     when a tile's call would be refused (bad descriptors, other tensors or precisions, a tile
@@ -156,7 +190,7 @@ def _gather_boxes(words: tuple[int, ...], source_tile: int,
         return None
     if (out.shape != staged.shape or out.rank == 0
             or (out.precision, out.scale) != (staged.precision, staged.scale)
-            or not staged.holds(source_tile) or not holds_all(out, tiles)):
+            or not holds_all(staged, np.atleast_1d(source_tile)) or not holds_all(out, tiles)):
         return None
     return gather_boxes(out, staged, source_tile, tiles)
 
@@ -170,6 +204,17 @@ def _gather_shard_step_cycles(step: StepScalars) -> int:
 def _gather_shard_cycles(call: KernelScalars) -> int:
     out, staged = call.formats()
     return gather_shard_cycles(out, staged, call.scalars["source_tile"], call.tile, call.target)
+
+
+def _gather_round_step_cycles(step: StepScalars) -> int:
+    out, staged = cached_descriptors(step.words, 2)
+    return gather_round_cycles(out, staged, step.scalars, step.tiles, step.target)
+
+
+def _gather_round_cycles(call: KernelScalars) -> int:
+    out, staged = call.formats()
+    return gather_round_cycles(out, staged, call.scalars, np.array([call.tile], np.int64),
+                               call.target)
 
 
 RECORDS: tuple[Kernel, ...] = (
@@ -209,5 +254,19 @@ RECORDS: tuple[Kernel, ...] = (
         _gather_shard_cycles,
         _gather_shard_batched,
         _gather_shard_step_cycles,
+    ),
+    Kernel(
+        described(
+            "gather_round", ("out", "staged"), ROUND_SCALARS,
+            "One round of a concurrent gather: staged holds the shard this tile received in the "
+            "round, the one of source tile first_source + source_step * g, g = ((tile - "
+            "first_dest) mod (groups * dest_step)) floordiv dest_step; then as gather_shard "
+            "from that source tile.",
+            checked=("first_source", "source_step"),
+        ),
+        gather_round,
+        _gather_round_cycles,
+        _gather_round_batched,
+        _gather_round_step_cycles,
     ),
 )

@@ -1,5 +1,7 @@
-"""The layout-op kernels: `view_shard` (tile-local) and `gather_view` (one staged source
-shard), which copy elements through an index view (`device/index_views.py`).
+"""The layout-op kernels: `view_shard` (tile-local), `gather_view` (one staged source shard)
+and `gather_view_round` (the shard this tile received in a round of a concurrent gather, found
+from its tile id: `kernel_shards.round_sources`), which copy elements through an index view
+(`device/index_views.py`).
 
 Both move storage codes bit-exactly (out and source share precision and scale) and write only
 the elements of this tile's out box, inside the view's window and out's logical extent, whose
@@ -21,12 +23,19 @@ import numpy as np
 from device.index_views import IndexView, view_moves
 from device.kernel_abi import viewed
 from device.layouts import element_bytes
-from device.model.cycles import view_cycles, view_moves_cycles, view_step_cycles
+from device.model.cycles import (
+    view_cycles,
+    view_moves_cycles,
+    view_round_cycles,
+    view_step_cycles,
+)
 from device.model.kernel_call import Kernel, KernelBatch, KernelCall, StepScalars
 from device.model.kernel_shards import (
+    ROUND_SCALARS,
     box_on,
     holds_all,
     read_codes,
+    round_sources,
     storage_positions,
     write_codes,
 )
@@ -49,7 +58,8 @@ def _operands(call: KernelCall, source: str) -> tuple[ShardGeometry, ShardGeomet
     return out, src, view
 
 
-def _copy(call: KernelCall, source: str, source_tile: int | None, local: bool) -> int:
+def _copy(call: KernelCall, source: str, source_tile: int | None, local: bool,
+          cycles: int | None = None) -> int:
     out, src, view = _operands(call, source)
     box = box_on(call, "out", out)
     src_box = box_on(call, source, src, source_tile)
@@ -61,6 +71,8 @@ def _copy(call: KernelCall, source: str, source_tile: int | None, local: bool) -
         codes = read_codes(call, "out", out)
         codes[out_index] = read_codes(call, source, src)[src_index]
         write_codes(call, "out", out, codes)
+    if cycles is not None:
+        return cycles
     return view_cycles(tuple(call.variadic), source_tile, call.tile, call.target)
 
 
@@ -72,7 +84,28 @@ def gather_view(call: KernelCall) -> int:
     return _copy(call, "staged", call.scalars["source_tile"], local=False)
 
 
-def _batched(batch: KernelBatch, source: str, source_tile: int | None) -> int | None:
+def gather_view_round(call: KernelCall) -> int:
+    try:
+        source = int(round_sources(call.scalars, np.array([call.tile], np.int64))[0])
+    except ValueError as error:
+        raise call.fail(str(error)) from None
+    cycles = view_round_cycles(tuple(call.variadic), call.scalars,
+                               np.array([call.tile], np.int64), call.target)
+    return _copy(call, "staged", source, local=False, cycles=cycles)
+
+
+def _round_batched(batch: KernelBatch) -> int | None:
+    """`gather_view_round` on every tile of a step at once, each tile from its own source."""
+    try:
+        sources = round_sources(batch.scalars, batch.tiles)
+    except ValueError:
+        return None
+    cycles = _batched(batch, "staged", sources)
+    return None if cycles is None else cycles + batch.target.round_select_cycles
+
+
+def _batched(batch: KernelBatch, source: str,
+             source_tile: int | np.ndarray | None) -> int | None:
     """A view step on every tile at once (`view_steps.view_step`): only the elements that
     move are copied (`TileMemory.copy_elements`). None (the step runs tile by tile, which
     names the failing tile) when any tile would fail a check of the per-tile form: bad words,
@@ -86,7 +119,7 @@ def _batched(batch: KernelBatch, source: str, source_tile: int | None) -> int | 
     if (out.rank == 0 or src.rank == 0
             or (out.precision, out.scale) != (src.precision, src.scale)
             or not holds_all(out, tiles)
-            or not (src.holds(source_tile) if source_tile is not None else holds_all(src, tiles))
+            or not holds_all(src, tiles if source_tile is None else np.atleast_1d(source_tile))
             or not batch.inside("out", out.shard_bytes())
             or not batch.inside(source, src.shard_bytes())):
         return None
@@ -156,5 +189,20 @@ RECORDS: tuple[Kernel, ...] = (
                                  call.target),
         lambda batch: _batched(batch, "staged", batch.scalars["source_tile"]),
         _view_step_cycles,
+    ),
+    Kernel(
+        viewed(
+            "gather_view_round", ("out", "staged"), ROUND_SCALARS,
+            "One round of a layout op's concurrent gather: staged holds the shard this tile "
+            "received in the round, the one of source tile first_source + source_step * g, "
+            "g = ((tile - first_dest) mod (groups * dest_step)) floordiv dest_step; then as "
+            "gather_view from that source tile.",
+            checked=("first_source", "source_step"),
+        ),
+        gather_view_round,
+        lambda call: view_round_cycles(call.words, call.scalars, np.array([call.tile], np.int64),
+                                       call.target),
+        _round_batched,
+        lambda step: view_round_cycles(step.words, step.scalars, step.tiles, step.target),
     ),
 )

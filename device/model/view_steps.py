@@ -66,26 +66,29 @@ class ViewStep:
 
 
 def check_holds(out: ShardGeometry, src: ShardGeometry, tiles: np.ndarray,
-                source_tile: int | None) -> None:
+                source_tile: int | np.ndarray | None) -> None:
     """DescriptorError, as the calls tile by tile would raise it first, when a tile holds no
-    shard of out or the source box's tile (`source_tile`, else the tile itself) none of src."""
-    if (holds_all(out, tiles) and (src.holds(source_tile) if source_tile is not None
-                                   else holds_all(src, tiles))):
+    shard of out or the source box's tile (`source_tile`: one for all, or one per tile; else
+    the tile itself) none of src."""
+    sources = tiles if source_tile is None else np.broadcast_to(source_tile, tiles.shape)
+    if holds_all(out, tiles) and holds_all(src, sources):
         return
-    for tile in tiles.tolist():
+    for tile, source in zip(tiles.tolist(), sources.tolist(), strict=True):
         shard_box(out, tile)
-        shard_box(src, tile if source_tile is None else source_tile)
+        shard_box(src, source)
 
 
 def view_step(out: ShardGeometry, src: ShardGeometry, view: IndexView, tiles: np.ndarray,
-              source_tile: int | None, with_moves: bool = False) -> ViewStep:
+              source_tile: int | np.ndarray | None, with_moves: bool = False) -> ViewStep:
     """The elements each of `tiles` (int64 [n], non-empty) moves: from `source_tile`'s shard
-    of src (`gather_view`), or with None from its own (`view_shard`). DescriptorError when a
-    tile or the source tile holds no shard (`check_holds`)."""
+    of src (`gather_view`; int64 [n], one source per tile: `gather_view_round`), or with
+    None from its own (`view_shard`). DescriptorError when a tile or a source tile holds no
+    shard (`check_holds`)."""
     check_holds(out, src, tiles, source_tile)
     box_starts = origins_on(out, tiles).reshape(tiles.size, out.rank)
-    if source_tile is None:
-        src_starts = origins_on(src, tiles).reshape(tiles.size, src.rank)
+    if source_tile is None or isinstance(source_tile, np.ndarray):
+        sources = tiles if source_tile is None else source_tile
+        src_starts = origins_on(src, sources).reshape(tiles.size, src.rank)
     else:
         one = np.asarray(shard_box(src, source_tile)[0], np.int64).reshape(1, src.rank)
         src_starts = np.broadcast_to(one, (tiles.size, src.rank))
@@ -96,7 +99,9 @@ def view_step(out: ShardGeometry, src: ShardGeometry, view: IndexView, tiles: np
     extents = np.where((high > low).all(axis=1)[:, None], high - low, 0)
     shift = view.offset + (low - np.asarray(view.starts, np.int64)) @ np.asarray(
         view.strides, np.int64)
-    resident = _resident_test(src, src_starts, source_tile is not None and tiles.size > 1)
+    shared = (source_tile is not None and not isinstance(source_tile, np.ndarray)
+              and tiles.size > 1)
+    resident = _resident_test(src, src_starts, shared)
     moved = np.zeros(tiles.size, dtype=np.int64)
     moves = []
     shapes, group = unique_rows(extents)

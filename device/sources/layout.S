@@ -58,3 +58,25 @@ gather_shard:
     // element by element from staged's order to out's order ...
     exitz   $m15
     .size gather_shard, .-gather_shard
+
+// ABI: gather_round(out, staged; first_source, first_dest, source_step, dest_step, groups, descriptor...) -> void
+// status: Implemented
+// row_specialization: none: one entry for all formats (one descriptor per pointer, in order)
+    .globl gather_round
+    .type gather_round, @function
+    .align 8
+gather_round:
+    ld32    $m1, $m0, $m15, 0         // out    (this tile's shard, out format)
+    ld32    $m2, $m0, $m15, 1         // staged (the shard this tile received this round)
+    ld32    $m3, $m0, $m15, 2         // first_source
+    ld32    $m5, $m0, $m15, 3         // first_dest
+    ld32    $m6, $m0, $m15, 4         // source_step
+    ld32    $m7, $m0, $m15, 5         // dest_step
+    ld32    $m8, $m0, $m15, 6         // groups
+    get     $m4, $TILE_ID
+    sub     $m4, $m4, $m5             // ... g = (tile - first_dest) mod (groups *
+    // dest_step) floordiv dest_step, by multiplies with the reciprocals; the source tile is
+    // first_source + source_step * g (Target.round_select_cycles) ...
+    // ... then as gather_shard from that source tile ...
+    exitz   $m15
+    .size gather_round, .-gather_round

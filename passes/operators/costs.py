@@ -72,20 +72,23 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
     take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(a.first_tile,))
-    return gather_cycles(plan_rounds(a, b), sources, phase, copy, take)
+    return gather_cycles(plan_rounds(a, b), sources, phase, copy, take, target)
 
 
 def gather_cycles(rounds: GatherRounds | None, sources: int, phase: int, copy: int,
-                  take: int) -> int:
+                  take: int, target: Target) -> int:
     """A gather of `sources` input shards, each phase, copy and take costing as given: the
     concurrent gather of `rounds` (`passes/operators/gather.py`: a phase per round, a copy
-    where a sender holds elements of its own shard, a take per sent shard), or with None the
-    serial one (a phase, copy and take per input shard)."""
+    where a sender holds elements of its own shard, a take per sent shard, or one per round
+    where each tile finds its shard from its id, `GatherRounds.takes_once`), or with None
+    the serial one (a phase, copy and take per input shard)."""
     if rounds is None:
         return sources * (phase + copy + take)
     sent = rounds.sent_shards()
     copies = int(np.isin(sent + rounds.sender_offset, rounds.copiers).sum())
-    return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + sent.size * take
+    takes = (rounds.rounds * (take + target.round_select_cycles) if rounds.takes_once
+             else sent.size * take)
+    return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + takes
 
 
 def shard_memory_reason(types: Sequence[TensorType], target: Target,

@@ -34,7 +34,16 @@ The lowering (a constant op count, whatever the tile count):
         SHIFT(r, g)
       tile.loop %g = 0 to G:
         copy_words slot <- input on the COPIERS, only on tile s(r, g)
-        gather_shard(out, slot) source_tile s(r, g) on the result tiles
+      gather_round(out, slot) on the result tiles: each from the shard it received
+
+The one take per round needs each tile to find its group from its id (`takes_once`): group
+g's destinations are BASE moved by kg * g, so when every tile of BASE lies less than kg past a
+multiple of G * kg from BASE's first tile, a tile's group is ((t - first) mod G * kg) floordiv
+kg, and `gather_round` gets first_source(r), first_dest(r) (affine in r), source_step = L,
+dest_step = kg and G. Otherwise the take is in the group loop, `gather_shard(out, slot)
+source_tile s(r, g)` on every result tile, G steps a round that each cost a call where they
+move nothing. A layout op's view gather takes the same two forms (`gather_view_round`,
+`gather_view`).
 
 COPIERS are the senders whose result shard holds elements of their own shard (when both
 formats start at one tile, that tile always is one: shard 0 and result shard 0 both start at
@@ -49,8 +58,9 @@ shard `s` leaves from tile `sender_offset + s` and result shard `t` is on tile
 `receiver_offset + t`, one of the offsets 0 (both 0 when both formats start at tile 0, the
 case the examples above describe). The lowering adds `tile_base` back.
 
-Not covered, the serial gather of `conversions.lower_gather` runs: layout ops (`gather_view`
-with an index view: `D(s)` is not a box intersection). An irregular structure (no split
+Not covered, the serial gather of `conversions.lower_gather` runs: a layout op whose view is
+neither one source axis per result axis nor a reshape (`read_ranges` None: what its tiles read
+is no box). An irregular structure (no split
 whose rounds' receivers are disjoint, e.g. every shard needed on every result tile) takes the
 one-shard-per-round split above.
 """
@@ -79,6 +89,8 @@ from passes.operators.tile_maps import scalar_map
 from planning.shard_geometry import ShardGeometry
 
 COPY_KERNEL = "copy_words"
+# the take of one source shard, and its one-call-per-round form (`GatherRounds.takes_once`)
+ROUND_KERNELS = {"gather_shard": "gather_round", "gather_view": "gather_view_round"}
 
 
 def round_digits(r, rounds: int, inner: int):
@@ -140,6 +152,46 @@ class GatherRounds:
 
     def shard_map(self) -> AffineMap:
         return AffineMap(2, 0, (self.shard_expr(),))
+
+    # -- one take per round (`gather_round`) -----------------------------------------------
+    @property
+    def takes_once(self) -> bool:
+        """Each result tile can find the shard it received in a round from its own id, so
+        one take per round replaces one per group (module doc): group g's destinations are
+        BASE moved by kg * g, and every tile of BASE lies less than kg past a multiple of
+        G * kg from BASE's first, so (tile - first) mod (G * kg) floordiv kg is g."""
+        kg = self.shift[3]
+        if self.groups == 1 or kg <= 0:
+            return False
+        first = min(self.base)
+        return all((t - first) % (self.groups * kg) < kg for t in self.base)
+
+    def round_maps(self) -> tuple[AffineMap, AffineMap]:
+        """(first_source, first_dest) of round r (`ROUND_SCALARS`): group 0's sender, and the
+        first tile of group 0's window."""
+        r = AffineExpr.dimension(0)
+        outer, low = round_digits(r, self.rounds, self.inner)
+        c, ko, ki, _ = self.shift
+        # s(r, 0) = (r // L) * G * L + r % L
+        source = self.affine_sum(self.tile_base + self.sender_offset,
+                                 ((outer, self.groups * self.inner), (low, 1)))
+        dest = self.affine_sum(c + self.tile_base + min(self.base), ((outer, ko), (low, ki)))
+        return AffineMap(1, 0, (source,)), AffineMap(1, 0, (dest,))
+
+    @staticmethod
+    def affine_sum(constant: int, terms) -> AffineExpr:
+        """constant + sum of index * k over the (index, k) terms whose index is not a
+        constant 0 digit (`round_digits`) and whose k is not 0."""
+        expr = AffineExpr.constant(constant)
+        for index, k in terms:
+            if k and not isinstance(index, int):
+                expr = expr + scaled(index, k)
+        return expr
+
+    def round_steps(self) -> list[int]:
+        """(source_step, dest_step, groups) of `ROUND_SCALARS`: consecutive groups' shards
+        are `inner` shards apart."""
+        return [self.inner, self.shift[3], self.groups]
 
     def sender_map(self) -> AffineMap:
         """The tile that sends in round r for group g."""
@@ -600,8 +652,9 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry,
     # one shard per round to every tile that needs any: no affine shift needed
     best = best or try_split(needs, shards, 1, shards, fixed_shift=(0, 0, 0, 0),
                              sender_offset=senders)
-    if best is None or not (senders or receivers):
+    if best is None or not (senders or receivers or base):
         return best
+    # numbered from `base`, which the lowering adds back (also when both formats start there)
     return dataclasses.replace(with_base_received(best), tile_base=base)
 
 
@@ -662,6 +715,12 @@ class ConcurrentGather:
         if plan.copiers:
             groups.body.block.add_op(self.copy(rounds, groups, provenance(
                 "a sender that holds elements of its own shard copies it into its slot")))
+        if plan.takes_once:
+            if plan.copiers:
+                rounds.body.block.add_op(groups)
+            rounds.body.block.add_op(self.take_round(rounds, provenance(
+                "take the elements of the shard this tile received in round r")))
+            return rounds
         groups.body.block.add_op(self.take(rounds, groups, provenance(
             "take the elements of shard s(r, g) this tile holds")))
         rounds.body.block.add_op(groups)
@@ -681,6 +740,16 @@ class ConcurrentGather:
             self.kernel, [(self.out, zero), (self.slot, zero)], self.scalars,
             self.result_tiles, [rounds.induction_var, groups.induction_var], provenance,
             iv_scalars=[self.plan.sender_map()],
+        )
+
+    def take_round(self, rounds: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:
+        """One take per round on every result tile, each from the shard it received
+        (`gather_round`, `gather_view_round`)."""
+        zero = scalar_map(1, 0)
+        return KernelOp(
+            ROUND_KERNELS[self.kernel], [(self.out, zero), (self.slot, zero)],
+            [*self.plan.round_steps(), *self.scalars], self.result_tiles,
+            [rounds.induction_var], provenance, iv_scalars=list(self.plan.round_maps()),
         )
 
     def copy(self, rounds: LoopOp, groups: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:

@@ -182,7 +182,7 @@ def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,
                          device_cycles.exchange_step_cycles(shard + latency, target),
                          device_cycles.copy_cycles(shard * WORD_BYTES, target),
                          kernel_cycles(GATHER_KERNEL, [src.first_tile, *words], out_type,
-                                       target)), False
+                                       target), target), False
 
 
 def with_format(value: SSAValue, fmt: mid.TensorFormatAttr) -> TensorType:

@@ -140,7 +140,8 @@ def test_pointwise_program_at_other_origins_passes_on_the_device_model(a, b, c):
     for symbol in ("add", "gelu"):  # the kernels run on the result's tiles, from its origin
         (call,) = kernels(module, symbol)
         assert list(call.tiles.tiles()) == list(range(first, first + 8))
-    assert kernels(module, "gather_shard")  # the operands were moved to the result's tiles
+    # the operands were moved to the result's tiles
+    assert kernels(module, "gather_shard") or kernels(module, "gather_round")
     passed, _ = run_against_graph(module, GRAPH_ADD_GELU)
     assert passed
 

@@ -185,7 +185,9 @@ def test_every_kernel_has_a_cycle_function_of_its_scalars_tile_and_target():
     g = ShardGeometry((2, 4, 64, 64), (1, 1, 64, 64), (1, 2, 1, 1), (True,) * 4, 1, 2, "f16")
     words = {"amp_gemm_f8_init": [64, 0, 0, 0], "amp_gemm_f8_accum": [64, 0, 0, 0],
              "attention": [1, 0x3F800000], "gather_shard": [1], "gather_view": [1],
-             "layer_norm": [0x3727C5AC]}
+             "layer_norm": [0x3727C5AC],
+             # round 0 of 2 groups of 2 tiles: tile 1 takes from tile 0's shard
+             "gather_round": [0, 0, 1, 2, 2], "gather_view_round": [0, 0, 1, 2, 2]}
     # key block 0 of 64 keys against 64 rows of partition 1 (of 2): every row group active
     words |= {f"attention_block_{p}_{mode}": [0, 64, 0, 0x3F800000, 128, 64, 64, 2, 0]
               for p in ("f16", "f32") for mode in ("init", "accum")}
@@ -197,7 +199,8 @@ def test_every_kernel_has_a_cycle_function_of_its_scalars_tile_and_target():
     for symbol, abi in KERNELS.items():
         named = words.get(symbol, [64] * len(abi.named_scalars))
         scalars = named + ([w for _ in abi.pointers for w in g.encode()] if abi.variadic else [])
-        if symbol in ("view_shard", "gather_view"):  # two descriptors, then the index view
+        if symbol in ("view_shard", "gather_view", "gather_view_round"):  # two descriptors, then
+            # the index view
             scalars = [*named, *g.encode(), *g.encode(), *identity]
         assert kernel_cycles(symbol, scalars, 1, IPU21) > IPU21.kernel_call_cycles, symbol
 

@@ -11,7 +11,9 @@ exactly:
   every batched form removed (each call's own implementation, tile by tile);
 - the maximum over its tiles of a reference written here from the geometry alone, without the
   model's box code: the intersection of the two shard boxes and the logical extent for a
-  `gather_shard`, `index_views.view_moves` for a view kernel, `kernel_cycles` for the rest.
+  `gather_shard`, `index_views.view_moves` for a view kernel, the one-shard form from the
+  tile's source for a round kernel (`gather_round`, `gather_view_round`), `kernel_cycles`
+  for the rest.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ CASES = [
      ("amp_gemm_f16_ksplit",), {"add"}),
     ("layouts", layout_chain, 6, (), {"gather_view", "view_shard"}),
     ("gpt2 layer", lambda: build_model(GPT2_LAYER), 32, (),
-     {"gather_shard", "gather_view", "view_shard", "layer_norm", "gelu",
+     {"gather_round", "gather_view_round", "view_shard", "layer_norm", "gelu",
       "attention_block_f16_init", "attention_block_f16_accum", "attention_finish_f16"}),
     ("bert layer", lambda: build_model(BERT_LAYER), 32, (),
      {"gather_shard", "view_shard", "attention"}),
@@ -99,9 +101,23 @@ def compiled(request):
     return package, feeds, symbols
 
 
+def round_source(named, tile: int) -> int:
+    """The source tile of a round kernel's call on `tile`: the group whose window, counted
+    from first_dest modulo the groups' whole period, holds the tile."""
+    offset = (tile - named["first_dest"]) % (named["groups"] * named["dest_step"])
+    return named["first_source"] + named["source_step"] * (offset // named["dest_step"])
+
+
+ROUND_FORMS = {"gather_round": "gather_shard", "gather_view_round": "gather_view"}
+
+
 def reference_call_cycles(symbol: str, scalars, tile: int) -> int:
     """One call's cycles from its geometry, tile by tile, without the model's box code."""
     named, words = get_kernel(symbol).split_scalars(scalars)
+    if symbol in ROUND_FORMS:  # its one-shard form from the tile's source, and the choice
+        plain = ROUND_FORMS[symbol]
+        scalars = [round_source(named, tile), *words]
+        return reference_call_cycles(plain, scalars, tile) + T.round_select_cycles
     if symbol == "gather_shard":
         out, staged = decode_descriptors(words, 2)
         boxes = (staged.shard_box(named["source_tile"]), out.shard_box(tile),

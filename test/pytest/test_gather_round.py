@@ -1,0 +1,150 @@
+"""One take per round (`GatherRounds.takes_once`, `gather_round`, `gather_view_round`): in a
+round of a concurrent gather each result tile finds, from its own tile id, the one shard it
+received, instead of one take step per group on every result tile.
+
+The compile-time side is checked against the shards' receivers (`shard_receivers`: which
+result tile holds elements of which input shard), over the BERT-base batch-8 gathers and
+random partitionings; the device side by running gathers on the model (every element moved
+bit-exactly), by counting the steps, and by a corrupted round scalar that must give wrong
+numbers."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_gather_concurrent import (
+    CASES,
+    assert_moved_exactly,
+    bert_b8,
+    case,
+    fmt,
+    random_input,
+    run,
+    scheduled,
+)
+
+from device.kernels import get_kernel
+from device.model.kernel_shards import round_sources
+from device.package import KernelStep
+from passes.operators.gather import GatherRounds, plan_rounds, shard_receivers
+from planning.shard_geometry import ShardGeometry
+from tools.package_writer import build_package
+
+
+def round_scalars(plan: GatherRounds, r: int) -> dict[str, int]:
+    """The named scalars of round r's `gather_round` call, as the lowering writes them."""
+    first_source, first_dest = (m.eval([r], [])[0] for m in plan.round_maps())
+    source_step, dest_step, groups = plan.round_steps()
+    return {"first_source": first_source, "first_dest": first_dest,
+            "source_step": source_step, "dest_step": dest_step, "groups": groups}
+
+
+def assert_every_receiver_finds_its_shard(a: ShardGeometry, b: ShardGeometry) -> GatherRounds:
+    """Every result tile that holds elements of a shard sent in round r takes from that
+    shard's tile in round r."""
+    plan = plan_rounds(a, b)
+    assert plan is not None
+    need = shard_receivers(a, b)
+    for r, shards in enumerate(plan.sent_shards()):
+        scalars = round_scalars(plan, r)
+        for shard in shards.tolist():
+            if shard >= need.shape[0]:
+                continue
+            receivers = np.flatnonzero(need[shard]) + b.first_tile
+            if receivers.size:
+                found = round_sources(scalars, receivers)
+                assert (found == a.first_tile + shard).all(), (r, shard, receivers, found)
+    return plan
+
+
+@pytest.mark.parametrize("source, result", [
+    (((8, 384, 768), (8, 12, 12)), ((8, 384, 768), (1, 384, 1))),
+    (((8, 384, 3072), (8, 3, 48)), ((8, 384, 3072), (1, 1, 1472))),
+    (((8, 384, 3072), (1, 1, 1472)), ((8, 384, 3072), (8, 12, 12))),
+])
+def test_the_bert_batch_8_gathers_take_once_per_round(source, result):
+    plan = assert_every_receiver_finds_its_shard(bert_b8(*source, 1472), bert_b8(*result, 1472))
+    assert plan.takes_once
+
+
+def geometry(shape, partitions, first_tile: int) -> ShardGeometry:
+    return ShardGeometry(shape, (1,) * len(shape), partitions, (True,) * len(shape),
+                         group=max(1, int(np.prod(partitions))), precision="f16",
+                         first_tile=first_tile)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.tuples(st.integers(1, 48), st.integers(1, 48)),
+       st.tuples(st.integers(1, 8), st.integers(1, 8)),
+       st.tuples(st.integers(1, 8), st.integers(1, 8)),
+       st.integers(0, 5), st.integers(0, 5))
+def test_random_partitionings_find_their_shards(shape, from_parts, to_parts, first_a, first_b):
+    """Whenever a split takes once per round, each receiver's formula finds its shard; where
+    it cannot (the groups' windows interleave), the lowering keeps one take per group."""
+    a, b = geometry(shape, from_parts, first_a), geometry(shape, to_parts, first_b)
+    plan = plan_rounds(a, b)
+    if plan is not None and plan.takes_once:
+        assert_every_receiver_finds_its_shard(a, b)
+
+
+def kernel_symbols(package) -> list[str]:
+    return [s.symbol for s in package.executed() if isinstance(s, KernelStep)]
+
+
+def test_the_64_tile_activation_gather_takes_16_times_not_64():
+    """rows -> amp_left on 64 tiles: 16 rounds of 4 groups, one take per round."""
+    package = build_package(scheduled(CASES["rows_to_amp_left"](64)), with_assembly=False)
+    symbols = kernel_symbols(package)
+    assert symbols.count("gather_round") == 16 and "gather_shard" not in symbols
+    assert_moved_exactly(package)
+
+
+@pytest.mark.parametrize("name, tiles", [("batched_blocks_to_rows", 64),
+                                         ("thin_columns_to_blocks", 16),
+                                         ("amp_output_to_rows", 16),
+                                         ("columns_to_amp_left", 64)])
+def test_round_takes_move_every_element(name, tiles):
+    package = build_package(scheduled(CASES[name](tiles)), with_assembly=False)
+    assert "gather_round" in kernel_symbols(package)
+    assert_moved_exactly(package, seed=tiles)
+
+
+def test_a_round_take_with_the_wrong_first_destination_gives_wrong_numbers():
+    """Moving round 0's window by one tile makes a tile take from its neighbour group's
+    shard: the model must then read other elements (its source tile is per tile, not one
+    for the step)."""
+    package = build_package(scheduled(CASES["rows_to_amp_left"](64)), with_assembly=False)
+    _, x = random_input(package, 0)
+    index = next(i for i, s in enumerate(package.steps)
+                 if isinstance(s, KernelStep) and s.symbol == "gather_round")
+    step = package.steps[index]
+    named, _ = get_kernel("gather_round").split_scalars(step.scalars)
+    position = list(named).index("first_dest")
+    corrupted = copy.deepcopy(package)
+    scalars = list(step.scalars)
+    scalars[position] += 1
+    corrupted.steps[index].scalars = tuple(scalars)
+    _, got = run(corrupted, x)
+    assert not np.array_equal(np.asarray(got, np.float64), np.asarray(x, np.float64))
+    _, good = run(package, x)
+    np.testing.assert_array_equal(good, x)
+
+
+def at_tile(encoding: str, first: int) -> str:
+    return encoding[:-1] + f", first_tile = {first}>"
+
+
+@pytest.mark.parametrize("first", [0, 5])
+def test_a_gather_between_formats_that_start_on_one_tile_past_0(first):
+    """Both formats from tile `first`: the plan numbers tiles from there (it used to number
+    them from tile 0 when the two first tiles were equal, and so sent from the wrong tiles)."""
+    text = case((64, 256), "f16",
+                at_tile(fmt("f16", "row_major", "1 x 32 pad, 1 x 1 pad", 64), first),
+                at_tile(fmt("f16", "amp_left", "16 x 4 pad, 64 x 2 pad", 64), first), 64)
+    package = build_package(scheduled(text), with_assembly=False)
+    assert "gather_round" in kernel_symbols(package)
+    assert_moved_exactly(package)
