@@ -19,7 +19,8 @@ A case that does not compile prints the first line of its diagnostic (shortened)
 `--run` also runs each compiled case on the device model with `ipu-run`'s seeded inputs (seed
 0), checks it against the NumPy reference and prints PASS/FAIL and the model's wall time; a
 run that fails `ipu-run`'s fixed tolerance is then measured against the reference's own
-rounding spread (`rounding_spread`, four perturbed runs): `PASS-spread` when every element is
+rounding spread (`rounding_spread`, its eight perturbed runs, as ipu-run's FP8 check and
+`bench/differential.py` take it): `PASS-spread` when every element is
 within twice its spread (the program is ill-conditioned at these inputs, and the answer is as
 close as its roundings allow; counted apart from PASS, as `bench/differential.py` does), else
 FAIL, with the spread in the note. A run longer than `--run-timeout` seconds (the spread's
@@ -217,7 +218,6 @@ def run_record(source, package) -> dict:
             "model_seconds": seconds, "model_cycles": int(outcome.cycles)}
 
 
-SPREAD_RUNS = 4  # perturbed reference runs: each costs one reference evaluation
 # the verdict of a run that fails the fixed tolerance but is within twice the reference's
 # rounding spread at every element: an ill-conditioned answer, reported apart from PASS as
 # bench/differential.py counts its spread PASSes apart
@@ -234,7 +234,7 @@ def conditioning(source, arrays, function: str, results, expected) -> tuple[bool
     from interpreters.graph import rounding_spread
     from tools.run_io import FP8_SPREAD_FACTOR, within_spread
 
-    spreads = rounding_spread(source, arrays, function, runs=SPREAD_RUNS, reference=expected)
+    spreads = rounding_spread(source, arrays, function, reference=expected)
     notes, within = [], True
     for got, want, spread in zip(results, expected, spreads, strict=True):
         got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)

@@ -22,8 +22,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from device.layouts import AMP_BLOCK, element_bytes
-from device.model.kernel_shards import GatherBoxes, gather_boxes, round_sources
-from device.model.view_steps import ViewStep, view_step
+from device.model.kernel_shards import (
+    GatherBoxes,
+    gather_boxes,
+    round_boxes,
+    round_sources,
+    round_takers,
+)
+from device.model.view_steps import ViewStep, check_holds, view_step
 from device.model.view_steps import view_words as cached_view_words
 from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Precision, Target
@@ -92,8 +98,8 @@ def gather_round_cycles(out: ShardGeometry, staged: ShardGeometry,
     the slowest tile's cycles."""
     if tiles.size == 0:
         return 0
-    boxes = gather_boxes(out, staged, round_sources(scalars, tiles), tiles)
-    return gather_boxes_cycles(boxes, target) + target.round_select_cycles
+    return gather_boxes_cycles(round_boxes(out, staged, scalars, tiles), target) + \
+        target.round_select_cycles
 
 
 def gather_boxes_cycles(boxes: GatherBoxes, target: Target) -> int:
@@ -203,8 +209,14 @@ def view_round_cycles(words: tuple[int, ...], scalars: Mapping[str, int], tiles:
     does; the slowest tile's cycles."""
     if tiles.size == 0:
         return 0
-    return (view_step_cycles(words, round_sources(scalars, tiles), tiles, target)
-            + target.round_select_cycles)
+    out, src, view = cached_view_words(tuple(words))
+    sources = round_sources(scalars, tiles)
+    check_holds(out, src, tiles, sources)
+    takes = round_takers(scalars, tiles, sources)
+    moved = (view_step(out, src, view, tiles[takes], sources[takes]).moved if takes.any()
+             else np.zeros(1, np.int64))
+    return view_moved_cycles(int(moved.max(initial=0)), out, src, target) + \
+        target.round_select_cycles
 
 
 def view_moves_cycles(step: ViewStep, target: Target) -> int:

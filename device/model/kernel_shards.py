@@ -8,6 +8,7 @@ A descriptor kernel gets one format descriptor per pointer operand, in pointer o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -126,20 +127,43 @@ def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int | n
 # concurrent gather (passes/operators/gather.py) group g's shard leaves from tile
 # first_source + g * source_step, and its receivers are the tiles whose distance from
 # first_dest, modulo groups * dest_step, lies in [g * dest_step, (g + 1) * dest_step): so each
-# tile finds the one shard it received from its own id.
-ROUND_SCALARS = ("first_source", "first_dest", "source_step", "dest_step", "groups")
+# tile finds the one shard it received from its own id. With takes_own 0 a tile whose source
+# is itself takes nothing (its own shard's elements reach its out in one call after the
+# rounds, with takes_own 1 and its input as staged).
+ROUND_SCALARS = ("first_source", "first_dest", "source_step", "dest_step", "groups",
+                 "takes_own")
 
 
 def round_sources(scalars: Mapping[str, int], tiles: np.ndarray) -> np.ndarray:
     """int64 [n]: the source tile each of `tiles` takes from in a round kernel's call,
     first_source + source_step * g with g = ((tile - first_dest) mod (groups * dest_step))
     floordiv dest_step (a tile that received nothing takes from a shard that holds nothing
-    for it). ValueError for a dest_step or groups below 1."""
+    for it). ValueError for a dest_step or groups below 1 or a takes_own other than 0 or 1."""
     step, groups = scalars["dest_step"], scalars["groups"]
     if step < 1 or groups < 1:
         raise ValueError(f"dest_step {step} and groups {groups} must be at least 1")
+    if scalars["takes_own"] not in (0, 1):
+        raise ValueError(f"takes_own {scalars['takes_own']} must be 0 or 1")
     group = (np.asarray(tiles, np.int64) - scalars["first_dest"]) % (groups * step) // step
     return scalars["first_source"] + scalars["source_step"] * group
+
+
+def round_takers(scalars: Mapping[str, int], tiles: np.ndarray,
+                 sources: np.ndarray) -> np.ndarray:
+    """bool [n]: which of `tiles` take in a round kernel's call (`ROUND_SCALARS`)."""
+    if scalars["takes_own"]:
+        return np.ones(np.shape(tiles), dtype=bool)
+    return sources != tiles
+
+
+def round_boxes(out: ShardGeometry, staged: ShardGeometry, scalars: Mapping[str, int],
+                tiles: np.ndarray) -> GatherBoxes:
+    """What a `gather_round` step moves on each of `tiles`: `gather_boxes` from each tile's
+    source tile, nothing on a tile that does not take."""
+    sources = round_sources(scalars, tiles)
+    boxes = gather_boxes(out, staged, sources, tiles)
+    takes = round_takers(scalars, tiles, sources)
+    return dataclasses.replace(boxes, extents=boxes.extents * takes[:, None])
 
 
 def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:

@@ -19,6 +19,8 @@ whole shard.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from device.kernel_abi import described, words_abi
@@ -53,11 +55,12 @@ from device.model.kernel_shards import (
     read_codes,
     read_values,
     round_sources,
+    round_takers,
     write_codes,
     write_values,
     zero_padding,
 )
-from device.shard_geometry import DescriptorError, cached_descriptors
+from device.shard_geometry import DescriptorError, ShardGeometry, cached_descriptors
 from device.target import WORD_BYTES
 
 
@@ -112,25 +115,38 @@ def gather_shard(call: KernelCall) -> int:
 
 
 def gather_round(call: KernelCall) -> int:
-    return _gather_from(call, _round_source(call)) + call.target.round_select_cycles
+    source, takes = round_source(call)
+    if takes:
+        return _gather_from(call, source) + call.target.round_select_cycles
+    out, staged = _checked_formats(call)
+    return gather_round_cycles(out, staged, call.scalars, np.array([call.tile], np.int64),
+                               call.target)
 
 
-def _round_source(call: KernelCall) -> int:
-    """The source tile of this tile's call of a round kernel (`round_sources`)."""
+def round_source(call: KernelCall) -> tuple[int, bool]:
+    """The source tile of this tile's call of a round kernel, and whether it takes
+    (`round_sources`, `round_takers`)."""
+    tile = np.array([call.tile], np.int64)
     try:
-        return int(round_sources(call.scalars, np.array([call.tile], np.int64))[0])
+        source = round_sources(call.scalars, tile)
     except ValueError as error:
         raise call.fail(str(error)) from None
+    return int(source[0]), bool(round_takers(call.scalars, tile, source)[0])
 
 
-def _gather_from(call: KernelCall, source_tile: int) -> int:
+def _checked_formats(call: KernelCall) -> tuple[ShardGeometry, ShardGeometry]:
     formats = operand_formats(call)
     _check_same_tensor(call, "out", "staged", formats)
     out, staged = formats["out"], formats["staged"]
     if (out.precision, out.scale) != (staged.precision, staged.scale):
         raise call.fail(f"out is {out.precision} (scale {out.scale}) but staged is "
-                        f"{staged.precision} (scale {staged.scale}); gather_shard moves "
+                        f"{staged.precision} (scale {staged.scale}); {call.abi.symbol} moves "
                         f"elements without converting them")
+    return out, staged
+
+
+def _gather_from(call: KernelCall, source_tile: int) -> int:
+    out, staged = _checked_formats(call)
     source_box = box_on(call, "staged", staged, source_tile)
     box = box_on(call, "out", out)
     boxes = gather_boxes(out, staged, source_tile, np.array([call.tile], np.int64))
@@ -158,12 +174,17 @@ def _gather_round_batched(batch: KernelBatch) -> int | None:
         sources = round_sources(batch.scalars, batch.tiles)
     except ValueError:
         return None
-    cycles = _gather_batched(batch, sources)
+    cycles = _gather_batched(batch, sources, round_takers(batch.scalars, batch.tiles, sources))
     return None if cycles is None else cycles + batch.target.round_select_cycles
 
 
-def _gather_batched(batch: KernelBatch, source_tile: int | np.ndarray) -> int | None:
+def _gather_batched(batch: KernelBatch, source_tile: int | np.ndarray,
+                    takes: np.ndarray | None = None) -> int | None:
+    """The batched gather from `source_tile` (one, or one per tile), on the tiles that take
+    (`takes`: all when None; the others move nothing)."""
     boxes = _gather_boxes(batch.variadic, source_tile, batch.tiles)
+    if boxes is not None and takes is not None:
+        boxes = dataclasses.replace(boxes, extents=boxes.extents * takes[:, None])
     if boxes is None or not (batch.inside("out", boxes.out.shard_bytes())
                              and batch.inside("staged", boxes.staged.shard_bytes())):
         return None
@@ -261,7 +282,8 @@ RECORDS: tuple[Kernel, ...] = (
             "One round of a concurrent gather: staged holds the shard this tile received in the "
             "round, the one of source tile first_source + source_step * g, g = ((tile - "
             "first_dest) mod (groups * dest_step)) floordiv dest_step; then as gather_shard "
-            "from that source tile.",
+            "from that source tile. With takes_own 0 a tile whose source is itself "
+            "takes nothing (its own shard is taken once, after the rounds, with takes_own 1).",
             checked=("first_source", "source_step"),
         ),
         gather_round,

@@ -18,6 +18,8 @@ per-tile forms find their elements with `index_views.view_moves`, independently.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from device.index_views import IndexView, view_moves
@@ -36,9 +38,11 @@ from device.model.kernel_shards import (
     holds_all,
     read_codes,
     round_sources,
+    round_takers,
     storage_positions,
     write_codes,
 )
+from device.model.kernels_layout import round_source
 from device.model.view_steps import ViewStep, view_step, view_words
 from device.shard_geometry import DescriptorError, ShardGeometry
 
@@ -85,12 +89,12 @@ def gather_view(call: KernelCall) -> int:
 
 
 def gather_view_round(call: KernelCall) -> int:
-    try:
-        source = int(round_sources(call.scalars, np.array([call.tile], np.int64))[0])
-    except ValueError as error:
-        raise call.fail(str(error)) from None
+    source, takes = round_source(call)
     cycles = view_round_cycles(tuple(call.variadic), call.scalars,
                                np.array([call.tile], np.int64), call.target)
+    if not takes:
+        _operands(call, "staged")
+        return cycles
     return _copy(call, "staged", source, local=False, cycles=cycles)
 
 
@@ -100,8 +104,17 @@ def _round_batched(batch: KernelBatch) -> int | None:
         sources = round_sources(batch.scalars, batch.tiles)
     except ValueError:
         return None
-    cycles = _batched(batch, "staged", sources)
-    return None if cycles is None else cycles + batch.target.round_select_cycles
+    takes = round_takers(batch.scalars, batch.tiles, sources)
+    if not takes.any():
+        return None  # tile by tile: each checks its operands and moves nothing
+    takers = dataclasses.replace(batch, tiles=batch.tiles[takes],
+                                 pointers={n: p[takes] for n, p in batch.pointers.items()})
+    if _batched(takers, "staged", sources[takes]) is None:
+        return None
+    try:
+        return view_round_cycles(batch.variadic, batch.scalars, batch.tiles, batch.target)
+    except DescriptorError:  # a tile that does not take holds no shard: named tile by tile
+        return None
 
 
 def _batched(batch: KernelBatch, source: str,
@@ -196,7 +209,8 @@ RECORDS: tuple[Kernel, ...] = (
             "One round of a layout op's concurrent gather: staged holds the shard this tile "
             "received in the round, the one of source tile first_source + source_step * g, "
             "g = ((tile - first_dest) mod (groups * dest_step)) floordiv dest_step; then as "
-            "gather_view from that source tile.",
+            "gather_view from that source tile. With takes_own 0 a tile whose source is itself "
+            "takes nothing (its own shard is taken once, after the rounds, with takes_own 1).",
             checked=("first_source", "source_step"),
         ),
         gather_view_round,

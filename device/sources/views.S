@@ -39,7 +39,7 @@ gather_view:
     exitz   $m15
     .size gather_view, .-gather_view
 
-// ABI: gather_view_round(out, staged; first_source, first_dest, source_step, dest_step, groups, descriptor...) -> void
+// ABI: gather_view_round(out, staged; first_source, first_dest, source_step, dest_step, groups, takes_own, descriptor...) -> void
 // status: Implemented
 // row_specialization: none: one entry for all formats and views (two descriptors, then the index view)
     .globl gather_view_round
@@ -53,6 +53,7 @@ gather_view_round:
     ld32    $m6, $m0, $m15, 4         // source_step
     ld32    $m7, $m0, $m15, 5         // dest_step
     ld32    $m8, $m0, $m15, 6         // groups
+    ld32    $m9, $m0, $m15, 7         // takes_own (0: a tile whose source is itself returns)
     get     $m4, $TILE_ID
     sub     $m4, $m4, $m5             // ... g = (tile - first_dest) mod (groups *
     // dest_step) floordiv dest_step, by multiplies with the reciprocals; the source tile is

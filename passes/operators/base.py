@@ -65,10 +65,12 @@ class Spreading(Protocol):
 class ConsumerPricing(Protocol):
     """What a pointwise or layout operator asks graph-to-mid about its result's consumers."""
 
-    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int | None:
-        """The cycles `value`'s layout consumers (slice, reshape, transpose) take at the least
-        when it is stored `fmt`: a view of its shards or a gather, which its format decides;
-        None when one of them has no valid plan with `value` stored so."""
+    def consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int | None:
+        """The cycles `value`'s consumers pay for it being stored `fmt`: what its layout
+        consumers (slice, reshape, transpose) take at the least (a view of its shards or a
+        gather, which its format decides), and its conversion into the operand format each
+        GEMM consumer's own plan wants; None when a layout consumer has no valid plan with
+        `value` stored so."""
         ...
 
 
@@ -77,14 +79,14 @@ class ConsumerPricing(Protocol):
 STARVES_A_CONSUMER = "its result's format leaves a layout consumer with no valid plan"
 
 
-def layout_consumers_cycles(ctx: SelectionContext, value: SSAValue,
+def consumers_cycles(ctx: SelectionContext, value: SSAValue,
                             fmt: mid.TensorFormatAttr) -> int | None:
-    """What `value`'s layout consumers take at the least when it is stored `fmt` (0 when
-    selection does not price consumers), or None when one of them has no valid plan then:
-    the candidate is refused with `STARVES_A_CONSUMER`."""
+    """What `value`'s consumers pay when it is stored `fmt` (`ConsumerPricing`; 0 when
+    selection does not price consumers), or None when a layout consumer has no valid plan
+    then: the candidate is refused with `STARVES_A_CONSUMER`."""
     if ctx.consumers is None:
         return 0
-    return ctx.consumers.layout_consumers_cycles(value, fmt)
+    return ctx.consumers.consumers_cycles(value, fmt)
 
 
 def unless_every_one_starves(candidates: list[Candidate]) -> list[Candidate]:

@@ -79,16 +79,19 @@ def gather_cycles(rounds: GatherRounds | None, sources: int, phase: int, copy: i
                   take: int, target: Target) -> int:
     """A gather of `sources` input shards, each phase, copy and take costing as given: the
     concurrent gather of `rounds` (`passes/operators/gather.py`: a phase per round, a copy
-    where a sender holds elements of its own shard, a take per sent shard, or one per round
-    where each tile finds its shard from its id, `GatherRounds.takes_once`), or with None
-    the serial one (a phase, copy and take per input shard)."""
+    where a sender holds elements of its own shard, a take per sent shard; or, where each tile
+    finds its shard from its id, `GatherRounds.takes_once`, a take per round and one for the
+    copiers' own shards), or with None the serial one (a phase, copy and take per input
+    shard)."""
     if rounds is None:
         return sources * (phase + copy + take)
+    phases = rounds.rounds * phase if rounds.has_traffic else 0
+    if rounds.takes_once:  # a take per round, and the copiers' own shards in one call
+        takes = rounds.rounds + (1 if rounds.copiers else 0)
+        return phases + takes * (take + target.round_select_cycles)
     sent = rounds.sent_shards()
     copies = int(np.isin(sent + rounds.sender_offset, rounds.copiers).sum())
-    takes = (rounds.rounds * (take + target.round_select_cycles) if rounds.takes_once
-             else sent.size * take)
-    return (rounds.rounds * phase if rounds.has_traffic else 0) + copies * copy + takes
+    return phases + copies * copy + sent.size * take
 
 
 def shard_memory_reason(types: Sequence[TensorType], target: Target,

@@ -32,18 +32,23 @@ The lowering (a constant op count, whatever the tile count):
     tile.loop %r = 0 to R:
       tile.exchange shard s(r, g) from tile s(r, g) to the slot on BASE, groups G shift
         SHIFT(r, g)
-      tile.loop %g = 0 to G:
-        copy_words slot <- input on the COPIERS, only on tile s(r, g)
       gather_round(out, slot) on the result tiles: each from the shard it received
+    gather_round(out, input) on the COPIERS: each its own shard's elements
 
 The one take per round needs each tile to find its group from its id (`takes_once`): group
 g's destinations are BASE moved by kg * g, so when every tile of BASE lies less than kg past a
 multiple of G * kg from BASE's first tile, a tile's group is ((t - first) mod G * kg) floordiv
 kg, and `gather_round` gets first_source(r), first_dest(r) (affine in r), source_step = L,
-dest_step = kg and G. Otherwise the take is in the group loop, `gather_shard(out, slot)
-source_tile s(r, g)` on every result tile, G steps a round that each cost a call where they
-move nothing. A layout op's view gather takes the same two forms (`gather_view_round`,
-`gather_view`).
+dest_step = kg, G and takes_own 0 (a tile whose source is itself skips the round's take; the
+copiers take their own shards from their input after the rounds). Otherwise the take is in a
+group loop:
+
+      tile.loop %g = 0 to G:
+        copy_words slot <- input on the COPIERS, only on tile s(r, g)
+        gather_shard(out, slot) source_tile s(r, g) on the result tiles
+
+G steps a round that each cost a call where they move nothing, and a copy per copier. A
+layout op's view gather takes the same two forms (`gather_view_round`, `gather_view`).
 
 COPIERS are the senders whose result shard holds elements of their own shard (when both
 formats start at one tile, that tile always is one: shard 0 and result shard 0 both start at
@@ -189,9 +194,14 @@ class GatherRounds:
         return expr
 
     def round_steps(self) -> list[int]:
-        """(source_step, dest_step, groups) of `ROUND_SCALARS`: consecutive groups' shards
-        are `inner` shards apart."""
-        return [self.inner, self.shift[3], self.groups]
+        """(source_step, dest_step, groups, takes_own) of `ROUND_SCALARS`: consecutive groups'
+        shards are `inner` shards apart; a copier takes its own shard after the rounds."""
+        return [self.inner, self.shift[3], self.groups, 0]
+
+    def own_scalars(self) -> list[int]:
+        """`ROUND_SCALARS` under which every copier's source is itself: one group per tile
+        (g = t mod (groups * 1) = t), taking its own shard (takes_own 1)."""
+        return [0, 0, 1, 1, self.tile_base + max(self.copiers) + 1, 1]
 
     def sender_map(self) -> AffineMap:
         """The tile that sends in round r for group g."""
@@ -703,28 +713,29 @@ class ConcurrentGather:
     kernel: str
     scalars: list[int]
 
-    def emit(self, provenance) -> LoopOp:
+    def emit(self, provenance) -> list[Operation]:
         plan = self.plan
         rounds = LoopOp(0, plan.rounds, provenance("rounds of input shards sent at once"))
         rounds.induction_var.name_hint = "r"
         if plan.has_traffic:
             rounds.body.block.add_op(self.exchange(rounds, provenance(
                 "input shards of round r, each to the result tiles that hold its elements")))
+        if plan.takes_once:
+            rounds.body.block.add_op(self.take_round(rounds, provenance(
+                "take the elements of the shard this tile received in round r")))
+            if not plan.copiers:
+                return [rounds]
+            return [rounds, self.take_own(provenance(
+                "a sender that holds elements of its own shard takes them from its input"))]
         groups = LoopOp(0, plan.groups, provenance("the shards of round r"))
         groups.induction_var.name_hint = "g"
         if plan.copiers:
             groups.body.block.add_op(self.copy(rounds, groups, provenance(
                 "a sender that holds elements of its own shard copies it into its slot")))
-        if plan.takes_once:
-            if plan.copiers:
-                rounds.body.block.add_op(groups)
-            rounds.body.block.add_op(self.take_round(rounds, provenance(
-                "take the elements of the shard this tile received in round r")))
-            return rounds
         groups.body.block.add_op(self.take(rounds, groups, provenance(
             "take the elements of shard s(r, g) this tile holds")))
         rounds.body.block.add_op(groups)
-        return rounds
+        return [rounds]
 
     def exchange(self, rounds: LoopOp, provenance: WorkProvenanceAttr) -> ExchangeOp:
         zero = scalar_map(1, 0)
@@ -752,6 +763,16 @@ class ConcurrentGather:
             [rounds.induction_var], provenance, iv_scalars=list(self.plan.round_maps()),
         )
 
+    def take_own(self, provenance: WorkProvenanceAttr) -> KernelOp:
+        """The copiers' own shards, each from its input, in one call after the rounds (their
+        round takes skipped them): no copy into a slot, no step per group."""
+        zero = scalar_map(0, 0)
+        return KernelOp(
+            ROUND_KERNELS[self.kernel], [(self.out, zero), (self.inp, zero)],
+            [*self.plan.own_scalars(), *self.scalars], self.plan.copier_tiles(), [],
+            provenance,
+        )
+
     def copy(self, rounds: LoopOp, groups: LoopOp, provenance: WorkProvenanceAttr) -> KernelOp:
         zero = scalar_map(2, 0)
         return KernelOp(
@@ -764,5 +785,5 @@ class ConcurrentGather:
 def lower_concurrent(plan: GatherRounds, out: BufferOp, inp: BufferOp, slot: BufferOp,
                      words: int, result_tiles: TileSetAttr, kernel: str, scalars: list[int],
                      provenance) -> list[Operation]:
-    return [ConcurrentGather(plan, out, inp, slot, words, result_tiles, kernel,
-                             scalars).emit(provenance)]
+    return ConcurrentGather(plan, out, inp, slot, words, result_tiles, kernel,
+                            scalars).emit(provenance)

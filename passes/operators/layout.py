@@ -40,8 +40,8 @@ from passes.operators.base import (
     Operator,
     SelectionContext,
     TileLowering,
+    consumers_cycles,
     current_format,
-    layout_consumers_cycles,
     max_latency,
     tensor_type,
     unless_every_one_starves,
@@ -150,7 +150,7 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
     gather: concurrent rounds where the view reads one source axis per result axis,
     `gather.separable_axes`, else one exchange phase per source shard)."""
     # once per view, types and target: a layout op's candidates are priced again by the ops
-    # before it that look ahead at them (`LookAhead.layout_consumers_cycles`), and the chains
+    # before it that look ahead at them (`LookAhead.consumers_cycles`), and the chains
     # of a transformer's Q, K and V repeat the same copies
     key = (view, src_type, out_type, id(ctx.target))
     known = KNOWN_COPIES.get(key)
@@ -294,7 +294,7 @@ class LayoutOperator(Operator):
             if geom.padded_shape != geom.shape:
                 cycles += device_cycles.fill_zero_cycles(shard_words(out_type), ctx.target)
             # a chain of layout ops: what the next one takes
-            consumers = layout_consumers_cycles(ctx, out_value, out_fmt)
+            consumers = consumers_cycles(ctx, out_value, out_fmt)
             cycles += consumers or 0
             formats["out"] = out_fmt
             how = "local" if local else "gather"

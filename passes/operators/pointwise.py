@@ -18,8 +18,8 @@ from passes.operators.base import (
     Candidate,
     SelectionContext,
     TileLowering,
+    consumers_cycles,
     current_format,
-    layout_consumers_cycles,
     tensor_type,
     unless_every_one_starves,
 )
@@ -93,7 +93,7 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
             cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx)
-            consumers = layout_consumers_cycles(ctx, op.results[0], out_fmt)
+            consumers = consumers_cycles(ctx, op.results[0], out_fmt)
             if consumers is None:
                 reason = STARVES_A_CONSUMER
             else:

@@ -15,9 +15,10 @@ adds, one look ahead of program order, the difference its consumers pay:
   looked at in turn (a few levels deep);
 - anything else: not known, and the result stays where its twin is.
 
-`LookAhead` also answers `ConsumerPricing` for every pointwise candidate, moved or not:
-`layout_consumers_cycles`, the least its slice, reshape and transpose consumers take with the
-result in the candidate's format (a view of its shards or a gather).
+`LookAhead` also answers `ConsumerPricing` for every pointwise and layout candidate, moved or
+not: `consumers_cycles`, the least its slice, reshape and transpose consumers take with the
+result in the candidate's format (a view of its shards or a gather), plus the result's
+conversion into the operand format of each GEMM consumer's plan (selected once, as above).
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from device.target import Target
 from ipu_dialects import graph, mid
 from passes.operators import operator_for_graph
-from passes.operators.base import SelectionContext, current_format, tensor_type
+from passes.operators.base import NoValidPlan, SelectionContext, current_format, tensor_type
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import with_format, with_storage
+from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 from planning.tile_loads import TileLoads
 
 FOLLOWERS = (graph.AddOp, graph.GeluOp, graph.LayerNormOp)  # pointwise ops that follow an operand
@@ -49,7 +51,7 @@ class LookAhead:
     loads: TileLoads
     selection: SelectionContext  # without spreading: the consumers' own plans
     target: Target
-    gemm_plans: dict[Operation, mid.OperatorPlanAttr] = field(default_factory=dict)
+    gemm_plans: dict[Operation, mid.OperatorPlanAttr | None] = field(default_factory=dict)
 
     def least_loaded_start(self, tiles: int) -> int:
         return self.loads.least_loaded_start(tiles)
@@ -66,7 +68,9 @@ class LookAhead:
             if isinstance(user, func.ReturnOp):
                 continue
             if isinstance(user, graph.GemmOp):
-                wanted = self.gemm_plan(user).operand_plan(("lhs", "rhs")[use.index]).format
+                wanted = self.gemm_wants(user, use.index)
+                if wanted is None:
+                    return None
                 total += self.cost(value, moved, wanted) - self.cost(value, twin, wanted)
                 continue
             if not (isinstance(user, FOLLOWERS) and depth > 0 and tensor_type(value).get_shape()
@@ -111,11 +115,20 @@ class LookAhead:
         return conversion_type_cycles(with_format(base, fmt), with_format(base, wanted),
                                       self.target)
 
-    def layout_consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int | None:
+    def consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr,
+                         depth: int = LOOK_AHEAD) -> int | None:
         total = 0
         for use in value.uses:
             user = use.operation
-            if isinstance(user, LAYOUT_CONSUMERS):
+            if isinstance(user, graph.GemmOp):  # its plan as chosen with the operand free
+                wanted = self.gemm_wants(user, use.index)
+                total += 0 if wanted is None else self.cost(value, fmt, wanted)
+            elif depth > 0 and self.follows(user, value):  # its result sits where `value` does
+                result = user.results[0]
+                further = self.consumers_cycles(result, with_storage(fmt, tensor_type(result)),
+                                                depth - 1)
+                total += further or 0  # a follower's own layout consumers are its to refuse
+            elif isinstance(user, LAYOUT_CONSUMERS):
                 operator = operator_for_graph(user)
                 assert operator is not None
                 least = operator.least_cycles_given(user, {value: fmt}, self.selection)
@@ -124,9 +137,25 @@ class LookAhead:
                 total += least
         return total
 
-    def gemm_plan(self, op: graph.GemmOp) -> mid.OperatorPlanAttr:
+    @staticmethod
+    def follows(user: Operation, value: SSAValue) -> bool:
+        """`user` is a pointwise op of `value`'s shape whose other operands are graph inputs
+        not yet placed (`follower_extra`): its cheapest plan keeps `value`'s format."""
+        return (isinstance(user, FOLLOWERS)
+                and tensor_type(value).get_shape() == tensor_type(user.results[0]).get_shape()
+                and all(other is value or (isinstance(other, BlockArgument)
+                                           and current_format(other) is None)
+                        for other in user.operands))
+
+    def gemm_wants(self, op: graph.GemmOp, index: int) -> mid.TensorFormatAttr | None:
+        """The format `op`'s plan wants its operand `index` in, or None when `op` has no valid
+        plan (its own selection says why, at its own location)."""
         if op not in self.gemm_plans:
             operator = operator_for_graph(op)
             assert operator is not None
-            self.gemm_plans[op] = operator.select(op, self.selection)
-        return self.gemm_plans[op]
+            try:
+                self.gemm_plans[op] = operator.select(op, self.selection)
+            except (NoValidPlan, NoValidGemmPlan):
+                self.gemm_plans[op] = None
+        plan = self.gemm_plans[op]
+        return None if plan is None else plan.operand_plan(("lhs", "rhs")[index]).format

@@ -335,12 +335,13 @@ def test_spreading_is_dropped_when_its_conversions_cost_more(monkeypatch):
     assert "first_tile" not in str(module)
 
 
-def test_transformer_block_on_the_chip_is_no_slower_spread(monkeypatch):
-    """Measured: 124748 modeled cycles spread, 149291 from tile 0 (the gathers into the moved
-    results do not contend with their senders' own receives)."""
+def test_transformer_block_on_the_chip_is_no_slower_than_from_tile_0(monkeypatch):
+    """Spreading is kept only where it is no costlier. Measured before one take per round:
+    124748 modeled cycles spread, 149291 from tile 0; since, no move pays on this block (the
+    copiers' takes are one call, and the add before the gelu is priced with the down
+    projection's conversion), and both lowerings give 107600."""
     text = (ROOT / "examples" / "transformer_block.mlir").read_text()
-    module, spread = compiled_cycles(text, 1472)
-    assert "first_tile" in str(module)  # the tile buffers' types carry their formats
+    _, chosen = compiled_cycles(text, 1472)
     plain_lowering(monkeypatch)
     _, plain = compiled_cycles(text, 1472)
-    assert spread < plain
+    assert chosen <= plain

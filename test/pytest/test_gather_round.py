@@ -28,7 +28,7 @@ from test_gather_concurrent import (
 )
 
 from device.kernels import get_kernel
-from device.model.kernel_shards import round_sources
+from device.model.kernel_shards import round_sources, round_takers
 from device.package import KernelStep
 from passes.operators.gather import GatherRounds, plan_rounds, shard_receivers
 from planning.shard_geometry import ShardGeometry
@@ -38,14 +38,16 @@ from tools.package_writer import build_package
 def round_scalars(plan: GatherRounds, r: int) -> dict[str, int]:
     """The named scalars of round r's `gather_round` call, as the lowering writes them."""
     first_source, first_dest = (m.eval([r], [])[0] for m in plan.round_maps())
-    source_step, dest_step, groups = plan.round_steps()
+    source_step, dest_step, groups, takes_own = plan.round_steps()
     return {"first_source": first_source, "first_dest": first_dest,
-            "source_step": source_step, "dest_step": dest_step, "groups": groups}
+            "source_step": source_step, "dest_step": dest_step, "groups": groups,
+            "takes_own": takes_own}
 
 
 def assert_every_receiver_finds_its_shard(a: ShardGeometry, b: ShardGeometry) -> GatherRounds:
     """Every result tile that holds elements of a shard sent in round r takes from that
-    shard's tile in round r."""
+    shard's tile in round r, but the shard's own tile, which skips the round's take (it
+    takes its own shard from its input after the rounds: a copier)."""
     plan = plan_rounds(a, b)
     assert plan is not None
     need = shard_receivers(a, b)
@@ -58,6 +60,10 @@ def assert_every_receiver_finds_its_shard(a: ShardGeometry, b: ShardGeometry) ->
             if receivers.size:
                 found = round_sources(scalars, receivers)
                 assert (found == a.first_tile + shard).all(), (r, shard, receivers, found)
+                takes = round_takers(scalars, receivers, found)
+                assert (takes == (receivers != a.first_tile + shard)).all()
+                own = receivers[~takes] - plan.tile_base
+                assert set(own.tolist()) <= set(plan.copiers)
     return plan
 
 
@@ -95,11 +101,17 @@ def kernel_symbols(package) -> list[str]:
     return [s.symbol for s in package.executed() if isinstance(s, KernelStep)]
 
 
-def test_the_64_tile_activation_gather_takes_16_times_not_64():
-    """rows -> amp_left on 64 tiles: 16 rounds of 4 groups, one take per round."""
+def test_the_64_tile_activation_gather_takes_17_times_not_64():
+    """rows -> amp_left on 64 tiles: 16 rounds of 4 groups, one take per round, and the two
+    copiers (tiles 0 and 1 hold rows of their own result blocks) take their own shards from
+    their input in one more call: no gather_shard and no copy_words step."""
     package = build_package(scheduled(CASES["rows_to_amp_left"](64)), with_assembly=False)
     symbols = kernel_symbols(package)
-    assert symbols.count("gather_round") == 16 and "gather_shard" not in symbols
+    assert symbols.count("gather_round") == 17
+    assert "gather_shard" not in symbols and "copy_words" not in symbols
+    own = [s for s in package.executed() if isinstance(s, KernelStep)
+           and s.symbol == "gather_round"][-1]
+    assert np.asarray(own.tiles).reshape(-1).tolist() == [0, 1]
     assert_moved_exactly(package)
 
 

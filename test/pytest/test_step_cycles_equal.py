@@ -115,9 +115,15 @@ def reference_call_cycles(symbol: str, scalars, tile: int) -> int:
     """One call's cycles from its geometry, tile by tile, without the model's box code."""
     named, words = get_kernel(symbol).split_scalars(scalars)
     if symbol in ROUND_FORMS:  # its one-shard form from the tile's source, and the choice
+        source = round_source(named, tile)
+        if source == tile and not named["takes_own"]:  # it takes its own shard later
+            if symbol == "gather_round":
+                nothing = gather_moved_cycles(0, *decode_descriptors(words, 2), T)
+            else:
+                nothing = view_moved_cycles(0, *split_view_words(words)[:2], T)
+            return nothing + T.round_select_cycles
         plain = ROUND_FORMS[symbol]
-        scalars = [round_source(named, tile), *words]
-        return reference_call_cycles(plain, scalars, tile) + T.round_select_cycles
+        return reference_call_cycles(plain, [source, *words], tile) + T.round_select_cycles
     if symbol == "gather_shard":
         out, staged = decode_descriptors(words, 2)
         boxes = (staged.shard_box(named["source_tile"]), out.shard_box(tile),

@@ -50,19 +50,15 @@ func.func @f(%x: tensor<64x128xf16>, %w: tensor<128x256xf16>, %v: tensor<256x128
 // The gather loop of the conversion between the GEMM and the gelu, all of it fused:
 // TILE-NEXT: tile.loop %r = 0 to 1 provenance #tile.provenance<op = "graph.gelu %g", value = "%y", reason = "rounds of input shards sent at once"> {
 // TILE-NEXT:   tile.exchange 2048 words from %y{{.*}} loc(fused["user.py":11:5, "user.py":10:5])
-// TILE-NEXT:   tile.loop %g_1 = 0 to 4 {{.*}} {
-// TILE-NEXT:     tile.kernel @copy_words({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
-// TILE-NEXT:   } loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT:   tile.kernel @gather_round({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT: } loc(fused["user.py":11:5, "user.py":10:5])
+// TILE-NEXT: tile.kernel @gather_round({{.*}} loc(fused["user.py":11:5, "user.py":10:5])
 // TILE-NEXT: tile.kernel @gelu({{.*}} loc("user.py":11:5)
 // TILE-NEXT: tile.loop %r_1 = 0 to 4 {{.*}} {
 // TILE-NEXT:   tile.exchange 512 words from %y_1{{.*}} loc(fused["user.py":12:5, "user.py":11:5])
-// TILE-NEXT:   tile.loop %g_2 = 0 to 4 {{.*}} {
-// TILE-NEXT:     tile.kernel @copy_words({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
-// TILE-NEXT:   } loc(fused["user.py":12:5, "user.py":11:5])
 // TILE-NEXT:   tile.kernel @gather_round({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
 // TILE-NEXT: } loc(fused["user.py":12:5, "user.py":11:5])
+// TILE-NEXT: tile.kernel @gather_round({{.*}} loc(fused["user.py":12:5, "user.py":11:5])
 // TILE-NEXT: tile.loop %j_1 = 0 to 2
 // TILE-NEXT:   tile.exchange {{.*}} loc("user.py":12:5)
 // TILE:        tile.loop %k_1 = 1 to 4
