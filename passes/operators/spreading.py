@@ -90,19 +90,14 @@ class LookAhead:
         choosing): its result then sits where `value` does. A user with another operand
         placed already (a residual add) is not told: it picks which of the two to convert by
         their conversions alone, and its own consumers may then pay for the move."""
-        for other in user.operands:
-            if other is not value and not (isinstance(other, BlockArgument)
-                                           and current_format(other) is None):
-                return None
         outputs = self.outputs(user, moved, twin)
-        if isinstance(user, graph.LayerNormOp) and any(f.partitions[-1] > 1 for f in outputs):
-            return None  # it cannot follow a cut last axis: where it goes is its own choice
+        if not all(self.follows(user, value, f) for f in outputs):
+            return None
         return self.extra(user.results[0], *outputs, depth - 1)
 
     def outputs(self, user: Operation, moved: mid.TensorFormatAttr,
                 twin: mid.TensorFormatAttr) -> tuple[mid.TensorFormatAttr, mid.TensorFormatAttr]:
-        result = tensor_type(user.results[0])
-        return with_storage(moved, result), with_storage(twin, result)
+        return self.follower_format(user, moved), self.follower_format(user, twin)
 
     def cost(self, value: SSAValue, fmt: mid.TensorFormatAttr,
              wanted: mid.TensorFormatAttr) -> int:
@@ -123,9 +118,10 @@ class LookAhead:
             if isinstance(user, graph.GemmOp):  # its plan as chosen with the operand free
                 wanted = self.gemm_wants(user, use.index)
                 total += 0 if wanted is None else self.cost(value, fmt, wanted)
-            elif depth > 0 and self.follows(user, value):  # its result sits where `value` does
-                result = user.results[0]
-                further = self.consumers_cycles(result, with_storage(fmt, tensor_type(result)),
+            elif (depth > 0 and isinstance(user, FOLLOWERS)
+                  and self.follows(user, value, self.follower_format(user, fmt))):
+                # its result sits where `value` does
+                further = self.consumers_cycles(user.results[0], self.follower_format(user, fmt),
                                                 depth - 1)
                 total += further or 0  # a follower's own layout consumers are its to refuse
             elif isinstance(user, LAYOUT_CONSUMERS):
@@ -138,14 +134,20 @@ class LookAhead:
         return total
 
     @staticmethod
-    def follows(user: Operation, value: SSAValue) -> bool:
-        """`user` is a pointwise op of `value`'s shape whose other operands are graph inputs
-        not yet placed (`follower_extra`): its cheapest plan keeps `value`'s format."""
+    def follows(user: Operation, value: SSAValue, result: mid.TensorFormatAttr) -> bool:
+        """`user` would keep `value`'s format, its result stored `result`: a pointwise op of
+        `value`'s shape with nothing else to follow (`follower_extra`), and not a layer norm
+        asked to follow a cut last axis (where it goes is then its own choice)."""
         return (isinstance(user, FOLLOWERS)
                 and tensor_type(value).get_shape() == tensor_type(user.results[0]).get_shape()
                 and all(other is value or (isinstance(other, BlockArgument)
                                            and current_format(other) is None)
-                        for other in user.operands))
+                        for other in user.operands)
+                and not (isinstance(user, graph.LayerNormOp) and result.partitions[-1] > 1))
+
+    @staticmethod
+    def follower_format(user: Operation, fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
+        return with_storage(fmt, tensor_type(user.results[0]))
 
     def gemm_wants(self, op: graph.GemmOp, index: int) -> mid.TensorFormatAttr | None:
         """The format `op`'s plan wants its operand `index` in, or None when `op` has no valid
