@@ -93,6 +93,10 @@ class GatherBoxes:
     def moved(self) -> np.ndarray:
         return self.extents.prod(axis=1)
 
+    def taken_by(self, takes: np.ndarray) -> GatherBoxes:
+        """The same boxes where `takes` (bool [tiles]), empty on the other tiles."""
+        return dataclasses.replace(self, extents=self.extents * takes[:, None])
+
 
 def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int | np.ndarray,
                  tiles: np.ndarray) -> GatherBoxes:
@@ -161,9 +165,19 @@ def round_boxes(out: ShardGeometry, staged: ShardGeometry, scalars: Mapping[str,
     """What a `gather_round` step moves on each of `tiles`: `gather_boxes` from each tile's
     source tile, nothing on a tile that does not take."""
     sources = round_sources(scalars, tiles)
-    boxes = gather_boxes(out, staged, sources, tiles)
-    takes = round_takers(scalars, tiles, sources)
-    return dataclasses.replace(boxes, extents=boxes.extents * takes[:, None])
+    return gather_boxes(out, staged, sources, tiles).taken_by(
+        round_takers(scalars, tiles, sources))
+
+
+def round_source(call: KernelCall) -> tuple[int, bool]:
+    """The source tile of this tile's call of a round kernel, and whether it takes
+    (`round_sources`, `round_takers`)."""
+    tile = np.array([call.tile], np.int64)
+    try:
+        source = round_sources(call.scalars, tile)
+    except ValueError as error:
+        raise call.fail(str(error)) from None
+    return int(source[0]), bool(round_takers(call.scalars, tile, source)[0])
 
 
 def operand_formats(call: KernelCall) -> dict[str, ShardGeometry]:

@@ -19,8 +19,6 @@ whole shard.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from device.kernel_abi import described, words_abi
@@ -54,6 +52,7 @@ from device.model.kernel_shards import (
     operand_formats,
     read_codes,
     read_values,
+    round_source,
     round_sources,
     round_takers,
     write_codes,
@@ -123,17 +122,6 @@ def gather_round(call: KernelCall) -> int:
                                call.target)
 
 
-def round_source(call: KernelCall) -> tuple[int, bool]:
-    """The source tile of this tile's call of a round kernel, and whether it takes
-    (`round_sources`, `round_takers`)."""
-    tile = np.array([call.tile], np.int64)
-    try:
-        source = round_sources(call.scalars, tile)
-    except ValueError as error:
-        raise call.fail(str(error)) from None
-    return int(source[0]), bool(round_takers(call.scalars, tile, source)[0])
-
-
 def _checked_formats(call: KernelCall) -> tuple[ShardGeometry, ShardGeometry]:
     formats = operand_formats(call)
     _check_same_tensor(call, "out", "staged", formats)
@@ -184,7 +172,7 @@ def _gather_batched(batch: KernelBatch, source_tile: int | np.ndarray,
     (`takes`: all when None; the others move nothing)."""
     boxes = _gather_boxes(batch.variadic, source_tile, batch.tiles)
     if boxes is not None and takes is not None:
-        boxes = dataclasses.replace(boxes, extents=boxes.extents * takes[:, None])
+        boxes = boxes.taken_by(takes)
     if boxes is None or not (batch.inside("out", boxes.out.shard_bytes())
                              and batch.inside("staged", boxes.staged.shard_bytes())):
         return None

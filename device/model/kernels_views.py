@@ -37,12 +37,12 @@ from device.model.kernel_shards import (
     box_on,
     holds_all,
     read_codes,
+    round_source,
     round_sources,
     round_takers,
     storage_positions,
     write_codes,
 )
-from device.model.kernels_layout import round_source
 from device.model.view_steps import ViewStep, view_step, view_words
 from device.shard_geometry import DescriptorError, ShardGeometry
 
@@ -109,12 +109,16 @@ def _round_batched(batch: KernelBatch) -> int | None:
         return None  # tile by tile: each checks its operands and moves nothing
     takers = dataclasses.replace(batch, tiles=batch.tiles[takes],
                                  pointers={n: p[takes] for n, p in batch.pointers.items()})
-    if _batched(takers, "staged", sources[takes]) is None:
+    cycles = _batched(takers, "staged", sources[takes])
+    if cycles is None:
         return None
-    try:
-        return view_round_cycles(batch.variadic, batch.scalars, batch.tiles, batch.target)
-    except DescriptorError:  # a tile that does not take holds no shard: named tile by tile
-        return None
+    out, src, _ = view_words(batch.variadic)
+    if not (holds_all(out, batch.tiles) and holds_all(src, sources)
+            and batch.inside("out", out.shard_bytes())
+            and batch.inside("staged", src.shard_bytes())):
+        return None  # a tile that does not take fails a check of its call: named tile by tile
+    # the others move nothing, and a step's cycles are its largest move's
+    return cycles + batch.target.round_select_cycles
 
 
 def _batched(batch: KernelBatch, source: str,
