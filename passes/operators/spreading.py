@@ -19,12 +19,9 @@ adds, one look ahead of program order, the difference its consumers pay:
 `LookAhead` also answers `ConsumerPricing` for every pointwise and layout candidate, moved or
 not: `consumers_cycles`, the least its slice, reshape and transpose consumers take with the
 result in the candidate's format (a view of its shards or a gather; those consumers priced in
-turn with their own consumers, `NESTED_DEPTH` level deeper: a reshape, then the transpose
-after it and what that feeds), plus what each GEMM consumer pays above its cheapest plan with
-the result in that format (`gemm_extra_cycles`, over its cheapest plans), the result's
-conversion into the operand format of each attention consumer's plan (selected once, alone,
-as above: `plan_wants`), and a layer norm's that cannot follow a cut last axis into whole
-rows of that cut; and
+turn with their own consumers, `LOOK_AHEAD` levels deep: a reshape, the transpose after it,
+the attention after that), plus the result's conversion into the operand format of each GEMM
+or attention consumer's plan (selected once, alone, as above: `plan_wants`); and
 `wanted_formats`, those plans' operand formats, which a layout op may write its result in.
 """
 
@@ -164,8 +161,7 @@ class LookAhead:
             elif isinstance(user, LAYOUT_CONSUMERS):
                 operator = operator_for_graph(user)
                 assert operator is not None
-                nested = self.nested(min(depth - 1, NESTED_DEPTH))
-                least = operator.least_cycles_given(user, {value: fmt}, nested)
+                least = operator.least_cycles_given(user, {value: fmt}, self.nested(min(depth - 1, NESTED_DEPTH)))
                 if least is None:  # no valid plan with `value` stored `fmt`
                     return None
                 total += least
