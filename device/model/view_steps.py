@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from device.index_views import IndexView
+from device.index_views import IndexView, row_major_strides
 from device.kernel_abi import split_view_words
 from device.model.kernel_shards import (
     MOVE_CHUNK_ELEMENTS,
@@ -136,11 +136,17 @@ def view_step(out: ShardGeometry, src: ShardGeometry, view: IndexView, tiles: np
                     extents.prod(axis=1) - moved, tuple(moves))
 
 
+def innermost_cut(src: ShardGeometry) -> int | None:
+    """The last axis whose shards are smaller than the source (None: one shard is whole)."""
+    cut = [axis for axis in range(src.rank) if src.chunk[axis] < src.shape[axis]]
+    return cut[-1] if cut else None
+
+
 def box_runs(src: ShardGeometry) -> int:
     """The most runs of consecutive linear indices one source box covers: one per index of
     the axes before the innermost axis the source cuts (the axes after it are whole)."""
-    cut = [axis for axis in range(src.rank) if src.chunk[axis] < src.shape[axis]]
-    return math.prod(src.chunk[:cut[-1]]) if cut else 1
+    inner = innermost_cut(src)
+    return 1 if inner is None else math.prod(src.chunk[:inner])
 
 
 def count_in_boxes(src: ShardGeometry, src_starts: np.ndarray, shifts: np.ndarray,
@@ -149,12 +155,11 @@ def count_in_boxes(src: ShardGeometry, src_starts: np.ndarray, shifts: np.ndarra
     lie in the source box at `src_starts[i]`, counted run by run (`box_runs`) with two
     binary searches each, instead of testing every element: what `moved` needs when the
     moves themselves are not asked for."""
-    shape = np.asarray(src.shape, np.int64)
-    cut = [axis for axis in range(src.rank) if src.chunk[axis] < src.shape[axis]]
-    if not cut:  # one box is the whole source: every element is in it
+    inner = innermost_cut(src)
+    if inner is None:  # one box is the whole source: every element is in it
         return np.full(shifts.shape, offsets.size, dtype=np.int64)
-    inner = cut[-1]
-    axis_strides = np.cumprod(np.concatenate([shape[1:], [1]])[::-1])[::-1]
+    shape = np.asarray(src.shape, np.int64)
+    axis_strides = np.asarray(row_major_strides(src.shape), np.int64)
     # boxes clipped to the source (a padded last shard may even start past its end)
     stops = np.maximum(np.minimum(src_starts + np.asarray(src.chunk, np.int64), shape), src_starts)
     # the runs' first linear indices, from every index of the leading axes ([m, runs])
