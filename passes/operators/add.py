@@ -4,8 +4,9 @@ per output shard.
 Candidates: the output takes over the format of an operand of the output's shape (no
 conversion of that operand), or cuts one axis across the tiles (`split<axis>`). An operand
 of the output's shape gets the output's format; a broadcast operand gets the part of it it
-can have: the output's tiling on its non-broadcast axes, replicated on every tile of the
-output where the cut axis is broadcast (`passes/operators/formats.py`). The cheapest plan,
+can have: the output's tiling on its non-broadcast axes, replicated once per partition of
+the cut axes it is broadcast along (`formats.broadcast_operand_format`: a bias against a
+GEMM's output cut on batch, rows and columns). The cheapest plan,
 counting the conversions it needs, wins.
 """
 
@@ -40,8 +41,8 @@ class AddOperator(Operator):
             for name, value in (("lhs", op.lhs), ("rhs", op.rhs)):
                 fmt = broadcast_operand_format(out_fmt, out_shape, tensor_type(value))
                 if fmt is None:
-                    return (f"{name} is broadcast against an output cut on more than one axis "
-                            "or replicated")
+                    return (f"{name} is broadcast along a cut axis that comes after one it "
+                            "keeps cut, or the output is replicated")
                 formats[name] = fmt
             return formats
 

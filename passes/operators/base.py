@@ -73,6 +73,12 @@ class ConsumerPricing(Protocol):
         `value` stored so."""
         ...
 
+    def wanted_formats(self, value: SSAValue) -> list[mid.TensorFormatAttr]:
+        """The formats the plans of `value`'s GEMM and attention consumers want it in (each
+        chosen alone, once): where a layout op may put its result so that they take it as
+        it is."""
+        ...
+
 
 # A candidate whose result format leaves a layout consumer without a valid plan: refused
 # while another candidate is valid (`unless_every_one_starves`)
@@ -87,6 +93,11 @@ def consumers_cycles(ctx: SelectionContext, value: SSAValue,
     if ctx.consumers is None:
         return 0
     return ctx.consumers.consumers_cycles(value, fmt)
+
+
+def wanted_formats(ctx: SelectionContext, value: SSAValue) -> list[mid.TensorFormatAttr]:
+    """`ConsumerPricing.wanted_formats`, or none when selection does not price consumers."""
+    return [] if ctx.consumers is None else ctx.consumers.wanted_formats(value)
 
 
 def unless_every_one_starves(candidates: list[Candidate]) -> list[Candidate]:

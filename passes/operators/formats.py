@@ -12,6 +12,7 @@ codelets are templated on types: their scalars are the formats' descriptors
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -71,21 +72,33 @@ def broadcast_operand_format(out_fmt: mid.TensorFormatAttr, out_shape: Sequence[
                              operand_type: TensorType) -> mid.TensorFormatAttr | None:
     """The format an operand broadcast against `out_shape` needs so that every output shard's
     operand elements are on the output shard's tile; None where `out_fmt` cannot serve it
-    (more than one partitioned axis, or replicated)."""
+    (replicated, or an axis the operand has cut before one it is broadcast along).
+
+    The operand keeps the output's tiling on the axes it has and is replicated once per
+    partition of the cut axes it is broadcast along. Tiles number the output's partitions
+    row-major, so when every such axis comes before the cut axes the operand has, tile
+    `t` holds replica `t // Q`, partition `t mod Q` (Q: the operand's partitions): the one
+    its output shard reads (a bias against GEMM output cut on batch, rows and columns)."""
     shape = tuple(operand_type.get_shape())
     lead = len(out_shape) - len(shape)
     if shape == tuple(out_shape[lead:]) and lead == 0:
         return with_storage(out_fmt, operand_type)
+    if out_fmt.replication.data != 1:
+        return None
+
+    def broadcast(axis: int) -> bool:  # an output axis the operand does not have in full
+        return axis < lead or shape[axis - lead] != out_shape[axis]
+
     cut = partitioned_axes(out_fmt)
-    if len(cut) > 1 or out_fmt.replication.data != 1:
+    broadcast_cut = [axis for axis in cut if broadcast(axis)]
+    kept_cut = [axis for axis in cut if not broadcast(axis)]
+    if broadcast_cut and kept_cut and max(broadcast_cut) > min(kept_cut):
         return None
     tilings = []
-    for j, extent in enumerate(shape):
+    for j in range(len(shape)):
         i = j + lead
-        whole = extent != out_shape[i]
-        tilings.append(mid.AxisTilingAttr(1, 1) if whole else out_fmt.tiling.data[i])
-    keeps_cut = bool(cut) and cut[0] >= lead and shape[cut[0] - lead] == out_shape[cut[0]]
-    parts = out_fmt.partition_count
+        tilings.append(mid.AxisTilingAttr(1, 1) if broadcast(i) else out_fmt.tiling.data[i])
+    replicas = math.prod(out_fmt.partitions[axis] for axis in broadcast_cut)
     same_tail = len(shape) >= 2 and shape[-2:] == tuple(out_shape[-2:])
     order = out_fmt.order.data if same_tail else mid.ElementOrder.ROW_MAJOR
     precision, scale = storage_of(operand_type)
@@ -93,7 +106,7 @@ def broadcast_operand_format(out_fmt: mid.TensorFormatAttr, out_shape: Sequence[
         precision,
         order,
         tilings,
-        replication=1 if keeps_cut or parts == 1 else parts,
+        replication=replicas,
         group=out_fmt.group.data,
         memory=mid.MemoryClass.STANDARD,
         scale=scale,

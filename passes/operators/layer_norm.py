@@ -52,8 +52,7 @@ class LayerNormOperator(Operator):
             for name, value in (("weight", op.weight), ("bias", op.bias)):
                 fmt = broadcast_operand_format(out_fmt, out_shape, tensor_type(value))
                 if fmt is None:
-                    return f"{name} cannot be whole on every tile of an output cut on more " \
-                           "than one axis or replicated"
+                    return f"{name} cannot be whole on every tile of a replicated output"
                 formats[name] = fmt
             return formats
 

@@ -5,7 +5,10 @@ index view (`device/index_views.py`), no arithmetic.
 Each operand maps to the result by one index view (a concat input: a window of the result
 along the joined axis). An operand keeps the format it has (a fresh graph input: the split,
 or the whole tensor, that the result can take tile-locally), and each candidate cuts one axis
-of the result across the tiles (`split<axis>`). Per operand the copy is
+of the result across the tiles (`split<axis>`), carries the operand's own cut through the op
+(`mirror`, `layout_mirror.py`: a batched GEMM's output cut on batch, rows and columns), or
+takes the format a GEMM or attention consumer's plan wants the result in (`consumer`: the
+copy is then that consumer's conversion, done once). Per operand the copy is
 - tile-local when every result element's source sits in the operand's shard on the result
   element's tile: one `view_shard` call per result shard, no exchange; e.g. a slice of the
   columns of a row-split matrix, or a transpose that keeps the split axis;
@@ -45,11 +48,13 @@ from passes.operators.base import (
     max_latency,
     tensor_type,
     unless_every_one_starves,
+    wanted_formats,
 )
 from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
 from passes.operators.costs import gather_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, shard_words, split_format, storage_of
 from passes.operators.gather import plan_rounds, read_ranges, view_receivers
+from passes.operators.layout_mirror import reshaped_format, transposed_format
 from passes.operators.pointwise import pointwise_plan
 from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.shard_geometry import ShardGeometry
@@ -268,15 +273,12 @@ class LayoutOperator(Operator):
                          assumed: Assumed) -> list[Candidate]:
         """The candidates with the operands in `assumed` taken as stored in those formats."""
         out_value = op.results[0]
-        shape = shape_of(out_value)
-        first = tensor_type(op.operands[0])
         precision, scale = copied_storage(op)
         views = self.views(op)
         names = self.plan_operand_names(op)
         candidates = []
-        for axis, parts in output_splits(op, ctx, assumed):
-            out_fmt = split_format(shape, axis, parts, first, ctx.indivisible).with_changes(
-                precision=precision, scale=scale)
+        for cut, out_fmt in self.result_formats(op, ctx, assumed):
+            out_fmt = out_fmt.with_changes(precision=precision, scale=scale)
             out_type = with_format(out_value, out_fmt)
             formats, cycles, local, slot = {}, 0, True, 0
             for name, value, view in zip(names, op.operands, views, strict=True):
@@ -298,7 +300,6 @@ class LayoutOperator(Operator):
             cycles += consumers or 0
             formats["out"] = out_fmt
             how = "local" if local else "gather"
-            cut = f"split{axis}" if parts >= min(ctx.tiles, shape[axis]) else f"split{axis}x{parts}"
             plan = pointwise_plan(f"{self.kind}_{cut}_{how}",
                                   LOCAL_KERNEL if local else GATHER_KERNEL, formats,
                                   ctx.target.vector_alignment)
@@ -309,6 +310,33 @@ class LayoutOperator(Operator):
                 reason = STARVES_A_CONSUMER
             candidates.append(Candidate(plan, reason, cycles))
         return unless_every_one_starves(candidates)
+
+    def result_formats(self, op: Operation, ctx: SelectionContext,
+                       assumed: Assumed) -> list[tuple[str, mid.TensorFormatAttr]]:
+        """(name, format) of each candidate result format: one axis cut across the tiles
+        (`split<axis>`), the operand's cut carried through the op (`mirror`,
+        `layout_mirror.py`), and the format a GEMM or attention consumer's plan wants the
+        result in (`consumer`: the op's copy is then that consumer's conversion)."""
+        shape = shape_of(op.results[0])
+        first = tensor_type(op.operands[0])
+        found = [(f"split{axis}" if parts >= min(ctx.tiles, shape[axis]) else
+                  f"split{axis}x{parts}", split_format(shape, axis, parts, first, ctx.indivisible))
+                 for axis, parts in output_splits(op, ctx, assumed)]
+        fmt = format_of(op.operands[0], assumed) if len(op.operands) == 1 else None
+        mirror = None if fmt is None else self.mirrored_format(op, fmt)
+        if mirror is not None and mirror.group.data <= ctx.tiles:
+            found.append(("mirror", mirror))
+        found += [("consumer", wanted) for wanted in wanted_formats(ctx, op.results[0])
+                  if wanted.replication.data == 1]
+        unique: dict[mid.TensorFormatAttr, str] = {}
+        for name, out_fmt in found:
+            unique.setdefault(out_fmt, name)
+        return [(name, out_fmt) for out_fmt, name in unique.items()]
+
+    def mirrored_format(self, op: Operation,
+                        fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr | None:
+        """The result format that carries the operand's cut `fmt` through the op, if any."""
+        return None
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         out_value = op.results[0]
@@ -345,6 +373,11 @@ class ReshapeOperator(LayoutOperator):
     def views(self, op: Operation) -> list[IndexView]:
         return reshape_views(op)
 
+    def mirrored_format(self, op: Operation,
+                        fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr | None:
+        return reshaped_format(fmt, reshape_views(op)[0], shape_of(op.operands[0]),
+                               shape_of(op.results[0]))
+
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:
         return mid.ReshapeOp(operands[0], result_type, plan)
@@ -358,6 +391,11 @@ class TransposeOperator(LayoutOperator):
     def views(self, op: Operation) -> list[IndexView]:
         assert isinstance(op, graph.TransposeOp | mid.TransposeOp)
         return transpose_views(op)
+
+    def mirrored_format(self, op: Operation,
+                        fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr | None:
+        assert isinstance(op, graph.TransposeOp | mid.TransposeOp)
+        return transposed_format(fmt, op.permutation.get_values())
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:

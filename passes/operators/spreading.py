@@ -8,8 +8,9 @@ tile 0. Selection prices the moved plan's operand conversions itself; `consumers
 adds, one look ahead of program order, the difference its consumers pay:
 
 - `func.return`: nothing (the host reads a result wherever it is);
-- a GEMM: its plan does not depend on where its operands are, so it is selected here once
-  and the conversion of the result into its operand's format is priced from both places;
+- a GEMM or an attention: its plan does not depend on where its operands are, so it is
+  selected here once and the conversion of the result into its operand's format is priced
+  from both places;
 - a pointwise op that would follow the result (same shape, and nothing else placed to follow:
   its other operands are graph inputs): its own result moves with it, so its consumers are
   looked at in turn (a few levels deep);
@@ -17,12 +18,16 @@ adds, one look ahead of program order, the difference its consumers pay:
 
 `LookAhead` also answers `ConsumerPricing` for every pointwise and layout candidate, moved or
 not: `consumers_cycles`, the least its slice, reshape and transpose consumers take with the
-result in the candidate's format (a view of its shards or a gather), plus the result's
-conversion into the operand format of each GEMM consumer's plan (selected once, as above).
+result in the candidate's format (a view of its shards or a gather; those consumers priced in
+turn with their own consumers, `LOOK_AHEAD` levels deep: a reshape, the transpose after it,
+the attention after that), plus the result's conversion into the operand format of each GEMM
+or attention consumer's plan (selected once, alone, as above: `plan_wants`); and
+`wanted_formats`, those plans' operand formats, which a layout op may write its result in.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
@@ -40,6 +45,8 @@ from planning.tile_loads import TileLoads
 
 FOLLOWERS = (graph.AddOp, graph.GeluOp, graph.LayerNormOp)  # pointwise ops that follow an operand
 LOOK_AHEAD = 3  # levels of followers looked through
+# consumers whose plan does not depend on where their operands are: selected once, alone
+PLANNED_CONSUMERS = (graph.GemmOp, graph.AttentionOp)
 # one-operand layout ops, whose plan is a view or a gather by their operand's format
 LAYOUT_CONSUMERS = (graph.SliceOp, graph.ReshapeOp, graph.TransposeOp)
 
@@ -51,7 +58,7 @@ class LookAhead:
     loads: TileLoads
     selection: SelectionContext  # without spreading: the consumers' own plans
     target: Target
-    gemm_plans: dict[Operation, mid.OperatorPlanAttr | None] = field(default_factory=dict)
+    plans: dict[Operation, mid.OperatorPlanAttr | None] = field(default_factory=dict)
 
     def least_loaded_start(self, tiles: int) -> int:
         return self.loads.least_loaded_start(tiles)
@@ -67,8 +74,8 @@ class LookAhead:
             user = use.operation
             if isinstance(user, func.ReturnOp):
                 continue
-            if isinstance(user, graph.GemmOp):
-                wanted = self.gemm_wants(user, use.index)
+            if isinstance(user, PLANNED_CONSUMERS):
+                wanted = self.plan_wants(user, use.index)
                 if wanted is None:
                     return None
                 total += self.cost(value, moved, wanted) - self.cost(value, twin, wanted)
@@ -115,8 +122,8 @@ class LookAhead:
         total = 0
         for use in value.uses:
             user = use.operation
-            if isinstance(user, graph.GemmOp):  # its plan as chosen with the operand free
-                wanted = self.gemm_wants(user, use.index)
+            if isinstance(user, PLANNED_CONSUMERS):  # its plan as chosen with the operand free
+                wanted = self.plan_wants(user, use.index)
                 total += 0 if wanted is None else self.cost(value, fmt, wanted)
             elif (depth > 0 and isinstance(user, FOLLOWERS)
                   and self.follows(user, value, self.follower_format(user, fmt))):
@@ -127,11 +134,23 @@ class LookAhead:
             elif isinstance(user, LAYOUT_CONSUMERS):
                 operator = operator_for_graph(user)
                 assert operator is not None
-                least = operator.least_cycles_given(user, {value: fmt}, self.selection)
+                least = operator.least_cycles_given(user, {value: fmt}, self.nested(depth - 1))
                 if least is None:  # no valid plan with `value` stored `fmt`
                     return None
                 total += least
         return total
+
+    def wanted_formats(self, value: SSAValue) -> list[mid.TensorFormatAttr]:
+        wanted = [self.plan_wants(use.operation, use.index) for use in value.uses
+                  if isinstance(use.operation, PLANNED_CONSUMERS)]
+        return [fmt for fmt in wanted if fmt is not None]
+
+    def nested(self, depth: int) -> SelectionContext:
+        """The context a layout consumer is priced in: its own consumers looked at in turn
+        while `depth` lasts (a reshape, then a transpose, then the attention they feed)."""
+        if depth <= 0:
+            return self.selection
+        return dataclasses.replace(self.selection, consumers=NestedLookAhead(self, depth))
 
     @staticmethod
     def follows(user: Operation, value: SSAValue, result: mid.TensorFormatAttr) -> bool:
@@ -149,15 +168,33 @@ class LookAhead:
     def follower_format(user: Operation, fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr:
         return with_storage(fmt, tensor_type(user.results[0]))
 
-    def gemm_wants(self, op: graph.GemmOp, index: int) -> mid.TensorFormatAttr | None:
-        """The format `op`'s plan wants its operand `index` in, or None when `op` has no valid
-        plan (its own selection says why, at its own location)."""
-        if op not in self.gemm_plans:
-            operator = operator_for_graph(op)
-            assert operator is not None
+    def plan_wants(self, op: Operation, index: int) -> mid.TensorFormatAttr | None:
+        """The format the plan of `op` (a GEMM or an attention) wants its operand `index` in,
+        chosen once with its operands free, or None when `op` has no valid plan (its own
+        selection says why, at its own location)."""
+        operator = operator_for_graph(op)
+        assert operator is not None
+        if op not in self.plans:
             try:
-                self.gemm_plans[op] = operator.select(op, self.selection)
+                self.plans[op] = operator.select(op, self.selection)
             except (NoValidPlan, NoValidGemmPlan):
-                self.gemm_plans[op] = None
-        plan = self.gemm_plans[op]
-        return None if plan is None else plan.operand_plan(("lhs", "rhs")[index]).format
+                self.plans[op] = None
+        plan = self.plans[op]
+        names = operator.plan_operand_names(op)
+        return None if plan is None or index >= len(names) else plan.operand_plan(
+            names[index]).format
+
+
+@dataclass(frozen=True)
+class NestedLookAhead:
+    """`ConsumerPricing` for a consumer priced inside a look-ahead: the same answers, `depth`
+    levels deep."""
+
+    look_ahead: LookAhead
+    depth: int
+
+    def consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int | None:
+        return self.look_ahead.consumers_cycles(value, fmt, self.depth)
+
+    def wanted_formats(self, value: SSAValue) -> list[mid.TensorFormatAttr]:
+        return self.look_ahead.wanted_formats(value)

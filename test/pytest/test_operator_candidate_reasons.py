@@ -41,13 +41,27 @@ def reasons(operator, op) -> dict[str, str | None]:
     return {c.name: c.reason for c in operator.candidates(op, ctx())}
 
 
-def test_add_follow_of_a_two_axis_cut_cannot_serve_a_broadcast_operand():
-    # %w as a GEMM's rhs stores it: amp_right, 64-blocks cut 2 x 2
+def test_add_follow_of_a_two_axis_cut_replicates_a_bias_over_the_rows():
+    # %w as a GEMM's rhs stores it: amp_right, 64-blocks cut 2 x 2; a bias along the kept
+    # last axis is stored in its tiling, once per row block (tile t holds block t mod 2)
     w, b = values(tensor([128, 128], fmt([2, 2], [64, 64], "amp_right")), tensor([128]))
     op = graph.AddOp.create(operands=[w, b], result_types=[tensor([128, 128])])
+    candidates = {c.name: c for c in AddOperator().candidates(op, ctx())}
+    assert candidates["add_follow0"].reason is None
+    rhs = candidates["add_follow0"].plan.operand_plan("rhs").format
+    assert [(t.block.data, t.partitions.data) for t in rhs.tiling.data] == [(64, 2)]
+    assert rhs.replication.data == 2
+
+
+def test_add_follow_cannot_serve_an_operand_broadcast_along_a_cut_after_one_it_keeps():
+    # a [128, 1] column against rows and columns cut 2 x 2: the tile of row block r and
+    # column block c would need row block r, but a replicated format gives tile t block t // 2
+    # only when the broadcast cut comes first
+    x, b = values(tensor([128, 128], fmt([2, 2], [64, 64])), tensor([128, 1]))
+    op = graph.AddOp.create(operands=[x, b], result_types=[tensor([128, 128])])
     found = reasons(AddOperator(), op)
-    assert found["add_follow0"] == ("rhs is broadcast against an output cut on more than one "
-                                    "axis or replicated")
+    assert found["add_follow0"] == ("rhs is broadcast along a cut axis that comes after one it "
+                                    "keeps cut, or the output is replicated")
     assert found["add_split0"] is None  # a valid plan remains: no diagnostic for the user
 
 
@@ -58,11 +72,14 @@ def test_layer_norm_cannot_follow_a_format_that_cuts_the_normalized_axis():
     assert found["layer_norm_split0"] is None
 
 
-def test_layer_norm_weight_cannot_be_whole_under_a_two_axis_cut():
+def test_layer_norm_weight_is_whole_under_a_two_axis_cut_and_refused_on_replicas():
     x, w, b = values(tensor([4, 4, 8], fmt([2, 2, 1])), tensor([8]), tensor([8]))
+    candidates = {c.name: c for c in LayerNormOperator().candidates(layer_norm(x, w, b), ctx())}
+    assert candidates["layer_norm_follow0"].reason is None
+    assert candidates["layer_norm_follow0"].plan.operand_plan("weight").format.replication.data == 4
+    x, w, b = values(tensor([4, 8], fmt([2, 1], replication=2)), tensor([8]), tensor([8]))
     found = reasons(LayerNormOperator(), layer_norm(x, w, b))
-    assert found["layer_norm_follow0"] == ("weight cannot be whole on every tile of an output "
-                                           "cut on more than one axis or replicated")
+    assert found["layer_norm_follow0"] == "weight cannot be whole on every tile of a replicated output"
 
 
 def test_a_followed_format_on_more_tiles_than_the_pipeline_is_rejected():
