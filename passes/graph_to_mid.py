@@ -209,6 +209,7 @@ class FunctionLowering:
 
     def lower_op(self, op: Operation, operator: Operator) -> None:
         """Select `op`'s plan, bring its operands into the plan's formats, build its mid op."""
+        self.look_ahead.forget_prices()
         ctx = self.selection_for(op)
         try:
             plan = operator.select(op, ctx)

@@ -616,7 +616,7 @@ def copiers(own: np.ndarray, s: np.ndarray, received: np.ndarray, tiles: int
     return tuple(int(t) for t in np.unique(s[own]))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def plan_rounds(a: ShardGeometry, b: ShardGeometry,
                 view: IndexView | None = None) -> GatherRounds | None:
     """The split with the fewest rounds (then the fewest destinations), or None; with a

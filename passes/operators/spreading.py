@@ -19,8 +19,8 @@ adds, one look ahead of program order, the difference its consumers pay:
 `LookAhead` also answers `ConsumerPricing` for every pointwise and layout candidate, moved or
 not: `consumers_cycles`, the least its slice, reshape and transpose consumers take with the
 result in the candidate's format (a view of its shards or a gather; those consumers priced in
-turn with their own consumers, `LOOK_AHEAD` levels deep: a reshape, the transpose after it,
-the attention after that), plus the result's conversion into the operand format of each GEMM
+turn with their own consumers, `NESTED_DEPTH` level deeper: a reshape, then the transpose
+after it and what that feeds), plus the result's conversion into the operand format of each GEMM
 or attention consumer's plan (selected once, alone, as above: `plan_wants`); and
 `wanted_formats`, those plans' operand formats, which a layout op may write its result in.
 """
@@ -45,6 +45,7 @@ from planning.tile_loads import TileLoads
 
 FOLLOWERS = (graph.AddOp, graph.GeluOp, graph.LayerNormOp)  # pointwise ops that follow an operand
 LOOK_AHEAD = 3  # levels of followers looked through
+NESTED_DEPTH = 1  # levels of consumers a layout consumer is priced with in turn
 # consumers whose plan does not depend on where their operands are: selected once, alone
 PLANNED_CONSUMERS = (graph.GemmOp, graph.AttentionOp)
 # one-operand layout ops, whose plan is a view or a gather by their operand's format
@@ -59,6 +60,9 @@ class LookAhead:
     selection: SelectionContext  # without spreading: the consumers' own plans
     target: Target
     plans: dict[Operation, mid.OperatorPlanAttr | None] = field(default_factory=dict)
+    # `consumers_cycles` while one op is selected: (value, format, depth) -> cycles
+    priced: dict[tuple[SSAValue, mid.TensorFormatAttr, int], int | None] = field(
+        default_factory=dict)
 
     def least_loaded_start(self, tiles: int) -> int:
         return self.loads.least_loaded_start(tiles)
@@ -119,6 +123,18 @@ class LookAhead:
 
     def consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr,
                          depth: int = LOOK_AHEAD) -> int | None:
+        key = (value, fmt, depth)
+        if key not in self.priced:
+            self.priced[key] = self.consumers_cycles_now(value, fmt, depth)
+        return self.priced[key]
+
+    def forget_prices(self) -> None:
+        """Drop what `consumers_cycles` remembered: lowering an op gives its operands and
+        result formats, which the prices of the consumers around them depend on."""
+        self.priced.clear()
+
+    def consumers_cycles_now(self, value: SSAValue, fmt: mid.TensorFormatAttr,
+                             depth: int) -> int | None:
         total = 0
         for use in value.uses:
             user = use.operation
@@ -134,7 +150,8 @@ class LookAhead:
             elif isinstance(user, LAYOUT_CONSUMERS):
                 operator = operator_for_graph(user)
                 assert operator is not None
-                least = operator.least_cycles_given(user, {value: fmt}, self.nested(depth - 1))
+                nested = self.nested(min(depth - 1, NESTED_DEPTH))
+                least = operator.least_cycles_given(user, {value: fmt}, nested)
                 if least is None:  # no valid plan with `value` stored `fmt`
                     return None
                 total += least
