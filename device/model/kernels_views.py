@@ -27,6 +27,7 @@ from device.kernel_abi import viewed
 from device.layouts import element_bytes
 from device.model.cycles import (
     view_cycles,
+    view_moved_cycles,
     view_moves_cycles,
     view_round_cycles,
     view_step_cycles,
@@ -105,8 +106,8 @@ def _round_batched(batch: KernelBatch) -> int | None:
     except ValueError:
         return None
     takes = round_takers(batch.scalars, batch.tiles, sources)
-    if not takes.any():
-        return None  # tile by tile: each checks its operands and moves nothing
+    if not takes.any():  # a round whose tiles all hold their own shard (round 0 of a loop)
+        return _untaken_round(batch, sources)
     takers = dataclasses.replace(batch, tiles=batch.tiles[takes],
                                  pointers={n: p[takes] for n, p in batch.pointers.items()})
     cycles = _batched(takers, "staged", sources[takes])
@@ -119,6 +120,22 @@ def _round_batched(batch: KernelBatch) -> int | None:
         return None  # a tile that does not take fails a check of its call: named tile by tile
     # the others move nothing, and a step's cycles are its largest move's
     return cycles + batch.target.round_select_cycles
+
+
+def _untaken_round(batch: KernelBatch, sources: np.ndarray) -> int | None:
+    """A `gather_view_round` step in which no tile takes: every call checks its operands
+    and moves nothing, so each costs what `view_round_cycles` charges a call that moves no
+    element. None (tile by tile, which names the failing tile) when a check would fail."""
+    try:
+        out, src, _ = view_words(batch.variadic)
+    except DescriptorError:
+        return None
+    if ((out.precision, out.scale) != (src.precision, src.scale)
+            or not (holds_all(out, batch.tiles) and holds_all(src, sources))
+            or not batch.inside("out", out.shard_bytes())
+            or not batch.inside("staged", src.shard_bytes())):
+        return None
+    return view_moved_cycles(0, out, src, batch.target) + batch.target.round_select_cycles
 
 
 def _batched(batch: KernelBatch, source: str,

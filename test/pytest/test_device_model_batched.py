@@ -205,6 +205,23 @@ def test_batched_gather_view_writes_the_bytes_the_per_tile_gather_writes(monkeyp
         same_memory(batched, per_tile)
 
 
+@pytest.mark.parametrize("src,out,view", VIEWS[:2])
+def test_a_round_in_which_no_tile_takes_runs_batched_and_moves_nothing(monkeypatch, src, out,
+                                                                      view):
+    """Round 0 of a gather loop whose every tile holds its own group's shard (source = the
+    tile itself, takes_own 0): the batched form charges each call the per-tile price of a
+    call that moves nothing, and writes nothing."""
+    batched_only(monkeypatch, "gather_view_round")
+    tiles = max(src.tiles_used, out.tiles_used)
+    users = min(src.tiles_used, out.tiles_used)
+    rounds = [0, 0, 1, 1, users, 0]  # first_source, first_dest, steps, groups, takes_own
+    step = kernel("gather_view_round", list(range(users)), [[AREAS[1], AREAS[2]]] * users,
+                  [*rounds, *descriptors(out, src), *view.encode()])
+    batched, per_tile = both_ways(monkeypatch, lambda: random_memory(tiles, 3), step)
+    same_memory(batched, per_tile)
+    same_memory(batched, random_memory(tiles, 3))
+
+
 LOCAL_VIEWS = [
     # (src, out, view) whose sources are on each out tile: a reshape along the split rows, a
     # window (a concat input), a broadcast of a replicated row
