@@ -13,6 +13,7 @@ reason, and a candidate that does not fit tile memory says whether more tiles wo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
@@ -237,8 +238,29 @@ def costed_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
                    priced: Priced | None = None) -> list[Evaluation]:
     """Each valid way the candidate runs the op, costed (with `priced`, every cut), or when
     none is valid the first way and why it is not."""
+    key = (candidate, problem, tiles, indivisible, id(target), priced is not None)
+    known = UNPRICED.get(key)
+    if known is None or known[0] is not target:
+        if len(UNPRICED) > 1024:
+            UNPRICED.clear()
+        known = UNPRICED[key] = (target, unpriced_options(candidate, problem, tiles, indivisible,
+                                                          target, priced is not None))
+    if priced is None or known[1][0].reason is not None:
+        return known[1]
+    return [dataclasses.replace(e, conversions=priced(e.plan)) for e in known[1]]
+
+
+# `unpriced_options` by candidate, problem, tiles, indivisible, target and every_cut: the
+# selection of a GEMM and the look-ahead of its producers (`LookAhead.gemm_extra_cycles`)
+# cost the same cuts
+UNPRICED: dict[tuple, tuple[Target, list[Evaluation]]] = {}
+
+
+def unpriced_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
+                     indivisible: str, target: Target, every_cut: bool) -> list[Evaluation]:
+    """`costed_options` before its operands' conversions are priced (each 0)."""
     options = candidate_plans(candidate, problem, tiles, indivisible, target,
-                              every_cut=priced is not None)
+                              every_cut=every_cut)
     failures = [validation_failure(layout_plan, planned, tiles, target)
                 for _, planned, layout_plan in options]
     costs = [estimate_cycles(layout_plan, planned, tiles, target) if failure is None else None
@@ -246,8 +268,7 @@ def costed_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
     valid = [i for i, cost in enumerate(costs) if cost is not None]
     if valid:
         return [Evaluation(candidate, options[i][0], None, costs[i], options[i][1],
-                           options[i][2], priced(options[i][0]) if priced else 0)
-                for i in valid]
+                           options[i][2]) for i in valid]
     plan, planned, layout_plan = options[0]
     reason = str(failures[0])
     if isinstance(failures[0], DoesNotFit):

@@ -35,6 +35,7 @@ from planning.gemm_fold import folded_type, plan_fold, refold_plan
 from planning.gemm_problem import GemmProblem, catalog_entries
 from planning.gemm_selection import (
     Evaluation,
+    costed_options,
     plan_tile_memory,
     row_tile_memory,
     select_gemm_plan,
@@ -81,6 +82,18 @@ class GemmOperator(Operator):
             fits, priced, tuple(tensor_type(value) for value in op.operands),
         )
         return chosen.plan
+
+    def cheapest_plans(self, op: Operation, ctx: SelectionContext,
+                       count: int) -> list[tuple[mid.OperatorPlanAttr, int]]:
+        """The `count` cheapest valid ways to run `op` (every cut of each layout), with their
+        own cycles, operands' conversions aside: what a look-ahead prices an operand's format
+        against (`LookAhead.gemm_extra_cycles`)."""
+        problem = problem_of(op)
+        valid = sorted((e for candidate in catalog_entries(ctx.catalog)
+                        for e in costed_options(candidate, problem, ctx.tiles, ctx.indivisible,
+                                                ctx.target, lambda plan: 0)
+                        if e.reason is None), key=lambda e: e.total_cycles)
+        return [(e.plan, e.total_cycles) for e in valid[:count]]
 
     def plan_tile_bytes(self, op: Operation, plan: mid.OperatorPlanAttr, target: Target) -> int:
         """Its buffers on the busiest tile, staging slots and partials included."""

@@ -18,20 +18,67 @@ from xdsl.ir import Operation, SSAValue
 
 from device.kernels import f32_bits
 from ipu_dialects import graph, mid
-from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
+from passes.operators.base import (
+    Candidate,
+    Operator,
+    SelectionContext,
+    TileLowering,
+    current_format,
+    tensor_type,
+)
 from passes.operators.formats import broadcast_operand_format, split_format, with_storage
 from passes.operators.pointwise import evaluate, lower_pointwise, output_formats
+from planning.shard_geometry import geometry
 
 KERNEL = "layer_norm"
 
 
 def candidate_outputs(op: Operation,
                       ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
-    """The pointwise candidates (follow, split<axis>) and the whole tensor on one tile."""
+    """The pointwise candidates (follow, split<axis>), the input's cut with whole rows
+    (`rows_of_input`), and the whole tensor on one tile."""
     out_type = tensor_type(op.results[0])
     whole = split_format(out_type.get_shape(), None, ctx.tiles, out_type, ctx.indivisible)
     found = output_formats(op, ctx)
+    found += [(name, fmt) for name, fmt in rows_of_input(op, ctx)
+              if all(fmt != known for _, known in found)]
     return found if any(fmt == whole for _, fmt in found) else [*found, ("whole", whole)]
+
+
+def rows_of_input(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
+    """Where the input is cut on its last axis (a GEMM's output in 64-column blocks), its cut
+    on the other axes with the rows whole (`rows`), and that cut with its row axis cut
+    `ROW_REFINEMENTS` times finer (`rows<k>`): each input shard then goes to the one tile (or
+    the k tiles) of its rows, not to a one-axis split that every input tile feeds."""
+    fmt = current_format(op.operands[0])
+    return [] if fmt is None else rows_of(fmt, tensor_type(op.results[0]), ctx.tiles)
+
+
+def rows_of(fmt: mid.TensorFormatAttr, out_type: TensorType,
+            tiles: int) -> list[tuple[str, mid.TensorFormatAttr]]:
+    """`rows_of_input` for an input stored `fmt`."""
+    shape = tuple(out_type.get_shape())
+    if len(shape) < 2 or fmt.partitions[-1] == 1 or fmt.replication.data != 1:
+        return []
+    tiling = [*fmt.tiling.data[:-1], mid.AxisTilingAttr(1, 1)]
+    rows = with_storage(fmt.with_changes(order=mid.ElementOrder.ROW_MAJOR, tiling=tiling,
+                                         memory=mid.MemoryClass.STANDARD), out_type)
+    found = [("rows", rows.with_changes(group=rows.partition_count))]
+    row_axis = len(shape) - 2
+    chunk = geometry(shape, rows).chunk[row_axis]
+    for factor in ROW_REFINEMENTS:
+        if chunk % factor or rows.partition_count * factor > tiles:
+            break
+        finer = list(tiling)
+        finer[row_axis] = mid.AxisTilingAttr(chunk // factor,
+                                             rows.partitions[row_axis] * factor)
+        refined = rows.with_changes(tiling=finer)
+        found.append((f"rows{factor}", refined.with_changes(group=refined.partition_count)))
+    return found
+
+
+# how many times finer than the input's row cut a layer norm may cut its rows
+ROW_REFINEMENTS = (2, 4, 8)
 
 
 class LayerNormOperator(Operator):

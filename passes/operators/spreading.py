@@ -40,6 +40,8 @@ from passes.operators import operator_for_graph
 from passes.operators.base import NoValidPlan, SelectionContext, current_format, tensor_type
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import with_format, with_storage
+from passes.operators.gemm import GemmOperator
+from passes.operators.layer_norm import rows_of
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 from planning.tile_loads import TileLoads
 
@@ -48,6 +50,7 @@ LOOK_AHEAD = 3  # levels of followers looked through
 NESTED_DEPTH = 1  # levels of consumers a layout consumer is priced with in turn
 # consumers whose plan does not depend on where their operands are: selected once, alone
 PLANNED_CONSUMERS = (graph.GemmOp, graph.AttentionOp)
+GEMM_PLANS_PRICED = 4  # a GEMM consumer's cheapest plans an operand format is priced against
 # one-operand layout ops, whose plan is a view or a gather by their operand's format
 LAYOUT_CONSUMERS = (graph.SliceOp, graph.ReshapeOp, graph.TransposeOp)
 
@@ -60,6 +63,8 @@ class LookAhead:
     selection: SelectionContext  # without spreading: the consumers' own plans
     target: Target
     plans: dict[Operation, mid.OperatorPlanAttr | None] = field(default_factory=dict)
+    gemm_options: dict[Operation, list[tuple[mid.OperatorPlanAttr, int]]] = field(
+        default_factory=dict)
     # `consumers_cycles` while one op is selected: (value, format, depth) -> cycles
     priced: dict[tuple[SSAValue, mid.TensorFormatAttr, int], int | None] = field(
         default_factory=dict)
@@ -138,7 +143,9 @@ class LookAhead:
         total = 0
         for use in value.uses:
             user = use.operation
-            if isinstance(user, PLANNED_CONSUMERS):  # its plan as chosen with the operand free
+            if isinstance(user, graph.GemmOp):  # the cheapest of its plans with `fmt` taken
+                total += self.gemm_extra_cycles(user, use.index, value, fmt)
+            elif isinstance(user, PLANNED_CONSUMERS):  # its plan as chosen with the operand free
                 wanted = self.plan_wants(user, use.index)
                 total += 0 if wanted is None else self.cost(value, fmt, wanted)
             elif (depth > 0 and isinstance(user, FOLLOWERS)
@@ -147,6 +154,10 @@ class LookAhead:
                 further = self.consumers_cycles(user.results[0], self.follower_format(user, fmt),
                                                 depth - 1)
                 total += further or 0  # a follower's own layout consumers are its to refuse
+            elif isinstance(user, graph.LayerNormOp) and use.index == 0 and fmt.partitions[-1] > 1:
+                # it cannot follow a cut last axis: it takes whole rows of the same cut
+                rows = rows_of(fmt, tensor_type(user.results[0]), self.selection.tiles)
+                total += min((self.cost(value, fmt, row_fmt) for _, row_fmt in rows), default=0)
             elif isinstance(user, LAYOUT_CONSUMERS):
                 operator = operator_for_graph(user)
                 assert operator is not None
@@ -156,6 +167,26 @@ class LookAhead:
                     return None
                 total += least
         return total
+
+    def gemm_extra_cycles(self, op: graph.GemmOp, index: int, value: SSAValue,
+                          fmt: mid.TensorFormatAttr) -> int:
+        """What GEMM `op` pays above its cheapest plan when its operand `index` (`value`) is
+        stored `fmt`: the least, over its `GEMM_PLANS_PRICED` cheapest plans, of the plan's
+        cycles and the operand's conversion into it. The plan the GEMM picks alone is no
+        guide: it may want a cut no producer writes cheaply, and the GEMM, selecting with the
+        operand in place, picks another (GPT-2's MLP: a 22 x 48 grid wanted alone, 64 x 16
+        taken from a row split)."""
+        if op not in self.gemm_options:
+            operator = operator_for_graph(op)
+            assert isinstance(operator, GemmOperator)
+            self.gemm_options[op] = operator.cheapest_plans(op, self.selection, GEMM_PLANS_PRICED)
+        options = self.gemm_options[op]
+        if not options:  # no valid plan: its own selection says why
+            return 0
+        name = ("lhs", "rhs")[index]
+        best = min(cycles + self.cost(value, fmt, plan.operand_plan(name).format)
+                   for plan, cycles in options)
+        return best - options[0][1]
 
     def wanted_formats(self, value: SSAValue) -> list[mid.TensorFormatAttr]:
         wanted = [self.plan_wants(use.operation, use.index) for use in value.uses
