@@ -68,9 +68,9 @@ class ConsumerPricing(Protocol):
     def consumers_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int | None:
         """The cycles `value`'s consumers pay for it being stored `fmt`: what its layout
         consumers (slice, reshape, transpose) take at the least (a view of its shards or a
-        gather, which its format decides), and its conversion into the operand format each
-        GEMM consumer's own plan wants; None when a layout consumer has no valid plan with
-        `value` stored so."""
+        gather, which its format decides), what each GEMM consumer pays above its cheapest
+        plan, and its conversion into the operand format each attention consumer's plan
+        wants; None when a layout consumer has no valid plan with `value` stored so."""
         ...
 
     def wanted_formats(self, value: SSAValue) -> list[mid.TensorFormatAttr]:

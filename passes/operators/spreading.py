@@ -20,8 +20,11 @@ adds, one look ahead of program order, the difference its consumers pay:
 not: `consumers_cycles`, the least its slice, reshape and transpose consumers take with the
 result in the candidate's format (a view of its shards or a gather; those consumers priced in
 turn with their own consumers, `NESTED_DEPTH` level deeper: a reshape, then the transpose
-after it and what that feeds), plus the result's conversion into the operand format of each GEMM
-or attention consumer's plan (selected once, alone, as above: `plan_wants`); and
+after it and what that feeds), plus what each GEMM consumer pays above its cheapest plan with
+the result in that format (`gemm_extra_cycles`, over its cheapest plans), the result's
+conversion into the operand format of each attention consumer's plan (selected once, alone,
+as above: `plan_wants`), and a layer norm's that cannot follow a cut last axis into whole
+rows of that cut; and
 `wanted_formats`, those plans' operand formats, which a layout op may write its result in.
 """
 

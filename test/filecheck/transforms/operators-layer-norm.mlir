@@ -86,40 +86,52 @@ func.func @after_gemm(%a: tensor<64x64xf32>, %m: tensor<64x64xf32>, %w: tensor<6
 // TILE-GENERIC:  callee = @layer_norm, {{.*}}scalars = array<i64: 981668463,
 
 // -----
-
-// gelu cuts the 64 columns over the 4 tiles; the layer norm needs whole rows, so it cuts the 2
-// rows over 2 tiles (weight and bias replicated twice) and gathers %g's 4 column shards.
-func.func @cut_last_axis(%x: tensor<2x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<2x64xf32> {
-  %g = graph.gelu %x : tensor<2x64xf32> -> tensor<2x64xf32>
-  %n = graph.layer_norm %g, %w, %b eps 1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
-  func.return %n : tensor<2x64xf32>
+// gelu cuts the 64 columns of the one row over the 4 tiles; the layer norm needs the whole row
+// on one tile (the gelu's cut with whole rows, `layer_norm_rows`) and gathers %g's 4 column
+// shards there.
+func.func @cut_last_axis(%x: tensor<1x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<1x64xf32> {
+  %g = graph.gelu %x : tensor<1x64xf32> -> tensor<1x64xf32>
+  %n = graph.layer_norm %g, %w, %b eps 1.0e-05 : (tensor<1x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x64xf32>
+  func.return %n : tensor<1x64xf32>
 }
 // MID-LABEL: func.func @cut_last_axis
 // MID:       %g = mid.gelu %x plan #mid.plan<"gelu_split1"
-// MID-NEXT:  %[[G:.*]] = builtin.unrealized_conversion_cast %g : tensor<2x64xf32, #mid.format<f32, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>> to tensor<2x64xf32, #mid.format<f32, row_major, [1 x 2 pad, 1 x 1 pad], replication = 1, group = 2, standard>> {ipu.for = "graph.layer_norm %n"}
-// MID-NEXT:  %n = mid.layer_norm %[[G]], %w, %b eps 1.000000e-05 plan #mid.plan<"layer_norm_split0", {{.*}}#mid.operand<weight : input, #mid.format<f32, row_major, [1 x 1 pad], replication = 2, group = 2, standard>
+// MID-NEXT:  %[[G:.*]] = builtin.unrealized_conversion_cast %g : tensor<1x64xf32, #mid.format<f32, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>> to tensor<1x64xf32, #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>> {ipu.for = "graph.layer_norm %n"}
+// MID-NEXT:  %n = mid.layer_norm %[[G]], %w, %b eps 1.000000e-05 plan #mid.plan<"layer_norm_rows", {{.*}}#mid.operand<weight : input, #mid.format<f32, row_major, [1 x 1 pad], replication = 1, group = 1, standard>
 // CONV-LABEL: func.func @cut_last_axis
 // CONV:       %g_1 = mid.rearrange %g {ipu.for = "graph.layer_norm %n"}
 // TILE-LABEL: func.func @cut_last_axis() {
 // TILE:       tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.layer_norm %n", value = "%g", reason = "rounds of input shards sent at once"> {
-// TILE-NEXT:    tile.exchange 32 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> groups 1 shift (d0, d1) -> (0) iv(%r)
+// TILE-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 1> groups 1 shift (d0, d1) -> (0) iv(%r)
 // TILE-NEXT:    tile.loop %g_2 = 0 to 1
-// TILE-NEXT:      tile.kernel @copy_words(%g_1_gather_slot[(d0, d1) -> (0)], %g[(d0, d1) -> (0)]) scalars [32] on #tile.tiles<0 to 2> only (d0, d1) -> (d0) iv(%r, %g_2)
-// TILE-NEXT:      tile.kernel @gather_shard(%g_1[(d0, d1) -> (0)], %g_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 2, 64, 1, 1, 2, 1, 1, 1, 1, 2, 0, 0, 0, 2, 2, 64, 1, 1, 1, 4, 1, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 2> iv(%r, %g_2)
+// TILE-NEXT:      tile.kernel @copy_words(%g_1_gather_slot[(d0, d1) -> (0)], %g[(d0, d1) -> (0)]) scalars [16] on #tile.tiles<0 to 1> only (d0, d1) -> (d0) iv(%r, %g_2)
+// TILE-NEXT:      tile.kernel @gather_shard(%g_1[(d0, d1) -> (0)], %g_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 1, 64, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 2, 1, 64, 1, 1, 1, 4, 1, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 1> iv(%r, %g_2)
 // TILE-NEXT:    }
 // TILE-NEXT:  }
-// TILE-NEXT:  tile.kernel @layer_norm(%n[() -> (0)], %g_1[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [925353388, 2, 2, 64, 1, 1, 2, 1, 1, 1, 1, 2, 0, 0, 0, {{.*}}] on #tile.tiles<0 to 2>
+// TILE-NEXT:  tile.kernel @layer_norm(%n[() -> (0)], %g_1[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [925353388, 2, 1, 64, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, {{.*}}] on #tile.tiles<0 to 1>
 // PLACED-LABEL: func.func @cut_last_axis() {
 // PLACED:       %g = tile.buffer @g scratch {{.*}} address 0x5c000
-// PLACED:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x5c080
-// Sources 2 and 3 are not receivers: they only send (down, sctl 2); the phase lasts 32 words
-// plus the farthest receiver's latency.
+// PLACED:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x5c040
+// Tile 0 holds the row: in round 0 it copies its own shard and nobody sends (-1); sources 1 to 3
+// send down to it (sctl 2) in their rounds.
 // ROWS-LABEL: func.func @cut_last_axis() {
-// ROWS:       tile.exchange 32 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2, 2, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 37, 37, 38, 39>>] row_address 0x4c000 placed src 0x5c000 dst 0x5c080
+// ROWS:       tile.exchange 16 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 21, 21, 22, 23>>] row_address 0x4c000 placed src 0x5c000 dst 0x5c040
 // ROWS:       exchange.row @x0_send provenance "graph.layer_norm %n %g: input shards of round r, each to the result tiles that hold its elements" {
-// ROWS-NEXT:    exchange.send 31, 0x17000, 1
-// ROWS-NEXT:  }
+// ROWS-NEXT:    exchange.send 15, 0x17000, 2
 // GENERIC-LABEL: "func.func"() <{sym_name = "cut_last_axis"
-// GENERIC:       "mid.layer_norm"(%{{.*}}, %w, %b) <{eps = 1.000000e-05 : f64, plan = #mid.plan<"layer_norm_split0"
+// GENERIC:       "mid.layer_norm"(%{{.*}}, %w, %b) <{eps = 1.000000e-05 : f64, plan = #mid.plan<"layer_norm_rows"
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "cut_last_axis"
 // TILE-GENERIC:  "tile.kernel"(%g_1, %g_1_gather_slot, %r, %g_2) <{callee = @gather_shard
+
+// -----
+
+// With two rows the gelu cuts the rows instead (its look-ahead prices the layer norm's gather
+// into whole rows, `LookAhead.consumers_cycles`), and the layer norm follows it: no gather.
+func.func @rows_before_a_layer_norm(%x: tensor<2x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<2x64xf32> {
+  %g = graph.gelu %x : tensor<2x64xf32> -> tensor<2x64xf32>
+  %n = graph.layer_norm %g, %w, %b eps 1.0e-05 : (tensor<2x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
+  func.return %n : tensor<2x64xf32>
+}
+// MID-LABEL: func.func @rows_before_a_layer_norm
+// MID:       %g = mid.gelu %x plan #mid.plan<"gelu_split0"
+// MID-NEXT:  %n = mid.layer_norm %g, %w, %b eps 1.000000e-05 plan #mid.plan<"layer_norm_follow0"
