@@ -18,21 +18,22 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from ipu_dialects import graph, mid
-from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
+from passes.operators.base import Assumed, Candidate, SelectionContext, TileLowering, tensor_type
 from passes.operators.formats import broadcast_operand_format
-from passes.operators.pointwise import evaluate, lower_pointwise
+from passes.operators.pointwise import PointwiseOperator, evaluate, lower_pointwise
 
 KERNEL = "add"
 
 
-class AddOperator(Operator):
+class AddOperator(PointwiseOperator):
     kind = "add"
     honours_first_tile = True
     graph_op = graph.AddOp
     mid_op = mid.AddOp
     operand_names = ("lhs", "rhs")
 
-    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+    def candidates_given(self, op: Operation, ctx: SelectionContext,
+                         assumed: Assumed) -> list[Candidate]:
         assert isinstance(op, graph.AddOp)
         out_shape = tuple(tensor_type(op.result).get_shape())
 
@@ -47,7 +48,7 @@ class AddOperator(Operator):
             return formats
 
         return evaluate(op, ctx, self.kind, KERNEL, self.operand_names, operand_formats,
-                        aliasable=("lhs", "rhs"))
+                        aliasable=("lhs", "rhs"), assumed=assumed)
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:

@@ -217,6 +217,15 @@ def current_format(value: SSAValue) -> mid.TensorFormatAttr | None:
     return encoding if isinstance(encoding, mid.TensorFormatAttr) else None
 
 
+Assumed = Mapping[SSAValue, mid.TensorFormatAttr]  # formats taken for operands not lowered yet
+
+
+def format_of(value: SSAValue, assumed: Assumed) -> mid.TensorFormatAttr | None:
+    """The format `assumed` for `value`, or the one it has."""
+    fmt = assumed.get(value)
+    return fmt if fmt is not None else current_format(value)
+
+
 class Operator(ABC):
     """One operator kind: its plans, their validation and cost, its mid op and its lowering."""
 
@@ -242,10 +251,11 @@ class Operator(ABC):
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
         return cheapest(self.candidates(op, ctx)).plan
 
-    def least_cycles_given(self, op: Operation, assumed: Mapping[SSAValue, mid.TensorFormatAttr],
+    def least_cycles_given(self, op: Operation, assumed: Assumed,
                            ctx: SelectionContext) -> int | None:
         """The cycles of `op`'s cheapest valid plan with the operands in `assumed` stored in
-        those formats, where the operator can tell (a layout op's); None otherwise."""
+        those formats, where the operator can tell (a layout or pointwise op's); None
+        otherwise."""
         return None
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,

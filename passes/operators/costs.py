@@ -19,7 +19,13 @@ from device import kernels
 from device.model import cycles as device_cycles
 from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
-from passes.operators.base import SelectionContext, current_format, max_latency, tensor_type
+from passes.operators.base import (
+    Assumed,
+    SelectionContext,
+    format_of,
+    max_latency,
+    tensor_type,
+)
 from passes.operators.formats import descriptor, shard_words, split_format
 from passes.operators.gather import GatherRounds, plan_rounds
 from planning.plan_reasons import MemoryReason
@@ -40,11 +46,11 @@ def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
 
 
 def conversion_cycles(value: SSAValue, wanted: mid.TensorFormatAttr,
-                      ctx: SelectionContext) -> int:
-    """Estimated cycles to bring `value` into format `wanted` (0 when it already is, or when
-    the host writes it straight into `wanted`)."""
+                      ctx: SelectionContext, assumed: Assumed | None = None) -> int:
+    """Estimated cycles to bring `value` (stored as `assumed` says, if it does) into format
+    `wanted` (0 when it already is, or when the host writes it straight into `wanted`)."""
     value_type = tensor_type(value)
-    have = current_format(value)
+    have = format_of(value, assumed or {})
     if have is None:
         if ctx.inputs == mid.InputPolicy.CONSUMER:
             return 0

@@ -14,9 +14,9 @@ from xdsl.utils.exceptions import PassFailedException
 from device.numerics import GeluApproximation
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import located, value_label
-from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
+from passes.operators.base import Assumed, Candidate, SelectionContext, TileLowering, tensor_type
 from passes.operators.formats import with_storage
-from passes.operators.pointwise import evaluate, lower_pointwise
+from passes.operators.pointwise import PointwiseOperator, evaluate, lower_pointwise
 
 # The kernel of each form (None: exact), and what its calls are for.
 KERNELS: dict[GeluApproximation | None, str] = {None: "gelu", GeluApproximation.TANH: "gelu_tanh"}
@@ -26,19 +26,21 @@ REASONS: dict[GeluApproximation | None, str] = {
 }
 
 
-class GeluOperator(Operator):
+class GeluOperator(PointwiseOperator):
     kind = "gelu"
     honours_first_tile = True
     graph_op = graph.GeluOp
     mid_op = mid.GeluOp
     operand_names = ("src",)
 
-    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+    def candidates_given(self, op: Operation, ctx: SelectionContext,
+                         assumed: Assumed) -> list[Candidate]:
         assert isinstance(op, graph.GeluOp)
         src_type = tensor_type(op.input)
         return evaluate(
             op, ctx, self.kind, KERNELS[op.approximation], self.operand_names,
             lambda out_fmt: {"src": with_storage(out_fmt, src_type)}, aliasable=("src",),
+            assumed=assumed,
         )
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,

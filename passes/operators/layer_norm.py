@@ -19,38 +19,44 @@ from xdsl.ir import Operation, SSAValue
 from device.kernels import f32_bits
 from ipu_dialects import graph, mid
 from passes.operators.base import (
+    Assumed,
     Candidate,
-    Operator,
     SelectionContext,
     TileLowering,
-    current_format,
+    format_of,
     tensor_type,
 )
 from passes.operators.formats import broadcast_operand_format, split_format, with_storage
-from passes.operators.pointwise import evaluate, lower_pointwise, output_formats
+from passes.operators.pointwise import (
+    PointwiseOperator,
+    evaluate,
+    lower_pointwise,
+    output_formats,
+)
 from planning.shard_geometry import geometry
 
 KERNEL = "layer_norm"
 
 
-def candidate_outputs(op: Operation,
-                      ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
+def candidate_outputs(op: Operation, ctx: SelectionContext,
+                      assumed: Assumed) -> list[tuple[str, mid.TensorFormatAttr]]:
     """The pointwise candidates (follow, split<axis>), the input's cut with whole rows
     (`rows_of_input`), and the whole tensor on one tile."""
     out_type = tensor_type(op.results[0])
     whole = split_format(out_type.get_shape(), None, ctx.tiles, out_type, ctx.indivisible)
-    found = output_formats(op, ctx)
-    found += [(name, fmt) for name, fmt in rows_of_input(op, ctx)
+    found = output_formats(op, ctx, assumed)
+    found += [(name, fmt) for name, fmt in rows_of_input(op, ctx, assumed)
               if all(fmt != known for _, known in found)]
     return found if any(fmt == whole for _, fmt in found) else [*found, ("whole", whole)]
 
 
-def rows_of_input(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
+def rows_of_input(op: Operation, ctx: SelectionContext,
+                  assumed: Assumed) -> list[tuple[str, mid.TensorFormatAttr]]:
     """Where the input is cut on its last axis (a GEMM's output in 64-column blocks), its cut
     on the other axes with the rows whole (`rows`), and that cut with its row axis cut
     `ROW_REFINEMENTS` times finer (`rows<k>`): each input shard then goes to the one tile (or
     the k tiles) of its rows, not to a one-axis split that every input tile feeds."""
-    fmt = current_format(op.operands[0])
+    fmt = format_of(op.operands[0], assumed)
     return [] if fmt is None else rows_of(fmt, tensor_type(op.results[0]), ctx.tiles)
 
 
@@ -67,13 +73,14 @@ def rows_of(fmt: mid.TensorFormatAttr, out_type: TensorType,
     row_axis = len(shape) - 2
     chunk = geometry(shape, rows).chunk[row_axis]
     for factor in ROW_REFINEMENTS:
-        if chunk % factor or rows.partition_count * factor > tiles:
+        parts = rows.partition_count * factor
+        if chunk % factor or rows.first_tile.data + parts > tiles:
             break
         finer = list(tiling)
         finer[row_axis] = mid.AxisTilingAttr(chunk // factor,
                                              rows.partitions[row_axis] * factor)
-        refined = rows.with_changes(tiling=finer)
-        found.append((f"rows{factor}", refined.with_changes(group=refined.partition_count)))
+        # the group grows with the partitions: set both at once, the format verifies each
+        found.append((f"rows{factor}", rows.with_changes(tiling=finer, group=parts)))
     return found
 
 
@@ -81,14 +88,15 @@ def rows_of(fmt: mid.TensorFormatAttr, out_type: TensorType,
 ROW_REFINEMENTS = (2, 4, 8)
 
 
-class LayerNormOperator(Operator):
+class LayerNormOperator(PointwiseOperator):
     kind = "layer_norm"
     honours_first_tile = True
     graph_op = graph.LayerNormOp
     mid_op = mid.LayerNormOp
     operand_names = ("src", "weight", "bias")
 
-    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+    def candidates_given(self, op: Operation, ctx: SelectionContext,
+                         assumed: Assumed) -> list[Candidate]:
         assert isinstance(op, graph.LayerNormOp)
         out_shape = tuple(tensor_type(op.result).get_shape())
 
@@ -105,7 +113,7 @@ class LayerNormOperator(Operator):
 
         return evaluate(op, ctx, self.kind, KERNEL, self.operand_names, operand_formats,
                         named=(f32_bits(op.eps.value.data),),
-                        outputs=candidate_outputs(op, ctx))
+                        outputs=candidate_outputs(op, ctx, assumed), assumed=assumed)
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:

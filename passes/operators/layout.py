@@ -25,7 +25,7 @@ one. The result's padding is zeroed once, before the copies.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -39,12 +39,13 @@ from ipu_dialects import graph, mid
 from ipu_dialects.tile import KernelOp
 from passes.operators.base import (
     STARVES_A_CONSUMER,
+    Assumed,
     Candidate,
     Operator,
     SelectionContext,
     TileLowering,
     consumers_cycles,
-    current_format,
+    format_of,
     max_latency,
     tensor_type,
     unless_every_one_starves,
@@ -205,14 +206,6 @@ def copied_storage(op: Operation) -> tuple[str, int]:
     if len(storages) == 1:
         return storages.pop()
     return storage_of(tensor_type(op.results[0]))
-
-
-Assumed = Mapping[SSAValue, mid.TensorFormatAttr]  # formats taken for operands not lowered yet
-
-
-def format_of(value: SSAValue, assumed: Assumed) -> mid.TensorFormatAttr | None:
-    fmt = assumed.get(value)
-    return fmt if fmt is not None else current_format(value)
 
 
 def source_options(value: SSAValue, ctx: SelectionContext,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -15,17 +16,22 @@ from ipu_dialects.locations import value_label
 from ipu_dialects.tile import BufferOp, KernelOp, WorkProvenanceAttr
 from passes.operators.base import (
     STARVES_A_CONSUMER,
+    Assumed,
     Candidate,
+    Operator,
     SelectionContext,
     TileLowering,
     consumers_cycles,
     current_format,
+    format_of,
     tensor_type,
     unless_every_one_starves,
 )
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, split_format, with_storage
+from passes.operators.resident import selection_room
 from passes.operators.tile_maps import scalar_map, tiles_of
+from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import geometry
 
 # The mid ops lowered to one kernel call per output shard.
@@ -48,14 +54,34 @@ def pointwise_plan(name: str, symbol: str, formats: dict[str, mid.TensorFormatAt
     )
 
 
-def output_formats(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.TensorFormatAttr]]:
-    """Candidate output formats: each operand's current format (if it has the output's shape),
-    then every axis cut across the tiles."""
+class PointwiseOperator(Operator):
+    """An operator whose candidates `evaluate` builds, which can also price them with some
+    operands assumed stored in given formats (a look-ahead's question, `least_cycles_given`)."""
+
+    @abstractmethod
+    def candidates_given(self, op: Operation, ctx: SelectionContext,
+                         assumed: Assumed) -> list[Candidate]:
+        """The candidates with the operands in `assumed` taken as stored in those formats."""
+
+    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+        return self.candidates_given(op, ctx, {})
+
+    def least_cycles_given(self, op: Operation, assumed: Assumed,
+                           ctx: SelectionContext) -> int | None:
+        valid = [c.valid_cycles for c in self.candidates_given(op, ctx, assumed)
+                 if c.reason is None]
+        return min(valid, default=None)
+
+
+def output_formats(op: Operation, ctx: SelectionContext,
+                   assumed: Assumed | None = None) -> list[tuple[str, mid.TensorFormatAttr]]:
+    """Candidate output formats: each operand's current (or `assumed`) format (if it has the
+    output's shape), then every axis cut across the tiles."""
     out_type = tensor_type(op.results[0])
     shape = tuple(out_type.get_shape())
     found: list[tuple[str, mid.TensorFormatAttr]] = []
     for index, value in enumerate(op.operands):
-        fmt = current_format(value)
+        fmt = format_of(value, assumed or {})
         if fmt is not None and tuple(tensor_type(value).get_shape()) == shape:
             found.append((f"follow{index}", with_storage(fmt, out_type)))
     for axis in range(len(shape)):
@@ -71,11 +97,12 @@ def output_formats(op: Operation, ctx: SelectionContext) -> list[tuple[str, mid.
 def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
              operand_names: Sequence[str], operand_formats: OperandFormats,
              aliasable: Sequence[str] = (), named: Sequence[int] = (),
-             outputs: list[tuple[str, mid.TensorFormatAttr]] | None = None) -> list[Candidate]:
+             outputs: list[tuple[str, mid.TensorFormatAttr]] | None = None,
+             assumed: Assumed | None = None) -> list[Candidate]:
     """Candidates for each output format (default `output_formats`); `named`: the kernel's
     named scalars, for its cost; `aliasable`: the operands (in order of preference) the
     kernel may write its output over, which a plan allows when the operand has the output's
-    shape and format (`alias_of`)."""
+    shape and format (`alias_of`); `assumed`: formats taken for operands not lowered yet."""
 
     def candidate(plan_name: str, out_fmt: mid.TensorFormatAttr) -> Candidate:
         formats = operand_formats(out_fmt)
@@ -92,7 +119,7 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         if reason is None:
             cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
-                cycles += conversion_cycles(value, formats[operand], ctx)
+                cycles += conversion_cycles(value, formats[operand], ctx, assumed)
             consumers = consumers_cycles(ctx, op.results[0], out_fmt)
             if consumers is None:
                 reason = STARVES_A_CONSUMER
@@ -104,12 +131,41 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         return candidate(f"{kind}_{name}_at{fmt.first_tile.data}", fmt)
 
     candidates = []
-    for name, out_fmt in output_formats(op, ctx) if outputs is None else outputs:
+    for name, out_fmt in output_formats(op, ctx, assumed) if outputs is None else outputs:
         moved = spread_candidate(op, out_fmt, ctx, functools.partial(moved_candidate, name))
         if moved is not None:  # first: it wins the ties with its twin from tile 0
             candidates.append(moved)
         candidates.append(candidate(f"{kind}_{name}", out_fmt))
-    return unless_every_one_starves(candidates)
+    return unless_every_one_starves(fitting_first(op, operand_names, candidates, ctx))
+
+
+def fitting_first(op: Operation, operand_names: Sequence[str], candidates: list[Candidate],
+                  ctx: SelectionContext) -> list[Candidate]:
+    """The candidates, those valid ones that do not fit beside what tile 0 already holds
+    (`ctx.resident`) refused when another valid one does, as GEMM selection prefers them: an
+    embedding table gathered whole on tile 0 (a vocabulary's rows in one shard) is cheapest
+    until the layers' weights are stored there too."""
+    room = selection_room(ctx.target)
+    shapes = [tensor_type(v).get_shape() for v in op.operands]
+    names = (*operand_names, "out")
+    all_shapes = [*shapes, tensor_type(op.results[0]).get_shape()]
+
+    def fits(found: Candidate) -> bool:
+        formats = [found.plan.operand_plan(n).format for n in names]
+        held = sum(geometry(shape, fmt).shard_bytes()
+                   for shape, fmt in zip(all_shapes, formats, strict=True))
+        return ctx.resident.fits(held, formats[:-1], shapes, room)
+
+    verdicts = [c.reason is None and fits(c) for c in candidates]
+    if not any(verdicts):
+        return candidates
+    beside = "does not fit beside what tile 0 already holds (earlier inputs and weights)"
+    return [replace_reason(c, MemoryReason(beside)) if c.reason is None and not fit else c
+            for c, fit in zip(candidates, verdicts, strict=True)]
+
+
+def replace_reason(found: Candidate, reason: str) -> Candidate:
+    return dataclasses.replace(found, reason=reason, cycles=None)
 
 
 def spread_candidate(op: Operation, out_fmt: mid.TensorFormatAttr, ctx: SelectionContext,

@@ -23,8 +23,9 @@ turn with their own consumers, `NESTED_DEPTH` level deeper: a reshape, then the 
 after it and what that feeds), plus what each GEMM consumer pays above its cheapest plan with
 the result in that format (`gemm_extra_cycles`, over its cheapest plans), the result's
 conversion into the operand format of each attention consumer's plan (selected once, alone,
-as above: `plan_wants`), and a layer norm's that cannot follow a cut last axis into whole
-rows of that cut; and
+as above: `plan_wants`), and the cheapest plan of each pointwise consumer (add, gelu, layer
+norm) with the result in that format, its own kernel, conversions and consumers counted
+(`PointwiseOperator.least_cycles_given`, `LOOK_AHEAD` levels deep); and
 `wanted_formats`, those plans' operand formats, which a layout op may write its result in.
 """
 
@@ -44,7 +45,6 @@ from passes.operators.base import NoValidPlan, SelectionContext, current_format,
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import with_format, with_storage
 from passes.operators.gemm import GemmOperator
-from passes.operators.layer_norm import rows_of
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 from planning.tile_loads import TileLoads
 
@@ -151,16 +151,13 @@ class LookAhead:
             elif isinstance(user, PLANNED_CONSUMERS):  # its plan as chosen with the operand free
                 wanted = self.plan_wants(user, use.index)
                 total += 0 if wanted is None else self.cost(value, fmt, wanted)
-            elif (depth > 0 and isinstance(user, FOLLOWERS)
-                  and self.follows(user, value, self.follower_format(user, fmt))):
-                # its result sits where `value` does
-                further = self.consumers_cycles(user.results[0], self.follower_format(user, fmt),
-                                                depth - 1)
-                total += further or 0  # a follower's own layout consumers are its to refuse
-            elif isinstance(user, graph.LayerNormOp) and use.index == 0 and fmt.partitions[-1] > 1:
-                # it cannot follow a cut last axis: it takes whole rows of the same cut
-                rows = rows_of(fmt, tensor_type(user.results[0]), self.selection.tiles)
-                total += min((self.cost(value, fmt, row_fmt) for _, row_fmt in rows), default=0)
+            elif depth > 0 and isinstance(user, FOLLOWERS):
+                # its cheapest plan, its own kernel and conversions counted: following `fmt`
+                # onto one tile is not free, nor is re-cutting a layer norm's rows
+                operator = operator_for_graph(user)
+                assert operator is not None
+                least = operator.least_cycles_given(user, {value: fmt}, self.nested(depth - 1))
+                total += least or 0  # a follower with no plan is its own selection's to refuse
             elif isinstance(user, LAYOUT_CONSUMERS):
                 operator = operator_for_graph(user)
                 assert operator is not None

@@ -5,15 +5,19 @@ operators (a GEMM's amp_right operand cuts two axes, gelu's split cuts the last 
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import Float32Type, FloatAttr, TensorType, f64
+from dataclasses import replace
+
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerType, TensorType, f64
 from xdsl.ir import Block
 
 from device.target import IPU21
 from ipu_dialects import graph, mid
 from passes.operators.add import AddOperator
-from passes.operators.base import NoValidPlan, SelectionContext
+from passes.operators.base import Candidate, NoValidPlan, SelectionContext
+from passes.operators.embedding import EmbeddingOperator
 from passes.operators.gelu import GeluOperator
 from passes.operators.layer_norm import LayerNormOperator
+from passes.operators.resident import ResidentMemory
 
 F32 = Float32Type()
 
@@ -103,3 +107,29 @@ def layer_norm(x, w, b):
     shape = x.type.get_shape()
     return graph.LayerNormOp.create(operands=[x, w, b], result_types=[tensor(list(shape))],
                                     properties={"eps": FloatAttr(1e-5, f64)})
+
+
+def gather_candidates(live: int) -> dict[str, Candidate]:
+    """graph.gather of 4 rows of an 8000 x 16 f32 table (512,000 bytes) on 4 tiles, with
+    `live` bytes of other inputs on tile 0 (`ResidentMemory`)."""
+    table, ids = values(tensor([8000, 16]), TensorType(IntegerType(32), [4]))
+    op = graph.GatherOp.create(operands=[table, ids], result_types=[tensor([4, 16])])
+    resident = ResidentMemory(live=live, sequence_counts=(1, 1), new_inputs=(True, True))
+    candidates = EmbeddingOperator().candidates(op, replace(ctx(), resident=resident))
+    return {c.name: c for c in candidates}
+
+
+def test_a_table_gathered_whole_on_tile_0_is_refused_beside_other_inputs():
+    alone = gather_candidates(0)
+    assert alone["gather_whole"].reason is None and alone["gather_split1"].reason is None
+    crowded = gather_candidates(200_000)  # 512,000 + 200,000 bytes > tile memory
+    assert "does not fit beside what tile 0 already holds" in crowded["gather_whole"].reason
+    assert crowded["gather_whole"].cycles is None
+    assert crowded["gather_split1"].reason is None  # a quarter of the table on each tile
+
+
+def test_when_no_candidate_fits_beside_tile_0_the_valid_ones_stay_valid():
+    # the memory fallbacks of the pipeline answer that case, not selection
+    crowded = gather_candidates(600_000)
+    assert {name for name, c in crowded.items() if c.reason is None} == {
+        name for name, c in gather_candidates(0).items() if c.reason is None}

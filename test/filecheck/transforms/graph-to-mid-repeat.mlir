@@ -1,8 +1,10 @@
 // RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4 inputs=row_major}' | filecheck %s
 
 // graph-to-mid lowers a repeat's body with the same operators. The carried %x takes the
-// format of its first consumer's plan (gelu's split0) even under the row_major input policy;
-// the repeat's operands are bridged into the body arguments' formats outside the body.
+// format of its first consumer's plan even under the row_major input policy: gelu cuts
+// columns (split1) because its add consumer is priced too, and after a column cut the bias
+// is split over the tiles instead of replicated on each. The repeat's operands are bridged
+// into the body arguments' formats outside the body.
 func.func @carry(%x0: tensor<64x64xf16>, %b: tensor<64xf16>) -> tensor<64x64xf16> {
   %out = graph.repeat 4 carried(%x = %x0 : tensor<64x64xf16>) invariant(%bias = %b : tensor<64xf16>) {
     %y = graph.gelu %x : tensor<64x64xf16> -> tensor<64x64xf16>
@@ -12,14 +14,14 @@ func.func @carry(%x0: tensor<64x64xf16>, %b: tensor<64xf16>) -> tensor<64x64xf16
   func.return %out : tensor<64x64xf16>
 }
 // CHECK-LABEL: func.func @carry
-// CHECK-NEXT: %x0_1 = builtin.unrealized_conversion_cast %x0 : {{.*}} to tensor<64x64xf16, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>> {ipu.for = "graph.repeat %out"}
-// CHECK-NEXT: %b_1 = builtin.unrealized_conversion_cast %b : {{.*}} to tensor<64xf16, #mid.format<f16, row_major, [1 x 1 pad], replication = 4, group = 4, standard>> {ipu.for = "graph.repeat %out"}
+// CHECK-NEXT: %x0_1 = builtin.unrealized_conversion_cast %x0 : {{.*}} to tensor<64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>> {ipu.for = "graph.repeat %out"}
+// CHECK-NEXT: %b_1 = builtin.unrealized_conversion_cast %b : {{.*}} to tensor<64xf16, #mid.format<f16, row_major, [1 x 4 pad], replication = 1, group = 4, standard>> {ipu.for = "graph.repeat %out"}
 // CHECK-NEXT: %out = "mid.repeat"(%x0_1, %b_1) <{count = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 0>}> ({
-// CHECK-NEXT: ^bb0(%x: tensor<64x64xf16, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>>, %bias: tensor<64xf16, #mid.format<f16, row_major, [1 x 1 pad], replication = 4, group = 4, standard>>):
-// CHECK-NEXT: %y = mid.gelu %x plan #mid.plan<"gelu_split0"
+// CHECK-NEXT: ^bb0(%x: tensor<64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>>, %bias: tensor<64xf16, #mid.format<f16, row_major, [1 x 4 pad], replication = 1, group = 4, standard>>):
+// CHECK-NEXT: %y = mid.gelu %x plan #mid.plan<"gelu_split1"
 // CHECK-NEXT: %z = mid.add %y, %bias plan #mid.plan<"add_follow0"
-// CHECK-NEXT: mid.yield %z : tensor<64x64xf16, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>>
-// CHECK-NEXT: }) : ({{.*}}) -> tensor<64x64xf16, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>>
+// CHECK-NEXT: mid.yield %z : tensor<64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>>
+// CHECK-NEXT: }) : ({{.*}}) -> tensor<64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>>
 
 // -----
 
