@@ -129,27 +129,32 @@ def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int | n
 
 # The named scalars of a round kernel (`gather_round`, `gather_view_round`): in round r of a
 # concurrent gather (passes/operators/gather.py) group g's shard leaves from tile
-# first_source + g * source_step, and its receivers are the tiles whose distance from
-# first_dest, modulo groups * dest_step, lies in [g * dest_step, (g + 1) * dest_step): so each
-# tile finds the one shard it received from its own id. With takes_own 0 a tile whose source
-# is itself takes nothing (its own shard's elements reach its out in one call after the
-# rounds, with takes_own 1 and its input as staged).
+# first_source + source_step * (g mod group_inner) + outer_step * (g floordiv group_inner)
+# (group_inner = groups and outer_step 0 when the group is one digit of the shard index),
+# and its receivers are the tiles whose distance from first_dest, modulo groups * dest_step,
+# lies in [g * dest_step, (g + 1) * dest_step): so each tile finds the one shard it received
+# from its own id. With takes_own 0 a tile whose source is itself takes nothing (its own
+# shard's elements reach its out in one call after the rounds, with takes_own 1 and its input
+# as staged).
 ROUND_SCALARS = ("first_source", "first_dest", "source_step", "dest_step", "groups",
-                 "takes_own")
+                 "takes_own", "group_inner", "outer_step")
 
 
 def round_sources(scalars: Mapping[str, int], tiles: np.ndarray) -> np.ndarray:
     """int64 [n]: the source tile each of `tiles` takes from in a round kernel's call,
-    first_source + source_step * g with g = ((tile - first_dest) mod (groups * dest_step))
-    floordiv dest_step (a tile that received nothing takes from a shard that holds nothing
-    for it). ValueError for a dest_step or groups below 1 or a takes_own other than 0 or 1."""
-    step, groups = scalars["dest_step"], scalars["groups"]
-    if step < 1 or groups < 1:
-        raise ValueError(f"dest_step {step} and groups {groups} must be at least 1")
+    first_source + source_step * (g mod group_inner) + outer_step * (g floordiv group_inner)
+    with g = ((tile - first_dest) mod (groups * dest_step)) floordiv dest_step (a tile that
+    received nothing takes from a shard that holds nothing for it). ValueError for a
+    dest_step, groups or group_inner below 1 or a takes_own other than 0 or 1."""
+    step, groups, inner = scalars["dest_step"], scalars["groups"], scalars["group_inner"]
+    if step < 1 or groups < 1 or inner < 1:
+        raise ValueError(f"dest_step {step}, groups {groups} and group_inner {inner} must be "
+                         "at least 1")
     if scalars["takes_own"] not in (0, 1):
         raise ValueError(f"takes_own {scalars['takes_own']} must be 0 or 1")
     group = (np.asarray(tiles, np.int64) - scalars["first_dest"]) % (groups * step) // step
-    return scalars["first_source"] + scalars["source_step"] * group
+    return (scalars["first_source"] + scalars["source_step"] * (group % inner)
+            + scalars["outer_step"] * (group // inner))
 
 
 def round_takers(scalars: Mapping[str, int], tiles: np.ndarray,

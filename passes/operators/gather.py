@@ -16,7 +16,15 @@ j), such that the first tile of `D(s)` is an affine shift `c + ko * (r // L) + k
 + kg * g` (or, when no such shift matches every shard, `c + kg * g`, the rounds' differences
 taken into BASE), and such that, with BASE the union of every `D(s)` moved back by its shift,
 no tile receives for two groups of one round (a group's sender among its own destinations
-receives nothing; it may receive for another group: full duplex). A shard without real
+receives nothing; it may receive for another group: full duplex). The group may also be two
+digits around the round's (`group_inner` Gi, dividing G):
+
+    s(r, g) = (g // Gi) * R * Gi + r * Gi + g % Gi
+
+with the first destination c + ko * r + kg * g: a head split's transpose of Q, K or V
+(`[b, t, h, d]` cut on batch, row blocks and heads, into `[b, h, t, d]`) sends shard
+(b, i, h) whole to tile (b, h, i), and its batches and heads go at once, one round per row
+block (BERT-base at batch 8: 12 rounds of 96 shards, not 96 of 12). A shard without real
 elements (all padding) takes the shift the formula gives it and is taken by nobody. The
 split with the fewest rounds wins, then the one with the smallest BASE. Failing all, one
 shard per round to the union of all `D(s)` (shift 0) is a split. Shards past the last one
@@ -39,8 +47,9 @@ The one take per round needs each tile to find its group from its id (`takes_onc
 g's destinations are BASE moved by kg * g, so when every tile of BASE lies less than kg past a
 multiple of G * kg from BASE's first tile, a tile's group is ((t - first) mod G * kg) floordiv
 kg, and `gather_round` gets first_source(r), first_dest(r) (affine in r), source_step = L,
-dest_step = kg, G and takes_own 0 (a tile whose source is itself skips the round's take; the
-copiers take their own shards from their input after the rounds). Otherwise the take is in a
+dest_step = kg, G, takes_own 0 (a tile whose source is itself skips the round's take; the
+copiers take their own shards from their input after the rounds), group_inner = G and
+outer_step = 0 (for a split group: source_step 1, group_inner Gi, outer_step R * Gi). Otherwise the take is in a
 group loop:
 
       tile.loop %g = 0 to G:
@@ -110,9 +119,12 @@ def scaled(term, k: int):
     return term if k == 1 else term * k
 
 
-def shard_index(r, g, rounds: int, groups: int, inner: int):
+def shard_index(r, g, rounds: int, groups: int, inner: int, group_inner: int = 0):
     """The input shard group `g` sends in round `r` (module doc), for ints, NumPy arrays or
-    affine exprs."""
+    affine exprs; with a `group_inner` (Gi, inner = 1) the group is two digits around the
+    round's: s = (g // Gi) * rounds * Gi + r * Gi + g % Gi."""
+    if group_inner:
+        return split_group_index(r, g, rounds, groups, group_inner)
     outer, low = round_digits(r, rounds, inner)
     terms = [scaled(term, k) for term, k, used in ((outer, groups * inner, inner < rounds),
                                                    (g, inner, groups > 1), (low, 1, inner > 1))
@@ -123,6 +135,13 @@ def shard_index(r, g, rounds: int, groups: int, inner: int):
     for term in terms[1:]:
         total = total + term
     return total
+
+
+def split_group_index(r, g, rounds: int, groups: int, group_inner: int):
+    """`shard_index` of a group split around the round digit (module doc)."""
+    terms = [scaled(r, group_inner) if rounds > 1 else 0,
+             g // group_inner * (rounds * group_inner), g % group_inner]
+    return terms[0] + terms[1] + terms[2] if rounds > 1 else terms[1] + terms[2]
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,8 @@ class GatherRounds:
     has_traffic: bool  # some receiver other than its sender
     tile_base: int = 0  # the tile the numbers above count from
     sender_offset: int = 0  # shard s leaves from tile tile_base + sender_offset + s
+    group_inner: int = 0  # Gi (inner = 1): s = (g // Gi) * rounds * Gi + r * Gi + g % Gi;
+    # 0: the group is one digit
 
     # -- affine maps of (r, g) -------------------------------------------------------------
     @property
@@ -148,12 +169,12 @@ class GatherRounds:
 
     def shard_expr(self) -> AffineExpr:
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        return shard_index(r, g, self.rounds, self.groups, self.inner)
+        return shard_index(r, g, self.rounds, self.groups, self.inner, self.group_inner)
 
     def sent_shards(self) -> np.ndarray:
         """[rounds, groups]: the shard sent by each group in each round."""
         r, g = np.meshgrid(np.arange(self.rounds), np.arange(self.groups), indexing="ij")
-        return shard_index(r, g, self.rounds, self.groups, self.inner)
+        return shard_index(r, g, self.rounds, self.groups, self.inner, self.group_inner)
 
     def shard_map(self) -> AffineMap:
         return AffineMap(2, 0, (self.shard_expr(),))
@@ -177,9 +198,10 @@ class GatherRounds:
         r = AffineExpr.dimension(0)
         outer, low = round_digits(r, self.rounds, self.inner)
         c, ko, ki, _ = self.shift
-        # s(r, 0) = (r // L) * G * L + r % L
+        # s(r, 0) = (r // L) * G * L + r % L, or r * Gi
         source = self.affine_sum(self.tile_base + self.sender_offset,
-                                 ((outer, self.groups * self.inner), (low, 1)))
+                                 ((outer, self.group_inner or self.groups * self.inner),
+                                  (low, 1)))
         dest = self.affine_sum(c + self.tile_base + min(self.base), ((outer, ko), (low, ki)))
         return AffineMap(1, 0, (source,)), AffineMap(1, 0, (dest,))
 
@@ -194,14 +216,20 @@ class GatherRounds:
         return expr
 
     def round_steps(self) -> list[int]:
-        """(source_step, dest_step, groups, takes_own) of `ROUND_SCALARS`: consecutive groups'
-        shards are `inner` shards apart; a copier takes its own shard after the rounds."""
-        return [self.inner, self.shift[3], self.groups, 0]
+        """(source_step, dest_step, groups, takes_own, group_inner, outer_step) of
+        `ROUND_SCALARS`: consecutive groups' shards are `inner` shards apart, or, for a split
+        group, consecutive inner digits 1 and outer digits rounds * Gi; a copier takes its own
+        shard after the rounds."""
+        if self.group_inner:
+            inner = self.group_inner
+            return [1, self.shift[3], self.groups, 0, inner, self.rounds * inner]
+        return [self.inner, self.shift[3], self.groups, 0, self.groups, 0]
 
     def own_scalars(self) -> list[int]:
         """`ROUND_SCALARS` under which every copier's source is itself: one group per tile
         (g = t mod (groups * 1) = t), taking its own shard (takes_own 1)."""
-        return [0, 0, 1, 1, self.tile_base + max(self.copiers) + 1, 1]
+        tiles = self.tile_base + max(self.copiers) + 1
+        return [0, 0, 1, 1, tiles, 1, tiles, 0]
 
     def sender_map(self) -> AffineMap:
         """The tile that sends in round r for group g."""
@@ -499,13 +527,15 @@ class ShardNeeds:
 
 
 def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, inner: int,
-              fixed_shift: Shift | None = None, sender_offset: int = 0) -> GatherRounds | None:
-    """The split (rounds x groups, `inner` rounds per group digit) of the shards if its
-    receivers are a valid plan; the shift is fitted to the first receivers (`choose_shift`)
-    unless `fixed_shift` is given. `sender_offset` must be the one `need` was made with."""
+              fixed_shift: Shift | None = None, sender_offset: int = 0,
+              group_inner: int = 0) -> GatherRounds | None:
+    """The split (rounds x groups, `inner` rounds per group digit, or the group split around
+    the round digit with `group_inner`) of the shards if its receivers are a valid plan; the
+    shift is fitted to the first receivers (`choose_shift`) unless `fixed_shift` is given.
+    `sender_offset` must be the one `need` was made with."""
     needs = need if isinstance(need, ShardNeeds) else ShardNeeds.of(need, sender_offset)
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
-    shard = shard_index(r, g, rounds, groups, inner)  # [R, G]
+    shard = shard_index(r, g, rounds, groups, inner, group_inner)  # [R, G]
     outer, low = (np.broadcast_to(np.asarray(d), r.shape) for d in round_digits(r, rounds, inner))
     if fixed_shift is not None:
         candidates = [fixed_shift]
@@ -516,7 +546,7 @@ def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, inner: in
         plan = split_with_shift(needs, rounds, groups, inner, shard, (outer, low, g), shift,
                                 sender_offset)
         if plan is not None:
-            return plan
+            return dataclasses.replace(plan, group_inner=group_inner) if group_inner else plan
     return None
 
 
@@ -654,8 +684,11 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry,
             break
         if rounds < fewest:  # some tile would receive two shards in one round
             continue
-        for inner in inner_extents(rounds, groups):
-            plan = try_split(needs, rounds, groups, inner, sender_offset=senders)
+        splits = [(inner, 0) for inner in inner_extents(rounds, groups)]
+        splits += [(1, gi) for gi in split_group_inners(rounds, groups)]
+        for inner, group_inner in splits:
+            plan = try_split(needs, rounds, groups, inner, sender_offset=senders,
+                             group_inner=group_inner)
             if plan is not None and (best is None or (plan.rounds, len(plan.base))
                                      < (best.rounds, len(best.base))):
                 best = plan
@@ -687,6 +720,16 @@ def inner_extents(rounds: int, groups: int) -> list[int]:
     if groups == 1 or rounds == 1:  # every extent gives the same shards
         return [rounds]
     return [rounds, 1, *(d for d in divisors(rounds) if 1 < d < rounds)]
+
+
+def split_group_inners(rounds: int, groups: int) -> list[int]:
+    """The inner extents Gi of a group split around the round digit that the one-digit forms
+    do not cover (Gi = groups is groups inner, Gi = 1 groups outer): a head-split transpose's
+    shards [b, row block, head] go to [b, head, row block], and the heads and batches (two
+    digits around the row block's) can go at once."""
+    if groups == 1 or rounds == 1:
+        return []
+    return [d for d in divisors(groups) if 1 < d < groups]
 
 
 def fewest_rounds(need: np.ndarray, sender_offset: int = 0) -> int:

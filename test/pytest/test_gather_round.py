@@ -27,10 +27,17 @@ from test_gather_concurrent import (
     scheduled,
 )
 
+from device.index_views import IndexView, row_major_strides
 from device.kernels import get_kernel
 from device.model.kernel_shards import round_sources, round_takers
 from device.package import KernelStep
-from passes.operators.gather import GatherRounds, plan_rounds, shard_receivers
+from passes.operators.gather import (
+    GatherRounds,
+    plan_rounds,
+    read_ranges,
+    shard_receivers,
+    view_receivers,
+)
 from planning.shard_geometry import ShardGeometry
 from tools.package_writer import build_package
 
@@ -38,19 +45,26 @@ from tools.package_writer import build_package
 def round_scalars(plan: GatherRounds, r: int) -> dict[str, int]:
     """The named scalars of round r's `gather_round` call, as the lowering writes them."""
     first_source, first_dest = (m.eval([r], [])[0] for m in plan.round_maps())
-    source_step, dest_step, groups, takes_own = plan.round_steps()
+    source_step, dest_step, groups, takes_own, group_inner, outer_step = plan.round_steps()
     return {"first_source": first_source, "first_dest": first_dest,
             "source_step": source_step, "dest_step": dest_step, "groups": groups,
-            "takes_own": takes_own}
+            "takes_own": takes_own, "group_inner": group_inner, "outer_step": outer_step}
 
 
-def assert_every_receiver_finds_its_shard(a: ShardGeometry, b: ShardGeometry) -> GatherRounds:
-    """Every result tile that holds elements of a shard sent in round r takes from that
-    shard's tile in round r, but the shard's own tile, which skips the round's take (it
-    takes its own shard from its input after the rounds: a copier)."""
-    plan = plan_rounds(a, b)
+def assert_every_receiver_finds_its_shard(a: ShardGeometry, b: ShardGeometry,
+                                          view: IndexView | None = None) -> GatherRounds:
+    """Every result tile that holds elements of a shard sent in round r (with a layout op's
+    `view`, that reads them through it) takes from that shard's tile in round r, but the
+    shard's own tile, which skips the round's take (it takes its own shard from its input
+    after the rounds: a copier)."""
+    plan = plan_rounds(a, b, view)
     assert plan is not None
-    need = shard_receivers(a, b)
+    if view is None:
+        need = shard_receivers(a, b)
+    else:
+        ranges = read_ranges(view, a, b)
+        assert ranges is not None
+        need = view_receivers(a, b, ranges)
     for r, shards in enumerate(plan.sent_shards()):
         scalars = round_scalars(plan, r)
         for shard in shards.tolist():
@@ -95,6 +109,40 @@ def test_random_partitionings_find_their_shards(shape, from_parts, to_parts, fir
     plan = plan_rounds(a, b)
     if plan is not None and plan.takes_once:
         assert_every_receiver_finds_its_shard(a, b)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.permutations(range(3)), st.tuples(*[st.integers(1, 4)] * 3),
+       st.tuples(*[st.integers(1, 4)] * 3), st.tuples(*[st.integers(1, 4)] * 3),
+       st.integers(0, 3), st.integers(0, 3))
+def test_random_transposes_find_their_shards(permutation, parts, more, out_parts, first_a,
+                                             first_b):
+    """A transpose's gather through its view: whenever its split takes once per round (the
+    head split's groups of two digits around the round's among them), each receiver's
+    formula finds the shard it was sent."""
+    shape = tuple(p * m for p, m in zip(parts, more, strict=True))
+    out_shape = tuple(shape[p] for p in permutation)
+    strides = row_major_strides(shape)
+    view = IndexView((0, 0, 0), out_shape, tuple(strides[p] for p in permutation), 0)
+    a = geometry(shape, parts, first_a)
+    b = geometry(out_shape, tuple(min(p, e) for p, e in zip(out_parts, out_shape, strict=True)),
+                 first_b)
+    plan = plan_rounds(a, b, view)
+    if plan is not None and plan.takes_once:
+        assert_every_receiver_finds_its_shard(a, b, view)
+
+
+def test_a_head_split_transpose_finds_its_shards_in_split_groups():
+    """[b, t, h, d] cut (8, 12, 12, 1) -> [b, h, t, d] cut (8, 12, 12, 1), BERT-base batch 8's
+    Q, K and V: 12 rounds (the row blocks) of 96 groups (batch and head) instead of 96 of 12."""
+    shape, parts = (8, 384, 12, 64), (8, 12, 12, 1)
+    strides = row_major_strides(shape)
+    permutation = (0, 2, 1, 3)
+    out_shape = tuple(shape[p] for p in permutation)
+    view = IndexView((0,) * 4, out_shape, tuple(strides[p] for p in permutation), 0)
+    plan = assert_every_receiver_finds_its_shard(
+        geometry(shape, parts, 0), geometry(out_shape, parts, 0), view)
+    assert (plan.rounds, plan.groups, plan.group_inner, plan.takes_once) == (12, 96, 12, True)
 
 
 def kernel_symbols(package) -> list[str]:

@@ -18,9 +18,10 @@ from e2e_support import scheduled_module
 from xdsl.dialects.builtin import ModuleOp
 
 from device.index_views import IndexView, row_major_strides
+from device.kernels import get_kernel
 from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
-from device.package import ExchangeStep
+from device.package import ExchangeStep, KernelStep
 from ipu_dialects.tile import ExchangeOp
 from passes.operators.gather import read_ranges, reshape_groups, separable_axes, view_receivers
 from planning.shard_geometry import ShardGeometry
@@ -185,6 +186,11 @@ CASES = {
     "transpose_tiles_permuted": (16, [((4, 8, 6), (4, 4, 1))], "mid.transpose %x0 permutation "
                                  "[1, 0, 2] plan {plan}", ((8, 4, 6), (4, 4, 1)),
                                  lambda x: np.transpose(x[0], (1, 0, 2))),
+    # a head split's transpose [b, t, h, d] -> [b, h, t, d]: shard (b, r, h) goes whole to
+    # tile (b, h, r), and the batches and heads (two digits around the row block's) go at once
+    "transpose_batch_heads": (32, [((4, 8, 4, 2), (4, 2, 4, 1))], "mid.transpose %x0 "
+                              "permutation [0, 2, 1, 3] plan {plan}", ((4, 4, 8, 2), (4, 4, 2, 1)),
+                              lambda x: np.transpose(x[0], (0, 2, 1, 3))),
     "slice_stepped": (8, [((12, 10), (4, 2))], "mid.slice %x0 starts [1, 0] ends [12, 10] "
                       "steps [2, 3] plan {plan}", ((6, 4), (2, 2)),
                       lambda x: x[0][1:12:2, 0:10:3]),
@@ -225,3 +231,42 @@ def test_a_layout_gather_in_rounds_moves_every_element(name):
     [result] = package.outputs
     got = stored_of_values(result, outcome.outputs[result.name])
     np.testing.assert_array_equal(np.asarray(got), reference(arrays))
+
+
+def test_a_head_split_transpose_takes_one_round_per_row_block():
+    """s = 8 b + 4 r + h to tile 8 b + 2 h + r: the group is (b, h), split around the row
+    block digit (`GatherRounds.group_inner` 4), 2 rounds of 16 shards; a one-digit group
+    takes 16 rounds of 2 (the row blocks, b and h the rounds' digits)."""
+    tiles, inputs, op, out, _ = CASES["transpose_batch_heads"]
+    module = scheduled(module_text(tiles, inputs, op, out))
+    [exchange] = [e for e in module.walk() if isinstance(e, ExchangeOp)]
+    assert exchange.groups is not None and exchange.groups.value.data == 16
+    package = build_package(module, with_assembly=False)
+    assert len([s for s in package.steps if isinstance(s, ExchangeStep)]) == 2
+
+
+def run_layout(package, arrays) -> np.ndarray:
+    feeds = {t.name: values_of_stored(t, x) for t, x in zip(package.inputs, arrays, strict=True)}
+    outcome = run_package(package, feeds)
+    [result] = package.outputs
+    return np.asarray(stored_of_values(result, outcome.outputs[result.name]))
+
+
+@pytest.mark.parametrize("scalar", ["group_inner", "outer_step"])
+def test_a_split_group_round_with_a_wrong_scalar_gives_wrong_numbers(scalar):
+    """Each receiver finds its source from group_inner and outer_step (the batch digit of the
+    group): one more in either makes the round takes read other shards than were sent."""
+    tiles, inputs, op, out, reference = CASES["transpose_batch_heads"]
+    package = build_package(scheduled(module_text(tiles, inputs, op, out)),
+                            with_assembly=False)
+    arrays = [np.random.default_rng(3).standard_normal(s).astype(np.float32) for s, _ in inputs]
+    np.testing.assert_array_equal(run_layout(package, arrays), reference(arrays))
+    index = next(i for i, s in enumerate(package.steps)
+                 if isinstance(s, KernelStep) and s.symbol == "gather_view_round")
+    step = package.steps[index]
+    named, _ = get_kernel("gather_view_round").split_scalars(step.scalars)
+    assert named["group_inner"] == 4 and named["outer_step"] == 8  # s = 8 b + 4 r + h
+    scalars = list(step.scalars)
+    scalars[list(named).index(scalar)] += 1
+    package.steps[index].scalars = tuple(scalars)
+    assert not np.array_equal(run_layout(package, arrays), reference(arrays))
