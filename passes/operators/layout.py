@@ -55,7 +55,7 @@ from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather,
 from passes.operators.costs import gather_cycles, shard_memory_reason
 from passes.operators.formats import descriptor, shard_words, split_format, storage_of
 from passes.operators.gather import plan_rounds, read_ranges, view_receivers
-from passes.operators.layout_mirror import reshaped_format, transposed_format
+from passes.operators.layout_mirror import permuted_format, reshaped_format, transposed_format
 from passes.operators.pointwise import pointwise_plan
 from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.shard_geometry import ShardGeometry
@@ -319,6 +319,9 @@ class LayoutOperator(Operator):
         mirror = None if fmt is None else self.mirrored_format(op, fmt)
         if mirror is not None and mirror.group.data <= ctx.tiles:
             found.append(("mirror", mirror))
+        permuted = None if fmt is None or mirror is not None else self.permuted_format(op, fmt)
+        if permuted is not None and permuted.group.data <= ctx.tiles:
+            found.append(("permuted", permuted))
         found += [("consumer", wanted) for wanted in wanted_formats(ctx, op.results[0])
                   if wanted.replication.data == 1]
         unique: dict[mid.TensorFormatAttr, str] = {}
@@ -329,6 +332,12 @@ class LayoutOperator(Operator):
     def mirrored_format(self, op: Operation,
                         fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr | None:
         """The result format that carries the operand's cut `fmt` through the op, if any."""
+        return None
+
+    def permuted_format(self, op: Operation,
+                        fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr | None:
+        """The operand's cut carried through the op with its shards moved whole between tiles
+        (a transpose that reorders cut axes), if any."""
         return None
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
@@ -389,6 +398,11 @@ class TransposeOperator(LayoutOperator):
                         fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr | None:
         assert isinstance(op, graph.TransposeOp | mid.TransposeOp)
         return transposed_format(fmt, op.permutation.get_values())
+
+    def permuted_format(self, op: Operation,
+                        fmt: mid.TensorFormatAttr) -> mid.TensorFormatAttr | None:
+        assert isinstance(op, graph.TransposeOp | mid.TransposeOp)
+        return permuted_format(fmt, op.permutation.get_values())
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:

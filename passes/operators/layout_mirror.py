@@ -9,7 +9,8 @@ change inside the shard: the mirror is row-major).
 
 - transpose: the result's axis i takes the tiling of operand axis `permutation[i]`, when the
   cut axes keep their relative order (tiles number the partitions row-major, so reordering cut
-  axes would renumber the tiles);
+  axes would renumber the tiles: that cut is still a candidate, `permuted_format`, whose
+  shards each move whole to one tile);
 - reshape: per group of axes the reshape re-linearizes (`gather.reshape_groups`), an uncut
   group stays uncut, and a group cut only on its outermost operand axis, into equal chunks,
   cuts the one result axis whose chunk covers the same run of the group's elements (the
@@ -41,6 +42,15 @@ def transposed_format(fmt: mid.TensorFormatAttr,
     cut = [axis for axis in permutation if fmt.partitions[axis] > 1]
     if cut != sorted(cut):
         return None
+    return permuted_format(fmt, permutation)
+
+
+def permuted_format(fmt: mid.TensorFormatAttr,
+                    permutation: Sequence[int]) -> mid.TensorFormatAttr:
+    """The operand's cut carried through a transpose whatever the order of its cut axes: each
+    shard goes whole to one tile, the one its partition's renumbering names (a gather, whose
+    batches and heads go at once: `gather.GatherRounds.group_inner`); a mirror when the cut
+    axes keep their order."""
     return row_major_mirror(fmt, [fmt.tiling.data[axis] for axis in permutation])
 
 

@@ -8,6 +8,8 @@ reference."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from e2e_support import compile_case, run_verdict
 from xdsl.dialects.builtin import Float16Type, TensorType
 
@@ -16,7 +18,7 @@ from frontend.models import MODELS, build_model, tiny
 from ipu_dialects import mid
 from passes.graph_to_mid import GraphToMidPass
 from passes.operators.layout import is_local_view
-from passes.operators.layout_mirror import reshaped_format, transposed_format
+from passes.operators.layout_mirror import permuted_format, reshaped_format, transposed_format
 from tools.registry import make_context
 
 
@@ -65,6 +67,30 @@ def test_a_transpose_mirrors_a_cut_only_when_the_cut_axes_keep_their_order():
     view = IndexView((0,) * 4, (2, 64, 64, 4), tuple(strides[p] for p in permutation), 0)
     assert is_local_view(view, typed([2, 64, 4, 64], src), typed([2, 64, 64, 4], kept))
     assert transposed_format(src, (0, 2, 1, 3)) is None  # heads before rows: tiles renumbered
+
+
+def test_a_transpose_that_reorders_cut_axes_keeps_the_cut_but_moves_whole_shards():
+    """Heads before rows renumber the tiles: the permuted cut is a candidate all the same,
+    each shard moving whole to one tile (`gather.GatherRounds.group_inner`), not local."""
+    src = fmt([(1, 2), (32, 2), (1, 4), (1, 1)])  # [2, 64, 4, 64]
+    permuted = permuted_format(src, (0, 2, 1, 3))
+    assert [t.partitions.data for t in permuted.tiling.data] == [2, 4, 2, 1]
+    strides = row_major_strides((2, 64, 4, 64))
+    view = IndexView((0,) * 4, (2, 4, 64, 64), tuple(strides[p] for p in (0, 2, 1, 3)), 0)
+    assert not is_local_view(view, typed([2, 64, 4, 64], src), typed([2, 4, 64, 64], permuted))
+
+
+def test_a_batched_layer_merges_heads_through_the_permuted_cut_and_passes():
+    """Batch 4, 4 heads on 256 tiles: the attention output (batch, heads, query blocks) goes
+    back to (batch, rows, heads) with the same cut (`transpose_permuted_gather`), and the
+    layer PASSes on the device model."""
+    config = dataclasses.replace(tiny(MODELS["bert-base-b8"]), seq=64, d_model=128, heads=4,
+                                 mlp=256, batch=4)
+    lowered = build_model(config)
+    GraphToMidPass(tiles=256).apply(make_context(), lowered)
+    plans = [op.plan.candidate.data for op in lowered.walk() if isinstance(op, mid.TransposeOp)]
+    assert "transpose_permuted_gather" in plans
+    assert run_verdict(compile_case(build_model(config), 256)) is None
 
 
 def test_a_batched_layer_splits_heads_without_an_intermediate_gather_and_passes():
