@@ -276,3 +276,23 @@ class Operator(ABC):
     @abstractmethod
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         """The tile work of one mid op (outermost ops, in order)."""
+
+
+class GivenFormatsOperator(Operator):
+    """An operator that builds its candidates with some operands assumed stored in given
+    formats (`candidates_given`): its own selection assumes none, and a look-ahead asks for
+    the cheapest valid one's cycles (`least_cycles_given`)."""
+
+    @abstractmethod
+    def candidates_given(self, op: Operation, ctx: SelectionContext,
+                         assumed: Assumed) -> list[Candidate]:
+        """The candidates with the operands in `assumed` taken as stored in those formats."""
+
+    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
+        return self.candidates_given(op, ctx, {})
+
+    def least_cycles_given(self, op: Operation, assumed: Assumed,
+                           ctx: SelectionContext) -> int | None:
+        valid = [c.valid_cycles for c in self.candidates_given(op, ctx, assumed)
+                 if c.reason is None]
+        return min(valid, default=None)

@@ -49,8 +49,8 @@ multiple of G * kg from BASE's first tile, a tile's group is ((t - first) mod G 
 kg, and `gather_round` gets first_source(r), first_dest(r) (affine in r), source_step = L,
 dest_step = kg, G, takes_own 0 (a tile whose source is itself skips the round's take; the
 copiers take their own shards from their input after the rounds), group_inner = G and
-outer_step = 0 (for a split group: source_step 1, group_inner Gi, outer_step R * Gi). Otherwise the take is in a
-group loop:
+outer_step = 0 (for a split group: source_step 1, group_inner Gi, outer_step R * Gi).
+Otherwise the take is in a group loop:
 
       tile.loop %g = 0 to G:
         copy_words slot <- input on the COPIERS, only on tile s(r, g)
@@ -123,8 +123,8 @@ def shard_index(r, g, rounds: int, groups: int, inner: int, group_inner: int = 0
     """The input shard group `g` sends in round `r` (module doc), for ints, NumPy arrays or
     affine exprs; with a `group_inner` (Gi, inner = 1) the group is two digits around the
     round's: s = (g // Gi) * rounds * Gi + r * Gi + g % Gi."""
-    if group_inner:
-        return split_group_index(r, g, rounds, groups, group_inner)
+    if group_inner:  # never with one round (`split_group_inners`)
+        return scaled(r, group_inner) + g // group_inner * (rounds * group_inner) + g % group_inner
     outer, low = round_digits(r, rounds, inner)
     terms = [scaled(term, k) for term, k, used in ((outer, groups * inner, inner < rounds),
                                                    (g, inner, groups > 1), (low, 1, inner > 1))
@@ -135,13 +135,6 @@ def shard_index(r, g, rounds: int, groups: int, inner: int, group_inner: int = 0
     for term in terms[1:]:
         total = total + term
     return total
-
-
-def split_group_index(r, g, rounds: int, groups: int, group_inner: int):
-    """`shard_index` of a group split around the round digit (module doc)."""
-    terms = [scaled(r, group_inner) if rounds > 1 else 0,
-             g // group_inner * (rounds * group_inner), g % group_inner]
-    return terms[0] + terms[1] + terms[2] if rounds > 1 else terms[1] + terms[2]
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from passes.operators.base import (
     STARVES_A_CONSUMER,
     Assumed,
     Candidate,
-    Operator,
+    GivenFormatsOperator,
     SelectionContext,
     TileLowering,
     consumers_cycles,
@@ -244,7 +244,7 @@ def output_splits(op: Operation, ctx: SelectionContext,
     return found
 
 
-class LayoutOperator(Operator):
+class LayoutOperator(GivenFormatsOperator):
     """What the four layout operators share; each names its ops and its index views."""
 
     operand_names = ("src",)
@@ -252,15 +252,6 @@ class LayoutOperator(Operator):
 
     def views(self, op: Operation) -> list[IndexView]:
         raise NotImplementedError
-
-    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
-        return self.candidates_given(op, ctx, {})
-
-    def least_cycles_given(self, op: Operation, assumed: Assumed,
-                           ctx: SelectionContext) -> int | None:
-        valid = [c.valid_cycles for c in self.candidates_given(op, ctx, assumed)
-                 if c.reason is None]
-        return min(valid, default=None)
 
     def candidates_given(self, op: Operation, ctx: SelectionContext,
                          assumed: Assumed) -> list[Candidate]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from abc import abstractmethod
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects.builtin import TensorType
@@ -18,7 +17,7 @@ from passes.operators.base import (
     STARVES_A_CONSUMER,
     Assumed,
     Candidate,
-    Operator,
+    GivenFormatsOperator,
     SelectionContext,
     TileLowering,
     consumers_cycles,
@@ -54,23 +53,8 @@ def pointwise_plan(name: str, symbol: str, formats: dict[str, mid.TensorFormatAt
     )
 
 
-class PointwiseOperator(Operator):
-    """An operator whose candidates `evaluate` builds, which can also price them with some
-    operands assumed stored in given formats (a look-ahead's question, `least_cycles_given`)."""
-
-    @abstractmethod
-    def candidates_given(self, op: Operation, ctx: SelectionContext,
-                         assumed: Assumed) -> list[Candidate]:
-        """The candidates with the operands in `assumed` taken as stored in those formats."""
-
-    def candidates(self, op: Operation, ctx: SelectionContext) -> list[Candidate]:
-        return self.candidates_given(op, ctx, {})
-
-    def least_cycles_given(self, op: Operation, assumed: Assumed,
-                           ctx: SelectionContext) -> int | None:
-        valid = [c.valid_cycles for c in self.candidates_given(op, ctx, assumed)
-                 if c.reason is None]
-        return min(valid, default=None)
+class PointwiseOperator(GivenFormatsOperator):
+    """An operator whose candidates `evaluate` builds (add, gelu, layer norm, embedding)."""
 
 
 def output_formats(op: Operation, ctx: SelectionContext,
