@@ -25,9 +25,12 @@ within twice its spread (the program is ill-conditioned at these inputs, and the
 close as its roundings allow; counted apart from PASS, as `bench/differential.py` does), else
 FAIL, with the spread in the note. A run longer than `--run-timeout` seconds (the spread's
 runs included) is stopped (`timeout`). `--tiny` builds every case at
-the small size of `frontend.models.tiny` (a quick check of the bench itself).
+the small size of `frontend.models.tiny` (a quick check of the bench itself). `--repeat N`
+compiles each case N times, each in a fresh process, and prints the median compile seconds
+(and CPU seconds) with the fastest and slowest (`compile_runs` in the JSON): one compile's time
+on a shared machine is noise, the median of several is the figure to quote.
 Usage: python bench/models.py [--tiles 1472 256] [--cases NAME ...] [--run] [--run-timeout S]
-                              [--tiny] [--json] [--save FILE]
+                              [--repeat N] [--tiny] [--json] [--save FILE]
 """
 
 from __future__ import annotations
@@ -35,10 +38,11 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -68,6 +72,7 @@ class Row:
     run_note: str = ""
     model_seconds: float | None = None
     model_cycles: int | None = None
+    compile_runs: list[float] = field(default_factory=list)  # every compile's seconds (--repeat)
 
 
 def case_config(name: str, small: bool) -> TransformerConfig:
@@ -296,6 +301,22 @@ def measure(name: str, tiles: int, small: bool, run: bool, timeout: float,
     return row
 
 
+def measure_repeated(name: str, tiles: int, small: bool, run: bool, timeout: float,
+                     run_timeout: float, repeat: int) -> Row:
+    """`measure`, compiled `repeat` times (the device-model run, if any, only the first time):
+    the first row, with the median compile and CPU seconds of all the compiles."""
+    rows = [measure(name, tiles, small, run, timeout, run_timeout)]
+    rows += [measure(name, tiles, small, False, timeout, run_timeout) for _ in range(repeat - 1)]
+    row = rows[0]
+    walls = [r.compile_seconds for r in rows if r.compile_seconds is not None]
+    cpus = [r.compile_cpu_seconds for r in rows if r.compile_cpu_seconds is not None]
+    if len(walls) == len(cpus) == len(rows):
+        row.compile_runs = sorted(walls)
+        row.compile_seconds = statistics.median(walls)
+        row.compile_cpu_seconds = statistics.median(cpus)
+    return row
+
+
 def worker_failure(returncode: int, stderr: str) -> str:
     """What ended a worker that printed no compile record."""
     if returncode < 0:
@@ -313,6 +334,8 @@ def row_text(row: Row) -> str:
                if row.compile_seconds is not None and row.compile_cpu_seconds is not None
                else f"{'-':>9} {'-':>6}")
     head = f"{row.case:<20} {row.tiles:>5} {seconds}"
+    spread = (f"  (compile median of {len(row.compile_runs)}: {row.compile_runs[0]:.1f}.."
+              f"{row.compile_runs[-1]:.1f} s)" if len(row.compile_runs) > 1 else "")
     if row.status != "compiled":
         return f"{head} {row.status}: {first_line(row.diagnostic)}"
     assert row.cycles is not None and row.roofline is not None and row.ratio is not None
@@ -321,7 +344,7 @@ def row_text(row: Row) -> str:
     if row.run:
         model = f" in {row.model_seconds:.1f} s" if row.model_seconds is not None else ""
         text += f"  run {row.run}{model} ({row.run_note})"
-    return text
+    return text + spread
 
 
 def main() -> int:
@@ -334,6 +357,8 @@ def main() -> int:
                         help="seconds a compile may take (default 1800)")
     parser.add_argument("--run-timeout", type=float, default=600.0,
                         help="seconds a device-model run may take (default 600)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="compile each case N times and report the median compile time")
     parser.add_argument("--tiny", action="store_true",
                         help="every case at frontend.models.tiny's size")
     parser.add_argument("--json", action="store_true", help="one JSON list of rows on stdout")
@@ -348,7 +373,8 @@ def main() -> int:
         print(HEADER, flush=True)
     for name in args.cases:
         for tiles in args.tiles:  # one compile at a time: they take the whole machine
-            row = measure(name, tiles, args.tiny, args.run, args.timeout, args.run_timeout)
+            row = measure_repeated(name, tiles, args.tiny, args.run, args.timeout,
+                                   args.run_timeout, max(1, args.repeat))
             rows.append(row)
             if not args.json:
                 print(row_text(row), flush=True)

@@ -246,7 +246,26 @@ def check_fields(instr: Instruction) -> None:
 
 # ---- encoder -----------------------------------------------------------------------------
 def encode_one(instr: Instruction) -> tuple[int, ...]:
-    """The word(s) of one instruction (fields are checked; alignment is the row's business)."""
+    """The word(s) of one instruction (fields are checked; alignment is the row's business).
+    Once per instruction and field types (a row's delays and sends recur across the rows of
+    a program; `5.0` equals `5` but is refused, so the types are part of the key)."""
+    key = (instr, *(type(getattr(instr, name)) for name in FIELD_BITS.get(type(instr), ())))
+    words = ENCODED.get(key)
+    if words is None:
+        words = encoded_fields(instr)
+        if len(ENCODED) >= ENCODED_INSTRUCTIONS:
+            ENCODED.clear()
+        ENCODED[key] = words
+    return words
+
+
+# Instructions encoded before (`encode_one`); bounded: emptied when full.
+ENCODED: dict[tuple, tuple[int, ...]] = {}
+ENCODED_INSTRUCTIONS = 1 << 16
+
+
+def encoded_fields(instr: Instruction) -> tuple[int, ...]:
+    """`encode_one`'s work: check the fields, then pack them."""
     check_fields(instr)
     # Plain ints from here: a NumPy field (e.g. uint8) would wrap silently when shifted.
     instr = type(instr)(*(int(getattr(instr, name)) for name in FIELD_BITS[type(instr)]))

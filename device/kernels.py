@@ -73,8 +73,24 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], tile: int, target: Target
     """Cycles of one call of `symbol` with these scalars (descriptors included) on `tile`:
     what the model charges for it. Raises `UnknownKernelError` or `ValueError` (e.g.
     `DescriptorError`) for a bad call."""
+    key = (symbol, tuple(scalars), tile, id(target))
+    known = KNOWN_CYCLES.get(key)
+    if known is not None and known[0] is target:
+        return known[1]
     get_kernel(symbol)  # UnknownKernelError, naming the known symbols
-    return RECORDS[symbol].call_cycles(scalars, tile, target)
+    cycles = RECORDS[symbol].call_cycles(scalars, tile, target)
+    if len(KNOWN_CYCLES) >= KNOWN_CALLS:
+        KNOWN_CYCLES.clear()
+    KNOWN_CYCLES[key] = (target, cycles)
+    return cycles
+
+
+# Cycles of calls asked before (a pure function of the call): the selector prices the same
+# layout copy for many candidates, some of them a view walk over every element of a shard.
+# Keyed by the target's identity (it holds tables, and is not hashable), which the value
+# keeps alive; bounded: emptied when full. A bad call raises each time.
+KNOWN_CYCLES: dict[tuple, tuple[Target, int]] = {}
+KNOWN_CALLS = 1 << 14
 
 
 def step_cycles(symbol: str, scalars: Sequence[int], tiles: Sequence[int] | np.ndarray,

@@ -8,6 +8,7 @@ the exchange scheduler and the executable device model all read this one descrip
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -164,10 +165,15 @@ class Target:
                 start = end
         return tuple(elements)
 
+    @cached_property
+    def element_starts(self) -> list[int]:
+        """Each memory element's first byte address, in order (`element_of` searches them)."""
+        return [element.start for element in self.memory_elements]
+
     def element_of(self, address: int) -> MemoryElement:
-        for element in self.memory_elements:
-            if element.contains(address):
-                return element
+        index = bisect.bisect_right(self.element_starts, address) - 1
+        if index >= 0 and self.memory_elements[index].contains(address):
+            return self.memory_elements[index]
         raise ValueError(
             f"address {address:#x} is outside tile memory "
             f"[{self.memory_base:#x}, {self.memory_end:#x})"
@@ -198,7 +204,21 @@ class Target:
         )
 
     def max_latency(self, tiles: int) -> int:
-        return int(latency_table(self, tiles).max()) if tiles > 1 else self.latency_base
+        """The largest L(s, r) among the first `tiles` tiles (`latency_base` for one)."""
+        if tiles <= 1:
+            return self.latency_base
+        if tiles > self.tiles:
+            return int(latency_table(self, tiles).max())
+        return int(self.prefix_max_latencies[tiles - 1])
+
+    @cached_property
+    def prefix_max_latencies(self) -> np.ndarray:
+        """[tiles] entry r: the largest L(s, r') with s <= r' <= r, the whole chip's table
+        reduced once (`max_latency` is asked for many tile counts, each table millions of
+        entries)."""
+        table = latency_table(self, self.tiles)
+        lower = np.tril(table)  # L is symmetric, and non-negative: the zeros never win
+        return np.maximum.accumulate(lower.max(axis=1))
 
     # ---- compute ------------------------------------------------------------------
     def amp_cycles(self, macs: int, precision: str) -> int:

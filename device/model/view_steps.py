@@ -59,6 +59,15 @@ def window_grid(extent: tuple[int, ...], strides: tuple[int, ...]
     return grid, np.asarray(strides, np.int64) @ grid
 
 
+@lru_cache(maxsize=256)
+def sorted_window_offsets(extent: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """`window_grid`'s offsets, sorted (what `count_in_boxes` searches), read-only: the
+    selector counts the same windows for many candidates."""
+    offsets = np.sort(window_grid(extent, strides)[1])
+    offsets.setflags(write=False)
+    return offsets
+
+
 @dataclass(frozen=True)
 class ViewStep:
     """One view step on its tiles ([n] or [n, rank] per tile, in the step's tile order)."""
@@ -121,7 +130,7 @@ def view_step(out: ShardGeometry, src: ShardGeometry, view: IndexView, tiles: np
         members = np.flatnonzero(group == index)
         if not with_moves and box_runs(src) * RUNS_PER_ELEMENT <= offsets.size:
             moved[members] = count_in_boxes(src, src_starts[members], shift[members],
-                                            np.sort(offsets))
+                                            sorted_window_offsets(tuple(shape), view.strides))
             continue
         step = max(1, MOVE_CHUNK_ELEMENTS // offsets.size)
         for first in range(0, members.size, step):

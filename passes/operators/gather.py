@@ -434,11 +434,42 @@ def fit_shift(outer: np.ndarray, low: np.ndarray, g: np.ndarray,
     if first.size == 0:
         return 0, 0, 0, 0
     design = np.stack([np.ones_like(g), outer, low, g], axis=1).astype(np.float64)
-    solution = np.linalg.lstsq(design, first.astype(np.float64), rcond=None)[0]
+    solution = least_squares(design, first.astype(np.float64))
+    if solution is None:
+        return None
     c, ko, ki, kg = (round(float(v)) for v in solution)
     if np.array_equal(c + ko * outer + ki * low + kg * g, first):
         return c, ko, ki, kg
     return None
+
+
+def least_squares(design: np.ndarray, values: np.ndarray) -> np.ndarray | None:
+    """The least-squares solution of design @ x = values (minimum-norm, as NumPy's `lstsq`
+    gives it), or None when it is certainly no exact one. The selector fits thousands of
+    splits, and `lstsq`'s SVD of the whole design takes a hundred microseconds: where the
+    design's nonzero columns have full rank, the solution is unique (0 for a zero column: a
+    digit that is always 0) and comes from the small normal equations, and a residual far above
+    rounding says no exact solution exists; otherwise (a rank-deficient design, or a small
+    residual that rounding could explain) `lstsq` answers."""
+    used = np.flatnonzero(design.any(axis=0))
+    nonzero = design[:, used]
+    normal = nonzero.T @ nonzero
+    scale = np.prod(np.diag(normal))
+    if used.size and np.linalg.det(normal) > FULL_RANK * scale:
+        solution = np.zeros(design.shape[1])
+        solution[used] = np.linalg.solve(normal, nonzero.T @ values)
+        residual = values - design @ solution
+        if float(residual @ residual) > INEXACT_RESIDUAL:
+            return None
+        return solution
+    return np.linalg.lstsq(design, values, rcond=None)[0]
+
+
+# det(N) / prod(diag N) of a normal matrix N: 1 for orthogonal columns, 0 when singular; above
+# this, its solve is accurate to far better than the 0.5 that rounding to integers allows
+FULL_RANK = 1e-9
+# a squared residual above this is not rounding error of an exact integer fit
+INEXACT_RESIDUAL = 1e-3
 
 
 def group_shift(g: np.ndarray, first: np.ndarray) -> Shift | None:
@@ -447,10 +478,11 @@ def group_shift(g: np.ndarray, first: np.ndarray) -> Shift | None:
     floor(64 j / 3)): the rounds' differences go into BASE. `kg` is the least-squares slope,
     `c` keeps every shard's receivers at or after its shift; None for one group (where the
     one-shard-per-round split already covers it)."""
-    if first.size == 0 or np.unique(g).size < 2:
+    if first.size == 0 or g.min() == g.max():
         return None
-    slope = np.polyfit(g.astype(np.float64), first.astype(np.float64), 1)[0]
-    kg = round(float(slope))
+    x = g - g.mean()
+    slope = float(x @ (first - first.mean())) / float(x @ x)
+    kg = round(slope)
     return int((first - kg * g).min()), 0, 0, kg
 
 
@@ -496,6 +528,24 @@ class ShardNeeds:
                    bool(np.all(~real | (counts == last - first + 1))),
                    results if results != (0, 0) else (0, tiles))
 
+    def rounds_overlap(self, shard: np.ndarray) -> bool:
+        """Two shards of one round ([R, G] shard indices) whose receivers, both intervals,
+        share three tiles or more: one of those is neither shard's sender, and receives for
+        both groups, whatever the shift (no split of these rounds is valid). False when that
+        cannot be told at once (receivers that are no intervals, or overlaps of one or two
+        tiles: `try_split` checks them tile by tile)."""
+        if not self.intervals or shard.shape[1] < 2:
+            return False
+        real = self.real[shard]
+        first = np.where(real, self.first[shard], self.tiles)  # an empty interval sorts last
+        last = np.where(real, self.last[shard], -1)
+        order = np.argsort(first, axis=1, kind="stable")
+        first = np.take_along_axis(first, order, axis=1)
+        reach = np.maximum.accumulate(np.take_along_axis(last, order, axis=1), axis=1)
+        # each interval against the one before it that reaches farthest
+        shared = np.minimum(reach[:, :-1], np.take_along_axis(last, order, axis=1)[:, 1:])
+        return bool((shared - first[:, 1:] + 1 >= 3).any())
+
     @functools.cached_property
     def pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """The (shard, tile) pairs of `need`, shard-major."""
@@ -529,6 +579,8 @@ def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, inner: in
     needs = need if isinstance(need, ShardNeeds) else ShardNeeds.of(need, sender_offset)
     r, g = np.meshgrid(np.arange(rounds), np.arange(groups), indexing="ij")
     shard = shard_index(r, g, rounds, groups, inner, group_inner)  # [R, G]
+    if needs.rounds_overlap(shard):
+        return None
     outer, low = (np.broadcast_to(np.asarray(d), r.shape) for d in round_digits(r, rounds, inner))
     if fixed_shift is not None:
         candidates = [fixed_shift]

@@ -32,8 +32,9 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from device import kernels
-from device.index_views import IndexView, row_major_strides, view_moves
+from device.index_views import IndexView, row_major_strides
 from device.model import cycles as device_cycles
+from device.model.view_steps import view_step
 from device.target import WORD_BYTES, Target
 from ipu_dialects import graph, mid
 from ipu_dialects.tile import KernelOp
@@ -118,10 +119,9 @@ def is_local_view(view: IndexView, src_type: TensorType, out_type: TensorType) -
     by_receivers = local_by_receivers(view, src, out)
     if by_receivers is not None:
         return by_receivers
-    return all(
-        view_moves(view, out, out.shard_box(tile), src, src.shard_box(tile))[2] == 0
-        for tile in range(out.first_tile, out.tile_stop)
-    )
+    # what `view_shard` would move on every result tile at once, from the tile's own shard
+    tiles = np.arange(out.first_tile, out.tile_stop, dtype=np.int64)
+    return not view_step(out, src, view, tiles, None).missing.any()
 
 
 def local_by_receivers(view: IndexView, src: ShardGeometry, out: ShardGeometry) -> bool | None:

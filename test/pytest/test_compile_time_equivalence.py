@@ -114,12 +114,49 @@ def reference_split(need: np.ndarray, rounds: int, groups: int, inner: int,
     real = wanted.any(axis=2)
     first = wanted.argmax(axis=2)
     shifts = ([fixed_shift] if fixed_shift else
-              gather.choose_shift(outer[real], low[real], g[real], first[real]))
+              reference_choose_shift(outer[real], low[real], g[real], first[real]))
     for shift in shifts:
         split = reference_split_with(need, rounds, groups, inner, shift)
         if split is not None:
             return split
     return None
+
+
+def reference_choose_shift(outer, low, g, first):
+    """`gather.choose_shift` with NumPy's own least squares and line fit."""
+    if first.size == 0:
+        return [(0, 0, 0, 0)]
+    design = np.stack([np.ones_like(g), outer, low, g], axis=1).astype(np.float64)
+    solution = np.linalg.lstsq(design, first.astype(np.float64), rcond=None)[0]
+    c, ko, ki, kg = (round(float(v)) for v in solution)
+    if np.array_equal(c + ko * outer + ki * low + kg * g, first):
+        return [(c, ko, ki, kg)]
+    if np.unique(g).size < 2:
+        return []
+    kg = round(float(np.polyfit(g.astype(np.float64), first.astype(np.float64), 1)[0]))
+    return [(int((first - kg * g).min()), 0, 0, kg)]
+
+
+def test_least_squares_finds_what_numpy_finds():
+    rng = np.random.default_rng(7)
+    for trial in range(3000):
+        n = int(rng.integers(1, 40))
+        columns = [np.ones(n), rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 9, n)]
+        if trial % 3 == 0:  # a digit that is always 0
+            columns[int(rng.integers(1, 4))] = np.zeros(n)
+        if trial % 5 == 0:  # two digits that move together
+            columns[2] = columns[1] * int(rng.integers(1, 3))
+        design = np.stack(columns, axis=1).astype(np.float64)
+        exact = trial % 2 == 0
+        coefficients = rng.integers(-40, 40, 4)
+        values = design @ coefficients + (0 if exact else rng.integers(-3, 4, n))
+        got = gather.least_squares(design, values.astype(np.float64))
+        want = np.linalg.lstsq(design, values.astype(np.float64), rcond=None)[0]
+        # what `fit_shift` asks: is there an exact integer fit, found by rounding
+        found = got is not None and np.array_equal(design @ np.round(got), values)
+        assert found == np.array_equal(design @ np.round(want), values), (design, values)
+        if exact and np.linalg.matrix_rank(design[:, design.any(axis=0)]) == design.any(axis=0).sum():
+            assert found, (design, values)
 
 
 def reference_split_with(need: np.ndarray, rounds: int, groups: int, inner: int, shift):

@@ -108,6 +108,16 @@ def test_the_bench_prints_a_row_per_case_and_a_diagnostic_line_not_a_traceback()
     assert row["ratio"] == pytest.approx(row["cycles"] / row["roofline"])
 
 
+@pytest.mark.slow  # three fresh compile processes
+def test_a_repeated_row_gives_the_median_of_its_compiles():
+    command = [sys.executable, str(ROOT / "bench" / "models.py"), "--tiny", "--json",
+               "--cases", "bert-base", "--tiles", "4", "--repeat", "3"]
+    (row,) = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    runs = row["compile_runs"]
+    assert len(runs) == 3 and runs == sorted(runs) and runs[0] > 0
+    assert row["compile_seconds"] == runs[1]
+
+
 @pytest.mark.slow
 def test_a_failing_case_prints_its_diagnostic():
     """BERT-large on one tile does not fit: the row is the diagnostic's first line."""

@@ -1,8 +1,9 @@
 """The target description: memory map, elements and the exchange latency model."""
 
 import numpy as np
+import pytest
 
-from device.target import IPU21
+from device.target import IPU21, latency_table
 
 
 def test_memory_map_matches_public_numbers():
@@ -30,9 +31,20 @@ def test_latency_is_symmetric_positive_and_not_constant():
 
 
 def test_element_of_an_address_outside_memory_is_an_error():
-    import pytest
-
     with pytest.raises(ValueError) as info:
         IPU21.element_of(IPU21.memory_end)
     assert str(info.value) == (f"address {IPU21.memory_end:#x} is outside tile memory "
                                f"[{IPU21.memory_base:#x}, {IPU21.memory_end:#x})")
+
+
+def test_element_of_finds_the_element_that_contains_each_address():
+    for element in IPU21.memory_elements:
+        for address in (element.start, element.end - 1, (element.start + element.end) // 2):
+            assert IPU21.element_of(address) is element
+    with pytest.raises(ValueError):
+        IPU21.element_of(IPU21.memory_base - 1)
+
+
+@pytest.mark.parametrize("tiles", [2, 3, 17, 64, 255, 256, 257, 1000, 1471, 1472])
+def test_max_latency_is_the_largest_entry_of_the_latency_table(tiles):
+    assert IPU21.max_latency(tiles) == int(latency_table(IPU21, tiles).max())
