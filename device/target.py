@@ -204,21 +204,16 @@ class Target:
         )
 
     def max_latency(self, tiles: int) -> int:
-        """The largest L(s, r) among the first `tiles` tiles (`latency_base` for one)."""
+        """The largest L(s, r) among the first `tiles` tiles (`latency_base` for one), without
+        the table: L grows with the distance in position and the distance in columns, and both
+        are largest at once, between the last tile of the first column and the first tile of
+        the last one (within one column, between its two ends)."""
         if tiles <= 1:
             return self.latency_base
-        if tiles > self.tiles:
-            return int(latency_table(self, tiles).max())
-        return int(self.prefix_max_latencies[tiles - 1])
-
-    @cached_property
-    def prefix_max_latencies(self) -> np.ndarray:
-        """[tiles] entry r: the largest L(s, r') with s <= r' <= r, the whole chip's table
-        reduced once (`max_latency` is asked for many tile counts, each table millions of
-        entries)."""
-        table = latency_table(self, self.tiles)
-        lower = np.tril(table)  # L is symmetric, and non-negative: the zeros never win
-        return np.maximum.accumulate(lower.max(axis=1))
+        if tiles <= self.column_tiles:
+            return self.latency_base + tiles - 1
+        last_column = (tiles - 1) // self.column_tiles
+        return self.latency_base + self.column_tiles - 1 + self.latency_per_column * last_column
 
     # ---- compute ------------------------------------------------------------------
     def amp_cycles(self, macs: int, precision: str) -> int:

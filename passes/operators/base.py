@@ -32,22 +32,6 @@ from planning.plan_reasons import no_plan_message
 from planning.shard_geometry import geometry
 
 
-def max_latency(target: Target, tiles: int) -> int:
-    """`target.max_latency(tiles)`, once per target and tile count: it is the maximum of the
-    whole latency table (about 2 M entries at 1472 tiles), and the selector prices many
-    candidates with it."""
-    key = (id(target), tiles)
-    known = MAX_LATENCIES.get(key)
-    if known is None or known[0] is not target:
-        if len(MAX_LATENCIES) > 64:
-            MAX_LATENCIES.clear()
-        known = MAX_LATENCIES[key] = (target, target.max_latency(tiles))
-    return known[1]
-
-
-MAX_LATENCIES: dict[tuple[int, int], tuple[Target, int]] = {}
-
-
 class Spreading(Protocol):
     """What a pointwise operator asks graph-to-mid before it offers a plan moved off tile 0."""
 

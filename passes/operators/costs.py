@@ -23,7 +23,6 @@ from passes.operators.base import (
     Assumed,
     SelectionContext,
     format_of,
-    max_latency,
     tensor_type,
 )
 from passes.operators.formats import descriptor, shard_words, split_format
@@ -74,7 +73,7 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     words = shard_words(src)
     # the farthest of the tiles the shards leave from and arrive at (all from tile 0 on)
     span = max(a.first_tile + sources, b.tile_stop)
-    latency = max_latency(target, span) if receivers > 1 or a.first_tile != b.first_tile else 0
+    latency = target.max_latency(span) if receivers > 1 or a.first_tile != b.first_tile else 0
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
     take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(a.first_tile,))

@@ -541,9 +541,10 @@ class ShardNeeds:
         last = np.where(real, self.last[shard], -1)
         order = np.argsort(first, axis=1, kind="stable")
         first = np.take_along_axis(first, order, axis=1)
-        reach = np.maximum.accumulate(np.take_along_axis(last, order, axis=1), axis=1)
+        last = np.take_along_axis(last, order, axis=1)
+        reach = np.maximum.accumulate(last, axis=1)
         # each interval against the one before it that reaches farthest
-        shared = np.minimum(reach[:, :-1], np.take_along_axis(last, order, axis=1)[:, 1:])
+        shared = np.minimum(reach[:, :-1], last[:, 1:])
         return bool((shared - first[:, 1:] + 1 >= 3).any())
 
     @functools.cached_property

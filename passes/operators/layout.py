@@ -47,7 +47,6 @@ from passes.operators.base import (
     TileLowering,
     consumers_cycles,
     format_of,
-    max_latency,
     tensor_type,
     unless_every_one_starves,
     wanted_formats,
@@ -179,10 +178,9 @@ def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,
     src, out = geometry_of(src_type), geometry_of(out_type)
     sources, receivers = src.partition_count, out.tiles_used
     shard = shard_words(src_type)
-    # the cached table (`device.target.latency_table`): the matrix of 1472 tiles takes ~40 ms;
     # the farthest of the tiles the shards leave from and arrive at
     span = max(src.first_tile + sources, out.tile_stop)
-    latency = (max_latency(target, span)
+    latency = (target.max_latency(span)
                if receivers > 1 or src.first_tile != out.first_tile else 0)
     return gather_cycles(plan_rounds(src, out, view), sources,
                          device_cycles.exchange_step_cycles(shard + latency, target),

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from device.target import IPU21, latency_table
+from device.target import IPU21, Target, latency_table
 
 
 def test_memory_map_matches_public_numbers():
@@ -45,6 +45,9 @@ def test_element_of_finds_the_element_that_contains_each_address():
         IPU21.element_of(IPU21.memory_base - 1)
 
 
-@pytest.mark.parametrize("tiles", [2, 3, 17, 64, 255, 256, 257, 1000, 1471, 1472])
-def test_max_latency_is_the_largest_entry_of_the_latency_table(tiles):
-    assert IPU21.max_latency(tiles) == int(latency_table(IPU21, tiles).max())
+@pytest.mark.parametrize("tiles", [2, 3, 15, 16, 17, 32, 33, 64, 255, 256, 257, 1000, 1471,
+                                   1472, 2000])
+@pytest.mark.parametrize("target", [IPU21, Target(column_tiles=8, latency_per_column=3)],
+                         ids=["ipu21", "columns-of-8"])
+def test_max_latency_is_the_largest_entry_of_the_latency_table(target, tiles):
+    assert target.max_latency(tiles) == int(latency_table(target, tiles).max())
