@@ -83,13 +83,13 @@ class FunctionLowering:
     resident: ResidentTracker | None = None  # set when `run` starts
 
     def plain_selection(self, resident: ResidentMemory | None = None) -> SelectionContext:
-        """The pipeline's context, with what tile 0 holds (`resident`; default: nothing)."""
+        """The pipeline's context, with what the tiles hold (`resident`; default: nothing)."""
         return SelectionContext(self.config.tiles.data, self.config.indivisible.data,
                                 self.config.inputs.data, self.target, self.config.catalog_names,
                                 resident or ResidentMemory())
 
     def selection(self, op: Operation) -> SelectionContext:
-        """The context `op`'s plan is chosen in: what tile 0 holds at it (memory-aware)."""
+        """The context `op`'s plan is chosen in: what the tiles hold at it (memory-aware)."""
         return dataclasses.replace(
             self.plain_selection(self.resident.at(op) if self.resident is not None else None),
             consumers=self.look_ahead)
@@ -232,17 +232,20 @@ class FunctionLowering:
         new_op.location = op.location
         Rewriter.replace_op(op, new_op)
         self.round_to_declared_storage(new_op, out_type)
+        if self.resident is not None:
+            self.resident.computed_by(new_op.results[0])
 
     def record_resident(self, op: Operation, operator: Operator, plan: mid.OperatorPlanAttr,
                         ctx: SelectionContext) -> None:
-        """Tell the memory-aware selection what `op`'s chosen plan holds on tile 0."""
+        """Tell the memory-aware selection what `op`'s chosen plan holds on its tiles."""
         if self.resident is None:
             return
         names = operator.plan_operand_names(op)
         formats = [plan.operand_plan(name).format for name in names]
         shapes = [tensor_type(v).get_shape() for v in op.operands]
         self.resident.record(ctx.resident, operator.plan_tile_bytes(op, plan, self.target),
-                             formats, shapes)
+                             formats, shapes,
+                             (tensor_type(op.results[0]).get_shape(), plan.operand_plan("out").format))
 
     def round_to_declared_storage(self, op: Operation, declared: TensorType) -> None:
         """A plan may store its result wider than the graph declares it (an FP8 GEMM gives

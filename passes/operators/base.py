@@ -102,7 +102,7 @@ class SelectionContext:
     inputs: str  # graph-input policy: consumer (host writes the plan's format) or row_major
     target: Target
     catalog: tuple[str, ...]  # GEMM catalog names (the other operators have no catalog yet)
-    # what tile 0 holds besides the op's plan at its position (`passes/operators/resident.py`)
+    # what the tiles hold besides the op's plan at its position (`passes/operators/resident.py`)
     resident: ResidentMemory = field(default_factory=ResidentMemory)
     # where plans free to start at any tile (pointwise) may go; None: every plan from tile 0
     spreading: Spreading | None = field(default=None, compare=False)

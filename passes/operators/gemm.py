@@ -67,10 +67,12 @@ class GemmOperator(Operator):
 
         room = selection_room(ctx.target)
 
-        def fits(evaluation: Evaluation) -> bool:  # beside what tile 0 already holds
+        out_shape = tensor_type(op.results[0]).get_shape()
+
+        def fits(evaluation: Evaluation) -> bool:  # beside what its tiles already hold
             formats = [evaluation.plan.operand_plan(n).format for n in self.operand_names]
             return ctx.resident.fits(row_tile_memory(evaluation, ctx.target), formats, shapes,
-                                     room)
+                                     room, (out_shape, evaluation.plan.operand_plan("out").format))
 
         # from the operands' current formats (in their types, `priced`'s key)
         def priced(plan: mid.OperatorPlanAttr) -> int:

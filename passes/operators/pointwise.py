@@ -125,7 +125,7 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
 
 def fitting_first(op: Operation, operand_names: Sequence[str], candidates: list[Candidate],
                   ctx: SelectionContext) -> list[Candidate]:
-    """The candidates, those valid ones that do not fit beside what tile 0 already holds
+    """The candidates, those valid ones that do not fit beside what their tiles already hold
     (`ctx.resident`) refused when another valid one does, as GEMM selection prefers them: an
     embedding table gathered whole on tile 0 (a vocabulary's rows in one shard) is cheapest
     until the layers' weights are stored there too."""
@@ -138,12 +138,12 @@ def fitting_first(op: Operation, operand_names: Sequence[str], candidates: list[
         formats = [found.plan.operand_plan(n).format for n in names]
         held = sum(geometry(shape, fmt).shard_bytes()
                    for shape, fmt in zip(all_shapes, formats, strict=True))
-        return ctx.resident.fits(held, formats[:-1], shapes, room)
+        return ctx.resident.fits(held, formats[:-1], shapes, room, (all_shapes[-1], formats[-1]))
 
     verdicts = [c.reason is None and fits(c) for c in candidates]
     if not any(verdicts):
         return candidates
-    beside = "does not fit beside what tile 0 already holds (earlier inputs and weights)"
+    beside = "does not fit beside what its tiles already hold (earlier inputs and weights)"
     return [replace_reason(c, MemoryReason(beside)) if c.reason is None and not fit else c
             for c, fit in zip(candidates, verdicts, strict=True)]
 

@@ -1,100 +1,143 @@
-"""What tile 0 already holds when graph-to-mid selects an op's plan: the memory-aware part of
+"""What the tiles already hold when graph-to-mid selects an op's plan: the memory-aware part of
 selection.
 
-Every format starts at tile 0, so tile 0 holds a shard of every stored value and is the
-fullest tile; a plan's own buffers are checked against tile memory by its operator, and this
-module counts what else is live on tile 0 at the op's position, from the formats chosen so
-far (program order):
+A plan's own buffers are checked against tile memory by its operator; this module counts,
+tile by tile, what else is live at the op's position, from the formats chosen so far (program
+order), so that a plan is checked on the tiles it uses against what those tiles hold:
 
-- graph inputs (function arguments) already given a format by an earlier consumer: live
-  together at the start (the host writes them before the program runs) and each until its
-  last use (`place-memory`'s rule), the op's own operands excepted;
+- graph inputs (function arguments) already given a format by an earlier consumer, on that
+  format's tiles: live together at the start (the host writes them before the program runs)
+  and each until its last use (`place-memory`'s rule), the op's own operands excepted; an
+  input no plan has stored yet counts at the least it can take, its bytes over every tile;
 - inside a `graph.repeat`'s body, its carried values and invariants once, and its sequences
   whole: `count` elements of each (the sequence is stored as its elements' formats, every
   element on the same tiles), an operand of the op itself `count - 1` times beside the element
   its plan holds (`ResidentMemory.sequence_counts`).
 
-Values computed by the program (activations) are not counted: they are small next to a
-layer's weights, and their lifetimes are `place-memory`'s to find. A plan that fits with the
+- values computed by earlier ops (activations) that a later op still uses, on their tiles,
+  from the op that computed them (`ResidentTracker.computed`) to their last use.
+
+A plan that fits with the
 resident bytes is preferred to a cheaper one that does not (`planning.gemm_selection`,
 `select_gemm_plan`'s `fits`); where none fits, the cheapest valid plan is kept and the
-pipeline's memory fallbacks answer (`passes/ipu_pipeline.py`).
+pipeline's memory fallbacks answer (`passes/ipu_pipeline.py`). While every format started at
+tile 0, tile 0 held a shard of every stored value and counting it alone was enough; with
+first tiles (moved pointwise results, inputs stored spread) the fullest tile is anywhere.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import TensorType, UnrealizedConversionCastOp
 from xdsl.ir import Operation, SSAValue
 
 from device.target import Target
 from ipu_dialects import graph, mid
 from passes.operators.formats import whole_bytes
-from planning.shard_geometry import geometry
+from planning.shard_geometry import ShardGeometry, geometry
+
+Shape = Sequence[int]
+NOTHING = np.zeros(0, dtype=np.int64)
+
+
+def on_tiles(geom: ShardGeometry, tiles: int, each: int | None = None) -> np.ndarray:
+    """Bytes per tile of `tiles`: `each` (default: one shard of `geom`) on the tiles of `geom`
+    (those within the chip; mid-to-tile refuses the rest)."""
+    vector = np.zeros(tiles, dtype=np.int64)
+    vector[geom.first_tile:min(geom.tile_stop, tiles)] = geom.shard_bytes() if each is None else each
+    return vector
 
 
 @dataclass(frozen=True)
 class ResidentMemory:
-    """Tile 0's bytes besides an op's plan, from the formats chosen so far. A graph input is
-    live from the start (the host writes every input before the program runs) to its last
-    use, so a plan must fit twice: at the op, its buffers beside what is `live` there; and
-    at every earlier op, whose fullest moment was `earlier_peak`, the inputs the plan gives a
-    format for the first time (operand i when `new_inputs[i]`), which are live there too. An
-    operand is an element of a sequence of `sequence_counts[i]` elements when that is above 1
-    (the other elements are stored beside it, and are inputs too)."""
+    """What the tiles hold besides an op's plan, per tile, from the formats chosen so far. A
+    graph input is live from the start (the host writes every input before the program runs)
+    to its last use, so a plan must fit twice: at the op, its buffers beside what is `live`
+    there; and at every earlier op, whose fullest moment on each tile was `earlier_peak`, the
+    inputs the plan gives a format for the first time (operand i when `new_inputs[i]`), which
+    are live there too. An operand is an element of a sequence of `sequence_counts[i]`
+    elements when that is above 1 (the other elements are stored beside it, on the same
+    tiles, and are inputs too). `tiles` is 0 when nothing is known: then only the plan's own
+    buffers are checked."""
 
-    live: int = 0
-    earlier_peak: int = 0
+    tiles: int = 0
+    live: np.ndarray = field(default_factory=lambda: NOTHING)
+    earlier_peak: np.ndarray = field(default_factory=lambda: NOTHING)
     new_inputs: tuple[bool, ...] = ()
     sequence_counts: tuple[int, ...] = ()
-    reserved: int = 0  # of `earlier_peak`, what it reserved for the new inputs (`least_bytes`)
+    reserved: int = 0  # on every tile, of `earlier_peak`: the new inputs' `least_bytes`
 
-    def shards(self, formats: Sequence[mid.TensorFormatAttr],
-               shapes: Sequence[Sequence[int]]) -> list[int]:
-        return [geometry(shape, fmt).shard_bytes()
-                for fmt, shape in zip(formats, shapes, strict=True)]
+    def geometries(self, formats: Sequence[mid.TensorFormatAttr],
+                   shapes: Sequence[Shape]) -> list[ShardGeometry]:
+        return [geometry(shape, fmt) for fmt, shape in zip(formats, shapes, strict=True)]
 
-    def other_elements(self, shards: Sequence[int]) -> int:
-        """Bytes of the elements of the operands' sequences besides the ones the plan holds."""
-        return sum((count - 1) * shard
-                   for count, shard in zip(self.sequence_counts, shards, strict=True))
+    def other_elements(self, geoms: Sequence[ShardGeometry]) -> np.ndarray:
+        """Bytes per tile of the elements of the operands' sequences besides the ones the plan
+        holds."""
+        total = np.zeros(self.tiles, dtype=np.int64)
+        for count, geom in zip(self.sequence_counts, geoms, strict=True):
+            if count > 1:
+                total += on_tiles(geom, self.tiles, (count - 1) * geom.shard_bytes())
+        return total
 
-    def newly_stored(self, shards: Sequence[int]) -> int:
-        """Bytes of the graph inputs that the plan's formats store for the first time."""
-        return sum(count * shard for count, shard, new
-                   in zip(self.sequence_counts, shards, self.new_inputs, strict=True) if new)
+    def newly_stored(self, geoms: Sequence[ShardGeometry]) -> np.ndarray:
+        """Bytes per tile of the graph inputs that the plan's formats store for the first
+        time."""
+        total = np.zeros(self.tiles, dtype=np.int64)
+        for count, geom, new in zip(self.sequence_counts, geoms, self.new_inputs, strict=True):
+            if new:
+                total += on_tiles(geom, self.tiles, count * geom.shard_bytes())
+        return total
+
+    def plan_tiles(self, geoms: Sequence[ShardGeometry]) -> np.ndarray:
+        """Where the plan's buffers are: every tile from its values' first tile to past the
+        last (its own buffers count at its busiest tile's bytes on each)."""
+        on = np.zeros(self.tiles, dtype=bool)
+        on[min(g.first_tile for g in geoms):max(g.tile_stop for g in geoms)] = True
+        return on
+
+    def here(self, plan_bytes: int, geoms: Sequence[ShardGeometry],
+             plan_geoms: Sequence[ShardGeometry]) -> np.ndarray:
+        """Bytes per tile at the op: the plan's, beside what is live and the operands' other
+        sequence elements."""
+        return (np.where(self.plan_tiles(plan_geoms), plan_bytes, 0) + self.live
+                + self.other_elements(geoms))
 
     def fits(self, plan_bytes: int, formats: Sequence[mid.TensorFormatAttr],
-             shapes: Sequence[Sequence[int]], room: int) -> bool:
-        """Whether a plan holding `plan_bytes` on its busiest tile, with operands in
-        `formats`, fits `room` bytes beside what tile 0 holds."""
-        if not self.sequence_counts:  # nothing known: only the plan's own buffers
+             shapes: Sequence[Shape], room: int,
+             out: tuple[Shape, mid.TensorFormatAttr] | None = None) -> bool:
+        """Whether a plan holding `plan_bytes` on its busiest tile, with operands in `formats`
+        (and its result in `out`'s format), fits `room` bytes on every tile it uses beside
+        what the tiles hold."""
+        if not self.tiles:
             return plan_bytes <= room
-        shards = self.shards(formats, shapes)
-        return (plan_bytes + self.live + self.other_elements(shards) <= room
-                and self.earlier_peak - self.reserved + self.newly_stored(shards) <= room)
+        geoms = self.geometries(formats, shapes)
+        plan_geoms = [*geoms, geometry(*out)] if out is not None else geoms
+        return (int(self.here(plan_bytes, geoms, plan_geoms).max()) <= room
+                and int((self.earlier_peak - self.reserved + self.newly_stored(geoms)).max())
+                <= room)
 
 
 def selection_room(target: Target) -> int:
-    """The bytes a plan and what tile 0 holds beside it may take together: the memory outside
-    the code region, less one memory element left for placement's own constraints (buffers
-    kept in distinct elements, exchanged buffers away from the rows' elements)."""
+    """The bytes a plan and what its tiles hold beside it may take together: the memory
+    outside the code region, less one memory element left for placement's own constraints
+    (buffers kept in distinct elements, exchanged buffers away from the rows' elements)."""
     return target.sram_bytes - target.code_region_bytes - target.element_bytes
 
 
-def tile0_bytes(value: SSAValue) -> int:
-    """Bytes of `value`'s shard on tile 0, 0 while it has no format yet or when it is stored
-    past tile 0 (a graph input's home moved by `graph-to-mid{spread-inputs}`)."""
+def stored_geometry(value: SSAValue) -> ShardGeometry | None:
+    """How `value` is stored, None while it has no format yet."""
     value_type = value.type
     if not isinstance(value_type, TensorType):
-        return 0
+        return None
     fmt = value_type.encoding
-    if not isinstance(fmt, mid.TensorFormatAttr) or fmt.first_tile.data:
-        return 0
-    return geometry(value_type.get_shape(), fmt).shard_bytes()
+    if not isinstance(fmt, mid.TensorFormatAttr):
+        return None
+    return geometry(value_type.get_shape(), fmt)
 
 
 @dataclass
@@ -106,7 +149,12 @@ class ResidentTracker:
     positions: dict[Operation, int]
     last_use: dict[int, int]  # argument index -> position of its last use
     tiles: int
-    earlier_peak: int = 0  # the fullest tile 0 was at an op lowered so far (`record`)
+    earlier_peak: np.ndarray = field(default_factory=lambda: NOTHING)  # per tile (`record`)
+    computed: list[SSAValue] = field(default_factory=list)  # results of the ops lowered so far
+
+    def __post_init__(self) -> None:
+        if not len(self.earlier_peak):
+            self.earlier_peak = np.zeros(self.tiles, dtype=np.int64)
 
     @classmethod
     def of(cls, function: func.FuncOp, tiles: int) -> ResidentTracker:
@@ -118,31 +166,61 @@ class ResidentTracker:
                                       default=-1)
         return cls(function, positions, last_use, tiles)
 
+    def stored(self, value: SSAValue, times: int = 1) -> np.ndarray:
+        """Bytes per tile of `times` shards of `value` where it is stored (none while it has
+        no format)."""
+        geom = stored_geometry(value)
+        if geom is None:
+            return np.zeros(self.tiles, dtype=np.int64)
+        return on_tiles(geom, self.tiles, times * geom.shard_bytes())
+
     def at(self, op: Operation) -> ResidentMemory:
-        """What tile 0 holds besides `op`'s plan, at `op` and before it."""
+        """What the tiles hold besides `op`'s plan, at `op` and before it."""
         position = self.positions.get(op, -1)
         operands = set(op.operands)
         args = self.function.args
-        # an input no op has given a format yet is counted at the least it can hold on a tile
-        live = sum(tile0_bytes(args[index]) or self.least_bytes(args[index])
-                   for index, last in self.last_use.items()
-                   if last > position and args[index] not in operands)
-        reserved = sum(self.least_bytes(v) for v in set(op.operands)
-                       if v in self.tracked() and tile0_bytes(v) == 0)
         tracked = self.tracked()
-        new_inputs = [operand in tracked and tile0_bytes(operand) == 0 for operand in op.operands]
+        live = np.zeros(self.tiles, dtype=np.int64)
+        for index, last in self.last_use.items():
+            if last > position and args[index] not in operands:
+                # an input no op has given a format yet: the least it can hold on a tile
+                live += (self.stored(args[index]) if stored_geometry(args[index]) is not None
+                         else self.least_bytes(args[index]))
+        held = {source_of(operand) for operand in op.operands}  # the plan counts them
+        for value in self.computed:
+            if value not in held and self.used_after(value, position):
+                live += self.stored(value)
+        new_inputs = [operand in tracked and stored_geometry(operand) is None
+                      for operand in op.operands]
+        reserved = sum(self.least_bytes(v) for v in operands
+                       if v in tracked and stored_geometry(v) is None)
         counts = [1] * len(op.operands)
         for repeat in enclosing_repeats(op):
             count = repeat.count.value.data
             for arg in (*repeat.carried_args, *repeat.invariant_args):
-                live += 0 if arg in operands else tile0_bytes(arg)
+                if arg not in operands:
+                    live += self.stored(arg)
             for arg in repeat.sequence_args:  # a graph input, stored whole as its elements
-                live += 0 if arg in operands else count * tile0_bytes(arg)
+                if arg not in operands:
+                    live += self.stored(arg, count)
             for index, operand in enumerate(op.operands):
                 if operand in repeat.sequence_args:
                     counts[index] *= count
-                    new_inputs[index] = tile0_bytes(operand) == 0
-        return ResidentMemory(live, self.earlier_peak, tuple(new_inputs), tuple(counts), reserved)
+                    new_inputs[index] = stored_geometry(operand) is None
+        return ResidentMemory(self.tiles, live, self.earlier_peak.copy(), tuple(new_inputs),
+                              tuple(counts), reserved)
+
+    def used_after(self, value: SSAValue, position: int) -> bool:
+        """Whether an op after `position` (not lowered yet) uses `value`, directly or through
+        the bridges graph-to-mid put between them."""
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, UnrealizedConversionCastOp):
+                if self.used_after(user.results[0], position):
+                    return True
+            elif self.positions.get(user, -1) > position:
+                return True
+        return False
 
     def tracked(self) -> set[SSAValue]:
         """The graph inputs counted (the function's arguments; not those stored as a repeat's
@@ -150,21 +228,33 @@ class ResidentTracker:
         return {self.function.args[index] for index in self.last_use}
 
     def least_bytes(self, value: SSAValue) -> int:
-        """The fewest bytes an input not yet given a format can hold on tile 0: its bytes
+        """The fewest bytes an input not yet given a format can hold on a tile: its bytes
         spread evenly over every tile."""
         value_type = value.type
         assert isinstance(value_type, TensorType)
         return -(-whole_bytes(value_type) // self.tiles)
 
     def record(self, resident: ResidentMemory, plan_bytes: int,
-               formats: Sequence[mid.TensorFormatAttr], shapes: Sequence[Sequence[int]]) -> None:
+               formats: Sequence[mid.TensorFormatAttr], shapes: Sequence[Shape],
+               out: tuple[Shape, mid.TensorFormatAttr]) -> None:
         """The op `resident` was taken for chose a plan of `plan_bytes` whose operands take
-        `formats`: the inputs it stored are live at every earlier op, and its own fullest
-        moment is one more earlier peak for the ops after it."""
-        shards = resident.shards(formats, shapes)
-        here = plan_bytes + resident.live + resident.other_elements(shards)
-        stored = resident.newly_stored(shards) - resident.reserved
-        self.earlier_peak = max(self.earlier_peak + stored, here)
+        `formats` (its result `out`'s): the inputs it stored are live at every earlier op, and
+        its own fullest moment is one more earlier peak for the ops after it, tile by tile."""
+        geoms = resident.geometries(formats, shapes)
+        here = resident.here(plan_bytes, geoms, [*geoms, geometry(*out)])
+        stored = resident.newly_stored(geoms) - resident.reserved
+        self.earlier_peak = np.maximum(self.earlier_peak + stored, here)
+
+    def computed_by(self, value: SSAValue) -> None:
+        """`value`, a lowered op's result, is live on its tiles until its last use."""
+        self.computed.append(value)
+
+
+def source_of(value: SSAValue) -> SSAValue:
+    """The value a chain of graph-to-mid's bridges starts from."""
+    while isinstance(value.owner, UnrealizedConversionCastOp):
+        value = value.owner.inputs[0]
+    return value
 
 
 def stored_as_sequence(user: Operation, index: int) -> bool:

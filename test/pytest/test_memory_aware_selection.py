@@ -1,19 +1,24 @@
-"""Selection counts what tile 0 already holds (`passes/operators/resident.py`): a plan that
-fits beside the program's other stored values is preferred to a cheaper one that does not."""
+"""Selection counts what the tiles already hold (`passes/operators/resident.py`): a plan that
+fits beside the program's other stored values on its tiles is preferred to a cheaper one that
+does not."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from xdsl.dialects.builtin import TensorType
 from xdsl.parser import Parser
+from xdsl.rewriter import Rewriter
 
 from device.target import IPU21
-from ipu_dialects import graph
+from ipu_dialects import graph, mid
 from passes import get_all_passes
 from passes.operators.resident import ResidentTracker
 from planning.gemm_problem import GemmProblem
 from planning.gemm_selection import evaluate_candidates, plan_tile_memory, row_tile_memory
+from planning.shard_geometry import geometry
 from tools.ipu_run import EXIT_PASS, compile_module, find_function, make_context, run_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,13 +54,15 @@ def test_a_sequence_operand_counts_its_other_elements():
     resident = tracker.at(gemm)
     assert resident.sequence_counts == (1, LAYERS)  # lhs: the carried value; rhs: the weights
     assert resident.new_inputs == (False, True)
-    shards = [1024, 2048]
-    assert resident.other_elements(shards) == (LAYERS - 1) * 2048
-    assert resident.newly_stored(shards) == LAYERS * 2048
+    lhs = geometry((128, 128), row_major_on(4, 16))  # 4 shards of 16,384 bytes
+    rhs = geometry((128, 128), row_major_on(2, 16))  # 2 shards of 32,768 bytes
+    others = resident.other_elements([lhs, rhs])  # on the element's tiles only
+    assert others[:2].tolist() == [(LAYERS - 1) * 32768] * 2 and not others[2:].any()
+    stored = resident.newly_stored([lhs, rhs])
+    assert stored[:2].tolist() == [LAYERS * 32768] * 2 and not stored[2:].any()
 
 
-def test_an_input_no_plan_stored_yet_counts_at_its_bytes_over_every_tile():
-    text = """
+TWO_GEMMS = """
 func.func @two(%x: tensor<64x256xf32>, %w0: tensor<256x256xf32>, %w1: tensor<256x256xf32>)
     -> tensor<64x256xf32> {
   %y0 = graph.gemm %x, %w0 : (tensor<64x256xf32>, tensor<256x256xf32>) -> tensor<64x256xf32>
@@ -63,13 +70,52 @@ func.func @two(%x: tensor<64x256xf32>, %w0: tensor<256x256xf32>, %w1: tensor<256
   func.return %y1 : tensor<64x256xf32>
 }
 """
+
+
+def test_an_input_no_plan_stored_yet_counts_at_its_bytes_over_every_tile():
+    text = TWO_GEMMS
     module = Parser(make_context(), text).parse_module()
     function = find_function(module)
     tracker = ResidentTracker.of(function, 16)
     first = next(op for op in function.walk() if isinstance(op, graph.GemmOp))
     resident = tracker.at(first)
-    assert resident.live == 256 * 256 * 4 // 16  # w1, live after the first GEMM
-    assert resident.earlier_peak == 0
+    # w1, live after the first GEMM, at the least it can take: over every tile
+    assert resident.live.tolist() == [256 * 256 * 4 // 16] * 16
+    assert not resident.earlier_peak.any()
+
+
+def row_major_on(parts: int, tiles: int, first_tile: int = 0) -> mid.TensorFormatAttr:
+    """A row-major format of a 2-D value cut into `parts` row shards from `first_tile`."""
+    tiling = [mid.AxisTilingAttr(1, parts), mid.AxisTilingAttr(1, 1)]
+    return mid.TensorFormatAttr("f32", "row_major", tiling, group=tiles, first_tile=first_tile)
+
+
+def test_a_plan_is_checked_on_its_own_tiles_not_on_tile_0():
+    """An input stored from tile 8 (a moved home) crowds tiles 8..11, not tile 0: a plan on
+    tiles 0..3 fits beside it, the same plan moved onto tiles 8..11 does not; and what a
+    chosen plan held is an earlier peak on its tiles only."""
+    text = TWO_GEMMS
+    function = find_function(Parser(make_context(), text).parse_module())
+    w1 = function.args[2]
+    home = row_major_on(4, 16, first_tile=8)  # 65,536 bytes on each of tiles 8..11
+    Rewriter.replace_value_with_new_type(
+        w1, TensorType(w1.type.element_type, w1.type.get_shape(), home))
+    tracker = ResidentTracker.of(function, 16)
+    first = next(op for op in function.walk() if isinstance(op, graph.GemmOp))
+    resident = tracker.at(first)
+    assert resident.live.tolist() == [0] * 8 + [65536] * 4 + [0] * 4
+    shapes = [(64, 256), (256, 256)]
+    room = 100_000
+    on_0 = [row_major_on(4, 16), row_major_on(4, 16)]
+    on_8 = [row_major_on(4, 16, 8), row_major_on(4, 16, 8)]
+    assert resident.fits(40_000, on_0, shapes, room, ((64, 256), on_0[0]))
+    assert not resident.fits(40_000, on_8, shapes, room, ((64, 256), on_8[0]))
+    tracker.record(resident, 40_000, on_0, shapes, ((64, 256), on_0[0]))
+    # tiles 0..3: x and w0, stored there for the first time (16,384 + 65,536 bytes a tile),
+    # are live at every earlier op, less what those ops reserved for them on every tile (their
+    # bytes over the 16 tiles: 4,096 + 16,384), above the plan's 40,000; tiles 8..11: w1
+    stored = 16_384 + 65_536 - (4_096 + 16_384)
+    assert tracker.earlier_peak.tolist() == [stored] * 4 + [0] * 4 + [65536] * 4 + [0] * 4
 
 
 def test_selection_with_room_picks_what_it_picked_before():
@@ -112,3 +158,38 @@ def test_a_chosen_plan_counts_the_bytes_its_evaluation_did(shapes, tiles):
         if evaluation.reason is None:
             assert (plan_tile_memory(evaluation.plan, problem, IPU21)
                     == row_tile_memory(evaluation, IPU21)), evaluation.candidate.name
+
+
+def test_a_computed_value_counts_on_its_tiles_until_its_last_use(monkeypatch):
+    """y0 waits for the add while the second GEMM runs: its shards are live there, on the
+    tiles its plan stored it on; at the add, whose plan holds both operands, nothing else."""
+    from passes.graph_to_mid import FunctionLowering
+
+    text = """
+func.func @two(%x: tensor<64x256xf32>, %w0: tensor<256x256xf32>, %w1: tensor<256x256xf32>)
+    -> tensor<64x256xf32> {
+  %y0 = graph.gemm %x, %w0 : (tensor<64x256xf32>, tensor<256x256xf32>) -> tensor<64x256xf32>
+  %y1 = graph.gemm %x, %w1 : (tensor<64x256xf32>, tensor<256x256xf32>) -> tensor<64x256xf32>
+  %z = graph.add %y0, %y1 : (tensor<64x256xf32>, tensor<64x256xf32>) -> tensor<64x256xf32>
+  func.return %z : tensor<64x256xf32>
+}
+"""
+    seen: dict[str, tuple] = {}
+    selection = FunctionLowering.selection
+
+    def spy(self, op):
+        ctx = selection(self, op)
+        seen[op.results[0].name_hint] = (ctx.resident, self.resident.computed[:])
+        return ctx
+
+    monkeypatch.setattr(FunctionLowering, "selection", spy)
+    module = Parser(make_context(), text).parse_module()
+    get_all_passes()["graph-to-mid"]()(tiles=16).apply(make_context(), module)
+    at_y1, computed = seen["y1"]
+    (y0,) = computed
+    stored = geometry(y0.type.get_shape(), y0.type.encoding)
+    expected = np.zeros(16, dtype=np.int64)
+    expected[stored.first_tile:stored.tile_stop] = stored.shard_bytes()
+    assert at_y1.live.tolist() == expected.tolist() and expected.any()
+    at_z, _ = seen["z"]
+    assert not at_z.live.any()

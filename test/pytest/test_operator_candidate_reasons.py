@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerType, TensorType, f64
 from xdsl.ir import Block
 
@@ -111,10 +112,11 @@ def layer_norm(x, w, b):
 
 def gather_candidates(live: int) -> dict[str, Candidate]:
     """graph.gather of 4 rows of an 8000 x 16 f32 table (512,000 bytes) on 4 tiles, with
-    `live` bytes of other inputs on tile 0 (`ResidentMemory`)."""
+    `live` bytes of other inputs on each tile (`ResidentMemory`)."""
     table, ids = values(tensor([8000, 16]), TensorType(IntegerType(32), [4]))
     op = graph.GatherOp.create(operands=[table, ids], result_types=[tensor([4, 16])])
-    resident = ResidentMemory(live=live, sequence_counts=(1, 1), new_inputs=(True, True))
+    resident = ResidentMemory(4, np.full(4, live), np.zeros(4, dtype=np.int64),
+                              sequence_counts=(1, 1), new_inputs=(True, True))
     candidates = EmbeddingOperator().candidates(op, replace(ctx(), resident=resident))
     return {c.name: c for c in candidates}
 
@@ -123,7 +125,7 @@ def test_a_table_gathered_whole_on_tile_0_is_refused_beside_other_inputs():
     alone = gather_candidates(0)
     assert alone["gather_whole"].reason is None and alone["gather_split1"].reason is None
     crowded = gather_candidates(200_000)  # 512,000 + 200,000 bytes > tile memory
-    assert "does not fit beside what tile 0 already holds" in crowded["gather_whole"].reason
+    assert "does not fit beside what its tiles already hold" in crowded["gather_whole"].reason
     assert crowded["gather_whole"].cycles is None
     assert crowded["gather_split1"].reason is None  # a quarter of the table on each tile
 
