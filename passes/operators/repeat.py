@@ -36,6 +36,7 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,7 +45,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from device.target import get_target
+from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from ipu_dialects.tile import (
@@ -57,6 +58,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from passes.operators.base import GraphLowering, Operator, TileLowering, tensor_type
+from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import (
     is_graph_tensor,
     row_major_format,
@@ -158,13 +160,61 @@ def spread_format(arg_type: TensorType, tiles: int, indivisible: str) -> mid.Ten
     return split_format(shape, 0, parts, arg_type, indivisible)
 
 
+def aligned_spread_format(arg_type: TensorType, wanted: mid.TensorFormatAttr,
+                          tiles: int) -> mid.TensorFormatAttr | None:
+    """A spread element format whose shards are pieces of the shards of `wanted` (the format
+    the element is fetched into): `wanted`'s tiling, one copy, with its first cut axis' chunk
+    cut k ways more (k the largest power of two that fits the chip and keeps shards of at
+    least `SPREAD_SHARD_BYTES`), row-major. Each spread shard then goes whole to one tile of
+    `wanted` (its replicas), so the fetch moves every element once, in k rounds, where a
+    spread of whole rows sends each tile rows of which it keeps a block's columns. None when
+    there is nothing to cut or `wanted` rejects indivisible extents."""
+    if not all(axis.pad for axis in wanted.tiling.data):
+        return None
+    shape = arg_type.get_shape()
+    geom = geometry(shape, wanted)
+    # the partitions that hold elements (a plan's grid may cut an axis into more chunks than
+    # the extent fills: the rest are padding, and a spread copy leaves them out)
+    filled = [-(-extent // chunk) for extent, chunk in zip(shape, geom.chunk, strict=True)]
+    used = math.prod(filled)
+    axes = [a for a in range(geom.rank) if geom.chunk[a] > 1]
+    if not axes:
+        return None
+    axis, chunk = axes[0], geom.chunk[axes[0]]
+    k = 1
+    while (chunk % (2 * k) == 0 and used * 2 * k <= tiles
+           and geom.shard_bytes() // (2 * k) >= SPREAD_SHARD_BYTES):
+        k *= 2
+    if k == 1:
+        return None
+    tiling = [mid.AxisTilingAttr(c // k, p * k) if a == axis else mid.AxisTilingAttr(c, p)
+              for a, (c, p) in enumerate(zip(geom.chunk, filled, strict=True))]
+    return wanted.with_changes(order=mid.ElementOrder.ROW_MAJOR, tiling=tiling, replication=1,
+                               group=used * k, first_tile=0)
+
+
+def cheapest_fetch(arg_type: TensorType, wanted: mid.TensorFormatAttr,
+                   spreads: Sequence[mid.TensorFormatAttr | None],
+                   target: Target) -> mid.TensorFormatAttr:
+    """Of the spread formats given, the one whose element is fetched into `wanted` in the
+    fewest estimated cycles (`conversion_type_cycles`, what selection prices a gather at);
+    the first of equal ones."""
+    def fetch_cycles(spread: mid.TensorFormatAttr) -> int:
+        return conversion_type_cycles(with_format(arg_type, spread), with_format(arg_type, wanted),
+                                      target)
+
+    found = [s for s in spreads if s is not None]
+    return min(found, key=fetch_cycles)
+
+
 def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     """Store the largest sequences spread over the chip: each element's format starts at tile
     0, so a stack of layers piles every layer's shard 0 there. With a `spread_saving` of N
     bytes (what the pipeline measured tile 0 to overflow by), the largest are spread until
     tile 0 holds N bytes fewer, counting the fetched element each adds to the body; with none,
     until the sequences hold at most `SEQUENCE_BUDGET` of tile 0's memory. A spread
-    sequence's body argument takes `spread_format`, and a bridge at the start of the body
+    sequence's body argument takes the spread format fetched cheaper (`cheapest_fetch` of
+    `aligned_spread_format` and `spread_format`), and a bridge at the start of the body
     brings each iteration's element to the format its consumers' plans chose (a
     `mid.rearrange`: the iteration's element is fetched from where it is stored)."""
     target = get_target(lowering.config.target.data)
@@ -182,7 +232,9 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
             return
         arg_type = tensor_type(arg)
         wanted = tensor_format_of(arg)
-        spread = spread_format(arg_type, tiles, indivisible)
+        spread = cheapest_fetch(arg_type, wanted, [
+            aligned_spread_format(arg_type, wanted, tiles),
+            spread_format(arg_type, tiles, indivisible)], target)
         spread_bytes = count * geometry(arg_type.get_shape(), spread).shard_bytes()
         if spread == wanted or spread_bytes >= sizes[arg]:
             continue  # stored spread it would hold no less on tile 0: no fetch
