@@ -212,14 +212,8 @@ def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: in
     conversions; `priced_key`, when given, names what `priced` depends on (the operands'
     types), and the costed ways are then computed once per key (`costed_options`)."""
     if priced is not None and priced_key is not None:
-        key = (candidate, problem, tiles, indivisible, id(target), priced_key)
-        known = COSTED.get(key)
-        if known is None or known[0] is not target:
-            if len(COSTED) > 1024:
-                COSTED.clear()
-            known = COSTED[key] = (target, costed_options(candidate, problem, tiles,
-                                                          indivisible, target, priced))
-        options = known[1]
+        options = costed_once(candidate, problem, tiles, indivisible, target, priced,
+                              priced_key)
     else:
         options = costed_options(candidate, problem, tiles, indivisible, target, priced)
     if options[0].reason is not None:
@@ -231,6 +225,19 @@ def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: in
 # `costed_options` of a candidate, problem and priced operands: graph-to-mid selects a GEMM
 # again when it lowers a function twice (`lower_spread_if_no_costlier`) and looks ahead
 COSTED: dict[tuple, tuple[Target, list[Evaluation]]] = {}
+
+
+def costed_once(candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str,
+                target: Target, priced: Priced, priced_key: Hashable) -> list[Evaluation]:
+    """`costed_options`, computed once per `priced_key` (what `priced` depends on)."""
+    key = (candidate, problem, tiles, indivisible, id(target), priced_key)
+    known = COSTED.get(key)
+    if known is None or known[0] is not target:
+        if len(COSTED) > 1024:
+            COSTED.clear()
+        known = COSTED[key] = (target, costed_options(candidate, problem, tiles, indivisible,
+                                                      target, priced))
+    return known[1]
 
 
 def costed_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
@@ -334,6 +341,32 @@ def select_gemm_plan(
     if fits is not None:
         valid = [e for e in valid if fits(e)] or valid
     return min(valid, key=lambda e: e.total_cycles)  # min keeps the first of equal costs
+
+
+def ranked_gemm_cuts(
+    problem: GemmProblem,
+    tiles: int,
+    indivisible: str,
+    target: Target,
+    catalog: Sequence[GemmCandidate],
+    fits: Callable[[Evaluation], bool],
+    priced: Priced,
+    priced_key: Hashable,
+) -> list[Evaluation]:
+    """Every valid cut of every candidate, costed with its operands' conversions, cheapest
+    first: those that fit, or all when none does. The first is `select_gemm_plan`'s choice
+    (catalog order, then cut order, on ties); the rest are what a look at the result's
+    consumers may prefer. NoValidPlan if no cut is valid."""
+    options: list[Evaluation] = []
+    evaluations = []
+    for candidate in catalog:
+        costed = costed_once(candidate, problem, tiles, indivisible, target, priced, priced_key)
+        evaluations.append(costed[0])
+        options += [e for e in costed if e.reason is None]
+    if not options:
+        raise NoValidPlan(evaluations)
+    fitting = [e for e in options if fits(e)]
+    return sorted(fitting or options, key=lambda e: e.total_cycles)  # stable: the first on ties
 
 
 def _cycles_of(evaluation: Evaluation) -> int:

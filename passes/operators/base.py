@@ -63,6 +63,12 @@ class ConsumerPricing(Protocol):
         it is."""
         ...
 
+    def chained_gemm_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int:
+        """What the GEMMs that take `value`, directly or through pointwise ops that would
+        keep its format (a bias add, a gelu), pay above their cheapest plans with it stored
+        `fmt`."""
+        ...
+
 
 # A candidate whose result format leaves a layout consumer without a valid plan: refused
 # while another candidate is valid (`unless_every_one_starves`)

@@ -37,6 +37,7 @@ from planning.gemm_selection import (
     Evaluation,
     costed_options,
     plan_tile_memory,
+    ranked_gemm_cuts,
     row_tile_memory,
     select_gemm_plan,
 )
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
     from passes.operators.base import TileLowering
 
 Roles = dict[mid.OperandRole, mid.OperandPlanAttr]
+# the cheapest plans of a GEMM whose result's consumers are priced (`cheapest_with_consumers`)
+CONSUMER_PRICED_PLANS = 4
 # The tile work of each GEMM layout, by the dispatch kind of its strategy.
 Lowering = Callable[[mid.GemmOp, "TileLowering", Roles, GemmOperands], list[Operation]]
 LOWERINGS: dict[mid.DispatchKind, Lowering] = {
@@ -79,11 +82,35 @@ class GemmOperator(Operator):
             return sum(conversion_cycles(value, plan.operand_plan(name).format, ctx)
                        for value, name in zip(op.operands, self.operand_names, strict=True))
 
-        chosen = select_gemm_plan(
+        if ctx.consumers is None:
+            chosen = select_gemm_plan(
+                problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
+                fits, priced, tuple(tensor_type(value) for value in op.operands),
+            )
+            return chosen.plan
+        ranked = ranked_gemm_cuts(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
-            fits, priced, tuple(tensor_type(value) for value in op.operands),
-        )
-        return chosen.plan
+            fits, priced, tuple(tensor_type(value) for value in op.operands))
+        return self.cheapest_with_consumers(op, ranked, ctx).plan
+
+    def cheapest_with_consumers(self, op: Operation, ranked: Sequence[Evaluation],
+                                ctx: SelectionContext) -> Evaluation:
+        """Of the `CONSUMER_PRICED_PLANS` cheapest plans (own cycles and operand conversions),
+        the one cheapest with what the GEMMs its result feeds then pay for its format
+        (`chained_gemm_cycles`, through a bias add and a gelu that follow it): a GEMM's
+        output cut is the next one's input (BERT's MLP: its second GEMM converts the first's
+        output). The first of equal ones."""
+        assert ctx.consumers is not None
+        priced = ranked[:CONSUMER_PRICED_PLANS]
+        if len({e.plan.operand_plan("out").format for e in priced}) < 2:
+            return ranked[0]  # one output format: its consumers pay the same whichever runs
+        seen: dict[mid.TensorFormatAttr, int] = {}
+        for evaluation in priced:
+            fmt = evaluation.plan.operand_plan("out").format
+            if fmt not in seen:
+                seen[fmt] = ctx.consumers.chained_gemm_cycles(op.results[0], fmt)
+        return min(priced, key=lambda e: e.total_cycles
+                   + seen[e.plan.operand_plan("out").format])
 
     def cheapest_plans(self, op: Operation, ctx: SelectionContext,
                        count: int) -> list[tuple[mid.OperatorPlanAttr, int]]:

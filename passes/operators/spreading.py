@@ -21,7 +21,9 @@ not: `consumers_cycles`, the least its slice, reshape and transpose consumers ta
 result in the candidate's format (a view of its shards or a gather; those consumers priced in
 turn with their own consumers, `NESTED_DEPTH` level deeper: a reshape, then the transpose
 after it and what that feeds), plus what each GEMM consumer pays above its cheapest plan with
-the result in that format (`gemm_extra_cycles`, over its cheapest plans), the result's
+the result in that format (`gemm_extra_cycles`, over its cheapest plans; a GEMM's own
+selection asks only that, through the pointwise ops that would follow its result:
+`chained_gemm_cycles`), the result's
 conversion into the operand format of each attention consumer's plan (selected once, alone,
 as above: `plan_wants`), and the cheapest plan of each pointwise consumer (add, gelu, layer
 norm) with the result in that format, its own kernel, conversions and consumers counted
@@ -188,6 +190,19 @@ class LookAhead:
                    for plan, cycles in options)
         return best - options[0][1]
 
+    def chained_gemm_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr,
+                            depth: int = LOOK_AHEAD) -> int:
+        total = 0
+        for use in value.uses:
+            user = use.operation
+            if isinstance(user, graph.GemmOp):
+                total += self.gemm_extra_cycles(user, use.index, value, fmt)
+                continue
+            follower = self.follower_format(user, fmt) if isinstance(user, FOLLOWERS) else None
+            if depth > 0 and follower is not None and self.follows(user, value, follower):
+                total += self.chained_gemm_cycles(user.results[0], follower, depth - 1)
+        return total
+
     def wanted_formats(self, value: SSAValue) -> list[mid.TensorFormatAttr]:
         wanted = [self.plan_wants(use.operation, use.index) for use in value.uses
                   if isinstance(use.operation, PLANNED_CONSUMERS)]
@@ -246,3 +261,6 @@ class NestedLookAhead:
 
     def wanted_formats(self, value: SSAValue) -> list[mid.TensorFormatAttr]:
         return self.look_ahead.wanted_formats(value)
+
+    def chained_gemm_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr) -> int:
+        return self.look_ahead.chained_gemm_cycles(value, fmt, self.depth)
