@@ -21,9 +21,9 @@ PUNCTUATION = " :;,.'\"()[]{}"
 
 # (file, distinctive fragment of the message): why no input can reach the site.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("ipu_dialects/mid.py", "format: tiling entry"):
+    ("ipu_dialects/mid_attrs.py", "format: tiling entry"):
         "the #mid.format parser builds every tiling entry as a #mid.axis",
-    ("ipu_dialects/mid.py", "has no operand"):
+    ("ipu_dialects/mid_attrs.py", "has no operand"):
         "mid.gemm's verifier requires a plan entry for lhs, rhs and out, the only names asked",
     ("ipu_dialects/tile.py", "bounds must be"):
         "the #tile.tiles parser derives a list's bounds from its ids",

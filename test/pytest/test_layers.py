@@ -52,6 +52,8 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "ipu_dialects.shared_attrs": "dialect support",
     "ipu_dialects.graph": "graph dialect",
     "ipu_dialects.mid": "mid dialect",
+    "ipu_dialects.mid_attrs": "mid dialect",
+    "ipu_dialects.mid_config": "mid dialect",
     "ipu_dialects.exchange": "exchange dialect",
     "ipu_dialects.tile": "tile dialect",
     "ipu_dialects.tile_syntax": "tile dialect",
