@@ -46,7 +46,7 @@ from passes.operators.formats import (
     with_storage,
 )
 from passes.operators.repeat import is_body_argument, lower_repeat
-from passes.operators.resident import ResidentMemory, ResidentTracker
+from passes.operators.resident import ResidentMemory, ResidentTracker, selection_room
 from passes.operators.spreading import LookAhead
 from planning.gemm_problem import catalog_entries, default_catalog_names
 from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
@@ -60,6 +60,9 @@ def op_label(op: Operation) -> str:
     return f"{op.name} {value_label(op.results[0])}" if op.results else op.name
 
 
+FITTING_ROUNDS = 3  # lowerings of a function while its sequences do not fit (`lower_fitting_sequences`)
+
+
 @dataclass
 class FunctionLowering:
     """Lowers the graph ops of one function, in program order."""
@@ -71,6 +74,8 @@ class FunctionLowering:
     spread_saving: int = 0
     spread: bool = True  # pointwise plans may start on the least-loaded tiles
     spread_inputs: bool = False  # graph-to-mid{spread-inputs}: see `home_of`
+    # sequences whose plans must take them stored spread (`lower_fitting_sequences`)
+    force_spread: frozenset[str] = frozenset()
     # the bytes of the values lowered so far, per tile: where a pointwise plan may start
     loads: TileLoads = field(init=False)
     look_ahead: LookAhead = field(init=False)
@@ -132,6 +137,7 @@ class FunctionLowering:
                 raise PassFailedException(str(error)) from None
             self.check_index_arguments()
         self.resident = ResidentTracker.of(self.function, self.config.tiles.data)
+        self.resident.force_spread = self.force_spread
         self.lower_block(self.function.body.block)
         for arg in self.function.args:
             if is_graph_tensor(arg):  # unused or only returned: a plain row-major input
@@ -215,6 +221,7 @@ class FunctionLowering:
             plan = operator.select(op, ctx)
         except (NoValidPlan, NoValidGemmPlan, ValueError) as err:
             raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
+        ctx = self.store_spread(op, operator, plan, ctx)
         self.record_resident(op, operator, plan, ctx)
         # one at a time: retyping a graph input replaces the value, so re-read the operand
         operands = [
@@ -234,6 +241,25 @@ class FunctionLowering:
         self.round_to_declared_storage(new_op, out_type)
         if self.resident is not None:
             self.resident.computed_by(new_op.results[0])
+
+    def store_spread(self, op: Operation, operator: Operator, plan: mid.OperatorPlanAttr,
+                     ctx: SelectionContext) -> SelectionContext:
+        """Where `op`'s plan takes a sequence stored spread (`Operator.spread_operands`), the
+        repeat stores it so (`lower_repeat` fetches its elements); `ctx` with what the tiles
+        then hold."""
+        spread = operator.spread_operands(op, plan, ctx)
+        if not spread or self.resident is None:
+            return ctx
+        for index, spread_bytes in spread.items():
+            arg = op.operands[index]
+            assert isinstance(arg, BlockArgument)
+            self.resident.store_spread(arg, spread_bytes)
+        return dataclasses.replace(ctx, resident=ctx.resident.with_spread(
+            list(spread), sum(spread.values())))
+
+    def stores_spread(self, arg: SSAValue) -> bool:
+        """Whether a plan chose to take body argument `arg`'s sequence stored spread."""
+        return self.resident is not None and self.resident.is_spread(arg)
 
     def record_resident(self, op: Operation, operator: Operator, plan: mid.OperatorPlanAttr,
                         ctx: SelectionContext) -> None:
@@ -338,16 +364,41 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
     alone. The two lowerings differ only in where values sit and in their conversions: the
     kernels' cycles do not depend on the tiles, so the sum of the conversions' cycles
     (`conversion_type_cycles`, what selection prices them at) decides."""
-    trial = function.clone()
-    spread = FunctionLowering(trial, config, target, spread_sequences, spread_saving,
-                              spread_inputs=spread_inputs)
-    spread.run()
+    original = function.clone()
+    trial, spread = lower_fitting_sequences(original, config, target, spread_sequences,
+                                            spread_saving, spread_inputs)
     if spread.moved:
         FunctionLowering(function, config, target, spread_sequences, spread_saving,
-                         spread=False, spread_inputs=spread_inputs).run()
+                         spread=False, spread_inputs=spread_inputs,
+                         force_spread=spread.force_spread).run()
         if conversions_cycles(trial, target) > conversions_cycles(function, target):
             return
     Rewriter.replace_op(function, trial)
+
+
+def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAttr,
+                            target: Target, spread_sequences: bool, spread_saving: int,
+                            spread_inputs: bool) -> tuple[func.FuncOp, FunctionLowering]:
+    """A lowered copy of `function` (spread pointwise results) and its lowering. Memory-aware
+    selection keeps a repeat's sequence where its plan reads it while it fits beside what the
+    tiles hold so far; one op at a time, the first plans may take the room the later ones
+    need. When the lowering's own estimate of a tile's peak overflows, the sequences kept in
+    place that hold the most of the fullest tile are stored spread (their plans chosen again,
+    pricing the fetch of each iteration's element), at most `FITTING_ROUNDS` times."""
+    # with a measured overflow to save (the pipeline's memory fallback), that much less
+    room = selection_room(target) - (spread_saving if spread_sequences else 0)
+    forced: frozenset[str] = frozenset()
+    for _ in range(FITTING_ROUNDS):
+        trial = function.clone()
+        lowering = FunctionLowering(trial, config, target, spread_sequences, spread_saving,
+                                    spread_inputs=spread_inputs, force_spread=forced)
+        lowering.run()
+        assert lowering.resident is not None
+        more = lowering.resident.sequences_to_spread(room)
+        if lowering.resident.overflow(room) == 0 or more == forced:
+            break
+        forced = more
+    return trial, lowering
 
 
 def conversions_cycles(function: func.FuncOp, target: Target) -> int:

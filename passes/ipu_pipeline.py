@@ -116,7 +116,8 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
             except (OutOfTileMemory, RowsDoNotFit) as error:
                 first_error = first_error or error
                 overflow = error.overflow if isinstance(error, OutOfTileMemory) else None
-                attempt = attempt.next_memory_attempt(self, overflow, original)
+                shortfall = error.shortfall if isinstance(error, OutOfTileMemory) else None
+                attempt = attempt.next_memory_attempt(self, overflow, original, shortfall)
             if attempt is not None:
                 restore(module, original.clone())  # a restore takes the clone's ops
         assert first_error is not None
@@ -126,19 +127,23 @@ class IpuPipelinePass(PipelineOptions, ModulePass):
         raise first_error
 
     def next_memory_attempt(self, first: IpuPipelinePass, overflow: int | None,
-                            module: builtin.ModuleOp) -> IpuPipelinePass | None:
+                            module: builtin.ModuleOp,
+                            shortfall: int | None = None) -> IpuPipelinePass | None:
         """The pipeline to try after this one did not fit `module` (as given; `overflow`: by
-        how many bytes its fullest tile overflowed, if known), or None: with the default
-        catalog, the plans that replicate no operand; then, for a program with per-iteration
-        sequences, the largest sequences stored spread until tile 0 holds `overflow` bytes fewer
-        (`graph-to-mid{spread-sequences=true spread-saving=N}`, a fetch per spread sequence
-        in the body); then spread until they hold at most a quarter of tile 0; then the graph
-        inputs stored on the least-loaded tiles and brought to their consumers
-        (`graph-to-mid{spread-inputs=true}`)."""
+        how many bytes its fullest tile overflowed, if known; `shortfall`: at least how many
+        bytes it must hold fewer, the overflow or a buffer that found no free range), or
+        None: for a program with per-iteration sequences, sequences stored spread until the
+        selection's estimate holds `shortfall` bytes fewer (`graph-to-mid{spread-sequences=true
+        spread-saving=N}`: its GEMMs price the fetch of each iteration's element, the
+        replicating plans still candidates); then, with the default catalog, the plans that
+        replicate no operand; then sequences spread until they hold at most a quarter of tile
+        0; then the graph inputs stored on the least-loaded tiles and brought to their
+        consumers (`graph-to-mid{spread-inputs=true}`)."""
+        if not self.spread_sequences and has_sequences(module):
+            saving = overflow if overflow is not None else shortfall
+            return replace(self, spread_sequences=True, spread_saving=max(0, saving or 0))
         if not first.catalog and not self.catalog:
             return self.without_replicating_plans()
-        if not self.spread_sequences and has_sequences(module):
-            return replace(self, spread_sequences=True, spread_saving=max(0, overflow or 0))
         if self.spread_sequences and self.spread_saving > 0:
             return replace(self, spread_saving=0)
         if not self.spread_inputs and overflow is not None:  # spreading frees no row memory

@@ -64,11 +64,14 @@ class OutOfTileMemory(PassFailedException):
     """A tile's buffers need more memory than it has ("Out of memory on tile N: ..."): the
     diagnostic a pipeline may answer by choosing plans that store less (`ipu-pipeline`).
     `overflow` is by how many bytes the fullest tile overflows, where that is known (buffers
-    live together that exceed the tile; not a range that fragmentation left too small)."""
+    live together that exceed the tile; not a range that fragmentation left too small);
+    `shortfall` is at least how many bytes the tile must hold fewer: the overflow, or the
+    size of the buffer that found no free range."""
 
-    def __init__(self, message: str, overflow: int | None = None):
+    def __init__(self, message: str, overflow: int | None = None, shortfall: int | None = None):
         super().__init__(message)
         self.overflow = overflow
+        self.shortfall = overflow if shortfall is None else shortfall
 
 
 def module_target(module: ModuleOp) -> Target:
@@ -351,7 +354,7 @@ class FunctionPlacement:
             f"{self.extent(buffer)} bytes (aligned to {self.alignment(buffer)}) left for @{name} "
             f"after placing {', '.join('@' + p.key.sym_name.data for p in placed) or 'nothing'} "
             f"(buffers: {self.buffer_list(buffers, tile)})"
-        ))
+        ), shortfall=self.extent(buffer))
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol
 
+import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -161,6 +162,10 @@ class GraphLowering(Protocol):
     spread_sequences: bool
     spread_saving: int  # bytes tile 0 must hold fewer (graph-to-mid{spread-saving}); 0: a budget
 
+    def stores_spread(self, arg: SSAValue) -> bool:
+        """Whether a plan chose to take body argument `arg`'s sequence stored spread."""
+        ...
+
     def lower_block(self, block: Block) -> None: ...
 
     def operand_in_format(self, value: SSAValue, fmt: mid.TensorFormatAttr,
@@ -252,6 +257,13 @@ class Operator(ABC):
                   plan: mid.OperatorPlanAttr) -> Operation:
         """The mid op for `op` with its operands already in the plan's formats."""
         raise NotImplementedError  # conversions are inserted, never selected
+
+    def spread_operands(self, op: Operation, plan: mid.OperatorPlanAttr,
+                        ctx: SelectionContext) -> dict[int, np.ndarray]:
+        """The operands, elements of a repeat's sequences, whose sequences `plan` takes stored
+        spread over the chip (each iteration's element fetched), with their bytes on each tile:
+        none unless the operator says so."""
+        return {}
 
     def plan_tile_bytes(self, op: Operation, plan: mid.OperatorPlanAttr, target: Target) -> int:
         """Bytes the plan's busiest tile holds for `op` (what memory-aware selection counts

@@ -8,9 +8,10 @@ the same keys as `planning.gemm_selection.LAYOUTS`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
@@ -24,7 +25,8 @@ from passes.operators.costs import conversion_cycles
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
-from passes.operators.resident import selection_room
+from passes.operators.resident import ResidentMemory, selection_room
+from passes.operators.sequence_spread import cheapest_spread, spread_tile_bytes
 from passes.operators.tile_maps import (
     GemmOperands,
     effective_operand,
@@ -72,26 +74,84 @@ class GemmOperator(Operator):
 
         out_shape = tensor_type(op.results[0]).get_shape()
 
+        def fits_in(resident: ResidentMemory, plan: mid.OperatorPlanAttr, plan_bytes: int) -> bool:
+            formats = [plan.operand_plan(n).format for n in self.operand_names]
+            return resident.fits(plan_bytes, formats, shapes, room,
+                                 (out_shape, plan.operand_plan("out").format))
+
+        sequences = ctx.resident.sequence_operands()
+
+        forced = bool(ctx.resident.forced)
+
+        def in_place(plan: mid.OperatorPlanAttr) -> bool:  # its sequences where it reads them
+            return not forced and fits_in(ctx.resident, plan,
+                                          plan_tile_memory(plan, problem, ctx.target))
+
         def fits(evaluation: Evaluation) -> bool:  # beside what its tiles already hold
-            formats = [evaluation.plan.operand_plan(n).format for n in self.operand_names]
-            return ctx.resident.fits(row_tile_memory(evaluation, ctx.target), formats, shapes,
-                                     room, (out_shape, evaluation.plan.operand_plan("out").format))
+            plan_bytes = row_tile_memory(evaluation, ctx.target)
+            if not forced and fits_in(ctx.resident, evaluation.plan, plan_bytes):
+                return True
+            if not sequences:
+                return False
+            spread = self.stored_spread(op, evaluation.plan, ctx, sequences)
+            return fits_in(ctx.resident.with_spread(sequences, sum(spread.values())),
+                           evaluation.plan, plan_bytes)
 
-        # from the operands' current formats (in their types, `priced`'s key)
+        # from the operands' current formats (in their types, `priced`'s key); a plan whose
+        # sequence operands do not fit where it reads them also fetches them every iteration
         def priced(plan: mid.OperatorPlanAttr) -> int:
-            return sum(conversion_cycles(value, plan.operand_plan(name).format, ctx)
-                       for value, name in zip(op.operands, self.operand_names, strict=True))
+            converted = sum(conversion_cycles(value, plan.operand_plan(name).format, ctx)
+                            for value, name in zip(op.operands, self.operand_names, strict=True))
+            if not sequences or in_place(plan):
+                return converted
+            return converted + self.fetch_cycles(op, plan, ctx, sequences)
 
+        # what `priced` depends on: the operand types and, with sequence operands, what the
+        # tiles hold now (every selection its own)
+        key: Hashable = (tuple(tensor_type(value) for value in op.operands),
+                         object() if sequences else None)
         if ctx.consumers is None:
             chosen = select_gemm_plan(
                 problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
-                fits, priced, tuple(tensor_type(value) for value in op.operands),
-            )
+                fits, priced, key)
             return chosen.plan
         ranked = ranked_gemm_cuts(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
-            fits, priced, tuple(tensor_type(value) for value in op.operands))
+            fits, priced, key)
         return self.cheapest_with_consumers(op, ranked, ctx).plan
+
+    def spread_operands(self, op: Operation, plan: mid.OperatorPlanAttr,
+                        ctx: SelectionContext) -> dict[int, np.ndarray]:
+        """The operands (elements of a repeat's sequences) whose sequences `plan` takes stored
+        spread over the chip, with their bytes on each tile: all of them when they do not fit
+        where the plan reads them."""
+        sequences = ctx.resident.sequence_operands()
+        if not sequences:
+            return {}
+        formats = [plan.operand_plan(n).format for n in self.operand_names]
+        shapes = [tensor_type(v).get_shape() for v in op.operands]
+        out = (tensor_type(op.results[0]).get_shape(), plan.operand_plan("out").format)
+        fits = not ctx.resident.forced and ctx.resident.fits(
+            plan_tile_memory(plan, problem_of(op), ctx.target), formats, shapes,
+            selection_room(ctx.target), out)
+        return {} if fits else self.stored_spread(op, plan, ctx, sequences)
+
+    def stored_spread(self, op: Operation, plan: mid.OperatorPlanAttr, ctx: SelectionContext,
+                      indices: Sequence[int]) -> dict[int, np.ndarray]:
+        """Bytes on each tile of the sequences of operands `indices` stored in the spread
+        format each is fetched cheapest from into the plan's format."""
+        return {i: spread_tile_bytes(tensor_type(op.operands[i]),
+                                     plan.operand_plan(self.operand_names[i]).format,
+                                     ctx.resident.sequence_counts[i], ctx.tiles, ctx.indivisible,
+                                     ctx.target) for i in indices}
+
+    def fetch_cycles(self, op: Operation, plan: mid.OperatorPlanAttr, ctx: SelectionContext,
+                     indices: Sequence[int]) -> int:
+        """What fetching each iteration's element of the sequences of operands `indices`, stored
+        spread, into the plan's formats costs (`cheapest_spread`)."""
+        return sum(cheapest_spread(tensor_type(op.operands[i]),
+                                   plan.operand_plan(self.operand_names[i]).format, ctx.tiles,
+                                   ctx.indivisible, ctx.target)[1] for i in indices)
 
     def cheapest_with_consumers(self, op: Operation, ranked: Sequence[Evaluation],
                                 ctx: SelectionContext) -> Evaluation:

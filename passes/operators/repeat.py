@@ -36,7 +36,6 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -45,7 +44,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from device.target import Target, get_target
+from device.target import get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, value_label, value_location
 from ipu_dialects.tile import (
@@ -58,14 +57,13 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from passes.operators.base import GraphLowering, Operator, TileLowering, tensor_type
-from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import (
     is_graph_tensor,
     row_major_format,
-    split_format,
     tensor_format_of,
     with_format,
 )
+from passes.operators.sequence_spread import cheapest_spread
 from passes.operators.tile_maps import scalar_map, tensor_format
 from planning.shard_geometry import geometry
 
@@ -77,7 +75,6 @@ CARRY_IN_REASON = "copy the initial carried value into the repeat's carried buff
 # Sequences stored in their elements' formats may hold this fraction of tile 0's memory (outside
 # the code region); past it the largest are stored spread (`spread_sequences`).
 SEQUENCE_BUDGET = 0.25
-SPREAD_SHARD_BYTES = 256  # a spread element's shards are at least this big (fewer gathers)
 SEQUENCE_STAGING_REASON = (
     "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so "
     "that the exchange's rows are the same in every iteration")
@@ -112,7 +109,8 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
             assert isinstance(arg.type, TensorType)
             fmt = row_major_format(arg.type, lowering.config.indivisible.data)
             Rewriter.replace_value_with_new_type(arg, with_format(arg.type, fmt))
-    if lowering.spread_sequences:
+    fetch_chosen_spread(lowering, op)
+    if lowering.spread_sequences and lowering.spread_saving == 0:  # the budget: a last resort
         spread_sequences(lowering, op)
     terminator = block.last_op
     assert isinstance(terminator, graph.YieldOp)
@@ -143,68 +141,25 @@ def stacked_bytes(arg: SSAValue, count: int) -> int:
     return count * geometry(arg_type.get_shape(), tensor_format_of(arg)).shard_bytes()
 
 
-def spread_format(arg_type: TensorType, tiles: int, indivisible: str) -> mid.TensorFormatAttr:
-    """An element format that cuts its leading axis into as many equal shards as there are
-    tiles for, each at least `SPREAD_SHARD_BYTES` (a sequence stored in it holds little on
-    any one tile)."""
-    shape = arg_type.get_shape()
-    element = geometry(shape, row_major_format(arg_type, indivisible))
-    if not shape:
-        return row_major_format(arg_type, indivisible)
-    most = max(1, min(tiles, shape[0], element.shard_bytes() // SPREAD_SHARD_BYTES))
-    # equal shards of a power-of-two number of rows (they tile the AMP's 64-row blocks), which
-    # the fetch's gather sends in few rounds; else any equal shards
-    equal = [p for p in range(1, most + 1) if shape[0] % p == 0]
-    aligned = [p for p in equal if (shape[0] // p) & (shape[0] // p - 1) == 0]
-    parts = max(aligned or equal)
-    return split_format(shape, 0, parts, arg_type, indivisible)
+def fetch_chosen_spread(lowering: GraphLowering, op: graph.RepeatOp) -> None:
+    """Store spread the sequences whose consumer's plan chose to take them so (memory-aware
+    GEMM selection: they do not fit where the plan reads them), each iteration's element
+    fetched in the cheapest spread format (`cheapest_spread`)."""
+    target = get_target(lowering.config.target.data)
+    tiles, indivisible = lowering.config.tiles.data, lowering.config.indivisible.data
+    for arg in op.sequence_args:
+        if lowering.stores_spread(arg) and not is_fetched(arg):
+            arg_type = tensor_type(arg)
+            spread, _ = cheapest_spread(arg_type, tensor_format_of(arg), tiles, indivisible,
+                                        target)
+            fetch_sequence_element(op, arg, spread)
 
 
-def aligned_spread_format(arg_type: TensorType, wanted: mid.TensorFormatAttr,
-                          tiles: int) -> mid.TensorFormatAttr | None:
-    """A spread element format whose shards are pieces of the shards of `wanted` (the format
-    the element is fetched into): `wanted`'s tiling, one copy, with its first cut axis' chunk
-    cut k ways more (k the largest power of two that fits the chip and keeps shards of at
-    least `SPREAD_SHARD_BYTES`), row-major. Each spread shard then goes whole to one tile of
-    `wanted` (its replicas), so the fetch moves every element once, in k rounds, where a
-    spread of whole rows sends each tile rows of which it keeps a block's columns. None when
-    there is nothing to cut or `wanted` rejects indivisible extents."""
-    if not all(axis.pad for axis in wanted.tiling.data):
-        return None
-    shape = arg_type.get_shape()
-    geom = geometry(shape, wanted)
-    # the partitions that hold elements (a plan's grid may cut an axis into more chunks than
-    # the extent fills: the rest are padding, and a spread copy leaves them out)
-    filled = [-(-extent // chunk) for extent, chunk in zip(shape, geom.chunk, strict=True)]
-    used = math.prod(filled)
-    axes = [a for a in range(geom.rank) if geom.chunk[a] > 1]
-    if not axes:
-        return None
-    axis, chunk = axes[0], geom.chunk[axes[0]]
-    k = 1
-    while (chunk % (2 * k) == 0 and used * 2 * k <= tiles
-           and geom.shard_bytes() // (2 * k) >= SPREAD_SHARD_BYTES):
-        k *= 2
-    if k == 1:
-        return None
-    tiling = [mid.AxisTilingAttr(c // k, p * k) if a == axis else mid.AxisTilingAttr(c, p)
-              for a, (c, p) in enumerate(zip(geom.chunk, filled, strict=True))]
-    return wanted.with_changes(order=mid.ElementOrder.ROW_MAJOR, tiling=tiling, replication=1,
-                               group=used * k, first_tile=0)
-
-
-def cheapest_fetch(arg_type: TensorType, wanted: mid.TensorFormatAttr,
-                   spreads: Sequence[mid.TensorFormatAttr | None],
-                   target: Target) -> mid.TensorFormatAttr:
-    """Of the spread formats given, the one whose element is fetched into `wanted` in the
-    fewest estimated cycles (`conversion_type_cycles`, what selection prices a gather at);
-    the first of equal ones."""
-    def fetch_cycles(spread: mid.TensorFormatAttr) -> int:
-        return conversion_type_cycles(with_format(arg_type, spread), with_format(arg_type, wanted),
-                                      target)
-
-    found = [s for s in spreads if s is not None]
-    return min(found, key=fetch_cycles)
+def is_fetched(arg: SSAValue) -> bool:
+    """Whether body argument `arg` is stored spread already, its element fetched."""
+    return any(isinstance(use.operation, UnrealizedConversionCastOp)
+               and use.operation.results[0].name_hint == f"{arg.name_hint or 'element'}_fetched"
+               for use in arg.uses)
 
 
 def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
@@ -213,8 +168,8 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     bytes (what the pipeline measured tile 0 to overflow by), the largest are spread until
     tile 0 holds N bytes fewer, counting the fetched element each adds to the body; with none,
     until the sequences hold at most `SEQUENCE_BUDGET` of tile 0's memory. A spread
-    sequence's body argument takes the spread format fetched cheaper (`cheapest_fetch` of
-    `aligned_spread_format` and `spread_format`), and a bridge at the start of the body
+    sequence's body argument takes the spread format fetched cheaper (`cheapest_spread`), and
+    a bridge at the start of the body
     brings each iteration's element to the format its consumers' plans chose (a
     `mid.rearrange`: the iteration's element is fetched from where it is stored)."""
     target = get_target(lowering.config.target.data)
@@ -224,7 +179,7 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     # each has its first consumer's format by now; one that a nested repeat iterates has a
     # provisional one (normalize-repeats stores it as blocks of the inner elements' blocks)
     args = [a for a in op.sequence_args
-            if not any(isinstance(u.operation, mid.RepeatOp) for u in a.uses)]
+            if not any(isinstance(u.operation, mid.RepeatOp) for u in a.uses) and not is_fetched(a)]
     sizes = {a: stacked_bytes(a, count) for a in args}
     total, saved = sum(sizes.values()), 0
     for arg in sorted(args, key=lambda a: -sizes[a]):
@@ -232,9 +187,7 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
             return
         arg_type = tensor_type(arg)
         wanted = tensor_format_of(arg)
-        spread = cheapest_fetch(arg_type, wanted, [
-            aligned_spread_format(arg_type, wanted, tiles),
-            spread_format(arg_type, tiles, indivisible)], target)
+        spread, _ = cheapest_spread(arg_type, wanted, tiles, indivisible, target)
         spread_bytes = count * geometry(arg_type.get_shape(), spread).shard_bytes()
         if spread == wanted or spread_bytes >= sizes[arg]:
             continue  # stored spread it would hold no less on tile 0: no fetch

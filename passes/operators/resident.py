@@ -27,13 +27,14 @@ first tiles (moved pointwise results, inputs stored spread) the fullest tile is 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType, UnrealizedConversionCastOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from device.target import Target
 from ipu_dialects import graph, mid
@@ -70,6 +71,8 @@ class ResidentMemory:
     new_inputs: tuple[bool, ...] = ()
     sequence_counts: tuple[int, ...] = ()
     reserved: int = 0  # on every tile, of `earlier_peak`: the new inputs' `least_bytes`
+    # sequence operands the plan must take stored spread (`ResidentTracker.force_spread`)
+    forced: tuple[int, ...] = ()
 
     def geometries(self, formats: Sequence[mid.TensorFormatAttr],
                    shapes: Sequence[Shape]) -> list[ShardGeometry]:
@@ -106,6 +109,20 @@ class ResidentMemory:
         sequence elements."""
         return (np.where(self.plan_tiles(plan_geoms), plan_bytes, 0) + self.live
                 + self.other_elements(geoms))
+
+    def sequence_operands(self) -> list[int]:
+        """The operands that are elements of a repeat's sequence."""
+        return [i for i, count in enumerate(self.sequence_counts) if count > 1]
+
+    def with_spread(self, indices: Sequence[int], spread_bytes: np.ndarray | int) -> ResidentMemory:
+        """This memory with the sequences of operands `indices` stored spread over the chip
+        (`spread_bytes` on each tile, from the program's start) and each iteration's element
+        fetched into the plan's format: the plan holds one element of each."""
+        counts = [1 if i in indices else c for i, c in enumerate(self.sequence_counts)]
+        new = [False if i in indices else n for i, n in enumerate(self.new_inputs)]
+        return dataclasses.replace(self, live=self.live + spread_bytes,
+                                   earlier_peak=self.earlier_peak + spread_bytes,
+                                   sequence_counts=tuple(counts), new_inputs=tuple(new))
 
     def fits(self, plan_bytes: int, formats: Sequence[mid.TensorFormatAttr],
              shapes: Sequence[Shape], room: int,
@@ -151,6 +168,12 @@ class ResidentTracker:
     tiles: int
     earlier_peak: np.ndarray = field(default_factory=lambda: NOTHING)  # per tile (`record`)
     computed: list[SSAValue] = field(default_factory=list)  # results of the ops lowered so far
+    # the repeat body arguments (block, index) whose sequences are stored spread, with their
+    # bytes on each tile (`store_spread`)
+    spread: dict[tuple[Block, int], np.ndarray] = field(default_factory=dict)
+    # names of sequences (their body arguments') a plan must take stored spread: a lowering
+    # before this one estimated that, kept where their plans read them, they overflow a tile
+    force_spread: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not len(self.earlier_peak):
@@ -201,14 +224,62 @@ class ResidentTracker:
                 if arg not in operands:
                     live += self.stored(arg)
             for arg in repeat.sequence_args:  # a graph input, stored whole as its elements
-                if arg not in operands:
+                if arg in operands:
+                    continue
+                if self.is_spread(arg):
+                    live += self.spread[(arg.block, arg.index)]
+                elif stored_geometry(arg) is not None:
                     live += self.stored(arg, count)
+                else:  # no plan has stored it yet: the least it can hold on a tile
+                    live += count * self.least_bytes(arg)
             for index, operand in enumerate(op.operands):
                 if operand in repeat.sequence_args:
                     counts[index] *= count
                     new_inputs[index] = stored_geometry(operand) is None
+                    if new_inputs[index]:  # what the ops before reserved for it
+                        reserved += count * self.least_bytes(operand)
+        forced = tuple(i for i, operand in enumerate(op.operands)
+                       if counts[i] > 1 and operand.name_hint in self.force_spread)
         return ResidentMemory(self.tiles, live, self.earlier_peak.copy(), tuple(new_inputs),
-                              tuple(counts), reserved)
+                              tuple(counts), reserved, forced)
+
+    def overflow(self, room: int) -> int:
+        """By how many bytes the fullest tile's estimated peak exceeds `room` (0: none)."""
+        return max(0, int(self.earlier_peak.max(initial=0)) - room)
+
+    def sequences_to_spread(self, room: int) -> frozenset[str]:
+        """`force_spread` and the sequences kept where their plans read them that hold the
+        most of the fullest tile, enough of them (their stacked bytes there less the element
+        each then fetches) to save the estimated overflow; `force_spread` alone when none is
+        left."""
+        over = self.overflow(room)
+        fullest = int(np.argmax(self.earlier_peak))
+        kept = []
+        for repeat in (o for o in self.function.walk() if isinstance(o, mid.RepeatOp)):
+            for arg in repeat.sequence_args:
+                geom = stored_geometry(arg)
+                if self.is_spread(arg) or geom is None or not geom.holds(fullest) or not arg.name_hint:
+                    continue
+                count = repeat.count.value.data
+                kept.append(((count - 1) * geom.shard_bytes(), arg.name_hint))
+        forced = set(self.force_spread)
+        for saving, name in sorted(kept, reverse=True):
+            if over <= 0:
+                break
+            if name not in forced:
+                forced.add(name)
+                over -= saving
+        return frozenset(forced)
+
+    def is_spread(self, arg: SSAValue) -> bool:
+        """Whether `arg`, a repeat body's sequence argument, is stored spread (`spread`)."""
+        return isinstance(arg, BlockArgument) and (arg.block, arg.index) in self.spread
+
+    def store_spread(self, arg: BlockArgument, spread_bytes: np.ndarray) -> None:
+        """`arg`'s sequence is stored spread, `spread_bytes` on each tile: live from the
+        program's start, at every op lowered so far too."""
+        self.spread[(arg.block, arg.index)] = spread_bytes
+        self.earlier_peak = self.earlier_peak + spread_bytes
 
     def used_after(self, value: SSAValue, position: int) -> bool:
         """Whether an op after `position` (not lowered yet) uses `value`, directly or through

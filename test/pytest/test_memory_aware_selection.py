@@ -35,11 +35,14 @@ def deep_repeat_text(layers: int = LAYERS) -> str:
 def test_a_deep_stack_runs_with_its_weights_spread(tmp_path):
     """On main this was `Out of memory on tile 0: ... ws 786432`: no GEMM plan holds a
     128 x 128 weight on more than the 4 tiles of its 64 x 64 blocks, so 48 of them do not
-    fit there whatever selection counts; the pipeline's spread fallback stores the sequence
-    over the chip (by the overflow place-memory measured) and the program runs."""
-    package = compile_module(Parser(make_context(), deep_repeat_text()).parse_module(), 16,
-                             "pad", with_assembly=False)
-    assert "spread_sequences=true" in package.pipeline
+    fit there whatever selection counts. The GEMM's selection sees it (`spread_operands`):
+    it takes the sequence stored spread over the chip, fetching each layer's weight, at the
+    first attempt, and the program runs (the pipeline's spread fallback did this before,
+    after place-memory measured the overflow)."""
+    module = Parser(make_context(), deep_repeat_text()).parse_module()
+    package = compile_module(module, 16, "pad", with_assembly=False)
+    assert package.pipeline == "ipu-pipeline{tiles=16}"
+    assert any(op.results and op.results[0].name_hint == "w_fetched" for op in module.walk())
     path = tmp_path / "deep.mlir"
     path.write_text(deep_repeat_text())
     assert run_main(path, tiles=16, quiet=True) == EXIT_PASS

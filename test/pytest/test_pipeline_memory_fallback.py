@@ -144,15 +144,9 @@ def test_rows_that_do_not_fit_are_retried_from_placement_with_elements_kept_for_
         f"place-memory{{{n}}}" for _attempt in range(2) for n in range(MAX_ROW_ELEMENTS + 1)]
 
 
-def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
-    """The memory attempts, in order, and the first diagnostic when all of them fail: the
-    first spread saves what place-memory measured tile 0 to overflow by; the graph inputs are
-    spread last."""
-    from xdsl.dialects.builtin import ModuleOp
-
-    from passes.place_memory import OutOfTileMemory
-
-    module = Parser(make_context(), REPEAT_TEXT).parse_module()
+def failing_attempts(error):
+    """(the attempts' graph-to-mid options, a stage runner whose every attempt fails with
+    `error(attempt number)` at its last stage)."""
     tried: list[tuple[bool, bool, int, bool]] = []
 
     def run(stages) -> None:
@@ -161,11 +155,27 @@ def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
             tried.append((bool(first.catalog), first.spread_sequences, first.spread_saving,
                           first.spread_inputs))
         if stages[-1].name == "schedule-exchange":
-            raise OutOfTileMemory(f"out of memory, attempt {len(tried)}", overflow=1000)
+            raise error(len(tried))
 
+    return tried, run
+
+
+def test_out_of_memory_falls_back_to_spread_sequences_then_to_no_replication():
+    """The memory attempts, in order, and the first diagnostic when all of them fail: a
+    program with sequences first spreads them to save what place-memory measured tile 0 to
+    overflow by (selection then chooses the plans that read them, each pricing its fetch,
+    the replicating ones included), then gives up the replicating plans; the graph inputs
+    are spread last."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from passes.place_memory import OutOfTileMemory
+
+    module = Parser(make_context(), REPEAT_TEXT).parse_module()
+    tried, run = failing_attempts(lambda n: OutOfTileMemory(f"out of memory, attempt {n}",
+                                                            overflow=1000))
     with pytest.raises(OutOfTileMemory, match="attempt 1"):
         IpuPipelinePass(tiles=4).run_with_fallback(module, run)
-    assert tried == [(False, False, 0, False), (True, False, 0, False), (True, True, 1000, False),
+    assert tried == [(False, False, 0, False), (False, True, 1000, False), (True, True, 1000, False),
                      (True, True, 0, False), (True, True, 0, True)]
     tried.clear()
     with pytest.raises(OutOfTileMemory, match="attempt 1"):  # no repeat: no sequence to spread
@@ -176,6 +186,21 @@ def test_out_of_memory_falls_back_to_no_replication_then_to_spread_sequences():
         IpuPipelinePass(tiles=4, catalog=("amp_gemm_f32_grid",)).run_with_fallback(module, run)
     assert tried == [(True, False, 0, False), (True, True, 1000, False), (True, True, 0, False),
                      (True, True, 0, True)]
+
+
+def test_a_range_fragmentation_left_too_small_is_the_saving_the_spread_aims_at():
+    """No overflow is known when a buffer finds no free range: the spread then saves at least
+    that buffer's bytes (`OutOfTileMemory.shortfall`); the graph inputs, which free no row
+    memory, are not spread for it."""
+    from passes.place_memory import OutOfTileMemory
+
+    module = Parser(make_context(), REPEAT_TEXT).parse_module()
+    tried, run = failing_attempts(lambda n: OutOfTileMemory(f"no free range, attempt {n}",
+                                                            shortfall=24576))
+    with pytest.raises(OutOfTileMemory, match="attempt 1"):
+        IpuPipelinePass(tiles=4).run_with_fallback(module, run)
+    assert tried == [(False, False, 0, False), (False, True, 24576, False),
+                     (True, True, 24576, False), (True, True, 0, False)]
 
 
 def test_a_negative_spread_saving_is_refused():

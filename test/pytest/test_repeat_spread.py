@@ -13,9 +13,10 @@ from ipu_dialects import mid
 from passes import get_all_passes
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import with_format
-from passes.operators.repeat import SEQUENCE_BUDGET, spread_format, stacked_bytes
+from passes.operators.repeat import SEQUENCE_BUDGET, stacked_bytes
+from passes.operators.sequence_spread import spread_format
 from planning.shard_geometry import geometry
-from tools.ipu_run import EXIT_PASS, make_context, run_main
+from tools.ipu_run import EXIT_PASS, compile_module, make_context, run_main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,10 @@ def lowered_repeat(text: str, tiles: int, spread: bool = True) -> mid.RepeatOp:
 
 
 def test_a_stack_that_would_pile_onto_tile_0_is_spread_and_fetched():
-    repeat = lowered_repeat(stack_text(), 64)
+    """Without any option: the GEMM's selection finds that no plan holds the 12 weights where
+    it reads them beside the rest (`GemmOperator.spread_operands`), takes them stored spread
+    and prices the fetch of each iteration's element into its format."""
+    repeat = lowered_repeat(stack_text(), 64, spread=False)
     weight = repeat.sequence_args[0]
     fmt = weight.type.encoding
     assert isinstance(fmt, mid.TensorFormatAttr)
@@ -53,19 +57,26 @@ def test_a_stack_that_would_pile_onto_tile_0_is_spread_and_fetched():
     assert fetch.results[0].name_hint == "w_fetched"
     consumer_fmt = fetch.results[0].type.encoding
     assert consumer_fmt.order.data == "amp_right"  # what the GEMM's plan wants
-    # the consumer's 64 x 64 blocks on 16 tiles, each cut into 4 pieces of 16 rows: every
-    # spread shard lies inside one block, which the fetch sends whole to its tile
+    # the consumer's blocks, each cut into pieces along its rows: every spread shard lies
+    # inside one block, which the fetch sends whole to its tile
     shape = weight.type.get_shape()
     spread, wanted = geometry(shape, fmt), geometry(shape, consumer_fmt)
-    assert fmt.order.data == "row_major" and fmt.partitions == (16, 4)
-    assert spread.chunk == (16, 64) and wanted.chunk == (64, 64)
-    assert stacked_bytes(weight, 12) == 12 * spread.shard_bytes() == 12 * 16 * 64 * 4
+    assert fmt.order.data == "row_major" and spread.tiles_used > wanted.tiles_used
+    assert wanted.chunk[0] % spread.chunk[0] == 0 and spread.chunk[1] == wanted.chunk[1]
+    assert stacked_bytes(weight, 12) == 12 * spread.shard_bytes()
+
+
+def test_a_stack_that_fits_where_its_plan_reads_it_is_not_spread():
+    repeat = lowered_repeat(stack_text(layers=2), 64, spread=False)
+    (use,) = repeat.sequence_args[0].uses
+    assert use.operation.name != "builtin.unrealized_conversion_cast"
+    assert repeat.sequence_args[0].type.encoding.order.data == "amp_right"
 
 
 def test_the_spread_format_is_the_one_fetched_in_fewer_cycles():
     """Against whole rows spread over the chip (4 rows of 256 on each of the 64 tiles, of
-    which each consumer tile keeps 64 columns), the aligned pieces are fetched in fewer
-    estimated cycles; it is the one chosen."""
+    which each consumer tile keeps a block's columns), the aligned pieces are fetched in
+    fewer estimated cycles; it is the one chosen."""
     repeat = lowered_repeat(stack_text(), 64)
     weight = repeat.sequence_args[0]
     (fetch,) = [u.operation for u in weight.uses]
@@ -77,16 +88,10 @@ def test_the_spread_format_is_the_one_fetched_in_fewer_cycles():
     assert aligned < whole_rows
 
 
-def test_without_the_option_nothing_is_spread():
-    repeat = lowered_repeat(stack_text(), 64, spread=False)
-    (use,) = repeat.sequence_args[0].uses
-    assert use.operation.name != "builtin.unrealized_conversion_cast"
-    assert repeat.sequence_args[0].type.encoding.order.data == "amp_right"
-
-
 def test_the_spread_stack_runs_on_the_device_model(tmp_path):
-    """The default pipeline runs out of memory on it, with and without replicating plans,
-    and falls back to spreading."""
+    """It compiles at the first attempt (selection spread the weights) and runs."""
+    module = Parser(make_context(), stack_text()).parse_module()
+    assert compile_module(module, 64, "pad", with_assembly=False).pipeline == "ipu-pipeline{tiles=64}"
     path = tmp_path / "stack.mlir"
     path.write_text(stack_text())
     assert run_main(path, tiles=64, quiet=True) == EXIT_PASS

@@ -1,0 +1,110 @@
+"""Where a repeat's sequence is stored when its elements' own formats would pile it onto the
+tiles of their consumers' plans: spread over the chip, each iteration's element fetched into
+the format its consumers' plans chose (`passes/operators/repeat.py`, `spread_sequences`; GEMM
+selection prices the fetch, `passes/operators/gemm.py`).
+
+Two spread formats are offered, and the one fetched in fewer estimated cycles is taken
+(`cheapest_spread`): the consumer's own cut, finer (`aligned_spread_format`), or whole rows
+over as many tiles as there are for (`spread_format`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+
+from device.target import Target
+from ipu_dialects import mid
+from passes.operators.costs import conversion_type_cycles
+from passes.operators.formats import row_major_format, split_format, with_format
+from planning.shard_geometry import geometry
+
+SPREAD_SHARD_BYTES = 256  # a spread element's shards are at least this big (fewer gathers)
+
+
+def spread_format(arg_type: TensorType, tiles: int, indivisible: str) -> mid.TensorFormatAttr:
+    """An element format that cuts its leading axis into as many equal shards as there are
+    tiles for, each at least `SPREAD_SHARD_BYTES` (a sequence stored in it holds little on
+    any one tile)."""
+    shape = arg_type.get_shape()
+    element = geometry(shape, row_major_format(arg_type, indivisible))
+    if not shape:
+        return row_major_format(arg_type, indivisible)
+    most = max(1, min(tiles, shape[0], element.shard_bytes() // SPREAD_SHARD_BYTES))
+    # equal shards of a power-of-two number of rows (they tile the AMP's 64-row blocks), which
+    # the fetch's gather sends in few rounds; else any equal shards
+    equal = [p for p in range(1, most + 1) if shape[0] % p == 0]
+    aligned = [p for p in equal if (shape[0] // p) & (shape[0] // p - 1) == 0]
+    parts = max(aligned or equal)
+    return split_format(shape, 0, parts, arg_type, indivisible)
+
+
+def aligned_spread_format(arg_type: TensorType, wanted: mid.TensorFormatAttr,
+                          tiles: int) -> mid.TensorFormatAttr | None:
+    """A spread element format whose shards are pieces of the shards of `wanted` (the format
+    the element is fetched into): `wanted`'s tiling, one copy, with its first cut axis' chunk
+    cut k ways more (k the largest power of two that fits the chip and keeps shards of at
+    least `SPREAD_SHARD_BYTES`), row-major. Each spread shard then goes whole to one tile of
+    `wanted` (its replicas), so the fetch moves every element once, in k rounds, where a
+    spread of whole rows sends each tile rows of which it keeps a block's columns. None when
+    there is nothing to cut or `wanted` rejects indivisible extents."""
+    if not all(axis.pad for axis in wanted.tiling.data):
+        return None
+    shape = arg_type.get_shape()
+    geom = geometry(shape, wanted)
+    # the partitions that hold elements (a plan's grid may cut an axis into more chunks than
+    # the extent fills: the rest are padding, and a spread copy leaves them out)
+    filled = [-(-extent // chunk) for extent, chunk in zip(shape, geom.chunk, strict=True)]
+    used = math.prod(filled)
+    axes = [a for a in range(geom.rank) if geom.chunk[a] > 1]
+    if not axes:
+        return None
+    axis, chunk = axes[0], geom.chunk[axes[0]]
+    k = 1
+    while (chunk % (2 * k) == 0 and used * 2 * k <= tiles
+           and geom.shard_bytes() // (2 * k) >= SPREAD_SHARD_BYTES):
+        k *= 2
+    if k == 1:
+        return None
+    tiling = [mid.AxisTilingAttr(c // k, p * k) if a == axis else mid.AxisTilingAttr(c, p)
+              for a, (c, p) in enumerate(zip(geom.chunk, filled, strict=True))]
+    return wanted.with_changes(order=mid.ElementOrder.ROW_MAJOR, tiling=tiling, replication=1,
+                               group=used * k, first_tile=0)
+
+
+def cheapest_spread(arg_type: TensorType, wanted: mid.TensorFormatAttr, tiles: int,
+                    indivisible: str, target: Target) -> tuple[mid.TensorFormatAttr, int]:
+    """Of `aligned_spread_format` and `spread_format`, the one whose element is fetched into
+    `wanted` in the fewest estimated cycles (`conversion_type_cycles`, what selection prices
+    a gather at; the aligned one on ties), with those cycles. Remembered: GEMM selection asks
+    it of every cut that reads a sequence spread."""
+    key = (arg_type, wanted, tiles, indivisible, id(target))
+    known = CHEAPEST.get(key)
+    if known is None or known[0] is not target:
+        if len(CHEAPEST) > 4096:
+            CHEAPEST.clear()
+        spreads = [aligned_spread_format(arg_type, wanted, tiles),
+                   spread_format(arg_type, tiles, indivisible)]
+        priced = [(spread, conversion_type_cycles(with_format(arg_type, spread),
+                                                  with_format(arg_type, wanted), target))
+                  for spread in spreads if spread is not None]
+        known = CHEAPEST[key] = (target, min(priced, key=lambda found: found[1]))
+    return known[1]
+
+
+# `cheapest_spread` by element type, wanted format, tiles, indivisible and target
+CHEAPEST: dict[tuple, tuple[Target, tuple[mid.TensorFormatAttr, int]]] = {}
+
+
+def spread_tile_bytes(arg_type: TensorType, wanted: mid.TensorFormatAttr, count: int,
+                      tiles: int, indivisible: str, target: Target) -> np.ndarray:
+    """Bytes on each of `tiles` tiles of a sequence of `count` elements stored in the spread
+    format fetched cheapest into `wanted` (normalize-repeats: every tile of the format holds
+    its shard of every element)."""
+    spread, _ = cheapest_spread(arg_type, wanted, tiles, indivisible, target)
+    geom = geometry(arg_type.get_shape(), spread)
+    vector = np.zeros(tiles, dtype=np.int64)
+    vector[geom.first_tile:min(geom.tile_stop, tiles)] = count * geom.shard_bytes()
+    return vector
