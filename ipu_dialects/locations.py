@@ -104,3 +104,8 @@ def value_location(value: SSAValue) -> LocationAttr:
 def value_label(value: SSAValue) -> str:
     """`%c`: a value as the user wrote it."""
     return f"%{value.name_hint}" if value.name_hint else "%<unnamed>"
+
+
+def op_label(op: Operation) -> str:
+    """`graph.gemm %c`: the op named by its first result, as the user wrote it."""
+    return f"{op.name} {value_label(op.results[0])}" if op.results else op.name

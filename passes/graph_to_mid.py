@@ -34,9 +34,9 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
-from ipu_dialects.locations import fused_location, located, value_label, value_location
+from ipu_dialects.locations import fused_location, located, op_label, value_label, value_location
 from passes.operators import operator_for_graph
-from passes.operators.base import NoValidPlan, Operator, SelectionContext, tensor_type
+from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import (
     is_graph_tensor,
@@ -49,22 +49,16 @@ from passes.operators.repeat import is_body_argument, lower_repeat
 from passes.operators.resident import ResidentMemory, ResidentTracker, selection_room
 from passes.operators.spreading import LookAhead
 from planning.gemm_problem import catalog_entries, default_catalog_names
-from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
 from planning.pipeline_config import PipelineOptions
+from planning.plan_reasons import NoValidPlan
 from planning.shard_geometry import geometry
 from planning.tile_loads import TileLoads
-
-
-def op_label(op: Operation) -> str:
-    """`graph.gemm %c`: the op named by its first result, as the user wrote it."""
-    return f"{op.name} {value_label(op.results[0])}" if op.results else op.name
-
 
 FITTING_ROUNDS = 3  # lowerings of a function while its sequences do not fit (`lower_fitting_sequences`)
 
 
 @dataclass
-class FunctionLowering:
+class GraphToMidLowering:
     """Lowers the graph ops of one function, in program order."""
 
     function: func.FuncOp
@@ -119,8 +113,7 @@ class FunctionLowering:
                 if (isinstance(user, graph.GatherOp) and use.index == 1) or (
                         isinstance(user, graph.AttentionOp) and use.index == 3):
                     continue
-                where = (f"operand #{use.index} of {op_label(user)}"
-                         if user.results else f"operand #{use.index} of {user.name}")
+                where = f"operand #{use.index} of {op_label(user)}"
                 raise PassFailedException(located(
                     user,
                     f"graph-to-mid: argument %{arg.name_hint or arg.index} of "
@@ -219,7 +212,7 @@ class FunctionLowering:
         ctx = self.selection_for(op)
         try:
             plan = operator.select(op, ctx)
-        except (NoValidPlan, NoValidGemmPlan, ValueError) as err:
+        except (NoValidPlan, ValueError) as err:
             raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
         ctx = self.store_spread(op, operator, plan, ctx)
         self.record_resident(op, operator, plan, ctx)
@@ -368,9 +361,9 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
     trial, spread = lower_fitting_sequences(original, config, target, spread_sequences,
                                             spread_saving, spread_inputs)
     if spread.moved:
-        FunctionLowering(function, config, target, spread_sequences, spread_saving,
-                         spread=False, spread_inputs=spread_inputs,
-                         force_spread=spread.force_spread).run()
+        GraphToMidLowering(function, config, target, spread_sequences, spread_saving,
+                           spread=False, spread_inputs=spread_inputs,
+                           force_spread=spread.force_spread).run()
         if conversions_cycles(trial, target) > conversions_cycles(function, target):
             return
     Rewriter.replace_op(function, trial)
@@ -378,7 +371,7 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
 
 def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAttr,
                             target: Target, spread_sequences: bool, spread_saving: int,
-                            spread_inputs: bool) -> tuple[func.FuncOp, FunctionLowering]:
+                            spread_inputs: bool) -> tuple[func.FuncOp, GraphToMidLowering]:
     """A lowered copy of `function` (spread pointwise results) and its lowering. Memory-aware
     selection keeps a repeat's sequence where its plan reads it while it fits beside what the
     tiles hold so far; one op at a time, the first plans may take the room the later ones
@@ -390,8 +383,8 @@ def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAtt
     forced: frozenset[str] = frozenset()
     for _ in range(FITTING_ROUNDS):
         trial = function.clone()
-        lowering = FunctionLowering(trial, config, target, spread_sequences, spread_saving,
-                                    spread_inputs=spread_inputs, force_spread=forced)
+        lowering = GraphToMidLowering(trial, config, target, spread_sequences, spread_saving,
+                                      spread_inputs=spread_inputs, force_spread=forced)
         lowering.run()
         assert lowering.resident is not None
         more = lowering.resident.sequences_to_spread(room)

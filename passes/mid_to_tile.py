@@ -2,7 +2,7 @@
 
 Every function becomes a function without arguments whose body declares one `tile.buffer` per
 value (arguments -> `input N`, returned values -> `output N`, other values and the operators'
-staging slots -> `scratch`) followed by the work, in program order (`FunctionLowering`). Each
+staging slots -> `scratch`) followed by the work, in program order (`MidToTileLowering`). Each
 mid op is lowered by its operator (`passes/operators/`), which sees this lowering through
 `passes.operators.base.TileLowering` and asks it for the buffers of its operands: for example
 `mid.gemm` by its layout's lowering (`passes/operators/gemm.py`, `LOWERINGS`),
@@ -55,7 +55,7 @@ from planning.shard_geometry import geometry
 
 
 @dataclass
-class FunctionLowering:
+class MidToTileLowering:
     function: func.FuncOp
     tile_count: int
     target: Target
@@ -276,7 +276,7 @@ class MidToTilePass(ModulePass):
         for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
             if function.is_declaration:
                 continue
-            lowered = FunctionLowering(function, config.tiles.data, target).lower()
+            lowered = MidToTileLowering(function, config.tiles.data, target).lower()
             op.body.block.insert_op_before(lowered, function)
             op.body.block.erase_op(function)
 

@@ -41,7 +41,7 @@ from planning.gemm_problem import (
 )
 from planning.gemm_rows import RowsLayout
 from planning.gemm_rules import check_plan
-from planning.plan_reasons import MemoryReason, no_plan_message
+from planning.plan_reasons import MemoryReason, NoValidPlan
 
 # The GEMM layouts, in the order diagnostics name them. A new layout is one more strategy
 # here, its catalog entries and its lowering (`passes/operators/gemm.py`, `LOWERINGS`).
@@ -305,12 +305,6 @@ def _tile_count_hint(
         middle = (failing + fitting) // 2
         failing, fitting = (failing, middle) if fits(middle) else (middle, fitting)
     return f"it fits on {fitting} tiles", fitting
-
-
-class NoValidPlan(Exception):
-    def __init__(self, evaluations: Sequence[Evaluation]):
-        self.evaluations = tuple(evaluations)
-        super().__init__(no_plan_message([(e.candidate.name, e.reason) for e in evaluations]))
 
 
 def select_gemm_plan(

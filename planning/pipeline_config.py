@@ -39,7 +39,7 @@ class PipelineOptions:
     spread_saving: int = 0
     # Store each graph input (a weight) on the least-loaded tiles rather than on its first
     # consumer's, and bring it to every consumer with a mid.rearrange
-    # (`passes/graph_to_mid.py`, `FunctionLowering.home_of`): `ipu-pipeline`'s fallback when
+    # (`passes/graph_to_mid.py`, `GraphToMidLowering.home_of`): `ipu-pipeline`'s fallback when
     # the inputs of the program pile onto the same tiles.
     spread_inputs: bool = False
 

@@ -5,13 +5,40 @@ A reason is a plain string; one that says a plan's buffers do not fit tile memor
 `MemoryReason`, which may also know the fewest tiles on which the plan would fit. The lead
 says what does not fit and the smallest tile count that helps (issue 26, "diagnostics that
 help"), so that a user need not read every candidate's detail to know what to change.
+
+`NoValidPlan` is the exception of every selector (the operators' `cheapest`, the GEMM
+layouts' `select_gemm_plan`) when no candidate is valid, with that diagnostic as its message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
+
+from ipu_dialects.mid import OperatorPlanAttr
 
 NO_PLAN = "no valid operator plan"
+
+
+class Judged(Protocol):
+    """A candidate plan as a selector judged it: an operator's `Candidate`, a GEMM
+    layout's `Evaluation`."""
+
+    @property
+    def plan(self) -> OperatorPlanAttr: ...
+
+    @property
+    def reason(self) -> str | None: ...  # None: valid
+
+
+class NoValidPlan(Exception):
+    """Every candidate of an op is invalid; the message names each one's reason (by the
+    candidate name its plan carries)."""
+
+    def __init__(self, candidates: Sequence[Judged]):
+        self.candidates = tuple(candidates)
+        super().__init__(no_plan_message([(c.plan.candidate.data, c.reason)
+                                          for c in self.candidates]))
 
 
 class MemoryReason(str):

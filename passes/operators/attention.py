@@ -35,7 +35,7 @@ from ipu_dialects import graph, mid
 from passes.operators.attention_blocked_lowering import lower_attention_blocked
 from passes.operators.base import Candidate, Operator, SelectionContext, TileLowering, tensor_type
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles
-from passes.operators.formats import split_format, storage_of
+from passes.operators.formats import geometry_of, split_format, storage_of
 from passes.operators.pointwise import lower_pointwise, plan_types, pointwise_plan
 from planning.attention_plans import (
     blocked_cycles,
@@ -50,7 +50,6 @@ from planning.gemm_memory import DoesNotFit, RowTileBuffer, check_capacity
 from planning.gemm_problem import AMP_CONFIG
 from planning.memory_allocator import Request
 from planning.plan_reasons import MemoryReason
-from planning.shard_geometry import geometry
 
 KERNEL = "attention"
 
@@ -91,9 +90,7 @@ def shards_failure(types: Sequence[TensorType], target: Target) -> str | None:
     tile memory."""
     buffers = {}
     for name, value_type in zip(("out", "query", "key", "value"), types, strict=True):
-        fmt = value_type.encoding
-        assert isinstance(fmt, mid.TensorFormatAttr)
-        nbytes = geometry(value_type.get_shape(), fmt).shard_bytes()
+        nbytes = geometry_of(value_type).shard_bytes()
         buffers[name] = RowTileBuffer(f"its {name} shard", Request(
             -(-nbytes // target.vector_alignment) * target.vector_alignment, 0,
             target.vector_alignment, False, False))

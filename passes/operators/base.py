@@ -28,8 +28,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, TileSetAttr
+from passes.operators.formats import current_format
 from passes.operators.resident import ResidentMemory
-from planning.plan_reasons import no_plan_message
+from planning.plan_reasons import NoValidPlan
 from planning.shard_geometry import geometry
 
 
@@ -136,14 +137,6 @@ class Candidate:
         return self.cycles
 
 
-class NoValidPlan(Exception):
-    """Every candidate of an op is invalid; the message names each one's reason."""
-
-    def __init__(self, candidates: Sequence[Candidate]):
-        self.candidates = tuple(candidates)
-        super().__init__(no_plan_message([(c.name, c.reason) for c in candidates]))
-
-
 def cheapest(candidates: Sequence[Candidate]) -> Candidate:
     """The valid candidate with the fewest cycles (the first on ties); NoValidPlan if none."""
     valid = [c for c in candidates if c.reason is None]
@@ -154,7 +147,7 @@ def cheapest(candidates: Sequence[Candidate]) -> Candidate:
 
 class GraphLowering(Protocol):
     """What an operator's graph-to-mid part uses of the pass lowering its function
-    (`passes.graph_to_mid.FunctionLowering`): a region op lowers its body with it."""
+    (`passes.graph_to_mid.GraphToMidLowering`): a region op lowers its body with it."""
 
     config: mid.PipelineConfigAttr
     # store a repeat's large sequences spread over the chip, fetching each iteration's element
@@ -174,7 +167,7 @@ class GraphLowering(Protocol):
 
 class TileLowering(Protocol):
     """What an operator's lowering uses of the pass lowering its function to tile work
-    (`passes.mid_to_tile.FunctionLowering`): the buffers of values and staging slots, and the
+    (`passes.mid_to_tile.MidToTileLowering`): the buffers of values and staging slots, and the
     lowering of nested ops (a repeat's body)."""
 
     target: Target
@@ -204,12 +197,6 @@ class TileLowering(Protocol):
 def tensor_type(value: SSAValue) -> TensorType:
     assert isinstance(value.type, TensorType)
     return value.type
-
-
-def current_format(value: SSAValue) -> mid.TensorFormatAttr | None:
-    """The format a value already has (a lowered producer's), or None (a fresh graph value)."""
-    encoding = tensor_type(value).encoding
-    return encoding if isinstance(encoding, mid.TensorFormatAttr) else None
 
 
 Assumed = Mapping[SSAValue, mid.TensorFormatAttr]  # formats taken for operands not lowered yet

@@ -31,20 +31,13 @@ from ipu_dialects import mid
 from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Operator, TileLowering, tensor_type
-from passes.operators.formats import descriptor, shard_words
+from passes.operators.formats import descriptor, geometry_of, shard_words
 from passes.operators.gather import COPY_KERNEL, lower_concurrent, plan_rounds
 from passes.operators.tile_maps import scalar_map, tiles_of
-from planning.shard_geometry import ShardGeometry, geometry
 
 CONVERT_KERNEL = "convert_shard"
 GATHER_KERNEL = "gather_shard"
 ZERO_KERNEL = "fill_zero"
-
-
-def geometry_of(value_type: TensorType) -> ShardGeometry:
-    fmt = value_type.encoding
-    assert isinstance(fmt, mid.TensorFormatAttr)
-    return geometry(value_type.get_shape(), fmt)
 
 
 def is_local(src: TensorType, dst: TensorType) -> bool:

@@ -25,7 +25,7 @@ from passes.operators.base import (
     format_of,
     tensor_type,
 )
-from passes.operators.formats import descriptor, shard_words, split_format
+from passes.operators.formats import descriptor, geometry_of, shard_words, split_format
 from passes.operators.gather import GatherRounds, plan_rounds
 from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import geometry
@@ -108,9 +108,7 @@ def shard_memory_reason(types: Sequence[TensorType], target: Target,
     that cannot hold even its own shards is never a candidate."""
     needed = slot
     for value_type in types:
-        fmt = value_type.encoding
-        assert isinstance(fmt, mid.TensorFormatAttr)
-        needed += geometry(value_type.get_shape(), fmt).shard_bytes()
+        needed += geometry_of(value_type).shard_bytes()
     available = target.usable_bytes
     if needed <= available:
         return None

@@ -21,7 +21,7 @@ from xdsl.ir import Attribute, SSAValue
 from device.target import WORD_BYTES
 from ipu_dialects import graph, mid
 from planning.gemm_problem import element_precision
-from planning.shard_geometry import geometry
+from planning.shard_geometry import ShardGeometry, geometry
 
 
 def storage_precision(element: Attribute) -> str:
@@ -114,17 +114,20 @@ def broadcast_operand_format(out_fmt: mid.TensorFormatAttr, out_shape: Sequence[
     )
 
 
-def descriptor(value_type: TensorType) -> tuple[int, ...]:
-    """The kernel descriptor of a mid tensor: its shape and format, as 32-bit words."""
+def geometry_of(value_type: TensorType) -> ShardGeometry:
+    """The shards of a mid tensor type: its shape cut by its `#mid.format` encoding."""
     fmt = value_type.encoding
     assert isinstance(fmt, mid.TensorFormatAttr)
-    return geometry(value_type.get_shape(), fmt).encode()
+    return geometry(value_type.get_shape(), fmt)
+
+
+def descriptor(value_type: TensorType) -> tuple[int, ...]:
+    """The kernel descriptor of a mid tensor: its shape and format, as 32-bit words."""
+    return geometry_of(value_type).encode()
 
 
 def shard_words(value_type: TensorType) -> int:
-    fmt = value_type.encoding
-    assert isinstance(fmt, mid.TensorFormatAttr)
-    nbytes = geometry(value_type.get_shape(), fmt).shard_bytes()
+    nbytes = geometry_of(value_type).shard_bytes()
     return -(-nbytes // WORD_BYTES)
 
 
@@ -151,16 +154,26 @@ def row_major_format(value_type: TensorType, indivisible: str) -> mid.TensorForm
     )
 
 
-def tensor_format_of(value: SSAValue) -> mid.TensorFormatAttr:
+def current_format(value: SSAValue) -> mid.TensorFormatAttr | None:
+    """The format a tensor value already has, its type's `#mid.format` encoding (a lowered
+    producer's), or None (a fresh graph value). The other accessors of a value's format are
+    this one: `tensor_format_of`, `is_graph_tensor`, `base.format_of` (with formats assumed
+    for operands not lowered yet) and `tile_maps.tensor_format` (mid-to-tile's diagnostic)."""
     assert isinstance(value.type, TensorType)
-    assert isinstance(value.type.encoding, mid.TensorFormatAttr)
-    return value.type.encoding
+    encoding = value.type.encoding
+    return encoding if isinstance(encoding, mid.TensorFormatAttr) else None
+
+
+def tensor_format_of(value: SSAValue) -> mid.TensorFormatAttr:
+    """The format of a value lowered already."""
+    fmt = current_format(value)
+    assert fmt is not None
+    return fmt
 
 
 def is_graph_tensor(value: SSAValue) -> bool:
-    return isinstance(value.type, TensorType) and not isinstance(
-        value.type.encoding, mid.TensorFormatAttr
-    )
+    """A tensor value without a format yet."""
+    return isinstance(value.type, TensorType) and current_format(value) is None
 
 
 def with_format(value_type: TensorType, fmt: mid.TensorFormatAttr) -> TensorType:

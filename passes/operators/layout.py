@@ -51,9 +51,9 @@ from passes.operators.base import (
     unless_every_one_starves,
     wanted_formats,
 )
-from passes.operators.conversions import ZERO_KERNEL, geometry_of, lower_gather, provenance
+from passes.operators.conversions import ZERO_KERNEL, lower_gather, provenance
 from passes.operators.costs import gather_cycles, shard_memory_reason
-from passes.operators.formats import descriptor, shard_words, split_format, storage_of
+from passes.operators.formats import descriptor, geometry_of, shard_words, split_format, storage_of
 from passes.operators.gather import plan_rounds, read_ranges, view_receivers
 from passes.operators.layout_mirror import permuted_format, reshaped_format, transposed_format
 from passes.operators.pointwise import pointwise_plan

@@ -21,13 +21,18 @@ from passes.operators.base import (
     SelectionContext,
     TileLowering,
     consumers_cycles,
-    current_format,
     format_of,
     tensor_type,
     unless_every_one_starves,
 )
 from passes.operators.costs import conversion_cycles, plan_kernel_cycles, shard_memory_reason
-from passes.operators.formats import descriptor, split_format, with_storage
+from passes.operators.formats import (
+    current_format,
+    descriptor,
+    split_format,
+    tensor_format_of,
+    with_storage,
+)
 from passes.operators.resident import selection_room
 from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.plan_reasons import MemoryReason
@@ -249,8 +254,7 @@ def lower_pointwise(op: PointwiseOp, lowering: TileLowering, values: Sequence[SS
             lowering.in_place += 1
     buffers = [lowering.result_buffer(out), *(lowering.operand_buffer(op, v) for v in values)]
     scalars = [*named, *(w for value in (out, *values) for w in descriptor(tensor_type(value)))]
-    fmt = current_format(out)
-    assert fmt is not None
+    fmt = tensor_format_of(out)
     tiles = tiles_of(geometry(tensor_type(out).get_shape(), fmt))
     plan = op.plan
     assert isinstance(plan, mid.OperatorPlanAttr)

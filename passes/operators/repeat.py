@@ -46,7 +46,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from device.target import get_target
 from ipu_dialects import graph, mid
-from ipu_dialects.locations import fused_location, located, value_label, value_location
+from ipu_dialects.locations import fused_location, located, op_label, value_label, value_location
 from ipu_dialects.tile import (
     BufferOp,
     ExchangeOp,
@@ -94,10 +94,6 @@ def carried_by_enclosing_repeat(value: SSAValue) -> bool:
         return False
     repeat = value.block.parent_op()
     return isinstance(repeat, graph.RepeatOp | mid.RepeatOp) and value in repeat.carried_args
-
-
-def repeat_label(op: Operation) -> str:
-    return f"graph.repeat {value_label(op.results[0])}" if op.results else "graph.repeat"
 
 
 def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
@@ -206,7 +202,7 @@ def fetch_sequence_element(op: graph.RepeatOp, arg: BlockArgument,
     bridge = UnrealizedConversionCastOp.get([spread_arg], [with_format(arg_type, wanted)])
     bridge.results[0].name_hint = f"{spread_arg.name_hint or 'element'}_fetched"
     bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
-        f"{repeat_label(op)} body (its element of this iteration)")
+        f"{op_label(op)} body (its element of this iteration)")
     bridge.location = op.location
     Rewriter.insert_op(bridge, InsertPoint.at_start(op.body.block))
     fetched = bridge.results[0]

@@ -43,11 +43,11 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from device.target import Target
 from ipu_dialects import graph, mid
 from passes.operators import operator_for_graph
-from passes.operators.base import NoValidPlan, SelectionContext, current_format, tensor_type
+from passes.operators.base import SelectionContext, tensor_type
 from passes.operators.costs import conversion_type_cycles
-from passes.operators.formats import with_format, with_storage
+from passes.operators.formats import current_format, with_format, with_storage
 from passes.operators.gemm import GemmOperator
-from planning.gemm_selection import NoValidPlan as NoValidGemmPlan
+from planning.plan_reasons import NoValidPlan
 from planning.tile_loads import TileLoads
 
 FOLLOWERS = (graph.AddOp, graph.GeluOp, graph.LayerNormOp)  # pointwise ops that follow an operand
@@ -240,7 +240,7 @@ class LookAhead:
         if op not in self.plans:
             try:
                 self.plans[op] = operator.select(op, self.selection)
-            except (NoValidPlan, NoValidGemmPlan):
+            except NoValidPlan:
                 self.plans[op] = None
         plan = self.plans[op]
         names = operator.plan_operand_names(op)

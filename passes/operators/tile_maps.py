@@ -17,20 +17,21 @@ from xdsl.utils.exceptions import PassFailedException
 from ipu_dialects import mid
 from ipu_dialects.locations import located, value_label
 from ipu_dialects.tile import TileSetAttr
+from passes.operators.formats import current_format
 from planning.gemm_problem import UNTRANSPOSED_ORDER, effective_format
 from planning.shard_geometry import ShardGeometry
 
 
 def tensor_format(op: Operation, what: str, value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
+    """A lowered value's type and format (`formats.current_format`), or a diagnostic naming
+    `op` and `what` the value is to it."""
     value_type = value.type
-    if not isinstance(value_type, TensorType) or not isinstance(
-        value_type.encoding, mid.TensorFormatAttr
-    ):
-        raise PassFailedException(
-            f"mid-to-tile: {op.name} {what} {value_label(value)} has type {value_type}, "
-            "not a tensor with a #mid.format encoding"
-        )
-    return value_type, value_type.encoding
+    if isinstance(value_type, TensorType) and (fmt := current_format(value)) is not None:
+        return value_type, fmt
+    raise PassFailedException(
+        f"mid-to-tile: {op.name} {what} {value_label(value)} has type {value_type}, "
+        "not a tensor with a #mid.format encoding"
+    )
 
 
 def effective_operand(op: Operation, what: str,

@@ -154,8 +154,8 @@ def block_layout_plans(tiles: int, consumers_priced: bool, monkeypatch) -> dict[
     from tools.registry import make_context
 
     if not consumers_priced:
-        plain = graph_to_mid.FunctionLowering.selection
-        monkeypatch.setattr(graph_to_mid.FunctionLowering, "selection", lambda self, op: (
+        plain = graph_to_mid.GraphToMidLowering.selection
+        monkeypatch.setattr(graph_to_mid.GraphToMidLowering, "selection", lambda self, op: (
             dataclasses.replace(plain(self, op), consumers=None)))
     ctx = make_context()
     module = Parser(ctx, (EXAMPLES / "gpt2_block" / "model.mlir").read_text()).parse_module()

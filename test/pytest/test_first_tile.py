@@ -298,8 +298,8 @@ def plain_lowering(monkeypatch):
 
     def lower_plain(function, config, target, spread_sequences=False, spread_saving=0,
                     spread_inputs=False):
-        pass_module.FunctionLowering(function, config, target, spread_sequences, spread_saving,
-                                     spread=False, spread_inputs=spread_inputs).run()
+        pass_module.GraphToMidLowering(function, config, target, spread_sequences, spread_saving,
+                                       spread=False, spread_inputs=spread_inputs).run()
 
     monkeypatch.setattr(pass_module, "lower_spread_if_no_costlier", lower_plain)
 

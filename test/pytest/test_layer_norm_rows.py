@@ -60,7 +60,7 @@ def test_a_layer_norm_after_a_batched_gemm_takes_its_rows_and_passes_on_the_mode
 def test_a_gemm_consumer_is_priced_by_its_cheapest_plans_given_the_format():
     """The extra a GEMM pays for an operand format is at most the conversion into the plan it
     would pick alone (the cheapest by its own cycles), and never negative."""
-    from passes.graph_to_mid import FunctionLowering, GraphToMidPass
+    from passes.graph_to_mid import GraphToMidLowering, GraphToMidPass
     from passes.operators.costs import conversion_type_cycles
     from passes.operators.formats import split_format, with_format
 
@@ -69,7 +69,7 @@ def test_a_gemm_consumer_is_priced_by_its_cheapest_plans_given_the_format():
     function = next(op for op in module.walk() if op.name == "func.func")
     pass_ = GraphToMidPass(tiles=64)
     target = pass_.checked_target()
-    lowering = FunctionLowering(function, pass_.pipeline_config(target), target)
+    lowering = GraphToMidLowering(function, pass_.pipeline_config(target), target)
     gemm = next(op for op in function.walk() if op.name == "graph.gemm")
     look_ahead = lowering.look_ahead
     lhs = gemm.operands[0]

@@ -166,7 +166,7 @@ def test_a_chosen_plan_counts_the_bytes_its_evaluation_did(shapes, tiles):
 def test_a_computed_value_counts_on_its_tiles_until_its_last_use(monkeypatch):
     """y0 waits for the add while the second GEMM runs: its shards are live there, on the
     tiles its plan stored it on; at the add, whose plan holds both operands, nothing else."""
-    from passes.graph_to_mid import FunctionLowering
+    from passes.graph_to_mid import GraphToMidLowering
 
     text = """
 func.func @two(%x: tensor<64x256xf32>, %w0: tensor<256x256xf32>, %w1: tensor<256x256xf32>)
@@ -178,14 +178,14 @@ func.func @two(%x: tensor<64x256xf32>, %w0: tensor<256x256xf32>, %w1: tensor<256
 }
 """
     seen: dict[str, tuple] = {}
-    selection = FunctionLowering.selection
+    selection = GraphToMidLowering.selection
 
     def spy(self, op):
         ctx = selection(self, op)
         seen[op.results[0].name_hint] = (ctx.resident, self.resident.computed[:])
         return ctx
 
-    monkeypatch.setattr(FunctionLowering, "selection", spy)
+    monkeypatch.setattr(GraphToMidLowering, "selection", spy)
     module = Parser(make_context(), text).parse_module()
     get_all_passes()["graph-to-mid"]()(tiles=16).apply(make_context(), module)
     at_y1, computed = seen["y1"]
