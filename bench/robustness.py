@@ -224,14 +224,15 @@ GRAPH_SEEDS["repeat_gemm_f16"] = (
     "  } -> tensor<32x32xf16>\n  func.return %r : tensor<32x32xf16>\n}\n")
 
 # The levels of the IR corpus: each is the module after the pipeline's stages up to it; a file
-# of a lower level goes on through the stages after it (`REST`) to every emitter.
-STAGES = ("graph-to-mid", "insert-conversions", "normalize-repeats", "mid-to-tile", "place-memory",
-          "schedule-exchange")
+# of a lower level goes on through the stages after it (`rest_of`) to every emitter.
 LEVELS = {"graph": 0, "mid": 1, "tile": 4, "placed": 5, "exchange": 6}  # stages run to reach it
 SEED_TILES = 2
 
 
 def rest_of(level: str) -> tuple[str, ...]:
+    """The pipeline's stages after `level` (`passes.ipu_pipeline.STAGES`)."""
+    from passes.ipu_pipeline import STAGES
+
     return STAGES[LEVELS[level]:]
 
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from device.package import Package
+from ipu_dialects.mid_attrs import IndivisibleOption
 
 
 @dataclass
@@ -62,7 +62,7 @@ def complete_inputs(func, inputs, seed: int) -> list[np.ndarray]:
 def compile_and_run(module: ModuleOp, tiles: int = 16,
                     inputs: Mapping[str, np.ndarray] | Sequence[np.ndarray] | None = None,
                     seed: int = 0, function: str | None = None,
-                    indivisible: Literal["pad", "reject"] = "pad") -> DeviceRun:
+                    indivisible: IndivisibleOption = "pad") -> DeviceRun:
     """Compile `module`'s function (a copy: `module` is left as it is) for `tiles` tiles, run
     it on the device model and check it against the NumPy reference."""
     from device.model import run_package

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -58,6 +59,12 @@ from ipu_dialects.shared_attrs import ElementOrderAttr, MemoryClassAttr, Precisi
 class Indivisible(StrEnum):
     PAD = "pad"
     REJECT = "reject"
+
+
+# Its values as the type of an option (`graph-to-mid{indivisible}`, `ipu-run --indivisible`):
+# xDSL's pass options and typer take a `Literal`, not a StrEnum (test_mid.py holds the two
+# equal).
+IndivisibleOption = Literal["pad", "reject"]
 
 
 class DispatchKind(StrEnum):

@@ -16,6 +16,7 @@ Syntax
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from xdsl.dialects.builtin import ArrayAttr, IntAttr, StringAttr
 from xdsl.dialects.utils import EnumAttribute
@@ -45,6 +46,15 @@ class SchedulingPolicy(StrEnum):
 class ProfilingPolicy(StrEnum):
     OFF = "off"
     CYCLES = "cycles"
+
+
+# The policies' values as the types of options (`graph-to-mid{inputs profiling}`): xDSL's pass
+# options and typer take a `Literal`, not a StrEnum (test_mid.py holds each equal to its enum).
+InputPolicyOption = Literal["consumer", "row_major"]
+ProfilingOption = Literal["off", "cycles"]
+# The precisions of GEMM partial sums a pipeline may allow (`graph-to-mid{gemm-partials}`): the
+# config holds the catalog they enable (`planning.gemm_problem.default_catalog_names`).
+GemmPartials = Literal["f32", "f16"]
 
 
 # The enum attributes of the config's policies. Inside `#mid.config` they print as the bare

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Literal
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
@@ -35,6 +34,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, op_label, value_label, value_location
+from ipu_dialects.mid_config import InputPolicyOption
 from passes.operators import operator_for_graph
 from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.costs import conversion_type_cycles
@@ -293,7 +293,7 @@ class GraphToMidPass(PipelineOptions, ModulePass):
 
     name = "graph-to-mid"
 
-    inputs: Literal["consumer", "row_major"] = "consumer"
+    inputs: InputPolicyOption = "consumer"
     target: str = "ipu21"
 
     def checked_target(self) -> Target:

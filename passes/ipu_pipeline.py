@@ -49,14 +49,8 @@ from planning.pipeline_config import PipelineOptions
 # The rows' fallback keeps at most this many memory elements for rows (the code region's and
 # one more: 96 KiB on the IPU21 model, of 624).
 MAX_ROW_ELEMENTS = 2
-STAGES = (
-    "graph-to-mid",
-    "insert-conversions",
-    "normalize-repeats",
-    "mid-to-tile",
-    "place-memory",
-    "schedule-exchange",
-)
+# The stages' names in the order they run: the stage registry's order (`passes/stages.py`).
+STAGES = tuple(get_stage_passes())
 
 
 @dataclass(frozen=True)

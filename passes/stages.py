@@ -1,6 +1,7 @@
-"""The registry of the passes `ipu-pipeline` runs as its stages (`passes/__init__.py` adds
-`ipu-pipeline` itself, which looks its stages up here). Factories are lazy so that start-up
-imports nothing heavy.
+"""The registry of the passes `ipu-pipeline` runs as its stages, in the order it runs them
+(`passes.ipu_pipeline.STAGES` is this order; `passes/__init__.py` adds `ipu-pipeline`
+itself, which looks its stages up here). Factories are lazy so that start-up imports nothing
+heavy.
 """
 
 from collections.abc import Callable

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -43,6 +44,7 @@ from ipu_dialects.mid import (
     OperatorPlanAttr,
     TensorFormatAttr,
 )
+from ipu_dialects.mid_config import GemmPartials
 from planning.shard_geometry import ShardGeometry, ceil_div
 
 GEMM_OPERANDS = ("lhs", "rhs", "out")
@@ -309,7 +311,7 @@ GRID_ROW_BLOCK = AMP_ROWS  # rows per tile of the 2-D layouts are a multiple of 
 # The explicit, cheaper FP16-partials candidates carry this suffix; they are in the catalog
 # only when the pipeline is told accuracy allows it (graph-to-mid{gemm-partials=f16}).
 F16_PARTIALS_SUFFIX = "_p16"
-PARTIALS_CHOICES = ("f32", "f16")
+PARTIALS_CHOICES: tuple[str, ...] = get_args(GemmPartials)
 # The K-split sums two layers' FP32 partials, so it exists for the FP32-partials kernels only
 # (FP16 and FP32 inputs; FP8's AMP has FP16 partials).
 KSPLIT_PRECISIONS = ("f16", "f32")

@@ -4,13 +4,15 @@ the module's `PipelineConfig` (`ipu.config`) the same way in every pass."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import PassFailedException
 
 from device.target import Target, get_target
 from ipu_dialects.mid import CONFIG_ATTR_NAME, PipelineConfigAttr
+from ipu_dialects.mid_attrs import IndivisibleOption
+from ipu_dialects.mid_config import GemmPartials, ProfilingOption
 
 
 @dataclass(frozen=True)
@@ -21,12 +23,12 @@ class PipelineOptions:
     configuration in the module's `ipu.config`."""
 
     tiles: int | None = None
-    indivisible: Literal["pad", "reject"] = "pad"
-    profiling: Literal["off", "cycles"] = "off"
+    indivisible: IndivisibleOption = "pad"
+    profiling: ProfilingOption = "off"
     # GEMM partial sums over K: f32 (exact FP32 accumulation, one rounding) or f16 (also
     # enables the cheaper FP16-partials candidates, which round after every 64-deep block).
     # Only the default catalog depends on it: an explicit `catalog` is taken as given.
-    gemm_partials: Literal["f32", "f16"] = "f32"
+    gemm_partials: GemmPartials = "f32"
     # The GEMM candidates to choose from (default: all but the FP16-partials ones, unless
     # gemm-partials=f16).
     catalog: tuple[str, ...] = ()

@@ -44,7 +44,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -54,6 +54,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError
 
 from interpreters.graph import find_function as find_function
+from ipu_dialects.mid_attrs import IndivisibleOption
+from ipu_dialects.mid_config import GemmPartials, ProfilingOption
 from tools.progress import Progress, no_progress, phase, terminal_progress
 from tools.registry import make_context as make_context
 from tools.run_io import EXIT_DIAGNOSTIC as EXIT_DIAGNOSTIC
@@ -81,10 +83,10 @@ from tools.usage import UsageError
 from tools.version import version_callback
 
 
-def compile_module(module: ModuleOp, tiles: int, indivisible: Literal["pad", "reject"],
-                   profiling: Literal["off", "cycles"] = "off", with_assembly: bool = True,
+def compile_module(module: ModuleOp, tiles: int, indivisible: IndivisibleOption,
+                   profiling: ProfilingOption = "off", with_assembly: bool = True,
                    timer=None, progress: Progress = no_progress,
-                   gemm_partials: Literal["f32", "f16"] = "f32",
+                   gemm_partials: GemmPartials = "f32",
                    catalog: tuple[str, ...] = ()):
     """Run the default pipeline and build the package; diagnostics propagate (an
     `indivisible` policy from the command line is checked there, by `ipu.config`'s verifier). A
@@ -178,7 +180,7 @@ def run(
     ] = None,
     reference: Annotated[bool, typer.Option(help="run only the NumPy reference")] = False,
     function: Annotated[str | None, typer.Option(help="function to run")] = None,
-    indivisible: Annotated[Literal["pad", "reject"], typer.Option(
+    indivisible: Annotated[IndivisibleOption, typer.Option(
         help="extents that are no multiple of a plan's block: pad them or reject the plan")] = "pad",
     package_dir: Annotated[
         Path | None, typer.Option("--package", help="also write the package to DIR")
@@ -197,7 +199,7 @@ def run(
         bool, typer.Option(help="no progress bars (they show on a terminal's stderr only)")
     ] = False,
     gemm_partials: Annotated[
-        Literal["f32", "f16"], typer.Option(
+        GemmPartials, typer.Option(
                           help="GEMM partial sums over K: f32 (one rounding) or f16 (cheaper "
                                "candidates that round after every 64-deep block)")
     ] = "f32",

@@ -6,6 +6,7 @@ import dataclasses
 import re
 import sys
 import textwrap
+import typing
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
@@ -13,14 +14,26 @@ from xdsl.passes import ModulePass
 _LITERAL = re.compile(r"Literal\[(.*)\]")
 
 
-def option_type(annotation: object) -> str:
-    """`Literal['pad', 'reject']` -> `pad|reject`; `int | None` stays as written."""
+def option_type(annotation: object, resolved: object = None) -> str:
+    """`Literal['pad', 'reject']`, or a name for one (`IndivisibleOption`, whose `resolved`
+    type is the Literal) -> `pad|reject`; `int | None` stays as written."""
+    if typing.get_origin(resolved) is typing.Literal:
+        return "|".join(str(value) for value in typing.get_args(resolved))
     text = str(annotation).strip("'\"")
     if text == "tuple[str, ...]":
         return "NAME,NAME,..."
     if match := _LITERAL.fullmatch(text):
         return "|".join(part.strip().strip("'\"") for part in match.group(1).split(","))
     return text
+
+
+def resolved_types(pass_class: type[ModulePass]) -> dict[str, object]:
+    """The pass's field types with names resolved (an option typed by an alias of a
+    `Literal`); empty when some annotation does not resolve."""
+    try:
+        return typing.get_type_hints(pass_class)
+    except (NameError, TypeError):
+        return {}
 
 
 def option_values(pass_class: type[ModulePass], option: str) -> str | None:
@@ -44,12 +57,14 @@ def pass_options(pass_class: type[ModulePass]) -> list[str]:
     """`name=TYPE (default D)` for each option (a dataclass field of the pass), followed by its
     valid values where the type does not name them (`option_values`)."""
     options = []
+    resolved = resolved_types(pass_class)
     for option in dataclasses.fields(pass_class):
         default = "" if option.default is dataclasses.MISSING else (
             f" (default {str(option.default).lower()})")
         if option.default == ():
             default = " (default: those marked *)" if option.name == "catalog" else ""
-        options.append(f"{option.name}={option_type(option.type)}{default}")
+        options.append(f"{option.name}={option_type(option.type, resolved.get(option.name))}"
+                       f"{default}")
         if (values := option_values(pass_class, option.name)) is not None:
             options[-1] += "\n" + values
     return options

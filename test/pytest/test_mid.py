@@ -1,5 +1,7 @@
 """mid dialect attributes from Python, and graph-to-mid / insert-conversions in process."""
 
+from typing import get_args
+
 import pytest
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f16
@@ -96,6 +98,17 @@ def test_graph_to_mid_then_insert_conversions_in_process():
 def test_bad_tile_counts_are_diagnostics(tiles):
     with pytest.raises(PassFailedException, match=f"tiles={tiles} is outside 1..1472"):
         GraphToMidPass(tiles=tiles).apply(context(), gemm_chain_module())
+
+
+def test_option_literals_are_their_enums_values():
+    """The options' `Literal` types (xDSL pass options and typer take no StrEnum) name the
+    values of the enums the configuration stores, in their order."""
+    from ipu_dialects.mid_attrs import IndivisibleOption
+    from ipu_dialects.mid_config import InputPolicyOption, ProfilingOption
+
+    assert get_args(IndivisibleOption) == tuple(mid.Indivisible)
+    assert get_args(InputPolicyOption) == tuple(mid.InputPolicy)
+    assert get_args(ProfilingOption) == tuple(mid.ProfilingPolicy)
 
 
 def test_pipeline_stage_order_and_graph_to_mid_options():
