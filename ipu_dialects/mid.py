@@ -113,8 +113,6 @@ from ipu_dialects.shapes import (
 )
 from ipu_dialects.shared_attrs import CONFIG_ATTR_NAME as CONFIG_ATTR_NAME
 from ipu_dialects.shared_attrs import ElementOrderAttr, MemoryClassAttr, PrecisionAttr
-from ipu_dialects.shared_attrs import EnumAttr as EnumAttr
-from ipu_dialects.shared_attrs import enum_attr as enum_attr
 
 # The enum attributes the dialect registers: those the formats and plans hold, then the
 # config's policies.

@@ -65,10 +65,6 @@ class MidToTileLowering:
     # largest (alignment, access tail) any plan asks of each value (at least what the
     # descriptor kernels of conversions need: the target's vector alignment)
     requirements: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
-    # explicit copies that end a repeat body (a yielded value that cannot be written in place)
-    yield_copies: int = 0
-    # pointwise outputs written over a dying operand's buffer (`pointwise.in_place_buffer`)
-    in_place: int = 0
     # the mid ops being lowered, innermost last (a repeat's body ops inside the repeat)
     lowering_ops: list[Operation] = field(default_factory=list)
 

@@ -63,7 +63,6 @@ from tools.run_io import EXIT_FAIL as EXIT_FAIL
 from tools.run_io import EXIT_PASS as EXIT_PASS
 from tools.run_io import OVERFLOW_NOTE as OVERFLOW_NOTE
 from tools.run_io import RELATIVE_TOLERANCE as RELATIVE_TOLERANCE
-from tools.run_io import argument_types as argument_types
 from tools.run_io import compare as compare
 from tools.run_io import (
     diagnostic_text,

@@ -174,8 +174,6 @@ class TileLowering(Protocol):
     buffers: dict[SSAValue, BufferOp]
     outputs: dict[SSAValue, int]  # returned values -> result position
     requirements: dict[SSAValue, tuple[int, int]]  # value -> (alignment, access tail)
-    yield_copies: int
-    in_place: int
 
     def lower_op(self, op: Operation) -> list[Operation]: ...
 

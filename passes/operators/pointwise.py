@@ -251,7 +251,6 @@ def lower_pointwise(op: PointwiseOp, lowering: TileLowering, values: Sequence[SS
         buffer = in_place_buffer(op, lowering, operand_names)
         if buffer is not None:
             lowering.buffers[out] = buffer
-            lowering.in_place += 1
     buffers = [lowering.result_buffer(out), *(lowering.operand_buffer(op, v) for v in values)]
     scalars = [*named, *(w for value in (out, *values) for w in descriptor(tensor_type(value)))]
     fmt = tensor_format_of(out)

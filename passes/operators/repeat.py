@@ -341,7 +341,6 @@ def yield_copies(op: mid.RepeatOp, lowering: TileLowering,
             continue
         move = ready[0]
         moves.remove(move)
-        lowering.yield_copies += 1
         copies.append(copy_kernel(lowering, move.dst, move.src, move.value, "graph.yield",
                                   YIELD_COPY_REASON, terminator))
     return copies
