@@ -2,9 +2,10 @@
 
 Prints, per tile count, the wall time of each pass, of package construction and of the
 supervisor assembly listing (`-t ipu-asm`, which `ipu-run` skips unless it saves the
-package), and the number of xDSL ops after each level. DESIGN.md section 4: the op count must not grow with
-the tile count. On 16 tiles this GEMM does not fit in tile memory (about 0.9 MB per output-row
-tile); the benchmark then prints graph-to-mid's diagnostic for that tile count.
+package), and the number of xDSL ops after each level. The scale rule (docs/internals.md,
+"What we build"): the op count must not grow with the tile count. On 16 tiles this GEMM
+does not fit in tile memory (about 0.9 MB per output-row tile); the benchmark then prints
+graph-to-mid's diagnostic for that tile count.
 Usage: python bench/compile_gemm.py [--tiles 16 184 1472] [--shape M K N]
 """
 

@@ -3,8 +3,8 @@ several tile counts.
 
 Prints, per example and tile count, the wall time of each stage of `ipu-pipeline`
 (`IpuPipelinePass.stage_passes()`) and of the package build, and the number of xDSL ops after
-each level. DESIGN.md section 4 (the scale rule): the op count after every level must not grow
-with the tile count; `--check` exits 1, naming the level, when it does.
+each level. The scale rule (docs/internals.md, "What we build"): the op count after every
+level must not grow with the tile count; `--check` exits 1, naming the level, when it does.
 `test/pytest/test_compile_program_scale.py` asserts the same on the transformer block and
 the MLP.
 Usage: python bench/compile_program.py [--tiles 4 64 1472] [--check] [EXAMPLE.mlir ...]

@@ -1,6 +1,7 @@
 """Row semantics: the exchange-event timeline of one decoded row.
 
-Rules (spec `exchange-isa.md`, "Event time"; DESIGN.md section 5 for the model choices):
+Rules (spec `exchange-isa.md`, "Event time"; docs/internals.md, "What we build", for the model
+choices):
 
 - Every instruction spans `events` consecutive exchange events (`events_m1 + 1` or
   `words_m1 + 1`); event 0 is the first event after the phase's sync.
@@ -24,15 +25,15 @@ Rules (spec `exchange-isa.md`, "Event time"; DESIGN.md section 5 for the model c
   event, and the cursor advances two words per event. A 64-bit stream must start at an even
   word address (8-byte aligned items); an odd one is an error. (The spec names the bit;
   what receives 64-bit items is our model choice, docs/internals.md "Pair broadcast".)
-- Controls (DESIGN.md section 5): XPIC selector 0 sets the source tile id of the tile's own
-  incoming mux; XPIC selector 1 (the pair mux, `$INCOMING_MUXPAIR`) sets the source tile id
-  of the pair mux, which takes 64-bit items over both incoming buses of the tile pair
-  (2i, 2i + 1) (docs/internals.md "Pair broadcast"); PIC selector 0
-  (`delaypic` selector 0, `sendpic` selector 2, `sendpicp` pic_selector 0) sets the absolute
-  incoming word address. `sendpic` selectors 0/1 are XPIC selectors 0/1 and 2/3 are PIC
-  selectors 0/1. `sendpicp`'s 14-bit XPIC configuration is `selector << 13 | value`, the
-  same layout as `delayxpic`'s selector and value fields. Other selectors are rejected until
-  we define them.
+- Controls (model choices, docs/internals.md "What we build"): XPIC selector 0 sets the
+  source tile id of the tile's own incoming mux; XPIC selector 1 (the pair mux,
+  `$INCOMING_MUXPAIR`) sets the source tile id of the pair mux, which takes 64-bit items
+  over both incoming buses of the tile pair (2i, 2i + 1) (docs/internals.md "Pair
+  broadcast"); PIC selector 0 (`delaypic` selector 0, `sendpic` selector 2, `sendpicp`
+  pic_selector 0) sets the absolute incoming word address. `sendpic` selectors 0/1 are XPIC
+  selectors 0/1 and 2/3 are PIC selectors 0/1. `sendpicp`'s 14-bit XPIC configuration is
+  `selector << 13 | value`, the same layout as `delayxpic`'s selector and value fields.
+  Other selectors are rejected until we define them.
 """
 
 from __future__ import annotations

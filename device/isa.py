@@ -1,6 +1,6 @@
 """The IPU21 supervisor exchange instructions: fields, encoder, decoder, text form.
 
-The contract is `../shared/spec/exchange-isa.md` ("Recovered encodings"). Every dataclass
+The contract is the specification's exchange-isa.md ("Recovered encodings"). Every dataclass
 field is an *assembler operand* of the spec, stored exactly as encoded: counts are
 `events - 1` / `words - 1`, addresses are tile-memory *word* addresses.
 

@@ -1,7 +1,7 @@
 """The IPU21 target description: every hardware number the compiler and the model use.
 
-Sources are tagged as in `../shared/spec/ipu21-facts.md`:
-[C] stated by public material, [I] derived from stated numbers, [M] our model choice.
+Sources are tagged: [C] stated by public material, [I] derived from stated numbers, [M] our
+model choice.
 Nothing else in the code base may hold a hardware constant: the cost model, placement,
 the exchange scheduler and the executable device model all read this one description.
 """
@@ -226,7 +226,7 @@ class Target:
 
 def pair_tile(tile):
     """[M] The tile that shares its two incoming exchange buses with `tile` (tiles 2i and
-    2i + 1; poplibs: two tiles per shared exchange bus, ../shared/spec/ipu21-facts.md):
+    2i + 1; poplibs: two tiles per shared exchange bus):
     the partner of a pair broadcast's receiver. Ints or NumPy arrays."""
     return tile ^ 1
 

@@ -1,6 +1,6 @@
 """The `exchange` dialect: IPU21 supervisor exchange instructions grouped into rows.
 
-One op per instruction of `spec/exchange-isa.md`, generated from its `device.isa` dataclass
+One op per instruction of the specification's exchange-isa.md, generated from its `device.isa` dataclass
 (the one definition of the fields): properties are the assembler operands there (counts are
 `events - 1` / `words - 1`, addresses are word addresses), range-checked as there. The
 custom syntax is the spec's text form; integers may be written in hex or decimal:

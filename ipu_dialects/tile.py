@@ -285,7 +285,8 @@ class RowPatchAttr(ParametrizedAttribute):
     Rows are shared by every iteration and tile that runs them; what differs between
     iterations (source address, source tile, pointer, delay) is carried here as one value per
     linearized iteration of the enclosing loops, replacing field FIELD of instruction number
-    INSTRUCTION of row @row (DESIGN.md section 4: per-tile immediates as dense arrays).
+    INSTRUCTION of row @row (docs/internals.md, "What we build": per-iteration differences as
+    integer arrays).
     """
 
     name = "tile.patch"

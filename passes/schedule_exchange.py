@@ -6,9 +6,9 @@ target's latency L(s, r) and builds the sender's and the receivers' rows. Every 
 concrete row is encoded, decoded and checked against its schedule (`device.row_checker`)
 before it is used; a disagreement is reported as a compiler bug.
 
-The IR keeps the size of the program, not of the chip or of the loop nest (DESIGN.md
-section 4): rows with the same instruction structure are one shared `exchange.row` (normally
-one sender row and one receiver row per exchange op), and what differs between iterations
+The IR keeps the size of the program, not of the chip or of the loop nest (docs/internals.md,
+"What we build"): rows with the same instruction structure are one shared `exchange.row`
+(normally one sender row and one receiver row per exchange op), and what differs between iterations
 (source address, source tile, directions, delays) is carried on the `tile.exchange` as
 `#tile.patch` arrays with one value per iteration. Only the enclosing loops whose index the
 exchange's maps read (`row_loops`, when that is not all of them) have iterations here: an

@@ -14,7 +14,7 @@ output block; the tiles that hold panel k of A or the B blocks read them where t
 tiles and one of B reaches R tiles, instead of every output-row tile receiving all of B
 (the row plan): with all tiles computing, exchange per K block is 32 (rows + columns) words
 per tile against rows x columns / 64 cycles of AMP work, which is what brings a GEMM that
-fills the chip near the AMP roofline (../shared/notes/gemm-bsp-bound.md).
+fills the chip near the AMP roofline (docs/internals.md, "The 2-D grid GEMM plan", "Bound").
 
 Both broadcasts go to tile pairs at double rate (`tile.exchange ... pairs`, 64-bit items;
 docs/internals.md "Pair broadcast") where every tile pair (2i, 2i + 1) receives one group:

@@ -25,7 +25,7 @@ in, one rounding).
 
 Against the 2-D grid (`planning/gemm_grid.py`) a tile's block is twice as large for the same
 tile count, so the A and B words per K block of the chip halve, for one exchange of partials
-at the end (../shared/notes/gemm-bsp-bound.md). The shape is chosen, as for the grid, by the
+at the end (docs/internals.md, "The 2-D grid GEMM plan", "Bound"). The shape is chosen, as for the grid, by the
 cycles the device model charges (`ksplit_cycles`), among the shapes that fit tile memory.
 """
 

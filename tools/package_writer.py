@@ -1,8 +1,8 @@
 """The package writer: expand the scheduled tile program into per-tile NumPy arrays.
 
-This is the one place where per-tile expansion happens (DESIGN.md section 4): loops run
-here, in Python over iterations, and per-tile differences become dense arrays of the
-`device.package` steps; no xDSL op is created per tile. The input is a module after
+This is the one place where per-tile expansion happens (docs/internals.md, "What we build"):
+loops run here, in Python over iterations, and per-tile differences become dense arrays of
+the `device.package` steps; no xDSL op is created per tile. The input is a module after
 `schedule-exchange` with one `func.func`: placed `tile.buffer`s, scheduled `tile.exchange`s
 and their shared `exchange.row`s.
 

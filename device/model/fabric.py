@@ -5,7 +5,7 @@ Each tile with a row fetches the row's words from ITS OWN memory at the step's
 takes their event semantics from `device.exchange_timeline.row_timeline`: this module adds
 only the fabric, never a second reading of the instructions.
 
-Fabric rules (DESIGN.md section 5): event 0 is the same instant on every tile. An item sent
+Fabric rules (docs/internals.md, "What we build"): event 0 is the same instant on every tile. An item sent
 at event t by tile s, read from s's memory at the send's word address at event t, is at the
 input of every tile r > s (sctl bit 0) and/or r < s (bit 1) at event t + L(s, r). An item is
 one 32-bit word, or a 64-bit item (sctl bit 2): two consecutive words, the lower address

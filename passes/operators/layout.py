@@ -6,7 +6,7 @@ Each operand maps to the result by one index view (a concat input: a window of t
 along the joined axis). An operand keeps the format it has (a fresh graph input: the split,
 or the whole tensor, that the result can take tile-locally), and each candidate cuts one axis
 of the result across the tiles (`split<axis>`), carries the operand's own cut through the op
-(`mirror`, `layout_mirror.py`: a batched GEMM's output cut on batch, rows and columns), or
+(`mirror`, `passes/operators/layout_mirror.py`: a batched GEMM's output cut on batch, rows and columns), or
 takes the format a GEMM or attention consumer's plan wants the result in (`consumer`: the
 copy is then that consumer's conversion, done once). Per operand the copy is
 - tile-local when every result element's source sits in the operand's shard on the result
@@ -297,7 +297,7 @@ class LayoutOperator(GivenFormatsOperator):
                        assumed: Assumed) -> list[tuple[str, mid.TensorFormatAttr]]:
         """(name, format) of each candidate result format: one axis cut across the tiles
         (`split<axis>`), the operand's cut carried through the op (`mirror`,
-        `layout_mirror.py`), and the format a GEMM or attention consumer's plan wants the
+        `passes/operators/layout_mirror.py`), and the format a GEMM or attention consumer's plan wants the
         result in (`consumer`: the op's copy is then that consumer's conversion)."""
         shape = shape_of(op.results[0])
         first = tensor_type(op.operands[0])

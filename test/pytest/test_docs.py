@@ -2,14 +2,18 @@
 
 Cheap checks only (no compilation): repository paths, dotted Python names, pass pipelines and
 emitters shown in the README, the README's pinned commands against `.ci/run`, and that the
-Python and tile-IR examples of the docs still run / parse.
+Python and tile-IR examples of the docs still run / parse. The docstrings of the source are
+held to the same: the repository paths and dotted names they name in backticks exist, and
+they cite no file outside the repository.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
 import shlex
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +34,7 @@ DOCS = [README, INTERNALS]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 FILE_SUFFIXES = (".py", ".mlir", ".S", ".md", ".toml")
 PACKAGES = ("ipu_dialects", "planning", "passes", "device", "tools", "interpreters", "frontend")
+SOURCE_DIRS = (*PACKAGES, "bench")
 
 
 def fenced_blocks(text: str, language: str | None = None) -> list[str]:
@@ -114,6 +119,79 @@ def test_named_python_objects_exist(doc: Path):
         except (ImportError, AttributeError):
             unresolved.append(name)
     assert not unresolved, f"{doc.name} names Python objects that do not exist: {unresolved}"
+
+
+@cache
+def docstrings() -> tuple[tuple[str, str], ...]:
+    """(where, text) of every module, class and function docstring of the source."""
+    found = []
+    for directory in SOURCE_DIRS:
+        for path in sorted((ROOT / directory).rglob("*.py")):
+            where = str(path.relative_to(ROOT))
+            for node in ast.walk(ast.parse(path.read_text(), where)):
+                if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                    text = ast.get_docstring(node, clean=False)
+                    if text:
+                        found.append((f"{where}:{getattr(node, 'lineno', 1)}", text))
+    return tuple(found)
+
+
+def docstring_paths(text: str) -> set[str]:
+    """The repository paths a docstring names in backticks: as in the docs, but a path needs a
+    `/` (a bare `source.mlir` is a package's file, `file.mlir` any file) and a placeholder
+    directory (`DIR/model.mlir`) is none."""
+    tokens = [t for span in inline_code(text) for t in re.findall(r"[\w.*<>/-]+", span)]
+    return {t for t in tokens
+            if "/" in t and looks_like_path(t) and not t.split("/", 1)[0].isupper()}
+
+
+def test_docstring_paths_exist():
+    named = [(where, name) for where, text in docstrings() for name in docstring_paths(text)]
+    assert len(named) >= 100, f"found only {named}; is the path extraction broken?"
+    missing = []
+    for where, name in named:
+        pattern = re.sub(r"\*+", "*", re.sub(r"<[^>]*>", "*", name))
+        if not any(ROOT.glob(pattern.rstrip("/"))):
+            missing.append(f"{where}: {name}")
+    assert not missing, f"docstrings name paths that do not exist: {missing}"
+
+
+def test_docstring_python_names_exist():
+    """`passes.operators.base.TileLowering`, `device.model.run_package`, ... resolve."""
+    pattern = re.compile(rf"^(?:{'|'.join(PACKAGES)})(?:\.\w+)+")
+    named = sorted({(where, m.group(0)) for where, text in docstrings()
+                    for span in inline_code(text) if (m := pattern.match(span.strip()))})
+    assert len(named) >= 30, f"found only {named}; is the name extraction broken?"
+    unresolved = []
+    for where, name in named:
+        try:
+            resolve_dotted(name)
+        except (ImportError, AttributeError):
+            unresolved.append(f"{where}: {name}")
+    assert not unresolved, f"docstrings name Python objects that do not exist: {unresolved}"
+
+
+def test_docstrings_cite_no_file_outside_the_repository():
+    """A reader of the repository has neither `../shared/...` nor the design card; what they
+    hold that the code relies on is in docs/internals.md. (The user's specification is cited
+    by its documents' names, as docs/internals.md cites it.)"""
+    outside = re.compile(r"\.\./[\w.-]+|\bDESIGN\.md\b")
+    cited = [f"{where}: {m.group(0)}" for where, text in docstrings()
+             for m in outside.finditer(text)]
+    assert not cited, f"docstrings cite files outside the repository: {cited}"
+
+
+def test_docstring_sections_of_internals_exist():
+    """`docs/internals.md, "Layers"` names a section: a heading that starts so."""
+    headings = [line.lstrip("#").strip() for line in INTERNALS.read_text().splitlines()
+                if line.startswith("#")]
+    cite = re.compile(r'docs/internals\.md`?,?\s+"([^"]+)"')
+    named = [(where, " ".join(m.group(1).split())) for where, text in docstrings()
+             for m in cite.finditer(text)]
+    assert len(named) >= 10, f"found only {named}; is the extraction broken?"
+    unknown = [f"{where}: {name}" for where, name in named
+               if not any(heading.startswith(name) for heading in headings)]
+    assert not unknown, f"docstrings cite sections docs/internals.md does not have: {unknown}"
 
 
 def readme_pipelines() -> list[str]:
