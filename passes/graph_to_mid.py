@@ -247,8 +247,7 @@ class GraphToMidLowering:
             arg = op.operands[index]
             assert isinstance(arg, BlockArgument)
             self.resident.store_spread(arg, spread_bytes)
-        return dataclasses.replace(ctx, resident=ctx.resident.with_spread(
-            list(spread), sum(spread.values())))
+        return dataclasses.replace(ctx, resident=ctx.resident.with_spread(spread))
 
     def stores_spread(self, arg: SSAValue) -> bool:
         """Whether a plan chose to take body argument `arg`'s sequence stored spread."""
@@ -357,8 +356,7 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
     alone. The two lowerings differ only in where values sit and in their conversions: the
     kernels' cycles do not depend on the tiles, so the sum of the conversions' cycles
     (`conversion_type_cycles`, what selection prices them at) decides."""
-    original = function.clone()
-    trial, spread = lower_fitting_sequences(original, config, target, spread_sequences,
+    trial, spread = lower_fitting_sequences(function, config, target, spread_sequences,
                                             spread_saving, spread_inputs)
     if spread.moved:
         GraphToMidLowering(function, config, target, spread_sequences, spread_saving,
@@ -372,7 +370,8 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
 def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAttr,
                             target: Target, spread_sequences: bool, spread_saving: int,
                             spread_inputs: bool) -> tuple[func.FuncOp, GraphToMidLowering]:
-    """A lowered copy of `function` (spread pointwise results) and its lowering. Memory-aware
+    """A lowered copy of `function` (spread pointwise results; `function` itself unchanged)
+    and its lowering. Memory-aware
     selection keeps a repeat's sequence where its plan reads it while it fits beside what the
     tiles hold so far; one op at a time, the first plans may take the room the later ones
     need. When the lowering's own estimate of a tile's peak overflows, the sequences kept in

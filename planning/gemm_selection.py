@@ -345,16 +345,19 @@ def ranked_gemm_cuts(
     catalog: Sequence[GemmCandidate],
     fits: Callable[[Evaluation], bool],
     priced: Priced,
-    priced_key: Hashable,
+    priced_key: Hashable | None,
 ) -> list[Evaluation]:
     """Every valid cut of every candidate, costed with its operands' conversions, cheapest
     first: those that fit, or all when none does. The first is `select_gemm_plan`'s choice
     (catalog order, then cut order, on ties); the rest are what a look at the result's
-    consumers may prefer. NoValidPlan if no cut is valid."""
+    consumers may prefer. `priced_key` as `evaluate_candidate`'s (None: priced afresh).
+    NoValidPlan if no cut is valid."""
     options: list[Evaluation] = []
     evaluations = []
     for candidate in catalog:
-        costed = costed_once(candidate, problem, tiles, indivisible, target, priced, priced_key)
+        costed = (costed_once(candidate, problem, tiles, indivisible, target, priced, priced_key)
+                  if priced_key is not None
+                  else costed_options(candidate, problem, tiles, indivisible, target, priced))
         evaluations.append(costed[0])
         options += [e for e in costed if e.reason is None]
     if not options:

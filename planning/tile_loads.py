@@ -17,6 +17,14 @@ import numpy as np
 from planning.shard_geometry import ShardGeometry
 
 
+def on_tiles(geom: ShardGeometry, tiles: int, each: int | None = None) -> np.ndarray:
+    """Bytes on each of `tiles` tiles: `each` (default: one shard of `geom`) on the tiles of
+    `geom` (those within the chip; mid-to-tile refuses the rest)."""
+    vector = np.zeros(tiles, dtype=np.int64)
+    vector[geom.first_tile:min(geom.tile_stop, tiles)] = geom.shard_bytes() if each is None else each
+    return vector
+
+
 @dataclass
 class TileLoads:
     tiles: int
@@ -27,8 +35,7 @@ class TileLoads:
 
     def add(self, geom: ShardGeometry) -> None:
         """A value stored in `geom` now lives on its tiles."""
-        stop = min(geom.tile_stop, self.tiles)
-        self.loads[geom.first_tile:stop] += geom.shard_bytes()
+        self.loads += on_tiles(geom, self.tiles)
 
     def least_loaded_start(self, count: int) -> int:
         """The first tile of the `count` consecutive tiles with the fewest bytes (the lowest

@@ -8,7 +8,7 @@ the same keys as `planning.gemm_selection.LAYOUTS`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -68,34 +68,20 @@ class GemmOperator(Operator):
 
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
         problem = problem_of(op)
-        shapes = [tensor_type(v).get_shape() for v in op.operands]
-
-        room = selection_room(ctx.target)
-
-        out_shape = tensor_type(op.results[0]).get_shape()
-
-        def fits_in(resident: ResidentMemory, plan: mid.OperatorPlanAttr, plan_bytes: int) -> bool:
-            formats = [plan.operand_plan(n).format for n in self.operand_names]
-            return resident.fits(plan_bytes, formats, shapes, room,
-                                 (out_shape, plan.operand_plan("out").format))
-
         sequences = ctx.resident.sequence_operands()
 
-        forced = bool(ctx.resident.forced)
-
         def in_place(plan: mid.OperatorPlanAttr) -> bool:  # its sequences where it reads them
-            return not forced and fits_in(ctx.resident, plan,
-                                          plan_tile_memory(plan, problem, ctx.target))
+            return self.fits_in_place(op, plan, plan_tile_memory(plan, problem, ctx.target), ctx)
 
         def fits(evaluation: Evaluation) -> bool:  # beside what its tiles already hold
             plan_bytes = row_tile_memory(evaluation, ctx.target)
-            if not forced and fits_in(ctx.resident, evaluation.plan, plan_bytes):
+            if self.fits_in_place(op, evaluation.plan, plan_bytes, ctx):
                 return True
             if not sequences:
                 return False
             spread = self.stored_spread(op, evaluation.plan, ctx, sequences)
-            return fits_in(ctx.resident.with_spread(sequences, sum(spread.values())),
-                           evaluation.plan, plan_bytes)
+            return self.fits_beside(op, evaluation.plan, plan_bytes, ctx,
+                                    ctx.resident.with_spread(spread))
 
         # from the operands' current formats (in their types, `priced`'s key); a plan whose
         # sequence operands do not fit where it reads them also fetches them every iteration
@@ -106,10 +92,9 @@ class GemmOperator(Operator):
                 return converted
             return converted + self.fetch_cycles(op, plan, ctx, sequences)
 
-        # what `priced` depends on: the operand types and, with sequence operands, what the
-        # tiles hold now (every selection its own)
-        key: Hashable = (tuple(tensor_type(value) for value in op.operands),
-                         object() if sequences else None)
+        # what `priced` depends on: the operand types; with sequence operands also what the
+        # tiles hold now, so those are priced afresh (no key)
+        key = None if sequences else tuple(tensor_type(value) for value in op.operands)
         if ctx.consumers is None:
             chosen = select_gemm_plan(
                 problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
@@ -126,15 +111,27 @@ class GemmOperator(Operator):
         spread over the chip, with their bytes on each tile: all of them when they do not fit
         where the plan reads them."""
         sequences = ctx.resident.sequence_operands()
-        if not sequences:
+        if not sequences or self.fits_in_place(
+                op, plan, plan_tile_memory(plan, problem_of(op), ctx.target), ctx):
             return {}
+        return self.stored_spread(op, plan, ctx, sequences)
+
+    def fits_in_place(self, op: Operation, plan: mid.OperatorPlanAttr, plan_bytes: int,
+                      ctx: SelectionContext) -> bool:
+        """Whether `plan`, holding `plan_bytes` on its busiest tile, fits beside what its tiles
+        hold with its sequence operands stored where it reads them (never when a lowering
+        before this one forced them spread)."""
+        return not ctx.resident.forced and self.fits_beside(op, plan, plan_bytes, ctx,
+                                                            ctx.resident)
+
+    def fits_beside(self, op: Operation, plan: mid.OperatorPlanAttr, plan_bytes: int,
+                    ctx: SelectionContext, resident: ResidentMemory) -> bool:
+        """Whether `plan` fits the selection room on its tiles beside what `resident` says
+        they hold."""
         formats = [plan.operand_plan(n).format for n in self.operand_names]
         shapes = [tensor_type(v).get_shape() for v in op.operands]
         out = (tensor_type(op.results[0]).get_shape(), plan.operand_plan("out").format)
-        fits = not ctx.resident.forced and ctx.resident.fits(
-            plan_tile_memory(plan, problem_of(op), ctx.target), formats, shapes,
-            selection_room(ctx.target), out)
-        return {} if fits else self.stored_spread(op, plan, ctx, sequences)
+        return resident.fits(plan_bytes, formats, shapes, selection_room(ctx.target), out)
 
     def stored_spread(self, op: Operation, plan: mid.OperatorPlanAttr, ctx: SelectionContext,
                       indices: Sequence[int]) -> dict[int, np.ndarray]:

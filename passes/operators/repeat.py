@@ -144,18 +144,11 @@ def fetch_chosen_spread(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     target = get_target(lowering.config.target.data)
     tiles, indivisible = lowering.config.tiles.data, lowering.config.indivisible.data
     for arg in op.sequence_args:
-        if lowering.stores_spread(arg) and not is_fetched(arg):
+        if lowering.stores_spread(arg):
             arg_type = tensor_type(arg)
             spread, _ = cheapest_spread(arg_type, tensor_format_of(arg), tiles, indivisible,
                                         target)
             fetch_sequence_element(op, arg, spread)
-
-
-def is_fetched(arg: SSAValue) -> bool:
-    """Whether body argument `arg` is stored spread already, its element fetched."""
-    return any(isinstance(use.operation, UnrealizedConversionCastOp)
-               and use.operation.results[0].name_hint == f"{arg.name_hint or 'element'}_fetched"
-               for use in arg.uses)
 
 
 def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
@@ -175,7 +168,8 @@ def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     # each has its first consumer's format by now; one that a nested repeat iterates has a
     # provisional one (normalize-repeats stores it as blocks of the inner elements' blocks)
     args = [a for a in op.sequence_args
-            if not any(isinstance(u.operation, mid.RepeatOp) for u in a.uses) and not is_fetched(a)]
+            if not any(isinstance(u.operation, mid.RepeatOp) for u in a.uses)
+            and not lowering.stores_spread(a)]  # fetched already: its plan chose it spread
     sizes = {a: stacked_bytes(a, count) for a in args}
     total, saved = sum(sizes.values()), 0
     for arg in sorted(args, key=lambda a: -sizes[a]):

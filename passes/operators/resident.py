@@ -12,13 +12,13 @@ order), so that a plan is checked on the tiles it uses against what those tiles 
 - inside a `graph.repeat`'s body, its carried values and invariants once, and its sequences
   whole: `count` elements of each (the sequence is stored as its elements' formats, every
   element on the same tiles), an operand of the op itself `count - 1` times beside the element
-  its plan holds (`ResidentMemory.sequence_counts`).
-
+  its plan holds (`ResidentMemory.sequence_counts`); a sequence no plan has stored yet at the
+  least it can take, one a plan took stored spread at its spread format's bytes
+  (`ResidentTracker.spread`);
 - values computed by earlier ops (activations) that a later op still uses, on their tiles,
   from the op that computed them (`ResidentTracker.computed`) to their last use.
 
-A plan that fits with the
-resident bytes is preferred to a cheaper one that does not (`planning.gemm_selection`,
+A plan that fits with the resident bytes is preferred to a cheaper one that does not (`planning.gemm_selection`,
 `select_gemm_plan`'s `fits`); where none fits, the cheapest valid plan is kept and the
 pipeline's memory fallbacks answer (`passes/ipu_pipeline.py`). While every format started at
 tile 0, tile 0 held a shard of every stored value and counting it alone was enough; with
@@ -28,7 +28,7 @@ first tiles (moved pointwise results, inputs stored spread) the fullest tile is 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,17 +40,10 @@ from device.target import Target
 from ipu_dialects import graph, mid
 from passes.operators.formats import whole_bytes
 from planning.shard_geometry import ShardGeometry, geometry
+from planning.tile_loads import on_tiles
 
 Shape = Sequence[int]
 NOTHING = np.zeros(0, dtype=np.int64)
-
-
-def on_tiles(geom: ShardGeometry, tiles: int, each: int | None = None) -> np.ndarray:
-    """Bytes per tile of `tiles`: `each` (default: one shard of `geom`) on the tiles of `geom`
-    (those within the chip; mid-to-tile refuses the rest)."""
-    vector = np.zeros(tiles, dtype=np.int64)
-    vector[geom.first_tile:min(geom.tile_stop, tiles)] = geom.shard_bytes() if each is None else each
-    return vector
 
 
 @dataclass(frozen=True)
@@ -114,14 +107,15 @@ class ResidentMemory:
         """The operands that are elements of a repeat's sequence."""
         return [i for i, count in enumerate(self.sequence_counts) if count > 1]
 
-    def with_spread(self, indices: Sequence[int], spread_bytes: np.ndarray | int) -> ResidentMemory:
-        """This memory with the sequences of operands `indices` stored spread over the chip
-        (`spread_bytes` on each tile, from the program's start) and each iteration's element
+    def with_spread(self, spread: Mapping[int, np.ndarray]) -> ResidentMemory:
+        """This memory with the sequences of operands `spread` stored spread over the chip
+        (its bytes on each tile, from the program's start) and each iteration's element
         fetched into the plan's format: the plan holds one element of each."""
-        counts = [1 if i in indices else c for i, c in enumerate(self.sequence_counts)]
-        new = [False if i in indices else n for i, n in enumerate(self.new_inputs)]
-        return dataclasses.replace(self, live=self.live + spread_bytes,
-                                   earlier_peak=self.earlier_peak + spread_bytes,
+        stored = sum(spread.values(), np.zeros(self.tiles, dtype=np.int64))
+        counts = [1 if i in spread else c for i, c in enumerate(self.sequence_counts)]
+        new = [False if i in spread else n for i, n in enumerate(self.new_inputs)]
+        return dataclasses.replace(self, live=self.live + stored,
+                                   earlier_peak=self.earlier_peak + stored,
                                    sequence_counts=tuple(counts), new_inputs=tuple(new))
 
     def fits(self, plan_bytes: int, formats: Sequence[mid.TensorFormatAttr],

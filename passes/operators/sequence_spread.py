@@ -20,6 +20,7 @@ from ipu_dialects import mid
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import row_major_format, split_format, with_format
 from planning.shard_geometry import geometry
+from planning.tile_loads import on_tiles
 
 SPREAD_SHARD_BYTES = 256  # a spread element's shards are at least this big (fewer gathers)
 
@@ -105,6 +106,4 @@ def spread_tile_bytes(arg_type: TensorType, wanted: mid.TensorFormatAttr, count:
     its shard of every element)."""
     spread, _ = cheapest_spread(arg_type, wanted, tiles, indivisible, target)
     geom = geometry(arg_type.get_shape(), spread)
-    vector = np.zeros(tiles, dtype=np.int64)
-    vector[geom.first_tile:min(geom.tile_stop, tiles)] = count * geom.shard_bytes()
-    return vector
+    return on_tiles(geom, tiles, count * geom.shard_bytes())
