@@ -150,25 +150,29 @@ def gelu(op: GeluOp, env: Env) -> list[np.ndarray]:
 
 
 def attention(op: AttentionOp, env: Env) -> list[np.ndarray]:
-    q, k, v = env[op.query], env[op.key], env[op.value]
+    return [np.matmul(attention_weights(op, env), env[op.value])]
+
+
+def attention_weights(op: AttentionOp, env: Env) -> np.ndarray:
+    """softmax(Q K^T * scale) over the keys, causal and key-masked ([..., query, key])."""
+    q, k = env[op.query], env[op.key]
     logits = np.matmul(q, np.swapaxes(k, -1, -2)) * op.effective_scale()
     if op.causal is not None:
         seq = q.shape[-2]
         future = np.triu(np.ones((seq, seq), dtype=bool), k=1)  # key j > query i
         logits = np.where(future, -np.inf, logits)
     if op.key_mask is not None:
-        return [key_masked_attention(op, logits, env[op.key_mask], v)]
+        return key_masked_weights(op, logits, env[op.key_mask])
     logits = logits - logits.max(axis=-1, keepdims=True)  # stable softmax over keys
     weights = np.exp(logits)
-    weights /= weights.sum(axis=-1, keepdims=True)
-    return [np.matmul(weights, v)]
+    return weights / weights.sum(axis=-1, keepdims=True)
 
 
-def key_masked_attention(op: AttentionOp, logits: np.ndarray, mask: np.ndarray,
-                         v: np.ndarray) -> np.ndarray:
+def key_masked_weights(op: AttentionOp, logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Keys whose mask entry is 0 get no weight in any query row of their batch index; a row
-    that sees no key at all (every key masked) is zeros, as torch's SDPA export writes it
-    (`Where(IsNaN(p), 0, p)`) and as the device's blocked kernel leaves it (running sum 0)."""
+    that sees no key at all (every key masked) has no weight (its output is zeros), as torch's
+    SDPA export writes it (`Where(IsNaN(p), 0, p)`) and as the device's blocked kernel leaves
+    it (running sum 0)."""
     outside = (mask != 0) & (mask != 1)
     if outside.any():
         where = tuple(int(i) for i in np.argwhere(outside)[0])
@@ -180,7 +184,7 @@ def key_masked_attention(op: AttentionOp, logits: np.ndarray, mask: np.ndarray,
     seen = np.isfinite(row_max)  # the row attends to at least one key
     weights = np.where(seen, np.exp(logits - np.where(seen, row_max, 0.0)), 0.0)
     total = weights.sum(axis=-1, keepdims=True)
-    return np.matmul(weights / np.where(seen, total, 1.0), v)
+    return weights / np.where(seen, total, 1.0)
 
 
 def layer_norm(op: LayerNormOp, env: Env) -> list[np.ndarray]:
@@ -275,14 +279,20 @@ def run_block(block: Block, env: Env) -> list[np.ndarray]:
 ACCUMULATION = {"f8E4M3FNUZ": (2.0**-11, "block"), "f16": (2.0**-24, "term"),
                 "f32": (2.0**-24, "term")}
 AMP_DEPTH = 64
+# Unit roundoff of attention's probabilities P, by input element type: the blocked kernels
+# store P = exp(s - m) at the inputs' precision for P . V and sum the rounded P
+# (device/model/kernels_attention_blocked.py), so each weight is off by up to this relative
+# amount, and the output by up to unit x sum_k w_k |v_k - out| <= unit x (w . |v| + |out|).
+PROBABILITY_ROUNDOFF = {"f16": 2.0**-11, "f32": 2.0**-24}
 
 _JITTER: list[Jitter] = []
 
 
 class Jitter:
     """One perturbed evaluation: every op result that is rounded to its type is moved one
-    step (its type's spacing) up or down at random, and a GEMM's value first by its
-    accumulation's error bound (unit roundoff x roundings x sum |a||b|, random sign)."""
+    step (its type's spacing) up or down at random, a GEMM's value first by its
+    accumulation's error bound (unit roundoff x roundings x sum |a||b|, random sign), and an
+    attention's by the bound of its rounded probabilities (`PROBABILITY_ROUNDOFF`)."""
 
     def __init__(self, rng: np.random.Generator):
         self.rng = rng
@@ -291,6 +301,8 @@ class Jitter:
         return self.rng.choice((-1.0, 1.0), size=shape)
 
     def accumulation(self, op: Operation, env: Env, value: np.ndarray) -> np.ndarray:
+        if isinstance(op, AttentionOp):
+            return value + self.signs(np.shape(value)) * self.probability_bound(op, env, value)
         if not isinstance(op, GemmOp):
             return value
         lhs_type = op.lhs.type
@@ -305,6 +317,14 @@ class Jitter:
         roundings = -(-depth // AMP_DEPTH) if per == "block" else depth
         bound = unit * roundings * np.matmul(lhs, rhs)
         return value + self.signs(np.shape(value)) * bound
+
+    @staticmethod
+    def probability_bound(op: AttentionOp, env: Env, value: np.ndarray) -> np.ndarray:
+        query_type = op.query.type
+        assert isinstance(query_type, TensorType)
+        unit = PROBABILITY_ROUNDOFF.get(str(query_type.get_element_type()), 0.0)
+        weights = attention_weights(op, env)
+        return unit * (np.matmul(weights, np.abs(env[op.value])) + np.abs(value))
 
     def neighbour(self, rounded: np.ndarray, tensor_type: Attribute) -> np.ndarray:
         assert isinstance(tensor_type, TensorType)

@@ -342,12 +342,14 @@ class FunctionPlacement:
                 for p in placed
                 if p.key in partners
             )
-            raise PassFailedException(located(
+            # a shortage too (the free ranges left share elements with its partners): a
+            # pipeline may answer it as any other (`OutOfTileMemory.shortfall`)
+            raise OutOfTileMemory(located(
                 buffer,
                 f"place-memory: cannot keep @{name} ({self.extent(buffer)} bytes) in a memory "
-                f"element apart from {placed_partners} on tile {tile}: no free range of its memory class "
-                "avoids those elements"
-            ))
+                f"element apart from {placed_partners} on tile {tile}: no free range of its "
+                "memory class avoids those elements"
+            ), shortfall=self.extent(buffer))
         raise OutOfTileMemory(located(
             buffer,
             f"Out of memory on tile {tile}: no free {buffer.memory.data} range of "

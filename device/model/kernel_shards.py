@@ -131,38 +131,56 @@ def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int | n
 # concurrent gather (passes/operators/gather.py) group g's shard leaves from tile
 # first_source + source_step * (g mod group_inner) + outer_step * (g floordiv group_inner)
 # (group_inner = groups and outer_step 0 when the group is one digit of the shard index),
-# and its receivers are the tiles whose distance from first_dest, modulo groups * dest_step,
-# lies in [g * dest_step, (g + 1) * dest_step): so each tile finds the one shard it received
-# from its own id. With takes_own 0 a tile whose source is itself takes nothing (its own
-# shard's elements reach its out in one call after the rounds, with takes_own 1 and its input
-# as staged).
+# and its receivers are the tiles whose distance from first_dest, modulo group_span (at least
+# groups * dest_step), lies in [g * dest_step, (g + 1) * dest_step): so each tile finds the
+# one shard it received from its own id (a tile whose distance lies past the last window
+# received nothing and takes nothing). With takes_own 0 a tile whose source is itself takes
+# nothing (its own shard's elements reach its out in one call after the rounds, with
+# takes_own 1 and its input as staged).
 ROUND_SCALARS = ("first_source", "first_dest", "source_step", "dest_step", "groups",
-                 "takes_own", "group_inner", "outer_step")
+                 "takes_own", "group_inner", "outer_step", "group_span")
+
+
+def round_groups(scalars: Mapping[str, int], tiles: np.ndarray) -> np.ndarray:
+    """int64 [n]: the group each of `tiles` received for in a round kernel's call,
+    g = ((tile - first_dest) mod group_span) floordiv dest_step; a g of groups or more (a
+    tile between the groups' windows) received nothing. ValueError for a dest_step, groups or
+    group_inner below 1, a group_span below groups * dest_step (two groups would share a
+    window) or a takes_own other than 0 or 1."""
+    step, groups, inner = scalars["dest_step"], scalars["groups"], scalars["group_inner"]
+    span = scalars["group_span"]
+    if step < 1 or groups < 1 or inner < 1:
+        raise ValueError(f"dest_step {step}, groups {groups} and group_inner {inner} must be "
+                         "at least 1")
+    if span < groups * step:
+        raise ValueError(f"group_span {span} is less than groups * dest_step "
+                         f"({groups} * {step}): two groups' windows would overlap")
+    if scalars["takes_own"] not in (0, 1):
+        raise ValueError(f"takes_own {scalars['takes_own']} must be 0 or 1")
+    return (np.asarray(tiles, np.int64) - scalars["first_dest"]) % span // step
 
 
 def round_sources(scalars: Mapping[str, int], tiles: np.ndarray) -> np.ndarray:
     """int64 [n]: the source tile each of `tiles` takes from in a round kernel's call,
     first_source + source_step * (g mod group_inner) + outer_step * (g floordiv group_inner)
-    with g = ((tile - first_dest) mod (groups * dest_step)) floordiv dest_step (a tile that
-    received nothing takes from a shard that holds nothing for it). ValueError for a
-    dest_step, groups or group_inner below 1 or a takes_own other than 0 or 1."""
-    step, groups, inner = scalars["dest_step"], scalars["groups"], scalars["group_inner"]
-    if step < 1 or groups < 1 or inner < 1:
-        raise ValueError(f"dest_step {step}, groups {groups} and group_inner {inner} must be "
-                         "at least 1")
-    if scalars["takes_own"] not in (0, 1):
-        raise ValueError(f"takes_own {scalars['takes_own']} must be 0 or 1")
-    group = (np.asarray(tiles, np.int64) - scalars["first_dest"]) % (groups * step) // step
+    with g its `round_groups` group (a tile that received nothing takes from a shard that
+    holds nothing for it; one between the windows, from group 0's, and it does not take:
+    `round_takers`)."""
+    group = round_groups(scalars, tiles)
+    group = np.where(group < scalars["groups"], group, 0)
+    inner = scalars["group_inner"]
     return (scalars["first_source"] + scalars["source_step"] * (group % inner)
             + scalars["outer_step"] * (group // inner))
 
 
 def round_takers(scalars: Mapping[str, int], tiles: np.ndarray,
                  sources: np.ndarray) -> np.ndarray:
-    """bool [n]: which of `tiles` take in a round kernel's call (`ROUND_SCALARS`)."""
+    """bool [n]: which of `tiles` take in a round kernel's call (`ROUND_SCALARS`): those in a
+    group's window, and with takes_own 0 not from themselves."""
+    inside = round_groups(scalars, tiles) < scalars["groups"]
     if scalars["takes_own"]:
-        return np.ones(np.shape(tiles), dtype=bool)
-    return sources != tiles
+        return inside
+    return inside & (sources != tiles)
 
 
 def round_boxes(out: ShardGeometry, staged: ShardGeometry, scalars: Mapping[str, int],

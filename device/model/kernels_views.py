@@ -230,8 +230,9 @@ RECORDS: tuple[Kernel, ...] = (
             "One round of a layout op's concurrent gather: staged holds the shard this tile "
             "received in the round, the one of source tile first_source + source_step * (g "
             "mod group_inner) + outer_step * (g floordiv group_inner), g = ((tile - "
-            "first_dest) mod (groups * dest_step)) floordiv dest_step; then as "
-            "gather_view from that source tile. With takes_own 0 a tile whose source is itself "
+            "first_dest) mod group_span) floordiv dest_step; then as "
+            "gather_view from that source tile (a g of groups or more takes nothing). With "
+            "takes_own 0 a tile whose source is itself "
             "takes nothing (its own shard is taken once, after the rounds, with takes_own 1).",
             checked=("first_source", "source_step"),
         ),

@@ -59,7 +59,7 @@ gather_shard:
     exitz   $m15
     .size gather_shard, .-gather_shard
 
-// ABI: gather_round(out, staged; first_source, first_dest, source_step, dest_step, groups, takes_own, group_inner, outer_step, descriptor...) -> void
+// ABI: gather_round(out, staged; first_source, first_dest, source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span, descriptor...) -> void
 // status: Implemented
 // row_specialization: none: one entry for all formats (one descriptor per pointer, in order)
     .globl gather_round
@@ -76,11 +76,12 @@ gather_round:
     ld32    $m9, $m0, $m15, 7         // takes_own (0: a tile whose source is itself returns)
     ld32    $m10, $m0, $m15, 8        // group_inner
     ld32    $m11, $m0, $m15, 9        // outer_step
+    ld32    $m12, $m0, $m15, 10       // group_span
     get     $m4, $TILE_ID
-    sub     $m4, $m4, $m5             // ... g = (tile - first_dest) mod (groups *
-    // dest_step) floordiv dest_step, by multiplies with the reciprocals; the source tile is
+    sub     $m4, $m4, $m5             // ... g = (tile - first_dest) mod group_span
+    // floordiv dest_step, by multiplies with the reciprocals; the source tile is
     // first_source + source_step * (g mod group_inner) + outer_step * (g floordiv
-    // group_inner) (Target.round_select_cycles) ...
+    // group_inner), none for a g of groups or more (Target.round_select_cycles) ...
     // ... then as gather_shard from that source tile ...
     exitz   $m15
     .size gather_round, .-gather_round

@@ -45,11 +45,16 @@ The lowering (a constant op count, whatever the tile count):
 
 The one take per round needs each tile to find its group from its id (`takes_once`): group
 g's destinations are BASE moved by kg * g, so when every tile of BASE lies less than kg past a
-multiple of G * kg from BASE's first tile, a tile's group is ((t - first) mod G * kg) floordiv
-kg, and `gather_round` gets first_source(r), first_dest(r) (affine in r), source_step = L,
+multiple of some M >= G * kg from BASE's first tile (`group_span`: G * kg when BASE spans
+fewer than kg tiles; for a replicated result, whose replicas lie a replica's tiles apart, that
+spacing or a multiple of it), a tile's group is ((t - first) mod M) floordiv kg, and
+`gather_round` gets first_source(r), first_dest(r) (affine in r), source_step = L,
 dest_step = kg, G, takes_own 0 (a tile whose source is itself skips the round's take; the
-copiers take their own shards from their input after the rounds), group_inner = G and
-outer_step = 0 (for a split group: source_step 1, group_inner Gi, outer_step R * Gi).
+copiers take their own shards from their input after the rounds), group_inner = G,
+outer_step = 0 (for a split group: source_step 1, group_inner Gi, outer_step R * Gi) and
+group_span = M. E.g. a K-split GEMM weight of the GPT-2-small stack, replicated twice (the
+replicas 384 tiles apart), fetched from its spread store: 8 rounds of 144 groups,
+kg 1, BASE {0, 384}, so M = 192 (G * kg = 144 would put tile 384 in group 96).
 Otherwise the take is in a group loop:
 
       tile.loop %g = 0 to G:
@@ -173,17 +178,29 @@ class GatherRounds:
         return AffineMap(2, 0, (self.shard_expr(),))
 
     # -- one take per round (`gather_round`) -----------------------------------------------
-    @property
-    def takes_once(self) -> bool:
-        """Each result tile can find the shard it received in a round from its own id, so
-        one take per round replaces one per group (module doc): group g's destinations are
-        BASE moved by kg * g, and every tile of BASE lies less than kg past a multiple of
-        G * kg from BASE's first, so (tile - first) mod (G * kg) floordiv kg is g."""
+    @functools.cached_property
+    def group_span(self) -> int | None:
+        """M, when each result tile can find the shard it received in a round from its own id,
+        so that one take per round replaces one per group (module doc): group g's destinations
+        are BASE moved by kg * g, and every tile of BASE lies less than kg past a multiple of
+        M (at least G * kg) from BASE's first, so (tile - first) mod M floordiv kg is g. The
+        smallest such M (G * kg when BASE spans fewer than kg tiles; a replicated result's
+        replicas are a multiple of their spacing apart); None when there is none."""
         kg = self.shift[3]
         if self.groups == 1 or kg <= 0:
-            return False
-        first = min(self.base)
-        return all((t - first) % (self.groups * kg) < kg for t in self.base)
+            return None
+        offsets = np.asarray(self.base, np.int64) - min(self.base)
+        least = self.groups * kg
+        if offsets.max() < kg:
+            return least
+        spans = np.arange(least, offsets.max() + 1, dtype=np.int64)
+        fits = (offsets[None, :] % spans[:, None] < kg).all(axis=1)
+        return int(spans[fits.argmax()]) if fits.any() else None
+
+    @property
+    def takes_once(self) -> bool:
+        """One take per round (`group_span`)."""
+        return self.group_span is not None
 
     def round_maps(self) -> tuple[AffineMap, AffineMap]:
         """(first_source, first_dest) of round r (`ROUND_SCALARS`): group 0's sender, and the
@@ -209,20 +226,22 @@ class GatherRounds:
         return expr
 
     def round_steps(self) -> list[int]:
-        """(source_step, dest_step, groups, takes_own, group_inner, outer_step) of
+        """(source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span) of
         `ROUND_SCALARS`: consecutive groups' shards are `inner` shards apart, or, for a split
         group, consecutive inner digits 1 and outer digits rounds * Gi; a copier takes its own
         shard after the rounds."""
+        span = self.group_span
+        assert span is not None  # only a plan that takes once has round scalars
         if self.group_inner:
             inner = self.group_inner
-            return [1, self.shift[3], self.groups, 0, inner, self.rounds * inner]
-        return [self.inner, self.shift[3], self.groups, 0, self.groups, 0]
+            return [1, self.shift[3], self.groups, 0, inner, self.rounds * inner, span]
+        return [self.inner, self.shift[3], self.groups, 0, self.groups, 0, span]
 
     def own_scalars(self) -> list[int]:
         """`ROUND_SCALARS` under which every copier's source is itself: one group per tile
-        (g = t mod (groups * 1) = t), taking its own shard (takes_own 1)."""
+        (g = t mod group_span floordiv 1 = t), taking its own shard (takes_own 1)."""
         tiles = self.tile_base + max(self.copiers) + 1
-        return [0, 0, 1, 1, tiles, 1, tiles, 0]
+        return [0, 0, 1, 1, tiles, 1, tiles, 0, tiles]
 
     def sender_map(self) -> AffineMap:
         """The tile that sends in round r for group g."""

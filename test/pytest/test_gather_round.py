@@ -45,10 +45,12 @@ from tools.package_writer import build_package
 def round_scalars(plan: GatherRounds, r: int) -> dict[str, int]:
     """The named scalars of round r's `gather_round` call, as the lowering writes them."""
     first_source, first_dest = (m.eval([r], [])[0] for m in plan.round_maps())
-    source_step, dest_step, groups, takes_own, group_inner, outer_step = plan.round_steps()
+    source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span = (
+        plan.round_steps())
     return {"first_source": first_source, "first_dest": first_dest,
             "source_step": source_step, "dest_step": dest_step, "groups": groups,
-            "takes_own": takes_own, "group_inner": group_inner, "outer_step": outer_step}
+            "takes_own": takes_own, "group_inner": group_inner, "outer_step": outer_step,
+            "group_span": group_span}
 
 
 def assert_every_receiver_finds_its_shard(a: ShardGeometry, b: ShardGeometry,
@@ -208,3 +210,57 @@ def test_a_gather_between_formats_that_start_on_one_tile_past_0(first):
     package = build_package(scheduled(text), with_assembly=False)
     assert "gather_round" in kernel_symbols(package)
     assert_moved_exactly(package)
+
+
+def replicas_apart(tiles: int = 16) -> str:
+    """4 row blocks into 6 held twice (replicas 6 tiles apart, as a K-split GEMM's weight is
+    fetched from its spread store): one round of 4 groups, BASE {0, 6}."""
+    return case((8, 12), "f32", fmt("f32", "row_major", "1 x 4 pad, 1 x 1 pad", tiles),
+                fmt("f32", "row_major", "1 x 6 pad, 1 x 1 pad", tiles, replication=2), tiles)
+
+
+def test_replicas_a_replica_apart_take_once_per_round():
+    """A tile's group is its distance from the window's first modulo group_span 6, not modulo
+    groups * dest_step 4 (which puts tile 6, replica 1's first, in group 2), and tiles 4 and 5,
+    past the last window, take nothing: every element arrives, on both replicas, with one
+    take per round."""
+    a = ShardGeometry((8, 12), (1, 1), (4, 1), (True, True), 1, 16, "f32")
+    b = ShardGeometry((8, 12), (1, 1), (6, 1), (True, True), 2, 16, "f32")
+    plan = assert_every_receiver_finds_its_shard(a, b)
+    assert (plan.groups, plan.shift[3], plan.base, plan.group_span) == (4, 1, (0, 6), 6)
+    package = build_package(scheduled(replicas_apart()), with_assembly=False)
+    symbols = kernel_symbols(package)
+    assert "gather_round" in symbols and "gather_shard" not in symbols
+    assert_moved_exactly(package)
+
+
+def test_a_round_take_with_groups_times_dest_step_as_its_span_gives_wrong_numbers():
+    """The span is what places replica 1's tiles in their groups: with the old modulus
+    (groups * dest_step) the model must read other elements there."""
+    package = build_package(scheduled(replicas_apart()), with_assembly=False)
+    _, x = random_input(package, 0)
+    corrupted = copy.deepcopy(package)
+    for index, step in enumerate(corrupted.steps):
+        if isinstance(step, KernelStep) and step.symbol == "gather_round":
+            named, _ = get_kernel("gather_round").split_scalars(step.scalars)
+            if named["group_span"] == 6:
+                scalars = list(step.scalars)
+                scalars[list(named).index("group_span")] = named["groups"] * named["dest_step"]
+                corrupted.steps[index].scalars = tuple(scalars)
+    _, got = run(corrupted, x)
+    assert not np.array_equal(np.asarray(got, np.float64), np.asarray(x, np.float64))
+
+
+def test_a_group_span_shorter_than_the_groups_windows_is_refused():
+    """Windows of dest_step tiles for each of the groups must fit in one span, or two groups
+    would share a tile: the model refuses such scalars instead of taking from either."""
+    scalars = {"first_source": 0, "first_dest": 0, "source_step": 1, "dest_step": 2,
+               "groups": 3, "takes_own": 0, "group_inner": 3, "outer_step": 0, "group_span": 5}
+    with pytest.raises(ValueError, match=r"group_span 5 is less than groups \* dest_step "
+                                         r"\(3 \* 2\): two groups' windows would overlap"):
+        round_sources(scalars, np.arange(6))
+    assert round_sources({**scalars, "group_span": 8}, np.arange(8)).tolist() == [
+        0, 0, 1, 1, 2, 2, 0, 0]
+    assert round_takers({**scalars, "group_span": 8}, np.arange(8),
+                        np.zeros(8, np.int64)).tolist() == [False, True, True, True, True,
+                                                            True, False, False]

@@ -203,6 +203,33 @@ def test_a_range_fragmentation_left_too_small_is_the_saving_the_spread_aims_at()
                      (True, True, 24576, False), (True, True, 0, False)]
 
 
+ELEMENTS_APART = """
+builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>} {
+  func.func @elements() {
+    %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [720, 64] f16 amp_left interleaved align 32 tail 16
+    %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0
+    %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [1000, 64] f16 amp_output interleaved align 32 tail 0
+    tile.kernel @amp_gemm_f16_init(%c[() -> (0)], %a[() -> (0)], %b[() -> (0)]) scalars [720] on #tile.tiles<0 to 1> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "r">
+    func.return
+  }
+}
+"""
+
+
+def test_no_range_apart_from_a_partners_elements_is_a_shortage_the_pipeline_answers():
+    """A buffer that finds free ranges, but none in memory elements apart from its kernel
+    partners', is out of memory as any other (the 8-layer GPT-2-small stack met it at its
+    first attempt, and the diagnostic stopped the compile instead of starting the fallback):
+    `OutOfTileMemory`, its shortfall the buffer's bytes."""
+    from passes.place_memory import OutOfTileMemory, PlaceMemoryPass
+
+    ctx = make_context()
+    module = Parser(ctx, ELEMENTS_APART).parse_module()
+    with pytest.raises(OutOfTileMemory, match="apart from @a") as caught:
+        PlaceMemoryPass().apply(ctx, module)
+    assert caught.value.shortfall == 128000 and caught.value.overflow is None
+
+
 def test_a_negative_spread_saving_is_refused():
     module = Parser(make_context(), REPEAT_TEXT).parse_module()
     with pytest.raises(PassFailedException, match=r"spread-saving=-1 is negative \(bytes tile 0 "
