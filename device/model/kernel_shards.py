@@ -130,34 +130,44 @@ def gather_boxes(out: ShardGeometry, staged: ShardGeometry, source_tile: int | n
 # The named scalars of a round kernel (`gather_round`, `gather_view_round`): in round r of a
 # concurrent gather (passes/operators/gather.py) group g's shard leaves from tile
 # first_source + source_step * (g mod group_inner) + outer_step * (g floordiv group_inner)
-# (group_inner = groups and outer_step 0 when the group is one digit of the shard index),
-# and its receivers are the tiles whose distance from first_dest, modulo group_span (at least
-# groups * dest_step), lies in [g * dest_step, (g + 1) * dest_step): so each tile finds the
-# one shard it received from its own id (a tile whose distance lies past the last window
-# received nothing and takes nothing). With takes_own 0 a tile whose source is itself takes
-# nothing (its own shard's elements reach its out in one call after the rounds, with
-# takes_own 1 and its input as staged).
+# (group_inner = groups and outer_step 0 when the group is one digit of the shard index).
+# Its receivers find g from their own id: with d = tile - first_dest, g's inner digit is
+# (d mod group_span) floordiv dest_step and its outer digit (d mod outer_span) floordiv
+# outer_dest_step (outer_span 1 for a one-digit group: the digit is 0), g = outer *
+# group_inner + inner; a tile whose inner digit is group_inner or more, or whose g is groups
+# or more, lies past the last window: it received nothing and takes nothing. With takes_own 0
+# a tile whose source is itself takes nothing (its own shard's elements reach its out in one
+# call after the rounds, with takes_own 1 and its input as staged).
 ROUND_SCALARS = ("first_source", "first_dest", "source_step", "dest_step", "groups",
-                 "takes_own", "group_inner", "outer_step", "group_span")
+                 "takes_own", "group_inner", "outer_step", "group_span", "outer_dest_step",
+                 "outer_span")
 
 
 def round_groups(scalars: Mapping[str, int], tiles: np.ndarray) -> np.ndarray:
-    """int64 [n]: the group each of `tiles` received for in a round kernel's call,
-    g = ((tile - first_dest) mod group_span) floordiv dest_step; a g of groups or more (a
-    tile between the groups' windows) received nothing. ValueError for a dest_step, groups or
-    group_inner below 1, a group_span below groups * dest_step (two groups would share a
-    window) or a takes_own other than 0 or 1."""
+    """int64 [n]: the group each of `tiles` received for in a round kernel's call, from its
+    two digits (`ROUND_SCALARS`); groups or more for a tile past the last window, which
+    received nothing. ValueError for a dest_step, outer_dest_step, groups or group_inner
+    below 1, a group_span below group_inner * dest_step or an outer_span below
+    ceil(groups / group_inner) * outer_dest_step (two groups' windows would overlap), or a
+    takes_own other than 0 or 1."""
     step, groups, inner = scalars["dest_step"], scalars["groups"], scalars["group_inner"]
-    span = scalars["group_span"]
-    if step < 1 or groups < 1 or inner < 1:
-        raise ValueError(f"dest_step {step}, groups {groups} and group_inner {inner} must be "
-                         "at least 1")
-    if span < groups * step:
-        raise ValueError(f"group_span {span} is less than groups * dest_step "
-                         f"({groups} * {step}): two groups' windows would overlap")
+    outer_step, span, outer_span = (scalars["outer_dest_step"], scalars["group_span"],
+                                    scalars["outer_span"])
+    if min(step, outer_step, groups, inner) < 1:
+        raise ValueError(f"dest_step {step}, outer_dest_step {outer_step}, groups {groups} and "
+                         f"group_inner {inner} must be at least 1")
+    outers = -(-groups // inner)
+    if span < inner * step or outer_span < outers * outer_step:
+        raise ValueError(f"group_span {span} is less than group_inner * dest_step ({inner} * "
+                         f"{step}) or outer_span {outer_span} less than groups / group_inner "
+                         f"* outer_dest_step ({outers} * {outer_step}): two groups' windows "
+                         "would overlap")
     if scalars["takes_own"] not in (0, 1):
         raise ValueError(f"takes_own {scalars['takes_own']} must be 0 or 1")
-    return (np.asarray(tiles, np.int64) - scalars["first_dest"]) % span // step
+    d = np.asarray(tiles, np.int64) - scalars["first_dest"]
+    low, high = d % span // step, d % outer_span // outer_step
+    group = high * inner + low
+    return np.where((low < inner) & (group < groups), group, groups)
 
 
 def round_sources(scalars: Mapping[str, int], tiles: np.ndarray) -> np.ndarray:

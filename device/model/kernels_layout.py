@@ -269,9 +269,10 @@ RECORDS: tuple[Kernel, ...] = (
             "gather_round", ("out", "staged"), ROUND_SCALARS,
             "One round of a concurrent gather: staged holds the shard this tile received in the "
             "round, the one of source tile first_source + source_step * (g mod group_inner) + "
-            "outer_step * (g floordiv group_inner), g = ((tile - first_dest) mod group_span) "
-            "floordiv dest_step; then as gather_shard "
-            "from that source tile (a g of groups or more takes nothing). With takes_own 0 a "
+            "outer_step * (g floordiv group_inner), g = (outer digit) * group_inner + (inner "
+            "digit), from d = tile - first_dest: inner (d mod group_span) floordiv dest_step, outer "
+            "(d mod outer_span) floordiv outer_dest_step; then as gather_shard "
+            "from that source tile (a digit past its extent takes nothing). With takes_own 0 a "
             "tile whose source is itself "
             "takes nothing (its own shard is taken once, after the rounds, with takes_own 1).",
             checked=("first_source", "source_step"),

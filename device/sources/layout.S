@@ -59,7 +59,7 @@ gather_shard:
     exitz   $m15
     .size gather_shard, .-gather_shard
 
-// ABI: gather_round(out, staged; first_source, first_dest, source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span, descriptor...) -> void
+// ABI: gather_round(out, staged; first_source, first_dest, source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span, outer_dest_step, outer_span, descriptor...) -> void
 // status: Implemented
 // row_specialization: none: one entry for all formats (one descriptor per pointer, in order)
     .globl gather_round
@@ -77,11 +77,15 @@ gather_round:
     ld32    $m10, $m0, $m15, 8        // group_inner
     ld32    $m11, $m0, $m15, 9        // outer_step
     ld32    $m12, $m0, $m15, 10       // group_span
+    ld32    $m13, $m0, $m15, 11       // outer_dest_step
+    ld32    $m14, $m0, $m15, 12       // outer_span
     get     $m4, $TILE_ID
-    sub     $m4, $m4, $m5             // ... g = (tile - first_dest) mod group_span
-    // floordiv dest_step, by multiplies with the reciprocals; the source tile is
+    sub     $m4, $m4, $m5             // ... d = tile - first_dest; g's inner digit is
+    // (d mod group_span) floordiv dest_step, its outer digit (d mod outer_span) floordiv
+    // outer_dest_step, g = outer * group_inner + inner, by multiplies with the
+    // reciprocals; the source tile is
     // first_source + source_step * (g mod group_inner) + outer_step * (g floordiv
-    // group_inner), none for a g of groups or more (Target.round_select_cycles) ...
+    // group_inner), none for a digit past its extent (Target.round_select_cycles) ...
     // ... then as gather_shard from that source tile ...
     exitz   $m15
     .size gather_round, .-gather_round

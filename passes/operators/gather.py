@@ -21,10 +21,14 @@ digits around the round's (`group_inner` Gi, dividing G):
 
     s(r, g) = (g // Gi) * R * Gi + r * Gi + g % Gi
 
-with the first destination c + ko * r + kg * g: a head split's transpose of Q, K or V
-(`[b, t, h, d]` cut on batch, row blocks and heads, into `[b, h, t, d]`) sends shard
-(b, i, h) whole to tile (b, h, i), and its batches and heads go at once, one round per row
-block (BERT-base at batch 8: 12 rounds of 96 shards, not 96 of 12). A shard without real
+with the first destination c + ko * r + ki * (g // Gi) + kg * (g % Gi), each digit of the
+group with its own step: a head split's transpose of Q, K or V (`[b, t, h, d]` cut on batch,
+row blocks and heads, into `[b, h, t, d]`) sends shard (b, i, h) whole to tile (b, h, i),
+and its batches and heads go at once, one round per row block (BERT-base at batch 8: 12
+rounds of 96 shards, not 96 of 12); at batch 1 the row blocks and heads are the two digits
+and go at once too: shard 12 t + h of `[384, 12, 64]` cut 24 x 12 to tile 24 h + t (one
+round of 288, not 12 of 24), and into K's 64-row blocks, 4 row blocks to each, shard
+48 q + 12 r + h to tile 24 h + q (4 rounds of 72, not 24 of 12). A shard without real
 elements (all padding) takes the shift the formula gives it and is taken by nobody. The
 split with the fewest rounds wins, then the one with the smallest BASE. Failing all, one
 shard per round to the union of all `D(s)` (shift 0) is a split. Shards past the last one
@@ -43,18 +47,22 @@ The lowering (a constant op count, whatever the tile count):
       gather_round(out, slot) on the result tiles: each from the shard it received
     gather_round(out, input) on the COPIERS: each its own shard's elements
 
-The one take per round needs each tile to find its group from its id (`takes_once`): group
-g's destinations are BASE moved by kg * g, so when every tile of BASE lies less than kg past a
-multiple of some M >= G * kg from BASE's first tile (`group_span`: G * kg when BASE spans
-fewer than kg tiles; for a replicated result, whose replicas lie a replica's tiles apart, that
-spacing or a multiple of it), a tile's group is ((t - first) mod M) floordiv kg, and
-`gather_round` gets first_source(r), first_dest(r) (affine in r), source_step = L,
-dest_step = kg, G, takes_own 0 (a tile whose source is itself skips the round's take; the
-copiers take their own shards from their input after the rounds), group_inner = G,
-outer_step = 0 (for a split group: source_step 1, group_inner Gi, outer_step R * Gi) and
-group_span = M. E.g. a K-split GEMM weight of the GPT-2-small stack, replicated twice (the
-replicas 384 tiles apart), fetched from its spread store: 8 rounds of 144 groups,
-kg 1, BASE {0, 384}, so M = 192 (G * kg = 144 would put tile 384 in group 96).
+The one take per round needs each tile to find its group from its id (`takes_once`,
+`decoders`): group g's destinations are BASE moved by its shift, so with d = t - first_dest(r)
+a tile's group is found from its two digits, the inner one (d mod group_span) floordiv
+dest_step and the outer one (d mod outer_span) floordiv outer_dest_step (a one-digit group:
+the inner digit is g, dest_step = kg, outer_span = 1; a split group: g % Gi with step kg and
+g // Gi with step ki). Each span is the digit's extent times its step when BASE spans fewer
+tiles than the step; a replicated result's replicas lie a replica's tiles apart, and the span
+is then one under which every tile of BASE lies within the step past a multiple of it
+(`digit_decoders`, checked on every tile of every window). `gather_round` gets
+first_source(r), first_dest(r) (affine in r), source_step = L, dest_step, G, takes_own 0 (a
+tile whose source is itself skips the round's take; the copiers take their own shards from
+their input after the rounds), group_inner = G, outer_step = 0 (for a split group: source_step
+1, group_inner Gi, outer_step R * Gi), group_span, outer_dest_step and outer_span. E.g. a
+K-split GEMM weight of the GPT-2-small stack, replicated twice (the replicas 384 tiles
+apart), fetched from its spread store: 8 rounds of 144 groups, kg 1, BASE {0, 384}, so
+group_span 192 (144 = G * kg would put tile 384 in group 96).
 Otherwise the take is in a group loop:
 
       tile.loop %g = 0 to G:
@@ -90,6 +98,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from xdsl.ir import Operation
@@ -128,7 +137,7 @@ def shard_index(r, g, rounds: int, groups: int, inner: int, group_inner: int = 0
     """The input shard group `g` sends in round `r` (module doc), for ints, NumPy arrays or
     affine exprs; with a `group_inner` (Gi, inner = 1) the group is two digits around the
     round's: s = (g // Gi) * rounds * Gi + r * Gi + g % Gi."""
-    if group_inner:  # never with one round (`split_group_inners`)
+    if group_inner:  # with one round, s = g (its digits then differ only in their steps)
         return scaled(r, group_inner) + g // group_inner * (rounds * group_inner) + g % group_inner
     outer, low = round_digits(r, rounds, inner)
     terms = [scaled(term, k) for term, k, used in ((outer, groups * inner, inner < rounds),
@@ -150,7 +159,8 @@ class GatherRounds:
     groups: int
     inner: int  # L: s = (r // L) * groups * L + g * L + r % L (L = rounds: groups outer)
     shift: tuple[int, int, int, int]  # c, ko, ki, kg: group g's first destination tile in
-    # round r is c + ko * (r // L) + ki * (r % L) + kg * g
+    # round r is c + ko * (r // L) + ki * (r % L) + kg * g; for a split group (group_inner
+    # Gi, L = 1) c + ko * r + ki * (g // Gi) + kg * (g % Gi), each digit its own step
     base: tuple[int, ...]  # destination tiles of a group with shift 0
     copiers: tuple[int, ...]  # the senders that hold elements of their own shard
     has_traffic: bool  # some receiver other than its sender
@@ -177,30 +187,43 @@ class GatherRounds:
     def shard_map(self) -> AffineMap:
         return AffineMap(2, 0, (self.shard_expr(),))
 
+    def shift_terms(self, r, g) -> list[tuple[Any, int]]:
+        """The (digit, step) terms of the shift beside c, for ints, NumPy arrays or affine
+        exprs (a digit that is always 0 is the int 0: `round_digits`)."""
+        _, ko, ki, kg = self.shift
+        if self.group_inner:
+            return [(r, ko), (g // self.group_inner, ki), (g % self.group_inner, kg)]
+        outer, low = round_digits(r, self.rounds, self.inner)
+        return [(outer, ko), (low, ki), (g, kg)]
+
+    def group_digits(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((extent, step) of the group's inner digit, of its outer digit) in the destination
+        tiles: one digit (extent G, step kg; the outer digit extent 1), or a split group's
+        g % Gi and g // Gi with their own steps."""
+        _, _, ki, kg = self.shift
+        if self.group_inner:
+            return (self.group_inner, kg), (self.groups // self.group_inner, ki)
+        return (self.groups, kg), (1, 1)
+
     # -- one take per round (`gather_round`) -----------------------------------------------
     @functools.cached_property
-    def group_span(self) -> int | None:
-        """M, when each result tile can find the shard it received in a round from its own id,
-        so that one take per round replaces one per group (module doc): group g's destinations
-        are BASE moved by kg * g, and every tile of BASE lies less than kg past a multiple of
-        M (at least G * kg) from BASE's first, so (tile - first) mod M floordiv kg is g. The
-        smallest such M (G * kg when BASE spans fewer than kg tiles; a replicated result's
-        replicas are a multiple of their spacing apart); None when there is none."""
-        kg = self.shift[3]
-        if self.groups == 1 or kg <= 0:
+    def decoders(self) -> tuple[int, int, int, int] | None:
+        """(dest_step, group_span, outer_dest_step, outer_span) when each result tile can find
+        the group it received for in a round from its own id, so that one take per round
+        replaces one per group (module doc): with d = tile - first_dest(r), the group's inner
+        digit is (d mod group_span) floordiv dest_step and its outer digit (d mod outer_span)
+        floordiv outer_dest_step, for every tile of every group's window (BASE moved by the
+        group's shift). None when no such scalars exist (`digit_decoders`)."""
+        if self.groups == 1:
             return None
-        offsets = np.asarray(self.base, np.int64) - min(self.base)
-        least = self.groups * kg
-        if offsets.max() < kg:
-            return least
-        spans = np.arange(least, offsets.max() + 1, dtype=np.int64)
-        fits = (offsets[None, :] % spans[:, None] < kg).all(axis=1)
-        return int(spans[fits.argmax()]) if fits.any() else None
+        (inner, inner_step), (outer, outer_step) = self.group_digits()
+        return digit_decoders(np.asarray(self.base, np.int64) - min(self.base),
+                              inner, inner_step, outer, outer_step)
 
     @property
     def takes_once(self) -> bool:
-        """One take per round (`group_span`)."""
-        return self.group_span is not None
+        """One take per round (`decoders`)."""
+        return self.decoders is not None
 
     def round_maps(self) -> tuple[AffineMap, AffineMap]:
         """(first_source, first_dest) of round r (`ROUND_SCALARS`): group 0's sender, and the
@@ -226,22 +249,26 @@ class GatherRounds:
         return expr
 
     def round_steps(self) -> list[int]:
-        """(source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span) of
-        `ROUND_SCALARS`: consecutive groups' shards are `inner` shards apart, or, for a split
-        group, consecutive inner digits 1 and outer digits rounds * Gi; a copier takes its own
-        shard after the rounds."""
-        span = self.group_span
-        assert span is not None  # only a plan that takes once has round scalars
+        """(source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span,
+        outer_dest_step, outer_span) of `ROUND_SCALARS`: consecutive groups' shards are
+        `inner` shards apart, or, for a split group, consecutive inner digits 1 and outer
+        digits rounds * Gi; the destination digits as `decoders` finds them; a copier takes
+        its own shard after the rounds."""
+        assert self.decoders is not None  # only a plan that takes once has round scalars
+        dest_step, span, outer_dest_step, outer_span = self.decoders
         if self.group_inner:
             inner = self.group_inner
-            return [1, self.shift[3], self.groups, 0, inner, self.rounds * inner, span]
-        return [self.inner, self.shift[3], self.groups, 0, self.groups, 0, span]
+            return [1, dest_step, self.groups, 0, inner, self.rounds * inner, span,
+                    outer_dest_step, outer_span]
+        return [self.inner, dest_step, self.groups, 0, self.groups, 0, span,
+                outer_dest_step, outer_span]
 
     def own_scalars(self) -> list[int]:
         """`ROUND_SCALARS` under which every copier's source is itself: one group per tile
-        (g = t mod group_span floordiv 1 = t), taking its own shard (takes_own 1)."""
+        (g = t mod group_span floordiv 1 = t, the outer digit t mod 1 = 0), taking its own
+        shard (takes_own 1)."""
         tiles = self.tile_base + max(self.copiers) + 1
-        return [0, 0, 1, 1, tiles, 1, tiles, 0, tiles]
+        return [0, 0, 1, 1, tiles, 1, tiles, 0, tiles, 1, 1]
 
     def sender_map(self) -> AffineMap:
         """The tile that sends in round r for group g."""
@@ -252,11 +279,10 @@ class GatherRounds:
         return TileSetAttr.of([self.tile_base + t for t in self.copiers])
 
     def shift_map(self) -> AffineMap:
-        c, ko, ki, kg = self.shift
+        c = self.shift[0]
         r, g = AffineExpr.dimension(0), AffineExpr.dimension(1)
-        outer, low = round_digits(r, self.rounds, self.inner)
-        terms = [index * k for index, k in ((outer, ko), (low, ki), (g, kg))
-                 if k and not isinstance(index, int)]
+        terms: list[AffineExpr] = [index * k for index, k in self.shift_terms(r, g)
+                                   if k and not isinstance(index, int)]
         terms += [AffineExpr.constant(c)] if c or not terms else []
         expr = terms[0]
         for term in terms[1:]:
@@ -265,6 +291,55 @@ class GatherRounds:
 
     def destinations(self) -> TileSetAttr:
         return TileSetAttr.of([self.tile_base + t for t in self.base])
+
+
+SPANS_TRIED = 8  # `digit_decoders`: spans by the offsets alone, smallest first
+
+
+def digit_decoders(offsets: np.ndarray, inner: int, inner_step: int, outer: int,
+                   outer_step: int) -> tuple[int, int, int, int] | None:
+    """(dest_step, group_span, outer_dest_step, outer_span) under which every tile
+    d = inner_step * i + outer_step * o + b (i < inner, o < outer, b in `offsets`: BASE from
+    its first) decodes to its digits, i = (d mod group_span) floordiv dest_step and o =
+    (d mod outer_span) floordiv outer_dest_step: the first of each digit's `candidate_spans`
+    that decodes it on every tile of every window; None when the steps are not positive or no
+    candidate does."""
+    if inner_step <= 0 or outer_step <= 0:
+        return None
+    i, o = (digit.reshape(-1, 1) for digit in
+            np.meshgrid(np.arange(inner), np.arange(outer), indexing="ij"))
+    d = i * inner_step + o * outer_step + offsets[None, :]
+    found: list[int] = []
+    for extent, step, other_extent, other_step, want in (
+            (inner, inner_step, outer, outer_step, i), (outer, outer_step, inner, inner_step, o)):
+        if extent == 1:  # the digit is always 0: any d mod 1 floordiv 1
+            found += [1, 1]
+            continue
+        spans = candidate_spans(offsets, extent, step, other_extent, other_step)
+        span = next((m for m in spans if np.array_equal(d % m // step, np.broadcast_to(
+            want, d.shape))), None)
+        if span is None:
+            return None
+        found += [step, span]
+    dest_step, group_span, outer_dest_step, outer_span = found
+    return dest_step, group_span, outer_dest_step, outer_span
+
+
+def candidate_spans(offsets: np.ndarray, extent: int, step: int, other_extent: int,
+                    other_step: int) -> list[int]:
+    """The spans `digit_decoders` tries for one digit, in order: its extent times its step
+    (right when the other digit's step is a multiple of it), the other digit's step (when it
+    is the major one), then the first `SPANS_TRIED` under which every offset lies within the
+    step (less the minor digit's part, for the major digit) past a multiple of the span: a
+    replicated result's replicas lie a multiple of it apart."""
+    least = extent * step
+    spans = [least, other_step] if other_step > least else [least]
+    room = step - (other_extent - 1) * other_step if other_step < step else step
+    if offsets.max() >= room > 0:
+        wide = np.arange(least, offsets.max() + 1, dtype=np.int64)
+        fits = (offsets[None, :] % wide[:, None] < room).all(axis=1)
+        spans += [int(m) for m in wide[fits][:SPANS_TRIED]]
+    return spans
 
 
 def shard_receivers(a: ShardGeometry, b: ShardGeometry) -> np.ndarray:
@@ -505,15 +580,21 @@ def group_shift(g: np.ndarray, first: np.ndarray) -> Shift | None:
     return int((first - kg * g).min()), 0, 0, kg
 
 
-def choose_shift(outer: np.ndarray, low: np.ndarray, g: np.ndarray,
-                 first: np.ndarray) -> list[Shift]:
+def choose_shift(outer: np.ndarray, low: np.ndarray, g: np.ndarray, first: np.ndarray,
+                 group: np.ndarray | None = None, group_inner: int = 0) -> list[Shift]:
     """The shifts `try_split` tries, best first: the exact affine one when there is one, else
-    the group-only one."""
+    the one by the group alone. For a split group (`group_inner` Gi) `low` and `g` are its
+    outer and inner digits and `group` the whole group index (Gi * outer + inner): the
+    group-only shift c + kg * group is then (c, 0, kg * Gi, kg)."""
     exact = fit_shift(outer, low, g, first)
     if exact is not None:
         return [exact]
-    by_group = group_shift(g, first)
-    return [] if by_group is None else [by_group]
+    if not group_inner:
+        by_group = group_shift(g, first)
+        return [] if by_group is None else [by_group]
+    assert group is not None
+    by_group = group_shift(group, first)
+    return [] if by_group is None else [(by_group[0], 0, by_group[3] * group_inner, by_group[3])]
 
 
 @dataclass
@@ -601,14 +682,20 @@ def try_split(need: np.ndarray | ShardNeeds, rounds: int, groups: int, inner: in
     shard = shard_index(r, g, rounds, groups, inner, group_inner)  # [R, G]
     if needs.rounds_overlap(shard):
         return None
-    outer, low = (np.broadcast_to(np.asarray(d), r.shape) for d in round_digits(r, rounds, inner))
+    if group_inner:  # the round, the group's outer digit, its inner digit: each its step
+        outer, low, digit = r, g // group_inner, g % group_inner
+    else:
+        outer, low = (np.broadcast_to(np.asarray(d), r.shape)
+                      for d in round_digits(r, rounds, inner))
+        digit = g
     if fixed_shift is not None:
         candidates = [fixed_shift]
     else:
         real = needs.real[shard]
-        candidates = choose_shift(outer[real], low[real], g[real], needs.first[shard][real])
+        candidates = choose_shift(outer[real], low[real], digit[real], needs.first[shard][real],
+                                  g[real], group_inner)
     for shift in candidates:
-        plan = split_with_shift(needs, rounds, groups, inner, shard, (outer, low, g), shift,
+        plan = split_with_shift(needs, rounds, groups, inner, shard, (outer, low, digit), shift,
                                 sender_offset)
         if plan is not None:
             return dataclasses.replace(plan, group_inner=group_inner) if group_inner else plan
@@ -771,9 +858,11 @@ def with_base_received(plan: GatherRounds) -> GatherRounds:
     by it): BASE is then the destinations of that group, result tiles all (a `tile.exchange`
     must name tiles that hold its destination)."""
     c, ko, ki, kg = plan.shift
-    outers = plan.rounds // plan.inner
-    least = (c + min(0, ko * (outers - 1)) + min(0, ki * (plan.inner - 1))
-             + min(0, kg * (plan.groups - 1)))
+    if plan.group_inner:  # the round, the group's outer digit, its inner digit
+        extents = (plan.rounds, plan.groups // plan.group_inner, plan.group_inner)
+    else:
+        extents = (plan.rounds // plan.inner, plan.inner, plan.groups)
+    least = c + sum(min(0, k * (n - 1)) for k, n in zip((ko, ki, kg), extents, strict=True))
     return dataclasses.replace(plan, shift=(c - least, ko, ki, kg),
                                base=tuple(t + least for t in plan.base))
 
@@ -791,8 +880,11 @@ def split_group_inners(rounds: int, groups: int) -> list[int]:
     """The inner extents Gi of a group split around the round digit that the one-digit forms
     do not cover (Gi = groups is groups inner, Gi = 1 groups outer): a head-split transpose's
     shards [b, row block, head] go to [b, head, row block], and the heads and batches (two
-    digits around the row block's) can go at once."""
-    if groups == 1 or rounds == 1:
+    digits around the row block's) can go at once. With one round the shards are the
+    one-digit ones, but each digit has its own step in the destination tiles: BERT's
+    [t, h, d] -> [h, t, d] with one shard per tile on both sides sends shard 12 t + h to
+    tile 24 h + t, all at once."""
+    if groups == 1:
         return []
     return [d for d in divisors(groups) if 1 < d < groups]
 

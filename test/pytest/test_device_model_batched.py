@@ -214,7 +214,7 @@ def test_a_round_in_which_no_tile_takes_runs_batched_and_moves_nothing(monkeypat
     batched_only(monkeypatch, "gather_view_round")
     tiles = max(src.tiles_used, out.tiles_used)
     users = min(src.tiles_used, out.tiles_used)
-    rounds = [0, 0, 1, 1, users, 0, users, 0, users]  # sources, steps, groups, takes_own,
+    rounds = [0, 0, 1, 1, users, 0, users, 0, users, 1, 1]  # sources, steps, groups, takes_own,
     # one digit, each tile its own window
     step = kernel("gather_view_round", list(range(users)), [[AREAS[1], AREAS[2]]] * users,
                   [*rounds, *descriptors(out, src), *view.encode()])

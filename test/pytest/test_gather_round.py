@@ -29,7 +29,7 @@ from test_gather_concurrent import (
 
 from device.index_views import IndexView, row_major_strides
 from device.kernels import get_kernel
-from device.model.kernel_shards import round_sources, round_takers
+from device.model.kernel_shards import ROUND_SCALARS, round_sources, round_takers
 from device.package import KernelStep
 from passes.operators.gather import (
     GatherRounds,
@@ -45,12 +45,8 @@ from tools.package_writer import build_package
 def round_scalars(plan: GatherRounds, r: int) -> dict[str, int]:
     """The named scalars of round r's `gather_round` call, as the lowering writes them."""
     first_source, first_dest = (m.eval([r], [])[0] for m in plan.round_maps())
-    source_step, dest_step, groups, takes_own, group_inner, outer_step, group_span = (
-        plan.round_steps())
     return {"first_source": first_source, "first_dest": first_dest,
-            "source_step": source_step, "dest_step": dest_step, "groups": groups,
-            "takes_own": takes_own, "group_inner": group_inner, "outer_step": outer_step,
-            "group_span": group_span}
+            **dict(zip(ROUND_SCALARS[2:], plan.round_steps(), strict=True))}
 
 
 def assert_every_receiver_finds_its_shard(a: ShardGeometry, b: ShardGeometry,
@@ -227,7 +223,7 @@ def test_replicas_a_replica_apart_take_once_per_round():
     a = ShardGeometry((8, 12), (1, 1), (4, 1), (True, True), 1, 16, "f32")
     b = ShardGeometry((8, 12), (1, 1), (6, 1), (True, True), 2, 16, "f32")
     plan = assert_every_receiver_finds_its_shard(a, b)
-    assert (plan.groups, plan.shift[3], plan.base, plan.group_span) == (4, 1, (0, 6), 6)
+    assert (plan.groups, plan.shift[3], plan.base, plan.decoders) == (4, 1, (0, 6), (1, 6, 1, 1))
     package = build_package(scheduled(replicas_apart()), with_assembly=False)
     symbols = kernel_symbols(package)
     assert "gather_round" in symbols and "gather_shard" not in symbols
@@ -255,10 +251,19 @@ def test_a_group_span_shorter_than_the_groups_windows_is_refused():
     """Windows of dest_step tiles for each of the groups must fit in one span, or two groups
     would share a tile: the model refuses such scalars instead of taking from either."""
     scalars = {"first_source": 0, "first_dest": 0, "source_step": 1, "dest_step": 2,
-               "groups": 3, "takes_own": 0, "group_inner": 3, "outer_step": 0, "group_span": 5}
-    with pytest.raises(ValueError, match=r"group_span 5 is less than groups \* dest_step "
-                                         r"\(3 \* 2\): two groups' windows would overlap"):
+               "groups": 3, "takes_own": 0, "group_inner": 3, "outer_step": 0, "group_span": 5,
+               "outer_dest_step": 1, "outer_span": 1}
+    with pytest.raises(ValueError, match=r"group_span 5 is less than group_inner \* dest_step "
+                                         r"\(3 \* 2\) .*: two groups' windows would overlap"):
         round_sources(scalars, np.arange(6))
+    split = {**scalars, "groups": 6, "group_inner": 3, "group_span": 6, "outer_dest_step": 6,
+             "outer_span": 10}
+    with pytest.raises(ValueError, match=r"outer_span 10 less than groups / group_inner \* "
+                                         r"outer_dest_step \(2 \* 6\)"):
+        round_sources(split, np.arange(12))
+    # the split group's digits: tile 6 i + 2 j + (0 or 1) is group 3 i + j
+    assert round_sources({**split, "outer_span": 12, "outer_step": 5},
+                         np.arange(12)).tolist() == [0, 0, 1, 1, 2, 2, 5, 5, 6, 6, 7, 7]
     assert round_sources({**scalars, "group_span": 8}, np.arange(8)).tolist() == [
         0, 0, 1, 1, 2, 2, 0, 0]
     assert round_takers({**scalars, "group_span": 8}, np.arange(8),

@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from device.index_views import IndexView, row_major_strides
 from device.kernels import get_kernel
 from device.model import run_package
+from device.model.errors import ModelError
 from device.model.host import stored_of_values, values_of_stored
 from device.package import ExchangeStep, KernelStep
 from ipu_dialects.tile import ExchangeOp
@@ -191,6 +192,16 @@ CASES = {
     "transpose_batch_heads": (32, [((4, 8, 4, 2), (4, 2, 4, 1))], "mid.transpose %x0 "
                               "permutation [0, 2, 1, 3] plan {plan}", ((4, 4, 8, 2), (4, 4, 2, 1)),
                               lambda x: np.transpose(x[0], (0, 2, 1, 3))),
+    # BERT's Q/K/V head transposes [t, h, d] -> [h, t, d]: shard 4 t + h to tile 8 h + t,
+    # each digit of the group with its own step in the destination tiles, all in one round;
+    # into 16-row blocks (4 source shards each), shard 16 q + 4 r + h to tile 2 h + q in
+    # 4 rounds of 8
+    "transpose_heads_one_round": (32, [((32, 4, 2), (8, 4, 1))], "mid.transpose %x0 "
+                                  "permutation [1, 0, 2] plan {plan}", ((4, 32, 2), (4, 8, 1)),
+                                  lambda x: np.transpose(x[0], (1, 0, 2))),
+    "transpose_heads_blocks": (32, [((32, 4, 2), (8, 4, 1))], "mid.transpose %x0 "
+                               "permutation [1, 0, 2] plan {plan}", ((4, 32, 2), (4, 2, 1)),
+                               lambda x: np.transpose(x[0], (1, 0, 2))),
     "slice_stepped": (8, [((12, 10), (4, 2))], "mid.slice %x0 starts [1, 0] ends [12, 10] "
                       "steps [2, 3] plan {plan}", ((6, 4), (2, 2)),
                       lambda x: x[0][1:12:2, 0:10:3]),
@@ -245,6 +256,42 @@ def test_a_head_split_transpose_takes_one_round_per_row_block():
     assert len([s for s in package.steps if isinstance(s, ExchangeStep)]) == 2
 
 
+@pytest.mark.parametrize("name, rounds, groups, steps", [
+    ("transpose_heads_one_round", 1, 32, (8, 1)), ("transpose_heads_blocks", 4, 8, (2, 1))])
+def test_a_head_transpose_sends_every_head_and_row_block_at_once(name, rounds, groups, steps):
+    """The group's two digits (head, row block) each step the destination tiles by their own
+    amount (8 and 1 tiles, or 2 and 1), so one take per round still finds each tile's source
+    from its id (`GatherRounds.decoders`): as many phases as a destination needs sources,
+    not one per head or per row block (BERT-base's K transpose: 24 rounds of 12 before)."""
+    tiles, inputs, op, out, _ = CASES[name]
+    module = scheduled(module_text(tiles, inputs, op, out))
+    [exchange] = [e for e in module.walk() if isinstance(e, ExchangeOp)]
+    assert exchange.groups is not None and exchange.groups.value.data == groups
+    package = build_package(module, with_assembly=False)
+    assert len([s for s in package.steps if isinstance(s, ExchangeStep)]) == rounds
+    takes = [s for s in package.steps if isinstance(s, KernelStep)
+             and s.symbol == "gather_view_round"]
+    named, _ = get_kernel("gather_view_round").split_scalars(takes[0].scalars)
+    assert (named["dest_step"], named["outer_dest_step"]) == steps  # head, row block
+
+
+def test_a_head_transpose_round_with_a_wrong_outer_step_gives_wrong_numbers():
+    """outer_dest_step places the row-block digit: one more sends tiles to other shards."""
+    tiles, inputs, op, out, reference = CASES["transpose_heads_one_round"]
+    package = build_package(scheduled(module_text(tiles, inputs, op, out)),
+                            with_assembly=False)
+    arrays = [np.random.default_rng(5).standard_normal(s).astype(np.float32) for s, _ in inputs]
+    np.testing.assert_array_equal(run_layout(package, arrays), reference(arrays))
+    index = next(i for i, s in enumerate(package.steps)
+                 if isinstance(s, KernelStep) and s.symbol == "gather_view_round")
+    named, _ = get_kernel("gather_view_round").split_scalars(package.steps[index].scalars)
+    scalars = list(package.steps[index].scalars)
+    scalars[list(named).index("outer_dest_step")] += 1
+    scalars[list(named).index("outer_span")] *= 2  # keep the windows apart: only the step
+    package.steps[index].scalars = tuple(scalars)
+    assert not np.array_equal(run_layout(package, arrays), reference(arrays))
+
+
 def run_layout(package, arrays) -> np.ndarray:
     feeds = {t.name: values_of_stored(t, x) for t, x in zip(package.inputs, arrays, strict=True)}
     outcome = run_package(package, feeds)
@@ -255,7 +302,9 @@ def run_layout(package, arrays) -> np.ndarray:
 @pytest.mark.parametrize("scalar", ["group_inner", "outer_step"])
 def test_a_split_group_round_with_a_wrong_scalar_gives_wrong_numbers(scalar):
     """Each receiver finds its source from group_inner and outer_step (the batch digit of the
-    group): one more in either makes the round takes read other shards than were sent."""
+    group): one more outer_step makes the round takes read other shards than were sent; one
+    more group_inner makes the groups' windows overlap (5 windows of dest_step 2 in a
+    group_span of 8), which the model refuses by name."""
     tiles, inputs, op, out, reference = CASES["transpose_batch_heads"]
     package = build_package(scheduled(module_text(tiles, inputs, op, out)),
                             with_assembly=False)
@@ -269,4 +318,8 @@ def test_a_split_group_round_with_a_wrong_scalar_gives_wrong_numbers(scalar):
     scalars = list(step.scalars)
     scalars[list(named).index(scalar)] += 1
     package.steps[index].scalars = tuple(scalars)
+    if scalar == "group_inner":
+        with pytest.raises(ModelError, match="two groups' windows would overlap"):
+            run_layout(package, arrays)
+        return
     assert not np.array_equal(run_layout(package, arrays), reference(arrays))

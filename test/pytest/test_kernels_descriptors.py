@@ -187,8 +187,8 @@ def test_every_kernel_has_a_cycle_function_of_its_scalars_tile_and_target():
              "attention": [1, 0x3F800000], "gather_shard": [1], "gather_view": [1],
              "layer_norm": [0x3727C5AC],
              # round 0 of 2 groups of 2 tiles: tile 1 takes from tile 0's shard
-             "gather_round": [0, 0, 1, 2, 2, 0, 2, 0, 4],
-             "gather_view_round": [0, 0, 1, 2, 2, 0, 2, 0, 4]}
+             "gather_round": [0, 0, 1, 2, 2, 0, 2, 0, 4, 1, 1],
+             "gather_view_round": [0, 0, 1, 2, 2, 0, 2, 0, 4, 1, 1]}
     # key block 0 of 64 keys against 64 rows of partition 1 (of 2): every row group active
     words |= {f"attention_block_{p}_{mode}": [0, 64, 0, 0x3F800000, 128, 64, 64, 2, 0]
               for p in ("f16", "f32") for mode in ("init", "accum")}

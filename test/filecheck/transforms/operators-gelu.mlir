@@ -44,17 +44,18 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 // The gather of %m's 2 amp_output shards (512 words each) in one round of two groups (shard g
 // from tile g to tiles 2g, 2g + 1), one take in which each tile finds its shard from its id
 // (first_source 0, first_dest 0, source_step 1, dest_step 2, groups 2, takes_own 0, the group
-// one digit: group_inner 2, outer_step 0; group_span 4, each group's window 2 tiles; tile 0,
-// whose source is itself, skips it), tile 0's take of its own shard's rows from %m itself (its
-// source is its own tile: groups 1, takes_own 1, group_span 1), then one gelu call per row
+// one digit: group_inner 2, outer_step 0; group_span 4, each group's window 2 tiles, and
+// outer_dest_step 1, outer_span 1, the outer digit always 0; tile 0, whose source is
+// itself, skips it), tile 0's take of its own shard's rows from %m itself (its source is its
+// own tile: groups 1, takes_own 1, group_span 1, outer 1 and 1), then one gelu call per row
 // shard:
 // descriptors [32, 64] cut 4 x 1, f16 (1), row_major (0).
 // TILE-LABEL: func.func @after_gemm() {
 // TILE:       tile.loop %r = 0 to 1 provenance #tile.provenance<op = "graph.gelu %g", value = "%m", reason = "rounds of input shards sent at once"> {
 // TILE-NEXT:    tile.exchange 512 words from %m[(d0) -> (0)] on tile (d0, d1) -> (d1) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> groups 2 shift (d0, d1) -> ((d1 * 2)) iv(%r)
-// TILE-NEXT:    tile.kernel @gather_round(%m_1[(d0) -> (0)], %m_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (0), (d0) -> (0)] scalars [1, 2, 2, 0, 2, 0, 4, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 4> iv(%r)
+// TILE-NEXT:    tile.kernel @gather_round(%m_1[(d0) -> (0)], %m_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (0), (d0) -> (0)] scalars [1, 2, 2, 0, 2, 0, 4, 1, 1, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 4> iv(%r)
 // TILE-NEXT:  }
-// TILE-NEXT:  tile.kernel @gather_round(%m_1[() -> (0)], %m[() -> (0)]) scalars [0, 0, 1, 1, 1, 1, 1, 0, 1, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 1> iv()
+// TILE-NEXT:  tile.kernel @gather_round(%m_1[() -> (0)], %m[() -> (0)]) scalars [0, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 1> iv()
 // TILE-NEXT:  tile.kernel @gelu(%g[() -> (0)], %m_1[() -> (0)]) scalars [2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.gelu %g", value = "%g", reason = "exact gelu, one call per shard">
 // TILE-NEXT:  func.return
 
