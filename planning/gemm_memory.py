@@ -7,7 +7,7 @@ exchange ops need (`phase_stride`); the checks below then simulate `place-memory
 the total and the interleaved region (`check_capacity`), a first-fit placement by its rules
 with the pairs kept in distinct memory elements (`check_placement`, `kept_apart`), and the
 ranges `schedule-exchange` would give the row slots (`check_row_slots`); the rule that runs
-them is `planning.gemm_rules.check_memory`. Tile 0 holds every buffer of
+them is `planning.gemm_layout.check_memory`. Tile 0 holds every buffer of
 the GEMM (shards are equal-sized on every tile): its memory decides.
 """
 

@@ -3,12 +3,13 @@ cheapest valid one wins.
 
 `graph-to-mid` calls `select_gemm_plan`. The layouts are strategies keyed by their dispatch
 kind (`LAYOUTS`; the protocol is `planning/gemm_layout.py`): for each enabled catalog entry
-(`planning/gemm_problem.py`) its layout cuts the operands (`build_gemm_plan`), the rules of
-`planning/gemm_rules.py` validate the plan, and the layout charges the cycles the device model
-charges for its tile work (`estimate_cycles`, computed with the model's own cycle functions,
-`device/model/cycles.py`; a test holds them equal to modeled runs); the cheapest wins (the
-first in catalog order on ties). When none is valid, `NoValidPlan` names every candidate's
-reason, and a candidate that does not fit tile memory says whether more tiles would help.
+(`planning/gemm_problem.py`) its layout cuts the operands (`build_gemm_plan`), the rules every
+GEMM plan obeys validate the plan (`check_plan`, beside the protocol), and the layout charges
+the cycles the device model charges for its tile work (`estimate_cycles`, computed with the
+model's own cycle functions, `device/model/cycles.py`; a test holds them equal to modeled
+runs); the cheapest wins (the first in catalog order on ties). When none is valid,
+`NoValidPlan` names every candidate's reason, and a candidate that does not fit tile memory
+says whether more tiles would help.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from planning.gemm_fold import (
 )
 from planning.gemm_grid import GridLayout
 from planning.gemm_ksplit import KSplitLayout
-from planning.gemm_layout import CycleBreakdown, GemmLayout, OperandCuts, assemble_plan
+from planning.gemm_layout import CycleBreakdown, GemmLayout, OperandCuts, assemble_plan, check_plan
 from planning.gemm_memory import DoesNotFit
 from planning.gemm_problem import (
     CATALOG,
@@ -40,7 +41,6 @@ from planning.gemm_problem import (
     effective_plan,
 )
 from planning.gemm_rows import RowsLayout
-from planning.gemm_rules import check_plan
 from planning.plan_reasons import MemoryReason, NoValidPlan
 
 # The GEMM layouts, in the order diagnostics name them. A new layout is one more strategy
