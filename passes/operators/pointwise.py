@@ -38,8 +38,10 @@ from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import geometry
 
-# The mid ops lowered to one kernel call per output shard.
-PointwiseOp = mid.AddOp | mid.GeluOp | mid.AttentionOp | mid.LayerNormOp | mid.GatherOp
+# The mid ops lowered to one kernel call per output shard: the elementwise ops (add, gelu, ...),
+# attention, layer norm and gather.
+PointwiseOp = (mid.BinaryElementwiseOp | mid.UnaryElementwiseOp | mid.AttentionOp
+               | mid.LayerNormOp | mid.GatherOp)
 
 # operand formats for an output format, or the reason there are none
 OperandFormats = Callable[[mid.TensorFormatAttr], dict[str, mid.TensorFormatAttr] | str]

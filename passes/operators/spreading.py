@@ -50,7 +50,8 @@ from passes.operators.gemm import GemmOperator
 from planning.plan_reasons import NoValidPlan
 from planning.tile_loads import TileLoads
 
-FOLLOWERS = (graph.AddOp, graph.GeluOp, graph.LayerNormOp)  # pointwise ops that follow an operand
+# pointwise ops that follow an operand: the elementwise ops (add, gelu, ...) and layer norm
+FOLLOWERS = (graph.BinaryElementwiseOp, graph.UnaryElementwiseOp, graph.LayerNormOp)
 LOOK_AHEAD = 3  # levels of followers looked through
 NESTED_DEPTH = 1  # levels of consumers a layout consumer is priced with in turn
 # consumers whose plan does not depend on where their operands are: selected once, alone
