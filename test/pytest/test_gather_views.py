@@ -277,18 +277,10 @@ def test_a_head_transpose_sends_every_head_and_row_block_at_once(name, rounds, g
 
 def test_a_head_transpose_round_with_a_wrong_outer_step_gives_wrong_numbers():
     """outer_dest_step places the row-block digit: one more sends tiles to other shards."""
-    tiles, inputs, op, out, reference = CASES["transpose_heads_one_round"]
-    package = build_package(scheduled(module_text(tiles, inputs, op, out)),
-                            with_assembly=False)
-    arrays = [np.random.default_rng(5).standard_normal(s).astype(np.float32) for s, _ in inputs]
-    np.testing.assert_array_equal(run_layout(package, arrays), reference(arrays))
-    index = next(i for i, s in enumerate(package.steps)
-                 if isinstance(s, KernelStep) and s.symbol == "gather_view_round")
-    named, _ = get_kernel("gather_view_round").split_scalars(package.steps[index].scalars)
-    scalars = list(package.steps[index].scalars)
-    scalars[list(named).index("outer_dest_step")] += 1
-    scalars[list(named).index("outer_span")] *= 2  # keep the windows apart: only the step
-    package.steps[index].scalars = tuple(scalars)
+    package, arrays, reference, named = checked_round_package("transpose_heads_one_round", 5)
+    # outer_span doubled to keep the windows apart: only the step is wrong
+    change_first_round_take(package, outer_dest_step=named["outer_dest_step"] + 1,
+                            outer_span=named["outer_span"] * 2)
     assert not np.array_equal(run_layout(package, arrays), reference(arrays))
 
 
@@ -299,25 +291,44 @@ def run_layout(package, arrays) -> np.ndarray:
     return np.asarray(stored_of_values(result, outcome.outputs[result.name]))
 
 
+def first_round_take(package) -> tuple[int, dict[str, int]]:
+    """The step index of the package's first `gather_view_round` and its named scalars."""
+    index = next(i for i, s in enumerate(package.steps)
+                 if isinstance(s, KernelStep) and s.symbol == "gather_view_round")
+    named, _ = get_kernel("gather_view_round").split_scalars(package.steps[index].scalars)
+    return index, named
+
+
+def checked_round_package(name: str, seed: int):
+    """CASES[name] built, run once and checked exactly, with its first round take's named
+    scalars: (package, arrays, reference, named)."""
+    tiles, inputs, op, out, reference = CASES[name]
+    package = build_package(scheduled(module_text(tiles, inputs, op, out)),
+                            with_assembly=False)
+    arrays = [np.random.default_rng(seed).standard_normal(s).astype(np.float32)
+              for s, _ in inputs]
+    np.testing.assert_array_equal(run_layout(package, arrays), reference(arrays))
+    return package, arrays, reference, first_round_take(package)[1]
+
+
+def change_first_round_take(package, **values: int) -> None:
+    """Set named scalars of the package's first round take."""
+    index, named = first_round_take(package)
+    scalars = list(package.steps[index].scalars)
+    for scalar, value in values.items():
+        scalars[list(named).index(scalar)] = value
+    package.steps[index].scalars = tuple(scalars)
+
+
 @pytest.mark.parametrize("scalar", ["group_inner", "outer_step"])
 def test_a_split_group_round_with_a_wrong_scalar_gives_wrong_numbers(scalar):
     """Each receiver finds its source from group_inner and outer_step (the batch digit of the
     group): one more outer_step makes the round takes read other shards than were sent; one
     more group_inner makes the groups' windows overlap (5 windows of dest_step 2 in a
     group_span of 8), which the model refuses by name."""
-    tiles, inputs, op, out, reference = CASES["transpose_batch_heads"]
-    package = build_package(scheduled(module_text(tiles, inputs, op, out)),
-                            with_assembly=False)
-    arrays = [np.random.default_rng(3).standard_normal(s).astype(np.float32) for s, _ in inputs]
-    np.testing.assert_array_equal(run_layout(package, arrays), reference(arrays))
-    index = next(i for i, s in enumerate(package.steps)
-                 if isinstance(s, KernelStep) and s.symbol == "gather_view_round")
-    step = package.steps[index]
-    named, _ = get_kernel("gather_view_round").split_scalars(step.scalars)
+    package, arrays, reference, named = checked_round_package("transpose_batch_heads", 3)
     assert named["group_inner"] == 4 and named["outer_step"] == 8  # s = 8 b + 4 r + h
-    scalars = list(step.scalars)
-    scalars[list(named).index(scalar)] += 1
-    package.steps[index].scalars = tuple(scalars)
+    change_first_round_take(package, **{scalar: named[scalar] + 1})
     if scalar == "group_inner":
         with pytest.raises(ModelError, match="two groups' windows would overlap"):
             run_layout(package, arrays)
