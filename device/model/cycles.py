@@ -17,7 +17,7 @@ forms; the batched model runs charge them from the same boxes).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -115,31 +115,22 @@ def gather_moved_cycles(elements: int, out: ShardGeometry, staged: ShardGeometry
     return target.vector_cycles(_moved_bytes(elements, out, staged))
 
 
-def gelu_cycles(out: ShardGeometry, src: ShardGeometry, tile: int, target: Target) -> int:
-    """erf per element, then the FP32 multiply-adds, over this tile's whole shard."""
-    out.shard_box(tile)
+def pointwise_cycles(formats: Sequence[ShardGeometry], tile: int, target: Target,
+                     per_element: int = 0, f32_passes: int = 1) -> int:
+    """A pointwise kernel over this tile's shard of out (`formats[0]`; the rest its operands):
+    every element streamed at the widest of the formats' widths, `per_element` cycles of a
+    special function (erf, tanh; from the `Target`), then `f32_passes` FP32 vector passes."""
+    out = formats[0]
+    out.shard_box(tile)  # the tile must hold a shard of out
     elements = out.shard_elements
-    return (target.vector_cycles(_moved_bytes(elements, out, src))
-            + elements * target.erf_cycles_per_element + _f32_vector_cycles(elements, target))
-
-
-def gelu_tanh_cycles(out: ShardGeometry, src: ShardGeometry, tile: int, target: Target) -> int:
-    """tanh per element around the FP32 passes of its cubic and product, over this tile's
-    whole shard."""
-    out.shard_box(tile)
-    elements = out.shard_elements
-    return (target.vector_cycles(_moved_bytes(elements, out, src))
-            + elements * target.tanh_cycles_per_element
-            + _f32_vector_cycles(target.tanh_gelu_f32_passes * elements, target))
+    return (target.vector_cycles(_moved_bytes(elements, *formats)) + elements * per_element
+            + _f32_vector_cycles(f32_passes * elements, target))
 
 
 def add_cycles(out: ShardGeometry, lhs: ShardGeometry, rhs: ShardGeometry, tile: int,
                target: Target) -> int:
     """One FP32 add per element of this tile's out shard (operands read, out stored)."""
-    out.shard_box(tile)
-    elements = out.shard_elements
-    return (target.vector_cycles(_moved_bytes(elements, out, lhs, rhs))
-            + _f32_vector_cycles(elements, target))
+    return pointwise_cycles((out, lhs, rhs), tile, target)
 
 
 def gather_rows_cycles(out: ShardGeometry, table: ShardGeometry, indices: ShardGeometry,

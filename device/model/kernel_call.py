@@ -160,7 +160,7 @@ StepCycles = Callable[[StepScalars], "int | None"]
 
 def of_formats(cycles: Callable[..., int]) -> CallCycles:
     """The cycle function of a descriptor kernel whose cycles depend on its pointers' formats
-    only: `cycles(*formats, tile, target)` (`convert_shard_cycles`, `gelu_cycles`, ...)."""
+    only: `cycles(*formats, tile, target)` (`convert_shard_cycles`, `add_cycles`, ...)."""
     return lambda call: cycles(*call.formats(), call.tile, call.target)
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from device.kernel_abi import described
-from device.model.cycles import add_cycles, gelu_cycles, gelu_tanh_cycles
-from device.model.kernel_call import Kernel, KernelCall, of_formats
+from device.model.cycles import add_cycles, pointwise_cycles
+from device.model.kernel_call import CallCycles, Kernel, KernelCall, of_formats
 from device.model.kernel_shards import (
     Box,
     box_on,
@@ -29,6 +29,15 @@ from device.model.kernel_shards import (
 from device.numerics import gelu as exact_gelu
 from device.numerics import gelu_tanh as tanh_gelu
 from device.shard_geometry import ShardGeometry
+from device.target import Target
+
+# What one element costs beyond streaming it, from the target's rates: (cycles of a special
+# function, FP32 vector passes). `pointwise_cycles` turns it into a tile's cycles.
+ElementCost = Callable[[Target], tuple[int, int]]
+
+
+def one_pass(target: Target) -> tuple[int, int]:
+    return 0, 1
 
 
 def elementwise(call: KernelCall, function: Callable[[np.ndarray], np.ndarray]
@@ -49,12 +58,29 @@ def elementwise(call: KernelCall, function: Callable[[np.ndarray], np.ndarray]
     return out, src
 
 
-def gelu(call: KernelCall) -> int:
-    return gelu_cycles(*elementwise(call, exact_gelu), call.tile, call.target)
+def elementwise_cycles(cost: ElementCost) -> CallCycles:
+    """The cycle function of a unary pointwise kernel of `cost`."""
+    return lambda call: pointwise_cycles(call.formats(), call.tile, call.target,
+                                         *cost(call.target))
 
 
-def gelu_tanh(call: KernelCall) -> int:
-    return gelu_tanh_cycles(*elementwise(call, tanh_gelu), call.tile, call.target)
+def unary_kernel(symbol: str, function: Callable[[np.ndarray], np.ndarray], doc: str,
+                 cost: ElementCost = one_pass) -> Kernel:
+    """The record of a unary pointwise kernel (descriptors: out, src): out = function(src)
+    in float64, one rounding to out's precision; `doc` says what function computes."""
+    cycles = elementwise_cycles(cost)
+
+    def run(call: KernelCall) -> int:
+        return pointwise_cycles(elementwise(call, function), call.tile, call.target,
+                                *cost(call.target))
+
+    return Kernel(
+        described(symbol, ("out", "src"), (),
+                  f"{doc}, one rounding to out's precision (descriptors: out, src; the same "
+                  "shard box). Padding of out is written as zeros."),
+        run,
+        cycles,
+    )
 
 
 def _check_broadcast(call: KernelCall, name: str, operand: ShardGeometry,
@@ -104,26 +130,13 @@ def add(call: KernelCall) -> int:
 
 
 RECORDS: tuple[Kernel, ...] = (
-    Kernel(
-        described(
-            "gelu", ("out", "src"), (),
-            "out = gelu(src), exact erf form computed in float64, one rounding to out's "
-            "precision (descriptors: out, src; the same shard box). Padding of out is written "
-            "as zeros.",
-        ),
-        gelu,
-        of_formats(gelu_cycles),
-    ),
-    Kernel(
-        described(
-            "gelu_tanh", ("out", "src"), (),
-            "out = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) of x = src, the tanh "
-            "form of gelu, computed in float64, one rounding to out's precision (descriptors: "
-            "out, src; the same shard box). Padding of out is written as zeros.",
-        ),
-        gelu_tanh,
-        of_formats(gelu_tanh_cycles),
-    ),
+    unary_kernel("gelu", exact_gelu, "out = gelu(src), exact erf form computed in float64",
+                 lambda target: (target.erf_cycles_per_element, 1)),
+    unary_kernel(
+        "gelu_tanh", tanh_gelu,
+        "out = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) of x = src, the tanh form of "
+        "gelu, computed in float64",
+        lambda target: (target.tanh_cycles_per_element, target.tanh_gelu_f32_passes)),
     Kernel(
         described(
             "add", ("out", "lhs", "rhs"), (),
