@@ -17,7 +17,7 @@ Syntax
         MEMORY = standard | interleaved
     #mid.axis<BLOCK x PARTS pad|reject>               one tiling entry (also usable standalone)
     #mid.dispatch<KIND[, inner = I][, columns = C][, init = @sym][, accum = @sym]>
-        KIND = gemm_blocks | gemm_grid | gemm_ksplit | pointwise | head_sharded | attention_blocks
+        KIND = gemm_blocks | gemm_grid | gemm_ksplit | gemm_grid3d | pointwise | head_sharded | attention_blocks
     #mid.operand<NAME : ROLE, #mid.format<...>, align = A, tail = T>
         ROLE = left | right | output | input
     #mid.plan<"candidate", #mid.dispatch<...>, accumulate = f16|f32, amp = "A16/B16x16/C16"|none,
@@ -71,6 +71,7 @@ class DispatchKind(StrEnum):
     GEMM_BLOCKS = "gemm_blocks"
     GEMM_GRID = "gemm_grid"
     GEMM_KSPLIT = "gemm_ksplit"
+    GEMM_GRID3D = "gemm_grid3d"
     POINTWISE = "pointwise"
     HEAD_SHARDED = "head_sharded"
     ATTENTION_BLOCKS = "attention_blocks"
@@ -78,7 +79,8 @@ class DispatchKind(StrEnum):
 
 # The kinds of the GEMM layouts (one strategy each: `planning.gemm_selection.LAYOUTS`): their
 # dispatch names the 64 x 64 blocks and both kernels.
-GEMM_DISPATCH_KINDS = (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT)
+GEMM_DISPATCH_KINDS = (DispatchKind.GEMM_BLOCKS, DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT,
+                       DispatchKind.GEMM_GRID3D)
 
 
 class OperandRole(StrEnum):

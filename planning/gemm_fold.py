@@ -105,7 +105,12 @@ def unfold_plan(folded: OperatorPlanAttr, problem: GemmProblem,
             return None
         mode = rows.indivisible.data
         batch = [AxisTilingAttr(1, e, mode) for e in fold.batch]
-        slice_rows = AxisTilingAttr(block, fold.padded_rows // chunk, mode)
+        parts_per_slice = fold.padded_rows // chunk
+        if parts_per_slice * axis_chunk(problem.shape_of(name)[-2], block,
+                                        parts_per_slice) != fold.padded_rows:
+            block = chunk  # a slice padded past its blocks (`refit_fold`): one block per
+            # partition says Tp, so that `plan_fold` reads back the fold that was planned
+        slice_rows = AxisTilingAttr(block, parts_per_slice, mode)
         formats[name] = fmt.with_changes(tiling=[*batch, slice_rows, tiling[-1]])
     return with_operand_formats(folded, formats)
 

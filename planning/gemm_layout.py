@@ -8,6 +8,7 @@ registry is `planning.gemm_selection.LAYOUTS`):
 | `gemm_blocks` | `planning/gemm_rows.py` `RowsLayout`     | `passes/operators/gemm_rows_lowering.py`   |
 | `gemm_grid`   | `planning/gemm_grid.py` `GridLayout`     | `passes/operators/gemm_grid_lowering.py`   |
 | `gemm_ksplit` | `planning/gemm_ksplit.py` `KSplitLayout` | `passes/operators/gemm_ksplit_lowering.py` |
+| `gemm_grid3d` | `planning/gemm_grid3d.py` `Grid3DLayout` | `passes/operators/gemm_grid3d_lowering.py` |
 
 A strategy answers, for a catalog entry and a problem: how each operand is cut (`cuts`,
 from which `assemble_plan` builds the complete `#mid.plan`, and `cut_options`, every cut
@@ -80,16 +81,21 @@ from planning.gemm_problem import (
 )
 from planning.shard_geometry import ShardGeometry
 
+# The provenance of every op that sums the layers of a layered plan (the K-split's, the 3-D
+# grid's) starts so: their number depends on the layer count, which depends on the tiles.
+REDUCTION = "reduction round"
+
 
 @dataclass(frozen=True)
 class OperandCuts:
     """(row, column) partition counts of each operand's matrix axes, and how many copies of
-    rhs the layout keeps."""
+    rhs and of lhs the layout keeps."""
 
     lhs: tuple[int, int]
     rhs: tuple[int, int]
     out: tuple[int, int]
     rhs_replication: int = 1
+    lhs_replication: int = 1
 
     def of(self, operand: str) -> tuple[int, int]:
         return {"lhs": self.lhs, "rhs": self.rhs, "out": self.out}[operand]
@@ -198,6 +204,7 @@ def assemble_plan(layout: GemmLayout, candidate: GemmCandidate, problem: GemmPro
             p, ElementOrder.AMP_LEFT, rank_of["lhs"] - 2,
             (candidate.row_block, cuts.lhs[0]), (AMP_BLOCK, cuts.lhs[1]), mode, tiles,
             scale=problem.lhs_scale if p == problem.precision else 0,
+            replication=cuts.lhs_replication,
         ),
         "rhs": _matrix_format(
             p, ElementOrder.AMP_RIGHT, rank_of["rhs"] - 2,

@@ -14,6 +14,7 @@ is its dispatch kind (`DispatchKind`, the only tag a layout has), whose strategy
 - `amp_gemm_f32_r{16,32,64}`: AMP `A8/B8x16/C16`, FP32 throughout;
 - `amp_gemm_{f16,f32,f8}_grid`, `amp_gemm_f16_grid_p16` (`gemm_grid`, a 2-D output grid);
 - `amp_gemm_{f16,f32}_ksplit` (`gemm_ksplit`, two layers of a grid over the halves of K).
+- `amp_gemm_{f16,f32}_grid3d` (`gemm_grid3d`, L layers of one grid over the L-ths of K).
 """
 
 from __future__ import annotations
@@ -312,10 +313,10 @@ GRID_ROW_BLOCK = AMP_ROWS  # rows per tile of the 2-D layouts are a multiple of 
 # only when the pipeline is told accuracy allows it (graph-to-mid{gemm-partials=f16}).
 F16_PARTIALS_SUFFIX = "_p16"
 PARTIALS_CHOICES: tuple[str, ...] = get_args(GemmPartials)
-# The K-split sums two layers' FP32 partials, so it exists for the FP32-partials kernels only
-# (FP16 and FP32 inputs; FP8's AMP has FP16 partials).
+# The K-split and the 3-D grid sum their layers' FP32 partials, so they exist for the
+# FP32-partials kernels only (FP16 and FP32 inputs; FP8's AMP has FP16 partials).
 KSPLIT_PRECISIONS = ("f16", "f32")
-GRID, KSPLIT = DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT
+GRID, KSPLIT, GRID3D = DispatchKind.GEMM_GRID, DispatchKind.GEMM_KSPLIT, DispatchKind.GEMM_GRID3D
 CATALOG: tuple[GemmCandidate, ...] = tuple(
     GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_r{rb}", p, AMP_CONFIG[p], rb, ACCUMULATE[p])
     for p in ("f16", "f32", "f8f143")
@@ -333,6 +334,10 @@ CATALOG: tuple[GemmCandidate, ...] = tuple(
 ) + tuple(
     GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_ksplit", p, AMP_CONFIG[p], GRID_ROW_BLOCK,
                   ACCUMULATE[p], KSPLIT)
+    for p in KSPLIT_PRECISIONS
+) + tuple(
+    GemmCandidate(f"amp_gemm_{KERNEL_PRECISION[p]}_grid3d", p, AMP_CONFIG[p], GRID_ROW_BLOCK,
+                  ACCUMULATE[p], GRID3D)
     for p in KSPLIT_PRECISIONS
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)

@@ -29,6 +29,7 @@ from planning.gemm_fold import (
     unfold_plan,
 )
 from planning.gemm_grid import GridLayout
+from planning.gemm_grid3d import Grid3DLayout
 from planning.gemm_ksplit import KSplitLayout
 from planning.gemm_layout import CycleBreakdown, GemmLayout, OperandCuts, assemble_plan, check_plan
 from planning.gemm_memory import DoesNotFit
@@ -46,7 +47,7 @@ from planning.plan_reasons import MemoryReason, NoValidPlan
 # The GEMM layouts, in the order diagnostics name them. A new layout is one more strategy
 # here, its catalog entries and its lowering (`passes/operators/gemm.py`, `LOWERINGS`).
 LAYOUTS: dict[DispatchKind, GemmLayout] = {
-    layout.dispatch: layout for layout in (RowsLayout(), GridLayout(), KSplitLayout())
+    layout.dispatch: layout for layout in (RowsLayout(), GridLayout(), KSplitLayout(), Grid3DLayout())
 }
 
 

@@ -22,6 +22,7 @@ from ipu_dialects import graph, mid
 from ipu_dialects.locations import value_label
 from passes.operators.base import Operator, SelectionContext, tensor_type
 from passes.operators.costs import conversion_cycles
+from passes.operators.gemm_grid3d_lowering import lower_gemm_grid3d
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
@@ -56,6 +57,7 @@ LOWERINGS: dict[mid.DispatchKind, Lowering] = {
     mid.DispatchKind.GEMM_BLOCKS: lower_gemm_rows,
     mid.DispatchKind.GEMM_GRID: lower_gemm_grid,
     mid.DispatchKind.GEMM_KSPLIT: lower_gemm_ksplit,
+    mid.DispatchKind.GEMM_GRID3D: lower_gemm_grid3d,
 }
 
 

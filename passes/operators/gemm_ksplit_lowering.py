@@ -51,6 +51,7 @@ from planning.gemm_ksplit import (
     partials_words,
     rhs_pairs,
 )
+from planning.gemm_layout import REDUCTION
 from planning.shard_geometry import geometry
 
 if TYPE_CHECKING:
@@ -203,7 +204,8 @@ class KSplitLowering:
             partials_words(shape), self.partials,
             AffineMap(1, 0, ((layer * -1 + 1) * self.partials_half_bytes,)), AffineMap(1, 0, (g,)),
             self.received, scalar_map(0, 0), TileSetAttr.of([0]), [],
-            self.provenance(self.op.result, "the other layer's half of the f32 partials"),
+            self.provenance(self.op.result,
+                            f"{REDUCTION}: the other layer's half of the f32 partials"),
             (shape.tiles, AffineMap(1, 0, (g + shape.layer_tiles
                                            - layer * (LAYERS * shape.layer_tiles),))))
 
@@ -217,7 +219,7 @@ class KSplitLowering:
             ADD_KERNEL, [(self.out, scalar_map(0, 0)), (self.partials, scalar_map(0, 0)),
                          (self.received, scalar_map(0, 0))],
             list(words), TileSetAttr.range(0, shape.tiles), [],
-            self.provenance(self.op.result, "sum the two layers' halves, rounded once"),
+            self.provenance(self.op.result, f"{REDUCTION}: sum the two layers' halves, rounded once"),
             homes=[HomeView(1, self.partials.buffer, scalar_map(0, self.partials_half_bytes),
                             second, scalar_map(0, 0))],
         )

@@ -135,8 +135,8 @@ def test_mid_to_tile_names_a_dispatch_that_is_no_gemm_plan(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
         IpuOptMain(args=[str(mid_text), "-p", "mid-to-tile"]).run()
     assert exited.value.code == 1
-    assert ("mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid or "
-            "gemm_ksplit" in capsys.readouterr().err)
+    assert ("mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid, "
+            "gemm_ksplit or gemm_grid3d" in capsys.readouterr().err)
 
 
 def test_a_grid_plan_whose_operands_are_cut_over_different_grids_is_invalid():

@@ -144,12 +144,15 @@ def test_reject_invalidates_only_the_indivisible_candidates():
     assert evals["amp_gemm_f16_r16"].reason is None
     assert "extent 48 is not a multiple of block 32" in evals["amp_gemm_f16_r32"].reason
     assert "extent 48 is not a multiple of block 64" in evals["amp_gemm_f16_r64"].reason
-    # with padding every f16 candidate is valid, but the K-split: one K block has no halves
+    # with padding every f16 candidate is valid, but the layered ones: one K block has no
+    # halves, no layers
+    layered = (DispatchKind.GEMM_KSPLIT, DispatchKind.GEMM_GRID3D)
     padded = [e for e in evaluate_candidates(pr, 4, "pad", IPU21) if e.candidate.precision == "f16"]
-    assert all(e.reason is None for e in padded if e.candidate.dispatch != DispatchKind.GEMM_KSPLIT)
-    assert [e.reason for e in padded if e.candidate.dispatch == DispatchKind.GEMM_KSPLIT] == [
+    assert all(e.reason is None for e in padded if e.candidate.dispatch not in layered)
+    assert [e.reason for e in padded if e.candidate.dispatch in layered] == [
         "the K-split plan gives each of its two layers half of K; K has 1 block(s) of 64, an "
-        "odd number"]
+        "odd number",
+        "the 3-D grid plan shares K among two or more layers; K has 1 block of 64"]
     with pytest.raises(NoValidPlan, match="extent 70 is not a multiple of block 64"):
         select_gemm_plan(problem(48, 64, 70), 4, "reject")
 

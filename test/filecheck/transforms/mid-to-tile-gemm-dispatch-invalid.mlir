@@ -8,4 +8,4 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 1,
   }
 }
 
-// expected-error @unknown {{mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid or gemm_ksplit}}
+// expected-error @unknown {{mid-to-tile: mid.gemm %c: dispatch 'pointwise' is not gemm_blocks, gemm_grid, gemm_ksplit or gemm_grid3d}}

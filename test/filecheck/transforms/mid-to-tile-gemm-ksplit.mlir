@@ -52,7 +52,7 @@ func.func @gemm(%a: tensor<128x256xf16>, %b: tensor<256x256xf16>) -> tensor<128x
 // ROWS-NEXT:    exchange.sendpicp 63, 0x{{[0-9a-f]+}}, 6, 0, xpic = 0x2002, pic = 0x{{[0-9a-f]+}}
 // ROWS:       exchange.row @x2_send
 // ROWS-NEXT:    exchange.send 63, 0x{{[0-9a-f]+}}, 1
-// ROWS:       exchange.row @x6_duplex provenance "graph.gemm %c %c: the other layer's half of the f32 partials"
+// ROWS:       exchange.row @x6_duplex provenance "graph.gemm %c %c: reduction round: the other layer's half of the f32 partials"
 // ROWS-NEXT:    exchange.sendpicp 63, 0x{{[0-9a-f]+}}, 1, 0, xpic = 0x8, pic = 0x{{[0-9a-f]+}}
 
 // RUNS:   amp_gemm_f16_grid {{.*}} cycles
