@@ -341,15 +341,23 @@ CATALOG: tuple[GemmCandidate, ...] = tuple(
     for p in KSPLIT_PRECISIONS
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
+# Layouts a pipeline runs only when its catalog names them: chosen op by op, the 3-D grid
+# wins where a GEMM's output leaves most tiles idle (BERT-base on 1472 tiles: 422,338 ->
+# 278,842 modeled cycles) but can lose the program what its GEMM saves (GPT-2-small: its
+# down projection's output on a third of the tiles makes the layer norm, the up projection's
+# input and the gelu around it slower, 644,088 -> 677,003; docs/internals.md).
+OPT_IN_LAYOUTS = (GRID3D,)
 
 
 def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
     """The catalog a pipeline enables when it names none: FP16 partials only when
-    `partials` is "f16" (the user said FP16 accuracy over K is enough)."""
+    `partials` is "f16" (the user said FP16 accuracy over K is enough); the opt-in layouts
+    (`OPT_IN_LAYOUTS`) never."""
     if partials not in PARTIALS_CHOICES:
         raise ValueError(f"gemm-partials={partials}: expected one of {', '.join(PARTIALS_CHOICES)}")
     return tuple(c.name for c in CATALOG
-                 if partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX))
+                 if (partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX))
+                 and c.dispatch not in OPT_IN_LAYOUTS)
 
 
 def catalog_entries(names: Sequence[str] | None) -> tuple[GemmCandidate, ...]:

@@ -70,7 +70,9 @@ def test_estimate_equals_modeled_cycles(lhs, rhs, out, element, flags, tiles):
     problem = GemmProblem.from_types(op.lhs.type, op.rhs.type, op.result.type,
                                      op.transpose_lhs is not None, op.transpose_rhs is not None)
     catalog = catalog_entries([c.name for c in catalog_entries(None)] + [
-        f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)] + ["amp_gemm_f16_grid_p16"])
+        f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)] + ["amp_gemm_f16_grid_p16",
+                                                            "amp_gemm_f16_grid3d",
+                                                            "amp_gemm_f32_grid3d"])
     valid = [e for e in evaluate_candidates(problem, tiles, "pad", IPU21, catalog)
              if e.reason is None]
     assert valid, "the sample must exercise at least one plan"

@@ -27,7 +27,7 @@ from planning.shard_geometry import ShardGeometry
 # the row plan's candidates (the grid plan has tests of its own below)
 ROWS = DispatchKind.GEMM_BLOCKS
 F16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f32" and c.dispatch == ROWS]
-P16 = [c for c in CATALOG if c.precision == "f16" and c.accumulate == "f16"]  # gemm-partials=f16
+P16 = tuple(c for c in CATALOG if c.precision == "f16" and c.accumulate == "f16")  # gemm-partials=f16
 F32 = [c for c in CATALOG if c.precision == "f32" and c.dispatch == ROWS]
 
 
@@ -144,15 +144,12 @@ def test_reject_invalidates_only_the_indivisible_candidates():
     assert evals["amp_gemm_f16_r16"].reason is None
     assert "extent 48 is not a multiple of block 32" in evals["amp_gemm_f16_r32"].reason
     assert "extent 48 is not a multiple of block 64" in evals["amp_gemm_f16_r64"].reason
-    # with padding every f16 candidate is valid, but the layered ones: one K block has no
-    # halves, no layers
-    layered = (DispatchKind.GEMM_KSPLIT, DispatchKind.GEMM_GRID3D)
+    # with padding every f16 candidate is valid, but the K-split: one K block has no halves
     padded = [e for e in evaluate_candidates(pr, 4, "pad", IPU21) if e.candidate.precision == "f16"]
-    assert all(e.reason is None for e in padded if e.candidate.dispatch not in layered)
-    assert [e.reason for e in padded if e.candidate.dispatch in layered] == [
+    assert all(e.reason is None for e in padded if e.candidate.dispatch != DispatchKind.GEMM_KSPLIT)
+    assert [e.reason for e in padded if e.candidate.dispatch == DispatchKind.GEMM_KSPLIT] == [
         "the K-split plan gives each of its two layers half of K; K has 1 block(s) of 64, an "
-        "odd number",
-        "the 3-D grid plan shares K among two or more layers; K has 1 block of 64"]
+        "odd number"]
     with pytest.raises(NoValidPlan, match="extent 70 is not a multiple of block 64"):
         select_gemm_plan(problem(48, 64, 70), 4, "reject")
 
@@ -262,9 +259,13 @@ def test_batch_axes_are_not_distributed():
 
 
 def test_catalog_lookup():
-    # FP16 partials only when the pipeline is told accuracy allows them
-    assert catalog_entries(None) == tuple(c for c in CATALOG if c not in P16)
-    assert default_catalog_names("f16") == tuple(c.name for c in CATALOG)
+    # FP16 partials only when the pipeline is told accuracy allows them; the 3-D grid only
+    # when a catalog names it
+    grid3d = tuple(c for c in CATALOG if c.dispatch == DispatchKind.GEMM_GRID3D)
+    assert [c.name for c in grid3d] == ["amp_gemm_f16_grid3d", "amp_gemm_f32_grid3d"]
+    assert catalog_entries(None) == tuple(c for c in CATALOG if c not in P16 + grid3d)
+    assert default_catalog_names("f16") == tuple(c.name for c in CATALOG if c not in grid3d)
+    assert catalog_entries(["amp_gemm_f16_grid3d"]) == grid3d[:1]
     assert [c.name for c in P16] == [f"amp_gemm_f16_r{rb}_p16" for rb in (16, 32, 64)] + [
         "amp_gemm_f16_grid_p16"]
     with pytest.raises(ValueError, match="gemm-partials=f8: expected one of f32, f16"):
