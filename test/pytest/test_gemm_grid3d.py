@@ -157,7 +157,8 @@ def test_a_grid3d_whose_operands_are_not_replicated_per_layer_is_invalid():
 def test_a_k_of_one_block_has_no_layers():
     problem = GemmProblem((32, 64), (64, 64), (32, 64), "f16")
     (evaluation,) = evaluate_candidates(problem, 8, "pad", IPU21, catalog_entries(GRID3D_F16))
-    assert evaluation.reason is not None
+    assert evaluation.reason == (
+        "the 3-D grid plan shares K among two or more layers; K has 1 block of 64")
 
 
 @st.composite
