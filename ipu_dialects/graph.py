@@ -114,6 +114,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
+    Block,
     BlockArgument,
     Dialect,
     Operation,
@@ -971,11 +972,14 @@ class IsolatedRepeatBody(IsolatedFromAbove):
             ) from None
 
 
-@irdl_op_definition
-class RepeatOp(IRDLOperation):
-    """Runs its body `count` times over carried values, invariants and per-iteration slices."""
+class RepeatOpBase(IRDLOperation, ABC):
+    """What `graph.repeat` and `mid.repeat` (graph.repeat at the mid level) share: `count`
+    runs of the body over carried values, invariants and per-iteration sequence elements; the
+    results are the final carried values; the body's block arguments are the carried values,
+    then the invariants, then one element per sequence. The operands, results, body and
+    block-argument groups are declared once here (as xDSL's `arith` declares its binary ops'
+    operands on one base class); each leaf op adds its name, traits, syntax and verifier."""
 
-    name = "graph.repeat"
     count = prop_def(IntegerAttr[I64])
     carried = var_operand_def(TensorType)
     invariants = var_operand_def(TensorType)
@@ -983,14 +987,6 @@ class RepeatOp(IRDLOperation):
     res = var_result_def(TensorType)
     body = region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    # NoTerminator only switches off xDSL's generic terminator check, which names the body's
-    # last op ("graph.gelu terminates block ... but is not a terminator") and runs before
-    # verify_; verify_yield requires the graph.yield itself, in the repeat's terms.
-    # IsolatedRepeatBody: the body sees only its block arguments, so outside values must be
-    # passed in as invariants.
-    traits = traits_def(
-        RecursiveMemoryEffect(), NoTerminator(), GraphOpRules(), IsolatedRepeatBody()
-    )
 
     def __init__(
         self,
@@ -1007,6 +1003,45 @@ class RepeatOp(IRDLOperation):
             regions=[body],
         )
 
+    @property
+    def iterations(self) -> int:
+        return self.count.value.data
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    # The block arguments of each group (BlockArguments). Unannotated, as mid.repeat's were:
+    # a pass that narrows an argument's type and then reads the group again relies on it.
+    @property
+    def carried_args(self):
+        return self.block.args[: len(self.carried)]
+
+    @property
+    def invariant_args(self):
+        start = len(self.carried)
+        return self.block.args[start : start + len(self.invariants)]
+
+    @property
+    def sequence_args(self):
+        return self.block.args[len(self.carried) + len(self.invariants) :]
+
+
+@irdl_op_definition
+class RepeatOp(RepeatOpBase):
+    """Runs its body `count` times over carried values, invariants and per-iteration slices
+    (the operands, results and body of `RepeatOpBase`)."""
+
+    name = "graph.repeat"
+    # NoTerminator only switches off xDSL's generic terminator check, which names the body's
+    # last op ("graph.gelu terminates block ... but is not a terminator") and runs before
+    # verify_; verify_yield requires the graph.yield itself, in the repeat's terms.
+    # IsolatedRepeatBody: the body sees only its block arguments, so outside values must be
+    # passed in as invariants.
+    traits = traits_def(
+        RecursiveMemoryEffect(), NoTerminator(), GraphOpRules(), IsolatedRepeatBody()
+    )
+
     @staticmethod
     def body_arg_types(
         carried: Sequence[Attribute], invariants: Sequence[Attribute], sequences: Sequence[Attribute]
@@ -1014,19 +1049,6 @@ class RepeatOp(IRDLOperation):
         """Block argument types for the given operand types (sequence slices drop axis 0)."""
         slices = [sequence_slice_type(t) if isinstance(t, TensorType) else t for t in sequences]
         return [*carried, *invariants, *slices]
-
-    @property
-    def carried_args(self) -> Sequence[BlockArgument]:
-        return self.body.block.args[: len(self.carried)]
-
-    @property
-    def invariant_args(self) -> Sequence[BlockArgument]:
-        start = len(self.carried)
-        return self.body.block.args[start : start + len(self.invariants)]
-
-    @property
-    def sequence_args(self) -> Sequence[BlockArgument]:
-        return self.body.block.args[len(self.carried) + len(self.invariants) :]
 
     def verify_(self) -> None:
         count = self.count.value.data

@@ -48,9 +48,8 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
     lazy_traits_def,
@@ -58,11 +57,9 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
     var_operand_def,
-    var_result_def,
 )
 from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
@@ -72,7 +69,7 @@ from device.numerics import GeluApproximation
 from device.target import MemoryClass as MemoryClass
 from device.target import Precision as StoragePrecision
 from ipu_dialects import shapes as rules
-from ipu_dialects.graph import INDEX_ELEMENT_TYPE, GeluApproximationAttr
+from ipu_dialects.graph import INDEX_ELEMENT_TYPE, GeluApproximationAttr, RepeatOpBase
 from ipu_dialects.mid_attrs import GEMM_DISPATCH_KINDS as GEMM_DISPATCH_KINDS
 from ipu_dialects.mid_attrs import (
     AxisTilingAttr,
@@ -620,51 +617,16 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RepeatOp(IRDLOperation):
-    """`graph.repeat` at the mid level: the body is lowered with the same operators and runs
-    `count` times over carried values (one format for the operand, the body argument, the
-    yield and the result), invariants and per-iteration sequence elements (the body argument
-    has the element's format; `normalize-repeats` stores the sequence so that element i is
-    block i of equal, consecutive per-tile blocks)."""
+class RepeatOp(RepeatOpBase):
+    """`graph.repeat` at the mid level (the operands, results and body of `RepeatOpBase`):
+    the body is lowered with the same operators and runs `count` times over carried values
+    (one format for the operand, the body argument, the yield and the result), invariants and
+    per-iteration sequence elements (the body argument has the element's format;
+    `normalize-repeats` stores the sequence so that element i is block i of equal,
+    consecutive per-tile blocks)."""
 
     name = "mid.repeat"
-    count = prop_def(IntegerAttr[I64])
-    carried = var_operand_def(TensorType)
-    invariants = var_operand_def(TensorType)
-    sequences = var_operand_def(TensorType)
-    res = var_result_def(TensorType)
-    body = region_def("single_block")
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(RecursiveMemoryEffect())
-
-    def __init__(self, count: int, carried: Sequence[SSAValue], invariants: Sequence[SSAValue],
-                 sequences: Sequence[SSAValue], body: Region):
-        super().__init__(
-            operands=[carried, invariants, sequences],
-            result_types=[[v.type for v in carried]],
-            properties={"count": IntegerAttr(count, i64)},
-            regions=[body],
-        )
-
-    @property
-    def iterations(self) -> int:
-        return self.count.value.data
-
-    @property
-    def block(self) -> Block:
-        return self.body.block
-
-    @property
-    def carried_args(self):
-        return self.block.args[: len(self.carried)]
-
-    @property
-    def invariant_args(self):
-        return self.block.args[len(self.carried): len(self.carried) + len(self.invariants)]
-
-    @property
-    def sequence_args(self):
-        return self.block.args[len(self.carried) + len(self.invariants):]
 
     def verify_(self) -> None:
         args = self.block.args
