@@ -114,6 +114,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
+    Block,
     BlockArgument,
     Dialect,
     Operation,
@@ -160,21 +161,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from device.layouts import FP8_SCALE_RANGE
 from device.numerics import GeluApproximation
-from ipu_dialects.shapes import (
-    add_result_shape,
-    check_attention_shapes,
-    check_key_mask_shape,
-    check_layer_norm_shapes,
-    check_positive,
-    check_reshape,
-    check_result_shape,
-    concat_result_shape,
-    fmt_shape,
-    gemm_result_shape,
-    gemm_shape_rule,
-    slice_result_shape,
-    transposed_shape,
-)
+from ipu_dialects import shapes as rules
 
 # ----------------------------------------------------------------------------------------------
 # Attributes
@@ -235,7 +222,7 @@ def checked_tensor(op_name: str, what: str, value_type: Attribute) -> TensorType
         # meaning on it (attention's softmax over zero keys, its 1/sqrt(head_dim) default).
         axis = list(shape).index(0)
         raise VerifyException(
-            f"{op_name}: {what} has shape {fmt_shape(shape)} with extent 0 at axis {axis}; "
+            f"{op_name}: {what} has shape {rules.fmt_shape(shape)} with extent 0 at axis {axis}; "
             "graph tensors need every extent >= 1"
         )
     element = value_type.get_element_type()
@@ -418,7 +405,7 @@ class GemmOp(IRDLOperation):
     ):
         lhs_type = checked_tensor(self.name, "lhs", SSAValue.get(lhs).type)
         rhs_type = checked_tensor(self.name, "rhs", SSAValue.get(rhs).type)
-        shape = gemm_result_shape(
+        shape = rules.gemm_result_shape(
             self.name, lhs_type.get_shape(), rhs_type.get_shape(), transpose_lhs, transpose_rhs
         )
         properties: dict[str, Attribute] = {}
@@ -437,15 +424,10 @@ class GemmOp(IRDLOperation):
         rhs = checked_tensor(self.name, "rhs", self.rhs.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("lhs", lhs), ("rhs", rhs), ("result", result)])
-        expected = gemm_result_shape(
-            self.name,
-            lhs.get_shape(),
-            rhs.get_shape(),
-            self.transpose_lhs is not None,
-            self.transpose_rhs is not None,
+        rules.check_gemm_shapes(
+            self.name, lhs.get_shape(), rhs.get_shape(), result.get_shape(),
+            self.transpose_lhs is not None, self.transpose_rhs is not None,
         )
-        check_result_shape(self.name, result.get_shape(), expected,
-                           gemm_shape_rule(lhs.get_shape(), rhs.get_shape()))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -469,7 +451,7 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         lhs_type = checked_tensor(self.name, "lhs", SSAValue.get(lhs).type)
         rhs_type = checked_tensor(self.name, "rhs", SSAValue.get(rhs).type)
-        shape = add_result_shape(self.name, lhs_type.get_shape(), rhs_type.get_shape())
+        shape = rules.add_result_shape(self.name, lhs_type.get_shape(), rhs_type.get_shape())
         super().__init__(
             operands=[lhs, rhs], result_types=[TensorType(lhs_type.get_element_type(), shape)]
         )
@@ -479,9 +461,7 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
         rhs = checked_tensor(self.name, "rhs", self.rhs.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("lhs", lhs), ("rhs", rhs), ("result", result)])
-        expected = add_result_shape(self.name, lhs.get_shape(), rhs.get_shape())
-        check_result_shape(self.name, result.get_shape(), expected,
-                           "the broadcast shape of lhs and rhs")
+        rules.check_add_shapes(self.name, lhs.get_shape(), rhs.get_shape(), result.get_shape())
 
 
 class UnaryElementwiseOp(IRDLOperation, ABC):
@@ -504,7 +484,7 @@ class UnaryElementwiseOp(IRDLOperation, ABC):
         input = checked_tensor(self.name, "input", self.input.type)
         result = checked_tensor(self.name, "result", self.result.type)
         check_same_element_type(self.name, [("input", input), ("result", result)])
-        check_result_shape(self.name, result.get_shape(), input.get_shape(), "the input shape")
+        rules.check_result_shape(self.name, result.get_shape(), input.get_shape(), "the input shape")
 
 
 @located_format_errors
@@ -696,16 +676,15 @@ class AttentionOp(IRDLOperation):
         check_same_element_type(
             self.name, [("query", query), ("key", key), ("value", value), ("result", result)]
         )
-        check_attention_shapes(
-            self.name, query.get_shape(), key.get_shape(), value.get_shape(),
+        rules.check_attention_shapes(
+            self.name, query.get_shape(), key.get_shape(), value.get_shape(), result.get_shape(),
             self.causal is not None,
         )
-        check_result_shape(self.name, result.get_shape(), query.get_shape(), "the query shape")
         if self.scale is not None:
-            check_positive(self.name, "scale", self.scale.value.data)
+            rules.check_positive(self.name, "scale", self.scale.value.data)
         if self.key_mask is not None:
             mask = checked_index_tensor(self.name, "key_mask", self.key_mask.type)
-            check_key_mask_shape(self.name, mask.get_shape(), query.get_shape(), key.get_shape())
+            rules.check_key_mask_shape(self.name, mask.get_shape(), query.get_shape(), key.get_shape())
             check_host_written(self.name, "key_mask", self.key_mask,
                                "a key mask is an input the host writes; no graph op computes i32 tensors")
 
@@ -755,10 +734,9 @@ class LayerNormOp(IRDLOperation):
         check_same_element_type(
             self.name, [("input", input), ("weight", weight), ("bias", bias), ("result", result)]
         )
-        shape = input.get_shape()
-        check_layer_norm_shapes(self.name, shape, weight.get_shape(), bias.get_shape())
-        check_result_shape(self.name, result.get_shape(), shape, "the input shape")
-        check_positive(self.name, "eps", self.eps.value.data)
+        rules.check_layer_norm_shapes(self.name, input.get_shape(), weight.get_shape(),
+                                bias.get_shape(), result.get_shape())
+        rules.check_positive(self.name, "eps", self.eps.value.data)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -806,11 +784,11 @@ class ReshapeOp(UnaryLayoutOp):
 
     def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
         input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
-        check_reshape(self.name, input_type.get_shape(), shape)
+        rules.check_reshape(self.name, input_type.get_shape(), shape)
         super().__init__(operands=[input], result_types=[layout_result_type(input_type, shape)])
 
     def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
-        check_reshape(self.name, input, result)
+        rules.check_reshape(self.name, input, result)
 
 
 @located_format_errors
@@ -826,7 +804,7 @@ class TransposeOp(UnaryLayoutOp):
 
     def __init__(self, input: SSAValue | Operation, permutation: Sequence[int]):
         input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
-        shape = transposed_shape(self.name, input_type.get_shape(), permutation)
+        shape = rules.transposed_shape(self.name, input_type.get_shape(), permutation)
         super().__init__(
             operands=[input],
             result_types=[layout_result_type(input_type, shape)],
@@ -834,11 +812,7 @@ class TransposeOp(UnaryLayoutOp):
         )
 
     def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
-        permutation = self.permutation.get_values()
-        check_result_shape(
-            self.name, result, transposed_shape(self.name, input, permutation),
-            f"the input {fmt_shape(input)} permuted by {fmt_shape(permutation)}",
-        )
+        rules.check_transpose_shapes(self.name, input, self.permutation.get_values(), result)
 
 
 @located_format_errors
@@ -864,7 +838,7 @@ class SliceOp(UnaryLayoutOp):
     ):
         input_type = checked_tensor(self.name, "input", SSAValue.get(input).type)
         steps = [1] * len(starts) if steps is None else steps
-        shape = slice_result_shape(self.name, input_type.get_shape(), starts, ends, steps)
+        shape = rules.slice_result_shape(self.name, input_type.get_shape(), starts, ends, steps)
         super().__init__(
             operands=[input],
             result_types=[layout_result_type(input_type, shape)],
@@ -876,11 +850,7 @@ class SliceOp(UnaryLayoutOp):
 
     def check_shape(self, input: Sequence[int], result: Sequence[int]) -> None:
         starts, ends, steps = (a.get_values() for a in (self.starts, self.ends, self.steps))
-        check_result_shape(
-            self.name, result, slice_result_shape(self.name, input, starts, ends, steps),
-            f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps {fmt_shape(steps)} "
-            f"of {fmt_shape(input)}",
-        )
+        rules.check_slice_shapes(self.name, input, starts, ends, steps, result)
 
 
 @located_format_errors
@@ -902,7 +872,7 @@ class ConcatOp(IRDLOperation):
             checked_tensor(self.name, f"input #{i}", SSAValue.get(v).type)
             for i, v in enumerate(inputs)
         ]
-        shape = concat_result_shape(self.name, [t.get_shape() for t in types], axis)
+        shape = rules.concat_result_shape(self.name, [t.get_shape() for t in types], axis)
         super().__init__(
             operands=[inputs],
             result_types=[layout_result_type(types[0], shape)],
@@ -916,17 +886,8 @@ class ConcatOp(IRDLOperation):
         result = checked_tensor(self.name, "result", self.result.type)
         named = [(f"input #{i}", t) for i, t in enumerate(types)]
         check_same_element_type(self.name, [*named, ("result", result)])
-        shapes = [t.get_shape() for t in types]
-        expected = concat_result_shape(self.name, shapes, self.axis.value.data)
-        check_result_shape(
-            self.name, result.get_shape(), expected, f"the inputs joined along axis {self.axis.value.data}"
-        )
-
-
-def gather_result_shape(op_name: str, table: Sequence[int], indices: Sequence[int]) -> list[int]:
-    if not table:
-        raise VerifyException(f"{op_name}: the table has shape [] and no rows to gather")
-    return [*indices, *table[1:]]
+        rules.check_concat_shapes(self.name, [t.get_shape() for t in types], self.axis.value.data,
+                            result.get_shape())
 
 
 @located_format_errors
@@ -947,7 +908,7 @@ class GatherOp(IRDLOperation):
     def __init__(self, table: SSAValue | Operation, indices: SSAValue | Operation):
         table_type = checked_tensor(self.name, "table", SSAValue.get(table).type)
         index_type = checked_index_tensor(self.name, "indices", SSAValue.get(indices).type)
-        shape = gather_result_shape(self.name, table_type.get_shape(), index_type.get_shape())
+        shape = rules.gather_result_shape(self.name, table_type.get_shape(), index_type.get_shape())
         super().__init__(operands=[table, indices],
                          result_types=[layout_result_type(table_type, shape)])
 
@@ -958,12 +919,7 @@ class GatherOp(IRDLOperation):
         check_same_element_type(self.name, [("table", table), ("result", result)])
         check_host_written(self.name, "indices", self.indices,
                            "index tensors are inputs the host writes; no graph op computes them")
-        expected = gather_result_shape(self.name, table.get_shape(), indices.get_shape())
-        check_result_shape(
-            self.name, result.get_shape(), expected,
-            f"the indices' shape {fmt_shape(indices.get_shape())} followed by the table's "
-            f"trailing axes {fmt_shape(table.get_shape()[1:])}",
-        )
+        rules.check_gather_shapes(self.name, table.get_shape(), indices.get_shape(), result.get_shape())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1016,11 +972,14 @@ class IsolatedRepeatBody(IsolatedFromAbove):
             ) from None
 
 
-@irdl_op_definition
-class RepeatOp(IRDLOperation):
-    """Runs its body `count` times over carried values, invariants and per-iteration slices."""
+class RepeatOpBase(IRDLOperation, ABC):
+    """What `graph.repeat` and `mid.repeat` (graph.repeat at the mid level) share: `count`
+    runs of the body over carried values, invariants and per-iteration sequence elements; the
+    results are the final carried values; the body's block arguments are the carried values,
+    then the invariants, then one element per sequence. The operands, results, body and
+    block-argument groups are declared once here (as xDSL's `arith` declares its binary ops'
+    operands on one base class); each leaf op adds its name, traits, syntax and verifier."""
 
-    name = "graph.repeat"
     count = prop_def(IntegerAttr[I64])
     carried = var_operand_def(TensorType)
     invariants = var_operand_def(TensorType)
@@ -1028,14 +987,6 @@ class RepeatOp(IRDLOperation):
     res = var_result_def(TensorType)
     body = region_def("single_block")
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    # NoTerminator only switches off xDSL's generic terminator check, which names the body's
-    # last op ("graph.gelu terminates block ... but is not a terminator") and runs before
-    # verify_; verify_yield requires the graph.yield itself, in the repeat's terms.
-    # IsolatedRepeatBody: the body sees only its block arguments, so outside values must be
-    # passed in as invariants.
-    traits = traits_def(
-        RecursiveMemoryEffect(), NoTerminator(), GraphOpRules(), IsolatedRepeatBody()
-    )
 
     def __init__(
         self,
@@ -1052,6 +1003,45 @@ class RepeatOp(IRDLOperation):
             regions=[body],
         )
 
+    @property
+    def iterations(self) -> int:
+        return self.count.value.data
+
+    @property
+    def block(self) -> Block:
+        return self.body.block
+
+    # The block arguments of each group (BlockArguments). Unannotated, as mid.repeat's were:
+    # a pass that narrows an argument's type and then reads the group again relies on it.
+    @property
+    def carried_args(self):
+        return self.block.args[: len(self.carried)]
+
+    @property
+    def invariant_args(self):
+        start = len(self.carried)
+        return self.block.args[start : start + len(self.invariants)]
+
+    @property
+    def sequence_args(self):
+        return self.block.args[len(self.carried) + len(self.invariants) :]
+
+
+@irdl_op_definition
+class RepeatOp(RepeatOpBase):
+    """Runs its body `count` times over carried values, invariants and per-iteration slices
+    (the operands, results and body of `RepeatOpBase`)."""
+
+    name = "graph.repeat"
+    # NoTerminator only switches off xDSL's generic terminator check, which names the body's
+    # last op ("graph.gelu terminates block ... but is not a terminator") and runs before
+    # verify_; verify_yield requires the graph.yield itself, in the repeat's terms.
+    # IsolatedRepeatBody: the body sees only its block arguments, so outside values must be
+    # passed in as invariants.
+    traits = traits_def(
+        RecursiveMemoryEffect(), NoTerminator(), GraphOpRules(), IsolatedRepeatBody()
+    )
+
     @staticmethod
     def body_arg_types(
         carried: Sequence[Attribute], invariants: Sequence[Attribute], sequences: Sequence[Attribute]
@@ -1059,19 +1049,6 @@ class RepeatOp(IRDLOperation):
         """Block argument types for the given operand types (sequence slices drop axis 0)."""
         slices = [sequence_slice_type(t) if isinstance(t, TensorType) else t for t in sequences]
         return [*carried, *invariants, *slices]
-
-    @property
-    def carried_args(self) -> Sequence[BlockArgument]:
-        return self.body.block.args[: len(self.carried)]
-
-    @property
-    def invariant_args(self) -> Sequence[BlockArgument]:
-        start = len(self.carried)
-        return self.body.block.args[start : start + len(self.invariants)]
-
-    @property
-    def sequence_args(self) -> Sequence[BlockArgument]:
-        return self.body.block.args[len(self.carried) + len(self.invariants) :]
 
     def verify_(self) -> None:
         count = self.count.value.data
@@ -1089,7 +1066,7 @@ class RepeatOp(IRDLOperation):
             t = checked_tensor(self.name, f"sequence operand #{i}", v.type)
             if t.get_num_dims() < 1 or t.get_shape()[0] != count:
                 raise VerifyException(
-                    f"{self.name}: sequence operand #{i} has shape {fmt_shape(t.get_shape())}; "
+                    f"{self.name}: sequence operand #{i} has shape {rules.fmt_shape(t.get_shape())}; "
                     f"its leading axis must be the iteration count {count}"
                 )
         for i, (v, r) in enumerate(zip(self.carried, self.res)):

@@ -48,9 +48,8 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
     lazy_traits_def,
@@ -58,11 +57,9 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
     var_operand_def,
-    var_result_def,
 )
 from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
@@ -71,7 +68,8 @@ from device.layouts import ElementOrder as ElementOrder
 from device.numerics import GeluApproximation
 from device.target import MemoryClass as MemoryClass
 from device.target import Precision as StoragePrecision
-from ipu_dialects.graph import INDEX_ELEMENT_TYPE, GeluApproximationAttr, gather_result_shape
+from ipu_dialects import shapes as rules
+from ipu_dialects.graph import INDEX_ELEMENT_TYPE, GeluApproximationAttr, RepeatOpBase
 from ipu_dialects.mid_attrs import GEMM_DISPATCH_KINDS as GEMM_DISPATCH_KINDS
 from ipu_dialects.mid_attrs import (
     AxisTilingAttr,
@@ -96,21 +94,6 @@ from ipu_dialects.mid_config import (
 )
 from ipu_dialects.mid_config import ProfilingPolicy as ProfilingPolicy
 from ipu_dialects.mid_config import SchedulingPolicy as SchedulingPolicy
-from ipu_dialects.shapes import (
-    add_result_shape,
-    check_attention_shapes,
-    check_key_mask_shape,
-    check_layer_norm_shapes,
-    check_positive,
-    check_reshape,
-    check_result_shape,
-    concat_result_shape,
-    fmt_shape,
-    gemm_result_shape,
-    gemm_shape_rule,
-    slice_result_shape,
-    transposed_shape,
-)
 from ipu_dialects.shared_attrs import CONFIG_ATTR_NAME as CONFIG_ATTR_NAME
 from ipu_dialects.shared_attrs import ElementOrderAttr, MemoryClassAttr, PrecisionAttr
 
@@ -185,10 +168,8 @@ class GemmOp(IRDLOperation):
         lhs, lhs_fmt = format_of(self.name, "lhs", self.lhs.type)
         rhs, rhs_fmt = format_of(self.name, "rhs", self.rhs.type)
         out, out_fmt = format_of(self.name, "result", self.result.type)
-        a, b = lhs.get_shape(), rhs.get_shape()
-        expected = gemm_result_shape(self.name, a, b, self.transpose_lhs is not None,
-                                     self.transpose_rhs is not None)
-        check_result_shape(self.name, out.get_shape(), expected, gemm_shape_rule(a, b))
+        rules.check_gemm_shapes(self.name, lhs.get_shape(), rhs.get_shape(), out.get_shape(),
+                          self.transpose_lhs is not None, self.transpose_rhs is not None)
         check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
 
 
@@ -214,9 +195,7 @@ class BinaryElementwiseOp(IRDLOperation, ABC):
         lhs, lhs_fmt = format_of(self.name, "lhs", self.lhs.type)
         rhs, rhs_fmt = format_of(self.name, "rhs", self.rhs.type)
         out, out_fmt = format_of(self.name, "result", self.result.type)
-        expected = add_result_shape(self.name, lhs.get_shape(), rhs.get_shape())
-        check_result_shape(self.name, out.get_shape(), expected,
-                           "the broadcast shape of lhs and rhs")
+        rules.check_add_shapes(self.name, lhs.get_shape(), rhs.get_shape(), out.get_shape())
         check_plan_formats(self, self.plan, {"lhs": lhs_fmt, "rhs": rhs_fmt, "out": out_fmt})
 
 
@@ -237,7 +216,7 @@ class UnaryElementwiseOp(IRDLOperation, ABC):
     def verify_(self) -> None:
         src, src_fmt = format_of(self.name, "input", self.input.type)
         out, out_fmt = format_of(self.name, "result", self.result.type)
-        check_result_shape(self.name, out.get_shape(), src.get_shape(), "the input shape")
+        rules.check_result_shape(self.name, out.get_shape(), src.get_shape(), "the input shape")
         check_plan_formats(self, self.plan, {"src": src_fmt, "out": out_fmt})
 
 
@@ -315,14 +294,13 @@ class AttentionOp(IRDLOperation):
                             ("out", self.result)):
             value_type, formats[what] = format_of(self.name, what, value.type)
             shapes[what] = tuple(value_type.get_shape())
-        check_attention_shapes(self.name, shapes["query"], shapes["key"], shapes["value"],
-                               self.causal is not None)
-        check_result_shape(self.name, shapes["out"], shapes["query"], "the query shape")
-        check_positive(self.name, "scale", self.scale.value.data)
+        rules.check_attention_shapes(self.name, shapes["query"], shapes["key"], shapes["value"],
+                               shapes["out"], self.causal is not None)
+        rules.check_positive(self.name, "scale", self.scale.value.data)
         if self.key_mask is not None:
             mask, formats["key_mask"] = format_of(self.name, "key_mask", self.key_mask.type)
             check_index_storage(self.name, "key_mask", mask, formats["key_mask"])
-            check_key_mask_shape(self.name, mask.get_shape(), shapes["query"], shapes["key"])
+            rules.check_key_mask_shape(self.name, mask.get_shape(), shapes["query"], shapes["key"])
         check_plan_formats(self, self.plan, formats)
 
 
@@ -356,9 +334,9 @@ class LayerNormOp(IRDLOperation):
                             ("out", self.result)):
             value_type, formats[what] = format_of(self.name, what, value.type)
             shapes[what] = tuple(value_type.get_shape())
-        check_layer_norm_shapes(self.name, shapes["src"], shapes["weight"], shapes["bias"])
-        check_result_shape(self.name, shapes["out"], shapes["src"], "the input shape")
-        check_positive(self.name, "eps", self.eps.value.data)
+        rules.check_layer_norm_shapes(self.name, shapes["src"], shapes["weight"], shapes["bias"],
+                                shapes["out"])
+        rules.check_positive(self.name, "eps", self.eps.value.data)
         check_plan_formats(self, self.plan, formats)
 
 
@@ -402,9 +380,7 @@ class GatherOp(IRDLOperation):
             raise VerifyException(f"{self.name}: the result's element type "
                                   f"{out.get_element_type()} is not the table's "
                                   f"{table.get_element_type()}")
-        expected = gather_result_shape(self.name, table.get_shape(), indices.get_shape())
-        check_result_shape(self.name, out.get_shape(), expected,
-                           "the indices' shape followed by the table's trailing axes")
+        rules.check_gather_shapes(self.name, table.get_shape(), indices.get_shape(), out.get_shape())
         check_plan_formats(self, self.plan,
                            {"table": table_fmt, "indices": index_fmt, "out": out_fmt})
 
@@ -463,7 +439,7 @@ class ReshapeOp(UnaryLayoutOp):
         super().__init__(operands=[input], result_types=[result_type], properties={"plan": plan})
 
     def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
-        check_reshape(self.name, input, result)
+        rules.check_reshape(self.name, input, result)
 
 
 @irdl_op_definition
@@ -483,9 +459,7 @@ class TransposeOp(UnaryLayoutOp):
             "plan": plan, "permutation": DenseArrayBase.from_list(i64, list(permutation))})
 
     def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
-        permutation = tuple(self.permutation.get_values())
-        check_result_shape(self.name, result, transposed_shape(self.name, input, permutation),
-                           f"the input {fmt_shape(input)} permuted by {fmt_shape(permutation)}")
+        rules.check_transpose_shapes(self.name, input, self.permutation.get_values(), result)
 
 
 @irdl_op_definition
@@ -510,10 +484,8 @@ class SliceOp(UnaryLayoutOp):
         super().__init__(operands=[input], result_types=[result_type], properties=properties)
 
     def check_shape(self, input: tuple[int, ...], result: tuple[int, ...]) -> None:
-        starts, ends, steps = (tuple(a.get_values()) for a in (self.starts, self.ends, self.steps))
-        check_result_shape(self.name, result, slice_result_shape(self.name, input, starts, ends, steps),
-                           f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps "
-                           f"{fmt_shape(steps)} of {fmt_shape(input)}")
+        starts, ends, steps = (a.get_values() for a in (self.starts, self.ends, self.steps))
+        rules.check_slice_shapes(self.name, input, starts, ends, steps, result)
 
 
 @irdl_op_definition
@@ -539,10 +511,8 @@ class ConcatOp(IRDLOperation):
     def verify_(self) -> None:
         names = concat_operand_names(len(self.inputs))
         shapes = layout_shapes(self, names)
-        axis = self.axis.value.data
-        expected = concat_result_shape(self.name, [shapes[n] for n in names], axis)
-        check_result_shape(self.name, shapes["out"], expected,
-                           f"the inputs joined along axis {axis}")
+        rules.check_concat_shapes(self.name, [shapes[n] for n in names], self.axis.value.data,
+                            shapes["out"])
 
 
 def concat_operand_names(count: int) -> tuple[str, ...]:
@@ -571,8 +541,8 @@ def conversion_formats(
     dst, dst_fmt = format_of(op_name, "result", result_type)
     if src.get_shape() != dst.get_shape():
         raise VerifyException(
-            f"{op_name}: shape changes from {fmt_shape(src.get_shape())} to "
-            f"{fmt_shape(dst.get_shape())}"
+            f"{op_name}: shape changes from {rules.fmt_shape(src.get_shape())} to "
+            f"{rules.fmt_shape(dst.get_shape())}"
         )
     return src, src_fmt, dst, dst_fmt
 
@@ -647,51 +617,16 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class RepeatOp(IRDLOperation):
-    """`graph.repeat` at the mid level: the body is lowered with the same operators and runs
-    `count` times over carried values (one format for the operand, the body argument, the
-    yield and the result), invariants and per-iteration sequence elements (the body argument
-    has the element's format; `normalize-repeats` stores the sequence so that element i is
-    block i of equal, consecutive per-tile blocks)."""
+class RepeatOp(RepeatOpBase):
+    """`graph.repeat` at the mid level (the operands, results and body of `RepeatOpBase`):
+    the body is lowered with the same operators and runs `count` times over carried values
+    (one format for the operand, the body argument, the yield and the result), invariants and
+    per-iteration sequence elements (the body argument has the element's format;
+    `normalize-repeats` stores the sequence so that element i is block i of equal,
+    consecutive per-tile blocks)."""
 
     name = "mid.repeat"
-    count = prop_def(IntegerAttr[I64])
-    carried = var_operand_def(TensorType)
-    invariants = var_operand_def(TensorType)
-    sequences = var_operand_def(TensorType)
-    res = var_result_def(TensorType)
-    body = region_def("single_block")
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(RecursiveMemoryEffect())
-
-    def __init__(self, count: int, carried: Sequence[SSAValue], invariants: Sequence[SSAValue],
-                 sequences: Sequence[SSAValue], body: Region):
-        super().__init__(
-            operands=[carried, invariants, sequences],
-            result_types=[[v.type for v in carried]],
-            properties={"count": IntegerAttr(count, i64)},
-            regions=[body],
-        )
-
-    @property
-    def iterations(self) -> int:
-        return self.count.value.data
-
-    @property
-    def block(self) -> Block:
-        return self.body.block
-
-    @property
-    def carried_args(self):
-        return self.block.args[: len(self.carried)]
-
-    @property
-    def invariant_args(self):
-        return self.block.args[len(self.carried): len(self.carried) + len(self.invariants)]
-
-    @property
-    def sequence_args(self):
-        return self.block.args[len(self.carried) + len(self.invariants):]
 
     def verify_(self) -> None:
         args = self.block.args
@@ -719,9 +654,9 @@ class RepeatOp(IRDLOperation):
             element = tuple(arg.type.get_shape()) if isinstance(arg.type, TensorType) else None
             if shape[:1] != (self.iterations,) or shape[1:] != element:
                 raise VerifyException(
-                    f"{self.name}: sequence operand #{i} has shape {fmt_shape(shape)}; it must be "
+                    f"{self.name}: sequence operand #{i} has shape {rules.fmt_shape(shape)}; it must be "
                     f"[{self.iterations}] followed by its body element's shape "
-                    f"{fmt_shape(element or ())}"
+                    f"{rules.fmt_shape(element or ())}"
                 )
 
 

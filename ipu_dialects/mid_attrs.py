@@ -31,8 +31,9 @@ GEMM plans are built and chosen in `planning/gemm_selection.py`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Literal, TypeVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -118,6 +119,21 @@ def parse_key(parser: AttrParser, keyword: str) -> None:
     """Parse `keyword =` (the mid attributes' `key = value` fields)."""
     parser.parse_keyword(keyword)
     parser.parse_punctuation("=")
+
+
+FieldValue = TypeVar("FieldValue")
+
+
+def parse_field(parser: AttrParser, key: str, parse_value: Callable[[], FieldValue]) -> FieldValue:
+    """Parse `, key = value`, a later field of a mid attribute; `parse_value` reads the value."""
+    parser.parse_punctuation(",")
+    parse_key(parser, key)
+    return parse_value()
+
+
+def integer_parser(parser: AttrParser) -> Callable[[], int]:
+    """What reads an integer field's value (no `true`/`false`)."""
+    return partial(parser.parse_integer, allow_boolean=False)
 
 
 def _parse_nested(parser: AttrParser, kind: type[Attribute], what: str) -> Attribute:
@@ -275,12 +291,8 @@ class TensorFormatAttr(ParametrizedAttribute):
                 parser.Delimiter.SQUARE,
                 lambda: AxisTilingAttr.new(AxisTilingAttr.parse_body(parser)),
             )
-            parser.parse_punctuation(",")
-            parse_key(parser, "replication")
-            replication = parser.parse_integer(allow_boolean=False)
-            parser.parse_punctuation(",")
-            parse_key(parser, "group")
-            group = parser.parse_integer(allow_boolean=False)
+            replication = parse_field(parser, "replication", integer_parser(parser))
+            group = parse_field(parser, "group", integer_parser(parser))
             parser.parse_punctuation(",")
             memory = parser.parse_str_enum(MemoryClass)
             first_tile = 0
@@ -513,12 +525,8 @@ class OperandPlanAttr(ParametrizedAttribute):
             role = parser.parse_str_enum(OperandRole)
             parser.parse_punctuation(",")
             fmt = _parse_nested(parser, TensorFormatAttr, "a #mid.format")
-            parser.parse_punctuation(",")
-            parse_key(parser, "align")
-            alignment = parser.parse_integer(allow_boolean=False)
-            parser.parse_punctuation(",")
-            parse_key(parser, "tail")
-            tail = parser.parse_integer(allow_boolean=False)
+            alignment = parse_field(parser, "align", integer_parser(parser))
+            tail = parse_field(parser, "tail", integer_parser(parser))
         return (StringAttr(operand), OperandRoleAttr(role), fmt, IntAttr(alignment), IntAttr(tail))
 
     def print_parameters(self, printer: Printer) -> None:
@@ -595,24 +603,19 @@ class OperatorPlanAttr(ParametrizedAttribute):
             candidate = parser.parse_str_literal()
             parser.parse_punctuation(",")
             dispatch = _parse_nested(parser, OperatorDispatchAttr, "a #mid.dispatch")
-            parser.parse_punctuation(",")
-            parse_key(parser, "accumulate")
-            accumulate = parser.parse_str_enum(StoragePrecision)
-            parser.parse_punctuation(",")
-            parse_key(parser, "amp")
-            amp = "" if parser.parse_optional_keyword("none") else parser.parse_str_literal()
-            parser.parse_punctuation(",")
-            parse_key(parser, "operands")
-            operands = parser.parse_comma_separated_list(
+            accumulate = parse_field(parser, "accumulate", lambda: parser.parse_str_enum(StoragePrecision))
+            amp = parse_field(
+                parser, "amp",
+                lambda: "" if parser.parse_optional_keyword("none") else parser.parse_str_literal(),
+            )
+            operands = parse_field(parser, "operands", lambda: parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE,
                 lambda: _parse_nested(parser, OperandPlanAttr, "a #mid.operand"),
-            )
-            parser.parse_punctuation(",")
-            parse_key(parser, "distinct")
-            distinct = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parse_pair)
-            parser.parse_punctuation(",")
-            parse_key(parser, "alias")
-            alias = parser.parse_identifier()
+            ))
+            distinct = parse_field(parser, "distinct", lambda: parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parse_pair
+            ))
+            alias = parse_field(parser, "alias", parser.parse_identifier)
         return (
             StringAttr(candidate),
             dispatch,

@@ -28,7 +28,13 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from device.target import get_target
-from ipu_dialects.mid_attrs import Indivisible, IndivisibleAttr, parse_key
+from ipu_dialects.mid_attrs import (
+    Indivisible,
+    IndivisibleAttr,
+    integer_parser,
+    parse_field,
+    parse_key,
+)
 from ipu_dialects.shared_attrs import ConfiguresTileCount, enum_attr
 
 
@@ -122,26 +128,14 @@ class PipelineConfigAttr(ParametrizedAttribute, ConfiguresTileCount):
         with parser.in_angle_brackets():
             parse_key(parser, "target")
             target = parser.parse_str_literal()
-            parser.parse_punctuation(",")
-            parse_key(parser, "tiles")
-            tiles = parser.parse_integer(allow_boolean=False)
-            parser.parse_punctuation(",")
-            parse_key(parser, "indivisible")
-            indivisible = parser.parse_str_enum(Indivisible)
-            parser.parse_punctuation(",")
-            parse_key(parser, "inputs")
-            inputs = parser.parse_str_enum(InputPolicy)
-            parser.parse_punctuation(",")
-            parse_key(parser, "catalog")
-            catalog = parser.parse_comma_separated_list(
+            tiles = parse_field(parser, "tiles", integer_parser(parser))
+            indivisible = parse_field(parser, "indivisible", lambda: parser.parse_str_enum(Indivisible))
+            inputs = parse_field(parser, "inputs", lambda: parser.parse_str_enum(InputPolicy))
+            catalog = parse_field(parser, "catalog", lambda: parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE, lambda: StringAttr(parser.parse_str_literal())
-            )
-            parser.parse_punctuation(",")
-            parse_key(parser, "scheduling")
-            scheduling = parser.parse_str_enum(SchedulingPolicy)
-            parser.parse_punctuation(",")
-            parse_key(parser, "profiling")
-            profiling = parser.parse_str_enum(ProfilingPolicy)
+            ))
+            scheduling = parse_field(parser, "scheduling", lambda: parser.parse_str_enum(SchedulingPolicy))
+            profiling = parse_field(parser, "profiling", lambda: parser.parse_str_enum(ProfilingPolicy))
         return (
             StringAttr(target),
             IntAttr(tiles),

@@ -2,8 +2,9 @@
 
 A `graph.gemm` and the `mid.gemm` it lowers to obey the same rule; each verifier calls the
 rule here with its own op name, so that a diagnostic names the op it is about. Every rule
-raises a `VerifyException` in the user's terms (shapes, axes) and returns the shape it
-derives, where there is one.
+raises a `VerifyException` in the user's terms (shapes, axes). A `..._result_shape` rule
+returns the shape it derives (the builders type their results with it); the `check_..._shapes`
+rule of the same op is what both verifiers call: it checks the operands and the result.
 """
 
 import math
@@ -82,15 +83,31 @@ def gemm_result_shape(
     return (*batch, m, n)
 
 
-def gemm_shape_rule(lhs: Sequence[int], rhs: Sequence[int]) -> str:
-    """How `gemm_result_shape` derives the result, for `check_result_shape`."""
-    return f"batch axes broadcast, then [M, N] of {fmt_shape(lhs)} x {fmt_shape(rhs)}"
+def check_add_shapes(op_name: str, lhs: Sequence[int], rhs: Sequence[int],
+                     result: Sequence[int]) -> None:
+    """The result of `lhs + rhs` has their broadcast shape."""
+    check_result_shape(op_name, result, add_result_shape(op_name, lhs, rhs),
+                       "the broadcast shape of lhs and rhs")
+
+
+def check_gemm_shapes(
+    op_name: str, lhs: Sequence[int], rhs: Sequence[int], result: Sequence[int],
+    transpose_lhs: bool, transpose_rhs: bool,
+) -> None:
+    """The result of `lhs @ rhs` (after the transposes) has the shape `gemm_result_shape` derives."""
+    expected = gemm_result_shape(op_name, lhs, rhs, transpose_lhs, transpose_rhs)
+    check_result_shape(
+        op_name, result, expected,
+        f"batch axes broadcast, then [M, N] of {fmt_shape(lhs)} x {fmt_shape(rhs)}",
+    )
 
 
 def check_attention_shapes(
-    op_name: str, query: Sequence[int], key: Sequence[int], value: Sequence[int], causal: bool
+    op_name: str, query: Sequence[int], key: Sequence[int], value: Sequence[int],
+    result: Sequence[int], causal: bool,
 ) -> None:
-    """The operands fit `[..., H, S, D]`; the error names the operand and axis that do not."""
+    """The operands fit `[..., H, S, D]` (the error names the operand and axis that do not) and
+    the result has the query's shape."""
     for what, shape in (("query", query), ("key", key), ("value", value)):
         if len(shape) < 3:
             raise VerifyException(
@@ -125,6 +142,7 @@ def check_attention_shapes(
             f"{op_name}: causal attention needs equal sequence lengths (axis -2), but query has "
             f"{query[-2]} and key/value have {key[-2]}"
         )
+    check_result_shape(op_name, result, query, "the query shape")
 
 
 def check_key_mask_shape(op_name: str, mask: Sequence[int], query: Sequence[int],
@@ -141,8 +159,9 @@ def check_key_mask_shape(op_name: str, mask: Sequence[int], query: Sequence[int]
 
 
 def check_layer_norm_shapes(op_name: str, input: Sequence[int], weight: Sequence[int],
-                            bias: Sequence[int]) -> None:
-    """Weight and bias hold one element per entry of the input's last axis."""
+                            bias: Sequence[int], result: Sequence[int]) -> None:
+    """Weight and bias hold one element per entry of the input's last axis; the result has the
+    input's shape."""
     if not input:
         raise VerifyException(f"{op_name}: the input has shape [] and no axis to normalize")
     for what, shape in (("weight", weight), ("bias", bias)):
@@ -151,6 +170,24 @@ def check_layer_norm_shapes(op_name: str, input: Sequence[int], weight: Sequence
                 f"{op_name}: {what} has shape {fmt_shape(shape)}, expected [{input[-1]}] (one "
                 f"element per entry of the normalized last axis of {fmt_shape(input)})"
             )
+    check_result_shape(op_name, result, input, "the input shape")
+
+
+def gather_result_shape(op_name: str, table: Sequence[int], indices: Sequence[int]) -> list[int]:
+    """`table[indices]`: the indices' shape followed by the table's trailing axes."""
+    if not table:
+        raise VerifyException(f"{op_name}: the table has shape [] and no rows to gather")
+    return [*indices, *table[1:]]
+
+
+def check_gather_shapes(op_name: str, table: Sequence[int], indices: Sequence[int],
+                        result: Sequence[int]) -> None:
+    """The result of `table[indices]` has the shape `gather_result_shape` derives."""
+    check_result_shape(
+        op_name, result, gather_result_shape(op_name, table, indices),
+        f"the indices' shape {fmt_shape(indices)} followed by the table's "
+        f"trailing axes {fmt_shape(table[1:])}",
+    )
 
 
 # ---- the layout ops -----------------------------------------------------------------------------
@@ -177,6 +214,15 @@ def transposed_shape(op_name: str, shape: Sequence[int],
     return tuple(shape[p] for p in permutation)
 
 
+def check_transpose_shapes(op_name: str, input: Sequence[int], permutation: Sequence[int],
+                           result: Sequence[int]) -> None:
+    """The result is the input with its axes permuted."""
+    check_result_shape(
+        op_name, result, transposed_shape(op_name, input, permutation),
+        f"the input {fmt_shape(input)} permuted by {fmt_shape(permutation)}",
+    )
+
+
 def slice_result_shape(
     op_name: str, shape: Sequence[int], starts: Sequence[int], ends: Sequence[int],
     steps: Sequence[int],
@@ -199,6 +245,18 @@ def slice_result_shape(
             )
         extents.append(-(-(end - start) // step))
     return tuple(extents)
+
+
+def check_slice_shapes(
+    op_name: str, input: Sequence[int], starts: Sequence[int], ends: Sequence[int],
+    steps: Sequence[int], result: Sequence[int],
+) -> None:
+    """The result has the extents of `input[starts:ends:steps]`."""
+    check_result_shape(
+        op_name, result, slice_result_shape(op_name, input, starts, ends, steps),
+        f"starts {fmt_shape(starts)}, ends {fmt_shape(ends)}, steps {fmt_shape(steps)} "
+        f"of {fmt_shape(input)}",
+    )
 
 
 def concat_result_shape(op_name: str, shapes: Sequence[Sequence[int]],
@@ -226,3 +284,10 @@ def concat_result_shape(op_name: str, shapes: Sequence[Sequence[int]],
                     "differ"
                 )
     return (*first[:axis], sum(s[axis] for s in shapes), *first[axis + 1 :])
+
+
+def check_concat_shapes(op_name: str, shapes: Sequence[Sequence[int]], axis: int,
+                        result: Sequence[int]) -> None:
+    """The result has the shape of the inputs joined along `axis`."""
+    check_result_shape(op_name, result, concat_result_shape(op_name, shapes, axis),
+                       f"the inputs joined along axis {axis}")
