@@ -28,18 +28,9 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from device.kernels import descriptor_words
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from ipu_dialects import mid
-from ipu_dialects.locations import value_label
-from ipu_dialects.tile import (
-    BufferOp,
-    ExchangeOp,
-    HomeView,
-    KernelOp,
-    LoopOp,
-    TileSetAttr,
-    WorkProvenanceAttr,
-)
+from ipu_dialects.tile import BufferOp, ExchangeOp, HomeView, KernelOp, LoopOp, TileSetAttr
 from passes.operators.add import KERNEL as ADD_KERNEL
-from passes.operators.tile_maps import GemmOperands, gemm_scalars, scalar_map
+from passes.operators.tile_maps import GemmOperands, GemmWork, amp_slots, first_then_loop, gemm_scalars, scalar_map
 from planning.gemm_ksplit import (
     LAYERS,
     KSplitShape,
@@ -51,15 +42,13 @@ from planning.gemm_ksplit import (
     partials_words,
     rhs_pairs,
 )
-from planning.shard_geometry import geometry
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
 
 
 @dataclass
-class KSplitLowering:
-    op: mid.GemmOp
+class KSplitLowering(GemmWork):
     shape: KSplitShape
     precision: str
     out_precision: str
@@ -73,10 +62,6 @@ class KSplitLowering:
     init_symbol: str
     accum_symbol: str
     scalars: list[int]
-
-    def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
-        return WorkProvenanceAttr(f"graph.gemm {value_label(self.op.result)}",
-                                  value_label(value), reason)
 
     # -- sizes -----------------------------------------------------------------------------------
     @property
@@ -112,14 +97,8 @@ class KSplitLowering:
 
     # -- emission ------------------------------------------------------------------------------
     def emit(self) -> list[Operation]:
-        ops: list[Operation] = self.step([], AffineExpr.constant(0), init=True)
-        if self.shape.steps > 1:
-            loop = LoopOp(1, self.shape.steps,
-                          self.provenance(self.op.result, "K blocks i of each layer's half"))
-            loop.induction_var.name_hint = "i"
-            loop.body.block.add_ops(self.step([loop.induction_var], AffineExpr.dimension(0),
-                                              init=False))
-            ops.append(loop)
+        ops = first_then_loop(self.step, self.shape.steps, "i",
+                              self.provenance(self.op.result, "K blocks i of each layer's half"))
         return [*ops, self.exchange_partials(), self.add_halves()]
 
     def step(self, ivs: list[SSAValue], i: AffineExpr, *, init: bool) -> list[Operation]:
@@ -229,21 +208,14 @@ def lower_gemm_ksplit(op: mid.GemmOp, lowering: TileLowering,
     """The tile work of one `mid.gemm` whose plan has the gemm_ksplit dispatch
     (`operands`: what `lower_gemm` gives it, a folded plan's as the fold's matrices)."""
     dispatch = op.plan.dispatch
-    (lhs_type, lhs_fmt), (rhs_type, rhs_fmt), (out_type, out_fmt) = operands.typed()
-    a = geometry(lhs_type.get_shape(), lhs_fmt)
-    b = geometry(rhs_type.get_shape(), rhs_fmt)
-    c = geometry(out_type.get_shape(), out_fmt)
+    a, b, c = operands.geometries()
     shape = ksplit_of(c, a, b)
     tiles = TileSetAttr.range(0, shape.tiles)
     out = lowering.result_buffer(op.result)
     name = out.sym_name.data
-    left, right = roles[mid.OperandRole.LEFT], roles[mid.OperandRole.RIGHT]
     output = roles[mid.OperandRole.OUTPUT]
     h, cols = shape.half_rows, shape.panels * AMP_BLOCK
-    lhs_slot = lowering.scratch(f"{name}_lhs_slot", tiles, (LAYERS * h, AMP_BLOCK), a.precision,
-                                "amp_left", "standard", left.alignment.data, left.tail.data)
-    rhs_slot = lowering.scratch(f"{name}_rhs_slot", tiles, (AMP_BLOCK, cols), b.precision,
-                                "amp_right", "standard", right.alignment.data)
+    lhs_slot, rhs_slot = amp_slots(lowering, name, tiles, LAYERS * h, cols, a, b, roles)
     partials = lowering.scratch(f"{name}_partials", tiles, (LAYERS * h, cols), "f32",
                                 "amp_output", "interleaved", output.alignment.data)
     received = lowering.scratch(f"{name}_received", tiles, (h, cols), "f32", "amp_output",
