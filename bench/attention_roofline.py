@@ -16,7 +16,7 @@ import time
 from device.model import run_package
 from device.model.host import stored_of_values, values_of_stored
 from device.target import IPU21
-from frontend.builder import GraphBuilder
+from frontend.models import attention_program
 from interpreters.graph import run_function
 from planning.attention_plans import attention_macs
 from tools.ipu_run import compare, compile_module, find_function, random_inputs
@@ -30,22 +30,13 @@ CASES = {
 }
 
 
-def module(query, key, element, causal):
-    g = GraphBuilder("attn")
-    q = g.input(list(query), element, name="q")
-    k = g.input(list(key), element, name="k")
-    v = g.input(list(key), element, name="v")
-    g.output(g.attention(q, k, v, causal=causal))
-    return g.build()
-
-
 def roofline(query, key, tiles: int) -> float:
     return attention_macs(query, key) / (IPU21.amp_macs_per_cycle["f16"] * tiles)
 
 
 def measure(name: str, tiles: int, run: bool) -> str:
     query, key, element, causal = CASES[name]
-    graph = module(query, key, element, causal)
+    graph = attention_program(query, key, element, causal)
     func = find_function(graph, None)
     arrays = random_inputs(func, 0)
     started = time.perf_counter()

@@ -32,6 +32,7 @@ roofline uses it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -42,7 +43,7 @@ from frontend.builder import GraphBuilder, GraphValue, as_element_type
 __all__ = [
     "BERT_BASE", "BERT_BASE_B8", "BERT_BASE_SPLIT", "BERT_BASE_STACK", "BERT_LARGE", "GPT2_SMALL",
     "GPT2_SMALL_SPLIT", "GPT2_STACK",
-    "MODELS", "TransformerConfig", "build_model", "layer_weights", "matrix_macs", "tiny",
+    "MODELS", "TransformerConfig", "attention_program", "build_model", "layer_weights", "matrix_macs", "tiny",
     "transformer_layer",
 ]
 
@@ -209,6 +210,18 @@ def build_model(config: TransformerConfig) -> ModuleOp:
 
     (out,) = g.repeat(config.layers, layer, carried=[x], sequence=stacked)
     g.output(out)
+    return g.build()
+
+
+def attention_program(query: Sequence[int], key: Sequence[int], element: object,
+                      causal: bool) -> ModuleOp:
+    """One `graph.attention` as a whole program `@attn`: inputs q of shape `query`
+    ([..., heads, seq, head_dim]) and k, v of shape `key`, all of `element` (`as_element_type`)."""
+    g, dtype = GraphBuilder("attn"), as_element_type(element)
+    q = g.input(list(query), dtype, name="q")
+    k = g.input(list(key), dtype, name="k")
+    v = g.input(list(key), dtype, name="v")
+    g.output(g.attention(q, k, v, causal=causal))
     return g.build()
 
 

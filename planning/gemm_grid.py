@@ -37,7 +37,7 @@ from device.shard_geometry import ShardGeometry
 from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, MemoryClass, OperatorPlanAttr, TensorFormatAttr
 from planning.exchange_rows import broadcast_events
-from planning.gemm_layout import CycleBreakdown, OperandCuts
+from planning.gemm_layout import CycleBreakdown, OperandCuts, rank_shapes
 from planning.gemm_memory import RowTileBuffer, phase_stride, scratch_buffer, shard_buffer
 from planning.gemm_problem import (
     GEMM_OPERANDS,
@@ -236,12 +236,10 @@ def ranked_grids(m: int, n: int, k: int, tiles: int, precision: str, out_precisi
         return (sizes.total <= target.usable_bytes
                 and interleaved <= target.memory_end - target.interleaved_start)
 
-    fitting = [g for g in grids if fits(g)]
-    if not fitting:
-        return [min(grids, key=size)]
-    return sorted(fitting, key=lambda g: (grid_cycles(g, k, precision, out_precision,
-                                                      f32_partials, target, latency).total,
-                                          g.tiles))
+    return rank_shapes(grids, fits, size,
+                       lambda g: grid_cycles(g, k, precision, out_precision, f32_partials,
+                                             target, latency).total,
+                       lambda g: g.tiles)
 
 
 def no_tile_count_helps(name: str, out: TensorFormatAttr, target: Target) -> str:

@@ -42,7 +42,7 @@ from device.target import WORD_BYTES, Target, latency_table
 from ipu_dialects.mid import DispatchKind, OperatorPlanAttr, TensorFormatAttr
 from planning.exchange_rows import broadcast_events
 from planning.gemm_grid import no_tile_count_helps, phase_events, slice_rows
-from planning.gemm_layout import CycleBreakdown, OperandCuts
+from planning.gemm_layout import CycleBreakdown, OperandCuts, rank_shapes
 from planning.gemm_memory import RowTileBuffer, phase_stride, scratch_buffer, shard_buffer
 from planning.gemm_problem import (
     GEMM_OPERANDS,
@@ -292,15 +292,12 @@ def ranked_ksplits(m: int, n: int, k: int, tiles: int, precision: str, out_preci
     """The shapes whose buffers fit a tile, cheapest first (then the fewest tiles); when none
     fits, only the smallest one (validation then says why); empty when no shape exists;
     `slices`: `candidate_shapes`'."""
-    shapes = candidate_shapes(m, n, k, tiles, slices)
-    if not shapes:
-        return []
-    fitting = [s for s in shapes if fits(s, precision, out_precision, lhs_tail, target)]
-    if not fitting:
-        return [min(shapes, key=lambda s: ksplit_bytes(s, precision, out_precision,
-                                                       lhs_tail).total)]
-    return sorted(fitting, key=lambda s: (ksplit_cycles(s, precision, out_precision, target,
-                                                        latency).total, s.tiles))
+    return rank_shapes(
+        candidate_shapes(m, n, k, tiles, slices),
+        lambda s: fits(s, precision, out_precision, lhs_tail, target),
+        lambda s: ksplit_bytes(s, precision, out_precision, lhs_tail).total,
+        lambda s: ksplit_cycles(s, precision, out_precision, target, latency).total,
+        lambda s: s.tiles)
 
 
 class KSplitLayout:

@@ -37,8 +37,9 @@ one lowering per kind in its operator.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -84,6 +85,20 @@ from planning.shard_geometry import ShardGeometry
 # The provenance of every op that sums the layers of a layered plan (the K-split's, the 3-D
 # grid's) starts so: their number depends on the layer count, which depends on the tiles.
 REDUCTION = "reduction round"
+ShapeT = TypeVar("ShapeT")
+
+
+def rank_shapes(shapes: Sequence[ShapeT], fits: Callable[[ShapeT], bool],
+                size: Callable[[ShapeT], int], cycles: Callable[[ShapeT], int],
+                tiles: Callable[[ShapeT], int]) -> list[ShapeT]:
+    """A layout's shapes that fit a tile, cheapest first (then the fewest tiles); when none
+    fits, only the smallest (validation then says why); empty when there are none."""
+    if not shapes:
+        return []
+    fitting = [s for s in shapes if fits(s)]
+    if not fitting:
+        return [min(shapes, key=size)]
+    return sorted(fitting, key=lambda s: (cycles(s), tiles(s)))
 
 
 @dataclass(frozen=True)

@@ -234,6 +234,38 @@ def box_on(call: KernelCall, name: str, fmt: ShardGeometry, tile: int | None = N
         raise call.fail(f"operand '{name}': {error}") from None
 
 
+def same_box(call: KernelCall, out: ShardGeometry, name: str, fmt: ShardGeometry,
+             why: str = "") -> Box:
+    """Out's padded box on this tile, which the shard of operand `name` must share (a kernel
+    that reads it element for element in place of out's); `why` ends the diagnostic."""
+    box, other = box_on(call, "out", out), box_on(call, name, fmt)
+    if box != other:
+        raise call.fail(f"out's shard box {box} and {name}'s {other} differ on this tile{why}")
+    return box
+
+
+def box_text(box: Box) -> str:
+    """`a:b, c:d, ...`: a box's extents on its axes, for a diagnostic."""
+    return ", ".join(f"{a}:{b}" for a, b in zip(*box))
+
+
+def check_resident(call: KernelCall, name: str, region: Box, shard: Box, message: str) -> None:
+    """Raise unless `shard` (operand `name`'s box on this tile) holds all of `region`; the
+    diagnostic is `message` after the operand, its `{need}` and `{held}` the two boxes."""
+    if any(a < s or b > t for a, b, s, t in zip(*region, *shard)):
+        raise call.fail(f"operand '{name}': "
+                        + message.format(need=box_text(region), held=box_text(shard)))
+
+
+def read_region(call: KernelCall, name: str, fmt: ShardGeometry, region: Box,
+                message: str) -> np.ndarray:
+    """Operand `name`'s values (float64) over `region` (global padded indices), which its shard
+    on this tile must hold (`check_resident`, with `message`)."""
+    shard = box_on(call, name, fmt)
+    check_resident(call, name, region, shard, message)
+    return read_values(call, name, fmt)[local_slices(region, shard[0])]
+
+
 def positive_f32(call: KernelCall, name: str, what: str = "") -> np.float32:
     """The finite positive f32 whose bit pattern is scalar `name` (a scale, an epsilon)."""
     bits = call.scalars[name]

@@ -22,13 +22,14 @@ from device.model.cycles import attention_cycles
 from device.model.kernel_call import Kernel, KernelCall, of_formats
 from device.model.kernel_shards import (
     Box,
-    box_on,
     is_empty,
     local_slices,
     logical_box,
     operand_formats,
     positive_f32,
+    read_region,
     read_values,
+    same_box,
     write_values,
 )
 from device.shard_geometry import ShardGeometry
@@ -56,23 +57,16 @@ def _check_shapes(call: KernelCall, formats: dict[str, ShardGeometry]) -> None:
 def _resident_keys(call: KernelCall, name: str, fmt: ShardGeometry, region: Box) -> np.ndarray:
     """`name`'s values for the region's batch/head indices, all key rows, all of head_dim."""
     need = (region[0][:-2] + (0, 0), region[1][:-2] + fmt.shape[-2:])
-    start, stop = box_on(call, name, fmt)
-    if any(a < s or b > t for a, b, s, t in zip(*need, start, stop)):
-        raise call.fail(
-            f"operand '{name}': the heads [{', '.join(f'{a}:{b}' for a, b in zip(*need))}] "
-            f"this tile's query rows need are not resident in its shard "
-            f"[{', '.join(f'{a}:{b}' for a, b in zip(start, stop))}] on this tile"
-        )
-    return read_values(call, name, fmt)[local_slices(need, start)].astype(np.float32)
+    return read_region(call, name, fmt, need,
+                       "the heads [{need}] this tile's query rows need are not resident in its "
+                       "shard [{held}] on this tile").astype(np.float32)
 
 
 def attention(call: KernelCall) -> int:
     formats = operand_formats(call)
     _check_shapes(call, formats)
     out, query = formats["out"], formats["query"]
-    box, query_box = box_on(call, "out", out), box_on(call, "query", query)
-    if box != query_box:
-        raise call.fail(f"out's shard box {box} and query's {query_box} differ on this tile")
+    box = same_box(call, out, "query", query)
     scale = positive_f32(call, "scale_bits", " scale")
     region = logical_box(box, out)
     result = np.zeros(out.chunk)

@@ -20,12 +20,13 @@ from device.model.kernel_call import Kernel, KernelCall, of_formats
 from device.model.kernel_shards import (
     Box,
     box_on,
+    check_resident,
     is_empty,
     local_slices,
     logical_box,
     operand_formats,
     read_codes,
-    read_values,
+    read_region,
     write_codes,
 )
 from device.shard_geometry import ShardGeometry
@@ -45,20 +46,13 @@ def _check_formats(call: KernelCall, out: ShardGeometry, table: ShardGeometry,
                         "bit-exactly")
 
 
-def _resident(call: KernelCall, name: str, region: Box, shard: Box) -> None:
-    if any(a < s or b > t for a, b, s, t in zip(*region, *shard)):
-        span = ", ".join(f"{a}:{b}" for a, b in zip(*region))
-        held = ", ".join(f"{a}:{b}" for a, b in zip(*shard))
-        raise call.fail(f"operand '{name}': out's box needs [{span}], its shard on this tile "
-                        f"holds [{held}]")
+RESIDENT = "out's box needs [{need}], its shard on this tile holds [{held}]"
 
 
 def _checked_indices(call: KernelCall, indices: ShardGeometry, region: Box,
                      rows: int) -> np.ndarray:
     """The indices of `region` (positions of out's leading axes), each in [0, rows)."""
-    shard = box_on(call, "indices", indices)
-    _resident(call, "indices", region, shard)
-    values = read_values(call, "indices", indices)[local_slices(region, shard[0])]
+    values = read_region(call, "indices", indices, region, RESIDENT)
     bad = (values < 0) | (values >= rows)
     if bad.any():
         local = np.argwhere(bad)[0]
@@ -81,7 +75,7 @@ def gather_rows(call: KernelCall) -> int:
                                 table.shape[0])
         shard = box_on(call, "table", table)
         row_box = (region[0][lead:], region[1][lead:])
-        _resident(call, "table", row_box, (shard[0][1:], shard[1][1:]))
+        check_resident(call, "table", row_box, (shard[0][1:], shard[1][1:]), RESIDENT)
         first, stop = shard[0][0], min(shard[1][0], table.shape[0])
         owned = (rows >= first) & (rows < stop)
         where: tuple[np.ndarray | slice, ...] = (np.where(owned, rows - first, 0),

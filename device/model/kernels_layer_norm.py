@@ -23,6 +23,7 @@ from device.model.kernel_shards import (
     operand_formats,
     positive_f32,
     read_values,
+    same_box,
     write_values,
 )
 from device.shard_geometry import ShardGeometry
@@ -45,9 +46,7 @@ def layer_norm(call: KernelCall) -> int:
     if out.shape != src.shape or out.rank < 1:
         raise call.fail(f"'out' has shape {out.shape} but 'src' has {src.shape}: layer_norm "
                         f"keeps the shape (rank >= 1)")
-    box, src_box = box_on(call, "out", out), box_on(call, "src", src)
-    if box != src_box:
-        raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile")
+    box = same_box(call, out, "src", src)
     width = out.shape[-1]
     eps = positive_f32(call, "eps_bits")
     weight = _whole_vector(call, "weight", formats["weight"], width)

@@ -55,6 +55,7 @@ from device.model.kernel_shards import (
     round_source,
     round_sources,
     round_takers,
+    same_box,
     write_codes,
     write_values,
     zero_padding,
@@ -100,10 +101,7 @@ def convert_shard(call: KernelCall) -> int:
     formats = operand_formats(call)
     _check_same_tensor(call, "out", "src", formats)
     out, src = formats["out"], formats["src"]
-    box, src_box = box_on(call, "out", out), box_on(call, "src", src)
-    if box != src_box:
-        raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile; "
-                        f"convert_shard converts a shard in place of its box")
+    box = same_box(call, out, "src", src, "; convert_shard converts a shard in place of its box")
     values = read_values(call, "src", src)
     write_values(call, "out", out, zero_padding(values, box, out))
     return convert_shard_cycles(out, src, call.tile, call.target)

@@ -23,7 +23,9 @@ from device.model.kernel_shards import (
     local_slices,
     logical_box,
     operand_formats,
+    read_region,
     read_values,
+    same_box,
     write_values,
 )
 from device.numerics import gelu as exact_gelu
@@ -48,9 +50,7 @@ def elementwise(call: KernelCall, function: Callable[[np.ndarray], np.ndarray]
     if out.shape != src.shape:
         raise call.fail(f"'out' has shape {out.shape} but 'src' has {src.shape}: "
                         f"{call.abi.symbol} keeps the shape")
-    box, src_box = box_on(call, "out", out), box_on(call, "src", src)
-    if box != src_box:
-        raise call.fail(f"out's shard box {box} and src's {src_box} differ on this tile")
+    box = same_box(call, out, "src", src)
     region = local_slices(logical_box(box, out), box[0])
     result = np.zeros(out.chunk)
     result[region] = function(read_values(call, "src", src)[region])
@@ -100,15 +100,9 @@ def _operand_view(call: KernelCall, name: str, operand: ShardGeometry, out: Shar
         broadcast = extent == 1 and out.shape[offset + j] != 1
         starts.append(0 if broadcast else region[0][offset + j])
         stops.append(1 if broadcast else region[1][offset + j])
-    view = (tuple(starts), tuple(stops))
-    shard_start, shard_stop = box_on(call, name, operand)
-    if any(a < s or b > t for a, b, s, t in zip(*view, shard_start, shard_stop)):
-        raise call.fail(
-            f"operand '{name}': its view [{', '.join(f'{a}:{b}' for a, b in zip(*view))}] of "
-            f"out's box is not resident in its shard "
-            f"[{', '.join(f'{a}:{b}' for a, b in zip(shard_start, shard_stop))}] on this tile"
-        )
-    values = read_values(call, name, operand)[local_slices(view, shard_start)]
+    values = read_region(call, name, operand, (tuple(starts), tuple(stops)),
+                         "its view [{need}] of out's box is not resident in its shard [{held}] "
+                         "on this tile")
     region_shape = tuple(b - a for a, b in zip(*region))
     return np.broadcast_to(values.reshape((1,) * offset + values.shape), region_shape)
 

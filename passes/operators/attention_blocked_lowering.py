@@ -34,12 +34,11 @@ from ipu_dialects.tile import (
     ExchangeOp,
     HomeView,
     KernelOp,
-    LoopOp,
     TileSetAttr,
     WorkProvenanceAttr,
 )
 from passes.operators.conversions import COPY_KERNEL
-from passes.operators.tile_maps import scalar_map, tensor_format
+from passes.operators.tile_maps import first_then_loop, scalar_map, tensor_format
 from planning.attention_plans import CYCLIC_SUFFIX, BlockedLayout, block_words, staging_pieces
 from planning.shard_geometry import geometry
 
@@ -115,14 +114,8 @@ class BlockedLowering:
 
     def emit(self) -> list[Operation]:
         ops = self.staging(to_compute=True) if self.layout.cyclic else []
-        ops += self.step([], AffineExpr.constant(0), init=True)
-        if self.layout.key_blocks > 1:
-            loop = LoopOp(1, self.layout.key_blocks,
-                          self.provenance(self.op.key, "key blocks j, one at a time"))
-            loop.induction_var.name_hint = "j"
-            loop.body.block.add_ops(self.step([loop.induction_var], AffineExpr.dimension(0),
-                                              init=False))
-            ops.append(loop)
+        ops += first_then_loop(self.step, self.layout.key_blocks, "j",
+                               self.provenance(self.op.key, "key blocks j, one at a time"))
         ops.append(KernelOp(
             f"attention_finish_{self.layout.precision}",
             [(self.out_stage, scalar_map(0, 0)), (self.acc, scalar_map(0, 0)),

@@ -120,22 +120,26 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     return ops
 
 
-class CastOperator(Operator):
-    kind = "cast"
+class ConversionOperator(Operator):
+    """A format conversion (`mid.cast_precision`, `mid.rearrange`): one operand `src`, lowered
+    on the tiles of its formats wherever they start (`first_tile`)."""
+
     honours_first_tile = True
-    mid_op = mid.CastPrecisionOp
     operand_names = ("src",)
+
+
+class CastOperator(ConversionOperator):
+    kind = "cast"
+    mid_op = mid.CastPrecisionOp
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.CastPrecisionOp)
         return lower_local(op, lowering, "cast precision, one call per shard")
 
 
-class RearrangeOperator(Operator):
+class RearrangeOperator(ConversionOperator):
     kind = "rearrange"
-    honours_first_tile = True
     mid_op = mid.RearrangeOp
-    operand_names = ("src",)
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.RearrangeOp)

@@ -30,7 +30,6 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from device.kernels import descriptor_words
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from ipu_dialects import mid
-from ipu_dialects.locations import value_label
 from ipu_dialects.tile import (
     BufferOp,
     ExchangeOp,
@@ -38,10 +37,17 @@ from ipu_dialects.tile import (
     KernelOp,
     LoopOp,
     TileSetAttr,
-    WorkProvenanceAttr,
 )
 from passes.operators.add import KERNEL as ADD_KERNEL
-from passes.operators.tile_maps import GemmOperands, gemm_scalars, scalar_map
+from passes.operators.tile_maps import (
+    GemmOperands,
+    GemmWork,
+    LayerBlocks,
+    amp_slots,
+    first_then_loop,
+    gemm_scalars,
+    scalar_map,
+)
 from planning.gemm_grid3d import (
     Grid3DShape,
     ReductionRound,
@@ -55,15 +61,13 @@ from planning.gemm_grid3d import (
     rhs_pairs,
 )
 from planning.gemm_layout import REDUCTION
-from planning.shard_geometry import geometry
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
 
 
 @dataclass
-class Grid3DLowering:
-    op: mid.GemmOp
+class Grid3DLowering(GemmWork):
     shape: Grid3DShape
     precision: str
     out_precision: str
@@ -78,40 +82,17 @@ class Grid3DLowering:
     accum_symbol: str
     scalars: list[int]
 
-    def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
-        return WorkProvenanceAttr(f"graph.gemm {value_label(self.op.result)}",
-                                  value_label(value), reason)
-
-    # -- where blocks live -------------------------------------------------------------------
-    def layer_block(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        return i + layer * self.shape.steps
-
-    def a_column(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        """The grid column whose tiles hold K block l*s + i of A (in every layer)."""
-        return self.layer_block(layer, i) // self.shape.grid.a_k_blocks
-
-    def a_offset(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        return ((self.layer_block(layer, i) % self.shape.grid.a_k_blocks)
-                * panel_bytes(self.shape.grid.tile_rows, self.precision))
-
-    def b_row(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        """The grid row whose tiles hold K block l*s + i of B (in every layer)."""
-        return self.layer_block(layer, i) // self.shape.grid.b_k_blocks
-
-    def b_offset(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        return ((self.layer_block(layer, i) % self.shape.grid.b_k_blocks)
-                * (self.shape.grid.panels * block_bytes(self.precision)))
+    @property
+    def blocks(self) -> LayerBlocks:
+        grid = self.shape.grid
+        return LayerBlocks(self.shape.steps, grid.a_k_blocks, grid.b_k_blocks,
+                           panel_bytes(grid.tile_rows, self.precision),
+                           grid.panels * block_bytes(self.precision))
 
     # -- emission ------------------------------------------------------------------------------
     def emit(self) -> list[Operation]:
-        ops: list[Operation] = self.step([], AffineExpr.constant(0), init=True)
-        if self.shape.steps > 1:
-            loop = LoopOp(1, self.shape.steps,
-                          self.provenance(self.op.result, "K blocks i of each layer's share"))
-            loop.induction_var.name_hint = "i"
-            loop.body.block.add_ops(self.step([loop.induction_var], AffineExpr.dimension(0),
-                                              init=False))
-            ops.append(loop)
+        ops = first_then_loop(self.step, self.shape.steps, "i",
+                              self.provenance(self.op.result, "K blocks i of each layer's share"))
         for reduction in reduction_rounds(self.shape.layers):
             ops += [self.exchange_partials(reduction), self.add_partials(reduction)]
         return ops
@@ -124,8 +105,8 @@ class Grid3DLowering:
             a_layer = g // shape.rows  # A's groups: g = l*R + r
             ops.append(ExchangeOp(
                 panel_words(shape, self.precision), self.lhs,
-                AffineMap(depth + 1, 0, (self.a_offset(a_layer, i),)),
-                AffineMap(depth + 1, 0, (g * shape.cols + self.a_column(a_layer, i),)),
+                AffineMap(depth + 1, 0, (self.blocks.a_offset(a_layer, i),)),
+                AffineMap(depth + 1, 0, (g * shape.cols + self.blocks.a_column(a_layer, i),)),
                 self.lhs_slot, scalar_map(depth, 0), TileSetAttr.range(0, shape.cols), ivs,
                 self.provenance(self.op.lhs, "lhs panel along every grid row of every layer"),
                 (shape.layers * shape.rows, AffineMap(depth + 1, 0, (g * shape.cols,))),
@@ -135,8 +116,8 @@ class Grid3DLowering:
             column_start = b_layer * shape.layer_tiles + col
             ops.append(ExchangeOp(
                 block_words(shape, self.precision), self.rhs,
-                AffineMap(depth + 1, 0, (self.b_offset(b_layer, i),)),
-                AffineMap(depth + 1, 0, (column_start + self.b_row(b_layer, i) * shape.cols,)),
+                AffineMap(depth + 1, 0, (self.blocks.b_offset(b_layer, i),)),
+                AffineMap(depth + 1, 0, (column_start + self.blocks.b_row(b_layer, i) * shape.cols,)),
                 self.rhs_slot, scalar_map(depth, 0),
                 TileSetAttr.of([r * shape.cols for r in range(shape.rows)]), ivs,
                 self.provenance(self.op.rhs, "rhs blocks down every grid column of every layer"),
@@ -158,13 +139,13 @@ class Grid3DLowering:
         for layer in range(shape.layers):
             first = layer * shape.layer_tiles
             homes.append(HomeView(
-                1, self.lhs.buffer, scalar_map(depth, self.a_offset(layer, i)),
+                1, self.lhs.buffer, scalar_map(depth, self.blocks.a_offset(layer, i)),
                 TileSetAttr.of([first + r * shape.cols for r in range(shape.rows)]),
-                scalar_map(depth, self.a_column(layer, i))))
+                scalar_map(depth, self.blocks.a_column(layer, i))))
             homes.append(HomeView(
-                2, self.rhs.buffer, scalar_map(depth, self.b_offset(layer, i) + p * block),
+                2, self.rhs.buffer, scalar_map(depth, self.blocks.b_offset(layer, i) + p * block),
                 TileSetAttr.range(first, first + shape.cols),
-                scalar_map(depth, self.b_row(layer, i) * shape.cols)))
+                scalar_map(depth, self.blocks.b_row(layer, i) * shape.cols)))
         out = scalar_map(depth, p * panel_bytes(shape.grid.tile_rows, "f32"))
         loop.body.block.add_op(KernelOp(
             self.init_symbol if init else self.accum_symbol,
@@ -216,21 +197,14 @@ def lower_gemm_grid3d(op: mid.GemmOp, lowering: TileLowering,
     """The tile work of one `mid.gemm` whose plan has the gemm_grid3d dispatch
     (`operands`: what `lower_gemm` gives it, a folded plan's as the fold's matrices)."""
     dispatch = op.plan.dispatch
-    (lhs_type, lhs_fmt), (rhs_type, rhs_fmt), (out_type, out_fmt) = operands.typed()
-    a = geometry(lhs_type.get_shape(), lhs_fmt)
-    b = geometry(rhs_type.get_shape(), rhs_fmt)
-    c = geometry(out_type.get_shape(), out_fmt)
+    a, b, c = operands.geometries()
     shape = grid3d_of(c, a, b)
     tiles = TileSetAttr.range(0, shape.tiles)
     out = lowering.result_buffer(op.result)
     name = out.sym_name.data
-    left, right = roles[mid.OperandRole.LEFT], roles[mid.OperandRole.RIGHT]
     output = roles[mid.OperandRole.OUTPUT]
     rows, cols = shape.grid.tile_rows, shape.grid.panels * AMP_BLOCK
-    lhs_slot = lowering.scratch(f"{name}_lhs_slot", tiles, (rows, AMP_BLOCK), a.precision,
-                                "amp_left", "standard", left.alignment.data, left.tail.data)
-    rhs_slot = lowering.scratch(f"{name}_rhs_slot", tiles, (AMP_BLOCK, cols), b.precision,
-                                "amp_right", "standard", right.alignment.data)
+    lhs_slot, rhs_slot = amp_slots(lowering, name, tiles, rows, cols, a, b, roles)
     partials = lowering.scratch(f"{name}_partials", tiles, (rows, cols), "f32", "amp_output",
                                 "interleaved", output.alignment.data)
     received = lowering.scratch(f"{name}_received", tiles, (rows, cols), "f32", "amp_output",

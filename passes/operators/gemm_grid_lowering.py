@@ -28,28 +28,18 @@ from device.kernels import descriptor_words
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.target import WORD_BYTES
 from ipu_dialects import mid
-from ipu_dialects.locations import value_label
-from ipu_dialects.tile import (
-    BufferOp,
-    ExchangeOp,
-    HomeView,
-    KernelOp,
-    LoopOp,
-    TileSetAttr,
-    WorkProvenanceAttr,
-)
+from ipu_dialects.tile import BufferOp, ExchangeOp, HomeView, KernelOp, LoopOp, TileSetAttr
 from passes.operators.conversions import CONVERT_KERNEL
-from passes.operators.tile_maps import GemmOperands, gemm_scalars, scalar_map
+from passes.operators.tile_maps import GemmOperands, GemmWork, amp_slots, first_then_loop, gemm_scalars, scalar_map
 from planning.gemm_grid import GridShape, grid_of, lhs_pairs, rhs_pairs, shard_descriptor
 from planning.gemm_problem import has_f32_partials_panel
-from planning.shard_geometry import ShardGeometry, geometry
+from planning.shard_geometry import ShardGeometry
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
 
 @dataclass
-class GridLowering:
-    op: mid.GemmOp
+class GridLowering(GemmWork):
     grid: GridShape
     k_blocks: int
     lhs: BufferOp
@@ -68,10 +58,6 @@ class GridLowering:
     @property
     def tiles(self) -> TileSetAttr:
         return TileSetAttr.range(0, self.grid.tiles)
-
-    def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
-        return WorkProvenanceAttr(f"graph.gemm {value_label(self.op.result)}",
-                                  value_label(value), reason)
 
     # -- where blocks live ---------------------------------------------------------------------
     def lhs_home_offset(self, k: AffineExpr) -> AffineExpr:
@@ -94,16 +80,8 @@ class GridLowering:
 
     # -- emission ------------------------------------------------------------------------------
     def emit(self) -> list[Operation]:
-        ops: list[Operation] = []
-        k0 = AffineExpr.constant(0)
-        ops += self.phase([], k0, init=True)
-        if self.k_blocks > 1:
-            loop = LoopOp(1, self.k_blocks,
-                          self.provenance(self.op.result, "accumulating inner blocks k"))
-            loop.induction_var.name_hint = "k"
-            loop.body.block.add_ops(self.phase([loop.induction_var], AffineExpr.dimension(0),
-                                               init=False))
-            ops.append(loop)
+        ops = first_then_loop(self.phase, self.k_blocks, "k",
+                              self.provenance(self.op.result, "accumulating inner blocks k"))
         if self.partials is not None:
             ops.append(self.round_partials())
         return ops
@@ -179,20 +157,13 @@ def lower_gemm_grid(op: mid.GemmOp, lowering: TileLowering,
     """The tile work of one `mid.gemm` whose plan has the gemm_grid dispatch
     (`operands`: what `lower_gemm` gives it, a folded plan's as the fold's matrices)."""
     plan, dispatch = op.plan, op.plan.dispatch
-    (lhs_type, lhs_fmt), (rhs_type, rhs_fmt), (out_type, out_fmt) = operands.typed()
-    a = geometry(lhs_type.get_shape(), lhs_fmt)
-    b = geometry(rhs_type.get_shape(), rhs_fmt)
-    c = geometry(out_type.get_shape(), out_fmt)
+    a, b, c = operands.geometries()
     grid = grid_of(c, a, b)
     tiles = TileSetAttr.range(0, grid.tiles)
     out = lowering.result_buffer(op.result)
     name = out.sym_name.data
-    left, right = roles[mid.OperandRole.LEFT], roles[mid.OperandRole.RIGHT]
-    lhs_slot = lowering.scratch(f"{name}_lhs_slot", tiles, (grid.tile_rows, AMP_BLOCK),
-                                a.precision, "amp_left", "standard", left.alignment.data,
-                                left.tail.data)
-    rhs_slot = lowering.scratch(f"{name}_rhs_slot", tiles, (AMP_BLOCK, grid.panels * AMP_BLOCK),
-                                b.precision, "amp_right", "standard", right.alignment.data)
+    lhs_slot, rhs_slot = amp_slots(lowering, name, tiles, grid.tile_rows, grid.panels * AMP_BLOCK,
+                                   a, b, roles)
     partials = None
     if has_f32_partials_panel(plan):
         partials = lowering.scratch(
@@ -200,7 +171,7 @@ def lower_gemm_grid(op: mid.GemmOp, lowering: TileLowering,
             "amp_output", "interleaved", roles[mid.OperandRole.OUTPUT].alignment.data)
     assert dispatch.init_symbol is not None and dispatch.accum_symbol is not None
     return GridLowering(
-        op, grid, -(-lhs_type.get_shape()[-1] // AMP_BLOCK),
+        op, grid, -(-operands.lhs.get_shape()[-1] // AMP_BLOCK),
         lowering.operand_buffer(op, op.lhs), lowering.operand_buffer(op, op.rhs), out,
         lhs_slot, rhs_slot, a, b, c, dispatch.init_symbol, dispatch.accum_symbol, partials,
         gemm_scalars(grid.tile_rows, a, b, c),

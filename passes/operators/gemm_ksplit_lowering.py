@@ -28,18 +28,17 @@ from xdsl.ir.affine import AffineExpr, AffineMap
 from device.kernels import descriptor_words
 from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from ipu_dialects import mid
-from ipu_dialects.locations import value_label
-from ipu_dialects.tile import (
-    BufferOp,
-    ExchangeOp,
-    HomeView,
-    KernelOp,
-    LoopOp,
-    TileSetAttr,
-    WorkProvenanceAttr,
-)
+from ipu_dialects.tile import BufferOp, ExchangeOp, HomeView, KernelOp, LoopOp, TileSetAttr
 from passes.operators.add import KERNEL as ADD_KERNEL
-from passes.operators.tile_maps import GemmOperands, gemm_scalars, scalar_map
+from passes.operators.tile_maps import (
+    GemmOperands,
+    GemmWork,
+    LayerBlocks,
+    amp_slots,
+    first_then_loop,
+    gemm_scalars,
+    scalar_map,
+)
 from planning.gemm_ksplit import (
     LAYERS,
     KSplitShape,
@@ -52,15 +51,13 @@ from planning.gemm_ksplit import (
     rhs_pairs,
 )
 from planning.gemm_layout import REDUCTION
-from planning.shard_geometry import geometry
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
 
 
 @dataclass
-class KSplitLowering:
-    op: mid.GemmOp
+class KSplitLowering(GemmWork):
     shape: KSplitShape
     precision: str
     out_precision: str
@@ -75,10 +72,6 @@ class KSplitLowering:
     accum_symbol: str
     scalars: list[int]
 
-    def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
-        return WorkProvenanceAttr(f"graph.gemm {value_label(self.op.result)}",
-                                  value_label(value), reason)
-
     # -- sizes -----------------------------------------------------------------------------------
     @property
     def a_half_bytes(self) -> int:
@@ -92,35 +85,15 @@ class KSplitLowering:
     def partials_panel_bytes(self) -> int:
         return panel_bytes(self.shape.half_rows, "f32")
 
-    # -- where blocks live -------------------------------------------------------------------
-    def layer_block(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        return i + layer * self.shape.steps
-
-    def a_column(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        """The grid column whose tiles hold K block l*s + i of A."""
-        return self.layer_block(layer, i) // self.shape.a_k_blocks
-
-    def a_offset(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        return (self.layer_block(layer, i) % self.shape.a_k_blocks) * self.a_half_bytes
-
-    def b_row(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        """The grid row whose tiles hold K block l*s + i of B (in both layers)."""
-        return self.layer_block(layer, i) // self.shape.b_k_blocks
-
-    def b_offset(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
-        return ((self.layer_block(layer, i) % self.shape.b_k_blocks)
-                * (self.shape.panels * block_bytes(self.precision)))
+    @property
+    def blocks(self) -> LayerBlocks:
+        return LayerBlocks(self.shape.steps, self.shape.a_k_blocks, self.shape.b_k_blocks,
+                           self.a_half_bytes, self.shape.panels * block_bytes(self.precision))
 
     # -- emission ------------------------------------------------------------------------------
     def emit(self) -> list[Operation]:
-        ops: list[Operation] = self.step([], AffineExpr.constant(0), init=True)
-        if self.shape.steps > 1:
-            loop = LoopOp(1, self.shape.steps,
-                          self.provenance(self.op.result, "K blocks i of each layer's half"))
-            loop.induction_var.name_hint = "i"
-            loop.body.block.add_ops(self.step([loop.induction_var], AffineExpr.dimension(0),
-                                              init=False))
-            ops.append(loop)
+        ops = first_then_loop(self.step, self.shape.steps, "i",
+                              self.provenance(self.op.result, "K blocks i of each layer's half"))
         return [*ops, self.exchange_partials(), self.add_halves()]
 
     def step(self, ivs: list[SSAValue], i: AffineExpr, *, init: bool) -> list[Operation]:
@@ -133,15 +106,15 @@ class KSplitLowering:
         a_words = half_words(shape, self.precision)
         if shape.cols > 1:
             ops.append(ExchangeOp(
-                a_words, self.lhs, AffineMap(depth + 1, 0, (self.a_offset(a_layer, i),)),
-                AffineMap(depth + 1, 0, (g * shape.cols + self.a_column(a_layer, i),)),
+                a_words, self.lhs, AffineMap(depth + 1, 0, (self.blocks.a_offset(a_layer, i),)),
+                AffineMap(depth + 1, 0, (g * shape.cols + self.blocks.a_column(a_layer, i),)),
                 self.lhs_slot, AffineMap(depth + 1, 0, (a_layer * self.a_half_bytes,)), row,
                 ivs, self.provenance(self.op.lhs, "lhs half of the own layer along every grid row"),
                 (LAYERS * shape.rows, row_shift), lhs_pairs(shape)))
         other = (g + shape.rows - a_layer * (LAYERS * shape.rows)) * shape.cols
         ops.append(ExchangeOp(
-            a_words, self.lhs, AffineMap(depth + 1, 0, (self.a_offset(a_layer, i),)),
-            AffineMap(depth + 1, 0, (other + self.a_column(a_layer, i),)),
+            a_words, self.lhs, AffineMap(depth + 1, 0, (self.blocks.a_offset(a_layer, i),)),
+            AffineMap(depth + 1, 0, (other + self.blocks.a_column(a_layer, i),)),
             self.lhs_slot, AffineMap(depth + 1, 0, ((a_layer * -1 + 1) * self.a_half_bytes,)), row,
             ivs, self.provenance(self.op.lhs, "lhs half of the other layer across the layers"),
             (LAYERS * shape.rows, row_shift), lhs_pairs(shape)))
@@ -150,8 +123,8 @@ class KSplitLowering:
             column_start = b_layer * shape.layer_tiles + col
             ops.append(ExchangeOp(
                 block_words(shape, self.precision), self.rhs,
-                AffineMap(depth + 1, 0, (self.b_offset(b_layer, i),)),
-                AffineMap(depth + 1, 0, (column_start + self.b_row(b_layer, i) * shape.cols,)),
+                AffineMap(depth + 1, 0, (self.blocks.b_offset(b_layer, i),)),
+                AffineMap(depth + 1, 0, (column_start + self.blocks.b_row(b_layer, i) * shape.cols,)),
                 self.rhs_slot, AffineMap(depth + 1, 0, (AffineExpr.constant(0),)),
                 TileSetAttr.of([r * shape.cols for r in range(shape.rows)]), ivs,
                 self.provenance(self.op.rhs, "rhs blocks down every grid column"),
@@ -169,18 +142,18 @@ class KSplitLowering:
         p = AffineExpr.dimension(depth - 1)
         block = block_bytes(self.precision)
         b_homes = [
-            HomeView(2, self.rhs.buffer, scalar_map(depth, self.b_offset(layer, i) + p * block),
+            HomeView(2, self.rhs.buffer, scalar_map(depth, self.blocks.b_offset(layer, i) + p * block),
                      TileSetAttr.range(layer * shape.layer_tiles,
                                        layer * shape.layer_tiles + shape.cols),
-                     scalar_map(depth, self.b_row(layer, i) * shape.cols))
+                     scalar_map(depth, self.blocks.b_row(layer, i) * shape.cols))
             for layer in range(LAYERS)
         ]
         for half in range(LAYERS):
             a_home = HomeView(
-                1, self.lhs.buffer, scalar_map(depth, self.a_offset(half, i)),
+                1, self.lhs.buffer, scalar_map(depth, self.blocks.a_offset(half, i)),
                 TileSetAttr.of([half * shape.layer_tiles + r * shape.cols
                                 for r in range(shape.rows)]),
-                scalar_map(depth, self.a_column(half, i)))
+                scalar_map(depth, self.blocks.a_column(half, i)))
             out = scalar_map(depth, half * self.partials_half_bytes
                              + p * self.partials_panel_bytes)
             loop.body.block.add_op(KernelOp(
@@ -231,21 +204,14 @@ def lower_gemm_ksplit(op: mid.GemmOp, lowering: TileLowering,
     """The tile work of one `mid.gemm` whose plan has the gemm_ksplit dispatch
     (`operands`: what `lower_gemm` gives it, a folded plan's as the fold's matrices)."""
     dispatch = op.plan.dispatch
-    (lhs_type, lhs_fmt), (rhs_type, rhs_fmt), (out_type, out_fmt) = operands.typed()
-    a = geometry(lhs_type.get_shape(), lhs_fmt)
-    b = geometry(rhs_type.get_shape(), rhs_fmt)
-    c = geometry(out_type.get_shape(), out_fmt)
+    a, b, c = operands.geometries()
     shape = ksplit_of(c, a, b)
     tiles = TileSetAttr.range(0, shape.tiles)
     out = lowering.result_buffer(op.result)
     name = out.sym_name.data
-    left, right = roles[mid.OperandRole.LEFT], roles[mid.OperandRole.RIGHT]
     output = roles[mid.OperandRole.OUTPUT]
     h, cols = shape.half_rows, shape.panels * AMP_BLOCK
-    lhs_slot = lowering.scratch(f"{name}_lhs_slot", tiles, (LAYERS * h, AMP_BLOCK), a.precision,
-                                "amp_left", "standard", left.alignment.data, left.tail.data)
-    rhs_slot = lowering.scratch(f"{name}_rhs_slot", tiles, (AMP_BLOCK, cols), b.precision,
-                                "amp_right", "standard", right.alignment.data)
+    lhs_slot, rhs_slot = amp_slots(lowering, name, tiles, LAYERS * h, cols, a, b, roles)
     partials = lowering.scratch(f"{name}_partials", tiles, (LAYERS * h, cols), "f32",
                                 "amp_output", "interleaved", output.alignment.data)
     received = lowering.scratch(f"{name}_received", tiles, (h, cols), "f32", "amp_output",

@@ -33,18 +33,12 @@ from device.layouts import AMP_BLOCK, block_bytes, panel_bytes
 from device.target import WORD_BYTES
 from ipu_dialects import mid
 from ipu_dialects.locations import value_label
-from ipu_dialects.tile import (
-    BufferOp,
-    ExchangeOp,
-    KernelOp,
-    LoopOp,
-    TileSetAttr,
-    WorkProvenanceAttr,
-)
+from ipu_dialects.tile import BufferOp, ExchangeOp, KernelOp, LoopOp, TileSetAttr
 from ipu_dialects.tile_iteration import evaluate_scalar_map
 from passes.operators.conversions import CONVERT_KERNEL, COPY_KERNEL
 from passes.operators.tile_maps import (
     GemmOperands,
+    GemmWork,
     dims,
     effective_type,
     gemm_scalars,
@@ -60,10 +54,9 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class GemmLowering:
+class GemmLowering(GemmWork):
     """Everything `mid-to-tile` derives from one `mid.gemm` before it emits ops."""
 
-    op: mid.GemmOp
     lhs: BufferOp
     rhs: BufferOp
     out: BufferOp
@@ -86,12 +79,6 @@ class GemmLowering:
     @property
     def scalars(self) -> list[int]:
         return gemm_scalars(self.rows, self.a, self.b, self.c)
-
-    # -- provenance ----------------------------------------------------------------------------
-    def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
-        return WorkProvenanceAttr(
-            f"graph.gemm {value_label(self.op.result)}", value_label(value), reason
-        )
 
     # -- per-iteration quantities ----------------------------------------------------------
     def batch_index(self, geom: ShardGeometry, batch_ivs: Sequence[AffineExpr]) -> list[AffineExpr | int]:

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 from xdsl.utils.exceptions import PassFailedException
 
+from device.layouts import AMP_BLOCK
 from ipu_dialects import mid
 from ipu_dialects.locations import located, value_label
-from ipu_dialects.tile import TileSetAttr
+from ipu_dialects.tile import BufferOp, LoopOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.formats import current_format
 from planning.gemm_problem import UNTRANSPOSED_ORDER, effective_format
-from planning.shard_geometry import ShardGeometry
+from planning.shard_geometry import ShardGeometry, geometry
+
+if TYPE_CHECKING:
+    from passes.operators.base import TileLowering
 
 
 def tensor_format(op: Operation, what: str, value: SSAValue) -> tuple[TensorType, mid.TensorFormatAttr]:
@@ -70,6 +75,84 @@ class GemmOperands:
     def typed(self) -> tuple[tuple[TensorType, mid.TensorFormatAttr], ...]:
         """((type, format) of lhs, rhs, out)."""
         return tuple((t, t.encoding) for t in (self.lhs, self.rhs, self.out))  # type: ignore[misc]
+
+    def geometries(self) -> tuple[ShardGeometry, ShardGeometry, ShardGeometry]:
+        """The shard geometries of lhs, rhs and out (A, B, C)."""
+        a, b, c = (geometry(t.get_shape(), fmt) for t, fmt in self.typed())
+        return a, b, c
+
+
+@dataclass
+class GemmWork:
+    """What every GEMM layout's lowering states its tile work with: the op, and the provenance
+    of each tile op (the graph op, the value the op works on, why)."""
+
+    op: mid.GemmOp
+
+    def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
+        return WorkProvenanceAttr(f"graph.gemm {value_label(self.op.result)}", value_label(value), reason)
+
+
+def amp_slots(lowering: TileLowering, name: str, tiles: TileSetAttr, lhs_rows: int, columns: int,
+              a: ShardGeometry, b: ShardGeometry,
+              roles: dict[mid.OperandRole, mid.OperandPlanAttr]) -> tuple[BufferOp, BufferOp]:
+    """The A slot (`lhs_rows` x 64, amp_left) and the B slot (64 x `columns`, amp_right) on
+    `tiles`, where a grid GEMM's tiles receive the panel and the blocks of one K step, with
+    the alignment (and A's access tail) of the plan's left and right operands."""
+    left, right = roles[mid.OperandRole.LEFT], roles[mid.OperandRole.RIGHT]
+    lhs_slot = lowering.scratch(f"{name}_lhs_slot", tiles, (lhs_rows, AMP_BLOCK), a.precision,
+                                "amp_left", "standard", left.alignment.data, left.tail.data)
+    rhs_slot = lowering.scratch(f"{name}_rhs_slot", tiles, (AMP_BLOCK, columns), b.precision,
+                                "amp_right", "standard", right.alignment.data)
+    return lhs_slot, rhs_slot
+
+
+@dataclass(frozen=True)
+class LayerBlocks:
+    """Where the K block l*s + i of a layered GEMM's A and B lives (the K-split's and the 3-D
+    grid's layer l, step i): the grid column and byte offset of A's panel, the grid row and
+    byte offset of B's blocks, in every layer's copy."""
+
+    steps: int  # s: K blocks per layer
+    a_k_blocks: int  # kpa: K blocks of A per tile
+    b_k_blocks: int  # kpb: K blocks of B per tile
+    a_panel_bytes: int  # one K block of a tile's A rows
+    b_blocks_bytes: int  # one K block of a tile's B panels
+
+    def layer_block(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
+        return i + layer * self.steps
+
+    def a_column(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
+        return self.layer_block(layer, i) // self.a_k_blocks
+
+    def a_offset(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
+        return (self.layer_block(layer, i) % self.a_k_blocks) * self.a_panel_bytes
+
+    def b_row(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
+        return self.layer_block(layer, i) // self.b_k_blocks
+
+    def b_offset(self, layer: AffineExpr | int, i: AffineExpr) -> AffineExpr:
+        return (self.layer_block(layer, i) % self.b_k_blocks) * self.b_blocks_bytes
+
+
+class Step(Protocol):
+    """The tile work of one block step of a lowering, at block `index` (an affine expression of
+    the enclosing loops' indices `ivs`); `init` for the first, whose kernel initializes."""
+
+    def __call__(self, ivs: list[SSAValue], index: AffineExpr, /, *, init: bool) -> list[Operation]: ...
+
+
+def first_then_loop(step: Step, count: int, name: str,
+                    provenance: WorkProvenanceAttr) -> list[Operation]:
+    """`step` of block 0 (init), then for `count` > 1 a `tile.loop %name = 1 to count` of the
+    step of its block: the block loop stays a loop, whatever the count."""
+    ops = step([], AffineExpr.constant(0), init=True)
+    if count > 1:
+        loop = LoopOp(1, count, provenance)
+        loop.induction_var.name_hint = name
+        loop.body.block.add_ops(step([loop.induction_var], AffineExpr.dimension(0), init=False))
+        ops.append(loop)
+    return ops
 
 
 def refuse_first_tiles(op: Operation, plans: str) -> None:

@@ -27,7 +27,7 @@ from test_e2e_corruption import (
 from device import isa
 from device.package import ExchangeStep, KernelStep
 from device.target import IPU21
-from frontend.builder import GraphBuilder
+from frontend.models import attention_program
 from ipu_dialects import graph
 from passes.operators.attention import AttentionOperator
 from passes.operators.base import SelectionContext, cheapest
@@ -38,15 +38,6 @@ from planning.attention_plans import (
     layout_for,
     memory_failure,
 )
-
-
-def attention_module(query, key, element, causal):
-    g = GraphBuilder("attn")
-    q = g.input(list(query), element, name="q")
-    k = g.input(list(key), element, name="k")
-    v = g.input(list(key), element, name="v")
-    g.output(g.attention(q, k, v, causal=causal))
-    return g.build()
 
 
 def attention_op(module) -> graph.AttentionOp:
@@ -104,7 +95,7 @@ CASES = [
 def test_blocked_plan_matches_the_reference_and_its_estimate(blocked, query, key, element,
                                                              causal, tiles):
     chosen = blocked()
-    module = attention_module(query, key, element, causal)
+    module = attention_program(query, key, element, causal)
     case = compile_case(module, tiles, seed=5)
     assert run_verdict(case) is None
     candidate = chosen["candidate"]
@@ -131,7 +122,7 @@ CYCLIC_CASES = [
 def test_cyclic_variant_matches_the_reference_and_its_estimate(blocked, shape, element, tiles,
                                                                name):
     chosen = blocked(name)
-    case = compile_case(attention_module(shape, shape, element, True), tiles, seed=7)
+    case = compile_case(attention_program(shape, shape, element, True), tiles, seed=7)
     assert run_verdict(case) is None
     assert own_cycles(case) == chosen["candidate"].cycles
     moves = [s for s in case.package.executed() if isinstance(s, ExchangeStep)
@@ -153,7 +144,7 @@ def test_cyclic_variant_balances_causal_work():
 
 
 def test_every_blocked_candidate_runs_and_costs_what_the_model_charges(blocked):
-    module = attention_module((2, 2, 96, 64), (2, 2, 96, 64), "f16", True)
+    module = attention_program((2, 2, 96, 64), (2, 2, 96, 64), "f16", True)
     names = [c.name for c in AttentionOperator().candidates(attention_op(module), context(12))
              if c.name.startswith("attention_blocked") and c.reason is None]
     assert len(names) >= 2
@@ -208,7 +199,7 @@ def test_a_blocked_plan_that_does_not_fit_is_invalid_with_a_reason():
 
 
 def test_fp8_attention_keeps_the_retained_plans():
-    module = attention_module((2, 64, 64), (2, 64, 64), "f8E4M3FNUZ", False)
+    module = attention_program((2, 64, 64), (2, 64, 64), "f8E4M3FNUZ", False)
     candidates = AttentionOperator().candidates(attention_op(module), context(8))
     reasons = {c.reason for c in candidates if c.name.startswith("attention_blocked")}
     assert reasons == {"the blocked plan has kernels for f16 and f32 attention, not f8f143"}
@@ -216,10 +207,10 @@ def test_fp8_attention_keeps_the_retained_plans():
 
 
 def test_the_retained_plans_win_small_cases_and_are_checked_against_memory():
-    small = attention_module((2, 4, 64, 64), (2, 4, 64, 64), "f16", True)
+    small = attention_program((2, 4, 64, 64), (2, 4, 64, 64), "f16", True)
     assert cheapest(AttentionOperator().candidates(attention_op(small), context(1472))).name \
         == "attention_split2"
-    gpt2 = attention_module((1, 12, 1024, 64), (1, 12, 1024, 64), "f16", True)
+    gpt2 = attention_program((1, 12, 1024, 64), (1, 12, 1024, 64), "f16", True)
     candidates = {c.name: c for c in AttentionOperator().candidates(attention_op(gpt2),
                                                                      context(1472))}
     assert candidates["attention_split2"].reason == (
@@ -237,7 +228,7 @@ def corruptible() -> CompiledCase:
     try:
         patch.setattr(AttentionOperator, "select", lambda self, op, ctx: next(
             c for c in self.candidates(op, ctx) if c.name == "attention_blocked_r32").plan)
-        case = compile_case(attention_module((1, 2, 128, 64), (1, 2, 128, 64), "f16", True),
+        case = compile_case(attention_program((1, 2, 128, 64), (1, 2, 128, 64), "f16", True),
                             8, seed=4)
     finally:
         patch.undo()
@@ -293,7 +284,7 @@ def test_gpt2_small_attention_compiles_and_fits_on_1472_tiles():
     """seq 1024, 12 heads, head_dim 64, f16, causal: the op alone through every pass (place-
     memory included) on 1472 tiles; the tiles hold 16 query rows and one key block each."""
     shape = (1, 12, 1024, 64)
-    module = attention_module(shape, shape, "f16", True)
+    module = attention_program(shape, shape, "f16", True)
     estimate = cheapest(AttentionOperator().candidates(attention_op(module), context(1472)))
     assert estimate.name == "attention_blocked_r16"
     case = compile_case(module, 1472, seed=0)
