@@ -17,24 +17,16 @@ from typing import Protocol, Self
 import numpy as np
 from xdsl.dialects.builtin import IntAttr, StringAttr
 from xdsl.ir import Operation
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-)
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.utils.exceptions import VerifyException
 
 from device.target import WORD_BYTES
 from ipu_dialects.shared_attrs import configured_tile_count
-from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
+from ipu_dialects.tile_iteration import divisors, evaluate_scalar_map, iteration_count, magnitude_bound
 from ipu_dialects.tile_syntax import I64_MAX
 
 # Verifiers evaluate maps over the whole iteration space only up to this many iterations.
 MAX_VERIFIED_ITERATIONS = 1 << 16
-DIVISIONS = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
 
 
 class TileSet(Protocol):
@@ -107,30 +99,6 @@ def check_map(op: Operation, what: str, affine_map: AffineMap,
             f"{describe(op)}: {what} map {affine_map} can exceed 64-bit integers over the "
             "loop bounds"
         )
-
-
-def magnitude_bound(expr: AffineExpr, bounds: Sequence[tuple[int, int]]) -> int:
-    """An upper bound of |expr| over the nest, in Python integers: the maps are evaluated in
-    int64 arrays, which would wrap silently past 2**63."""
-    if isinstance(expr, AffineConstantExpr):
-        return abs(expr.value)
-    if isinstance(expr, AffineDimExpr):
-        return max(abs(bounds[expr.position][0]), abs(bounds[expr.position][1]))
-    assert isinstance(expr, AffineBinaryOpExpr)
-    lhs, rhs = magnitude_bound(expr.lhs, bounds), magnitude_bound(expr.rhs, bounds)
-    if expr.kind == AffineBinaryOpKind.Mul:
-        return lhs * rhs
-    if expr.kind == AffineBinaryOpKind.Mod:
-        return rhs
-    return lhs + rhs  # add, and floordiv/ceildiv by a positive constant (|q| <= |lhs| + 1)
-
-
-def divisors(expr: AffineExpr) -> list[AffineExpr]:
-    """Right-hand sides of every floordiv, ceildiv and mod in `expr`."""
-    if not isinstance(expr, AffineBinaryOpExpr):
-        return []
-    own = [expr.rhs] if expr.kind in DIVISIONS else []
-    return own + divisors(expr.lhs) + divisors(expr.rhs)
 
 
 def map_values(affine_map: AffineMap, bounds: Sequence[tuple[int, int]]) -> np.ndarray | None:
