@@ -80,3 +80,11 @@ for tool, module in [("ipu-opt", "tools.ipu_opt"), ("ipu-run", "tools.ipu_run"),
             (pattern, f"{sys.executable} -S {SERVER} client {socket_path} {tool}"))
     elif module and shutil.which(tool, path=config.environment["PATH"]) is None:
         config.substitutions.append((pattern, f"{sys.executable} -m {module}"))
+
+# lit 23's internal shell runs its `cat` and `diff` as Python scripts and, doing so, sets
+# PYTHONPATH to lit's own directory in the environment every later command of the test
+# shares: after the first `diff`, `ipu-opt` would import the installed ipu-stack instead of
+# this checkout's (a git worktree's) code. The system's tools leave the environment alone.
+for tool in ("cat", "diff"):
+    if (found := shutil.which(tool)) is not None:
+        config.substitutions.append((rf"(?<![\w./-]){tool}(?![\w./-])", found))

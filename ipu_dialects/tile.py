@@ -38,7 +38,6 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     TensorType,
     UnitAttr,
-    i32,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -93,13 +92,11 @@ from ipu_dialects.shared_attrs import (
     MemoryClassAttr,
     PrecisionAttr,
     configured_tile_count,
-    dense_ints,
     enum_attr,
 )
 from ipu_dialects.tile_checks import (
     NamedInDiagnostics,
     check_map,
-    check_patch_target,
     check_resident,
     check_tile_set_fits,
     check_view_inside,
@@ -108,8 +105,10 @@ from ipu_dialects.tile_checks import (
     map_values,
 )
 from ipu_dialects.tile_iteration import iteration_count, linear_in, map_dims, under_outer_loop
+from ipu_dialects.tile_schedule import ExchangeScheduleAttr, RowPatchAttr
 from ipu_dialects.tile_syntax import (
     int_prop,
+    parse_attribute_of,
     parse_enum,
     parse_i64,
     parse_ivs,
@@ -277,59 +276,10 @@ class WorkProvenanceAttr(ParametrizedAttribute):
         printer.print_string(">")
 
 
-@irdl_attr_definition
-class RowPatchAttr(ParametrizedAttribute):
-    """A per-iteration immediate of a shared row:
-    `#tile.patch<@row, INSTRUCTION, "FIELD", array<i64: v0, v1, ...>>`.
-
-    Rows are shared by every iteration and tile that runs them; what differs between
-    iterations (source address, source tile, pointer, delay) is carried here as one value per
-    linearized iteration of the enclosing loops, replacing field FIELD of instruction number
-    INSTRUCTION of row @row (docs/internals.md, "What we build": per-iteration differences as
-    integer arrays).
-    """
-
-    name = "tile.patch"
-    row: SymbolRefAttr
-    instruction: IntAttr
-    field: StringAttr
-    values: DenseArrayBase[I64]
-
-    def __init__(self, row: str, instruction: int, field: str, values: Sequence[int]):
-        super().__init__(SymbolRefAttr(row), IntAttr(instruction), StringAttr(field),
-                         dense_ints(i64, list(values)))
-
-    @property
-    def row_name(self) -> str:
-        return self.row.root_reference.data
-
-    def value_list(self) -> tuple[int, ...]:
-        return tuple(int(v) for v in self.values.get_values())
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
-        with parser.in_angle_brackets():
-            row = parser.parse_attribute()
-            if not isinstance(row, SymbolRefAttr):
-                parser.raise_error(f"expected a row symbol (@name), got {row}")
-            parser.parse_punctuation(",")
-            instruction = parser.parse_integer(allow_boolean=False, allow_negative=False)
-            parser.parse_punctuation(",")
-            field = parser.parse_str_literal(" for the patched field")
-            parser.parse_punctuation(",")
-            values = parser.parse_attribute()
-            if not isinstance(values, DenseArrayBase) or values.elt_type != i64:
-                parser.raise_error(f"expected array<i64: ...> of patch values, got {values}")
-        return (row, IntAttr(instruction), StringAttr(field), values)
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string("<")
-        printer.print_attribute(self.row)
-        printer.print_string(f", {self.instruction.data}, ")
-        printer.print_string_literal(self.field.data)
-        printer.print_string(", ")
-        printer.print_attribute(self.values)
-        printer.print_string(">")
+def parse_provenance(parser: Parser) -> WorkProvenanceAttr:
+    """`provenance #tile.provenance<...>`: why the work of an op exists."""
+    parser.parse_keyword("provenance")
+    return parse_attribute_of(parser, WorkProvenanceAttr)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -771,10 +721,7 @@ class LoopOp(IRDLOperation, LoopNestInterface):
         lower = parse_i64(parser)
         parser.parse_keyword("to")
         upper = parse_i64(parser)
-        parser.parse_keyword("provenance")
-        provenance = parser.parse_attribute()
-        if not isinstance(provenance, WorkProvenanceAttr):
-            parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
+        provenance = parse_provenance(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region((index,))
         op = cls(lower, upper, provenance, body)
@@ -794,18 +741,16 @@ class LoopOp(IRDLOperation, LoopNestInterface):
 
 
 class ExchangeRowUses(SymbolUserOpInterface):
-    """`tile.exchange`'s `rows` name `exchange.row`s of the module, and each patch targets an
-    instruction and field its row has (MLIR's verifySymbolUses)."""
+    """The `rows` of `tile.exchange`'s schedule name `exchange.row`s of the module, and each
+    patch targets an instruction and field its row has (MLIR's verifySymbolUses)."""
 
     def verify(self, op: Operation) -> None:
         assert isinstance(op, ExchangeOp)
-        if not isinstance(op.get_toplevel_object(), ModuleOp):
-            return  # not inside a module yet: nothing to resolve the symbols in
-        rows = {ref.root_reference.data: exchange_row(op, ref.root_reference.data)
-                for ref in (op.rows.data if op.rows is not None else ())}
-        for patch in op.patches.data if op.patches is not None else ():
-            if patch.row_name in rows:
-                check_patch_target(rows[patch.row_name], patch)
+        if op.schedule is None or not isinstance(op.get_toplevel_object(), ModuleOp):
+            return  # unscheduled, or not inside a module yet: nothing to resolve
+        rows = {name: exchange_row(op, name) for name in op.schedule.row_symbols}
+        for patch in op.schedule.patches.data:
+            patch.check_target(rows[patch.row_name])  # the schedule's rule: one of its rows
 
 
 def exchange_row(op: Operation, name: str) -> RowOp:
@@ -930,18 +875,9 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
     # go as 64-bit items, which both tiles of a pair (2i, 2i + 1) take through their pair mux.
     pairs = opt_prop_def(UnitAttr)
     provenance = prop_def(WorkProvenanceAttr)
-    # Filled in by schedule-exchange.
-    rows = opt_prop_def(ArrayAttr[SymbolRefAttr])
-    # The enclosing loops (positions, outermost first) that the rows vary with; absent: all.
-    row_loops = opt_prop_def(DenseArrayBase)
-    sender_rows = opt_prop_def(DenseArrayBase)
-    receiver_rows = opt_prop_def(DenseArrayBase)
-    patches = opt_prop_def(ArrayAttr[RowPatchAttr])
-    row_address = opt_prop_def(IntegerAttr[I64])
-    # The source and destination buffer addresses the rows were built for (array<i64: src,
-    # dst>): the rows hold absolute addresses, so a buffer that moves afterwards would leave
-    # them reading and writing the wrong words.
-    placed = opt_prop_def(DenseArrayBase)
+    # Filled in by schedule-exchange: the rows, their selection per iteration, patches, slot
+    # and the buffer addresses they were built for (`ipu_dialects/tile_schedule.py`).
+    schedule = opt_prop_def(ExchangeScheduleAttr)
 
     def __init__(
         self,
@@ -1056,21 +992,9 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         print_ivs(printer, self.ivs)
         printer.print_string(" provenance ")
         printer.print_attribute(self.provenance)
-        if self.rows is not None:
-            printer.print_string(" rows ")
-            printer.print_attribute(self.rows)
-        for key in ("row_loops", "sender_rows", "receiver_rows"):
-            if (value := self.properties.get(key)) is not None:
-                printer.print_string(f" {key} ")
-                printer.print_attribute(value)
-        if self.patches is not None:
-            printer.print_string(" patches ")
-            printer.print_attribute(self.patches)
-        if self.row_address is not None:
-            printer.print_string(f" row_address {self.row_address.value.data:#x}")
-        if self.placed is not None:
-            src, dst = self.placed.get_values()
-            printer.print_string(f" placed src {src:#x} dst {dst:#x}")
+        if self.schedule is not None:
+            printer.print_string(" schedule ")
+            printer.print_attribute(self.schedule)
         printer.print_op_attributes(self.attributes)
 
     @classmethod
@@ -1092,10 +1016,7 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
             groups = (count, parser.parse_affine_map())
         pairs = parser.parse_optional_keyword("pairs") is not None
         ivs = parse_ivs(parser)
-        parser.parse_keyword("provenance")
-        provenance = parser.parse_attribute()
-        if not isinstance(provenance, WorkProvenanceAttr):
-            parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
+        provenance = parse_provenance(parser)
         buffer_type = BufferType()
         op = cls(
             words,
@@ -1110,20 +1031,8 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
             groups,
             pairs,
         )
-        if parser.parse_optional_keyword("rows"):
-            op.properties["rows"] = parser.parse_attribute()
-        for key in ("row_loops", "sender_rows", "receiver_rows"):
-            if parser.parse_optional_keyword(key):
-                op.properties[key] = parser.parse_attribute()
-        if parser.parse_optional_keyword("patches"):
-            op.properties["patches"] = parser.parse_attribute()
-        if parser.parse_optional_keyword("row_address"):
-            op.properties["row_address"] = int_prop(parse_i64(parser))
-        if parser.parse_optional_keyword("placed"):
-            parser.parse_keyword("src")
-            src_address = parse_i64(parser)
-            parser.parse_keyword("dst")
-            op.set_placed(src_address, parse_i64(parser))
+        if parser.parse_optional_keyword("schedule"):
+            op.properties["schedule"] = parse_attribute_of(parser, ExchangeScheduleAttr)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
@@ -1158,18 +1067,12 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         self.verify_schedule(bounds)
         self.verify_placed(src, dst)
 
-    def set_placed(self, src_address: int, dst_address: int) -> None:
-        self.properties["placed"] = DenseArrayBase.from_list(i64, [src_address, dst_address])
-
     def verify_placed(self, src: BufferOp, dst: BufferOp) -> None:
         """Rows built for other buffer addresses than the buffers have now are stale."""
-        if self.placed is None:
+        placed = None if self.schedule is None else self.schedule.placed_addresses
+        if placed is None:
             return
-        if self.placed.elt_type != i64 or len(self.placed.get_values()) != 2:
-            raise VerifyException("tile.exchange: placed must be an array<i64: src, dst>")
-        if self.rows is None:
-            raise VerifyException("tile.exchange: placed records the addresses its rows were built for; it needs rows")
-        for what, buffer, built_for in zip(("source", "destination"), (src, dst), self.placed.get_values()):
+        for what, buffer, built_for in zip(("source", "destination"), (src, dst), placed):
             now = buffer.address_value
             if now != built_for:
                 where = "no address" if now is None else f"{now:#x}"
@@ -1275,22 +1178,23 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
             )
 
     def row_loop_positions(self, depth: int) -> list[int]:
-        """Positions of the enclosing loops the rows vary with (all of them by default)."""
-        if self.row_loops is None:
+        """Positions of the enclosing loops the rows vary with (all of them by default, and
+        when unscheduled)."""
+        if self.schedule is None:
             return list(range(depth))
-        return [int(p) for p in self.row_loops.get_values()]
+        return self.schedule.loop_positions(depth)
 
-    def verify_row_loops(self, bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
-        """The bounds of the loops the rows vary with; every map must read only those."""
-        if self.row_loops is None:
+    def verify_row_loops(self, schedule: ExchangeScheduleAttr,
+                         bounds: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The bounds of the loops the rows vary with; every map must read only those (the
+        schedule itself keeps them increasing)."""
+        positions = schedule.varying_loops
+        if positions is None:
             return list(bounds)
-        if self.row_loops.elt_type != i64:
-            raise VerifyException("tile.exchange: row_loops must be an array<i64: ...>")
-        positions = self.row_loop_positions(len(bounds))
-        if any(not 0 <= p < len(bounds) for p in positions) or positions != sorted(set(positions)):
+        if positions and positions[-1] >= len(bounds):
             raise VerifyException(
-                f"tile.exchange: row_loops {positions} must be increasing positions of the "
-                f"{len(bounds)} enclosing loop(s)"
+                f"tile.exchange: row_loops {positions} names loop position {positions[-1]}, "
+                f"but the op is in {len(bounds)} enclosing loop(s)"
             )
         maps = [("source tile", self.src_tile), ("source offset", self.src_offset),
                 ("destination offset", self.dst_offset)]
@@ -1307,48 +1211,18 @@ class ExchangeOp(IRDLOperation, BufferEffectsInterface, LoopNestInterface):
         return [bounds[p] for p in positions]
 
     def verify_schedule(self, bounds: Sequence[tuple[int, int]]) -> None:
-        bounds = [*self.verify_row_loops(bounds), *self.group_bounds()]
-        row_count = None if self.rows is None else len(self.rows.data)
-        for key in ("sender_rows", "receiver_rows"):
-            selection = self.properties.get(key)
-            if selection is None:
-                continue
-            assert isinstance(selection, DenseArrayBase)
-            if selection.elt_type != i32:
-                raise VerifyException(f"tile.exchange: {key} must be an array<i32: ...>")
-            values = selection.get_values()
-            if len(values) != iteration_count(bounds):
-                raise VerifyException(
-                    f"tile.exchange: {key} has {len(values)} entries, but the enclosing loops "
-                    f"its rows vary with run {iteration_count(bounds)} iteration(s)"
-                )
-            if row_count is None:
-                raise VerifyException(f"tile.exchange: {key} needs 'rows' to select from")
-            if any(not -1 <= v < row_count for v in values):
-                raise VerifyException(
-                    f"tile.exchange: {key} selects a row outside the {row_count} rows "
-                    "(-1 means no row: the iteration has no traffic)"
-                )
-        self.verify_patches(iteration_count(bounds))
-
-    def verify_patches(self, iterations: int) -> None:
-        if self.patches is None:
+        """The schedule against the loops: one entry (of each selection, and one value of
+        each patch: the schedule's own rule) per (iteration, group) of the loops its rows
+        vary with."""
+        if self.schedule is None:
             return
-        if self.rows is None:
-            raise VerifyException("tile.exchange: patches need 'rows' to patch")
-        names = {ref.root_reference.data for ref in self.rows.data}
-        for patch in self.patches.data:
-            if patch.row_name not in names:
-                raise VerifyException(
-                    f"tile.exchange: a patch names @{patch.row_name}, which is not one of its rows"
-                )
-            if len(patch.values) != iterations:
-                raise VerifyException(
-                    f"tile.exchange: the patch of @{patch.row_name} instruction "
-                    f"{patch.instruction.data} field '{patch.field.data}' has "
-                    f"{len(patch.values)} values, but the enclosing loops its rows vary "
-                    f"with run {iterations} iteration(s)"
-                )
+        iterations = iteration_count([*self.verify_row_loops(self.schedule, bounds),
+                                      *self.group_bounds()])
+        if self.schedule.entry_count != iterations:
+            raise VerifyException(
+                f"tile.exchange: sender_rows has {self.schedule.entry_count} entries, but the "
+                f"enclosing loops its rows vary with run {iterations} iteration(s)"
+            )
 
 
 @dataclass(frozen=True)
@@ -1595,10 +1469,7 @@ class KernelOp(IRDLOperation, NamedInDiagnostics, BufferEffectsInterface, LoopNe
             homes = parser.parse_comma_separated_list(
                 Parser.Delimiter.SQUARE, lambda: HomeView.parse(parser))
         ivs = parse_ivs(parser)
-        parser.parse_keyword("provenance")
-        provenance = parser.parse_attribute()
-        if not isinstance(provenance, WorkProvenanceAttr):
-            parser.raise_error(f"expected #tile.provenance<...>, got {provenance}")
+        provenance = parse_provenance(parser)
         buffer_type = BufferType()
         resolved = [(parser.resolve_operand(v, buffer_type), m) for v, m in views]
         op = cls(callee, resolved, scalars, tiles, ivs, provenance, on_tile, iv_scalars, homes)
@@ -1687,5 +1558,6 @@ class KernelOp(IRDLOperation, NamedInDiagnostics, BufferEffectsInterface, LoopNe
 Tile = Dialect(
     "tile",
     [BufferOp, LoopOp, ExchangeOp, KernelOp],
-    [BufferType, BufferKindAttr, TileSetAttr, WorkProvenanceAttr, RowPatchAttr],
+    [BufferType, BufferKindAttr, TileSetAttr, WorkProvenanceAttr, RowPatchAttr,
+     ExchangeScheduleAttr],
 )

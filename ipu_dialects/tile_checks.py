@@ -1,10 +1,11 @@
 """Verification helpers the tile ops share (no IR definitions): affine maps that must be
 well-formed and stay in 64 bits over the loop nest, views that stay inside their buffer and on
 word boundaries, buffers resident where they are used, tile sets within the module's
-configured tile count, row patches that name a real instruction field.
+configured tile count. (What a row patch must name is the patch's own check:
+`ipu_dialects/tile_schedule.py`.)
 
-They see the tile ops through the small protocols below (a buffer, a tile set, a row patch)
-rather than by importing `ipu_dialects/tile.py`, which imports them.
+They see the tile ops through the small protocols below (a buffer, a tile set) rather than
+by importing `ipu_dialects/tile.py`, which imports them.
 """
 
 from __future__ import annotations
@@ -16,25 +17,16 @@ from typing import Protocol, Self
 import numpy as np
 from xdsl.dialects.builtin import IntAttr, StringAttr
 from xdsl.ir import Operation
-from xdsl.ir.affine import (
-    AffineBinaryOpExpr,
-    AffineBinaryOpKind,
-    AffineConstantExpr,
-    AffineDimExpr,
-    AffineExpr,
-    AffineMap,
-)
+from xdsl.ir.affine import AffineConstantExpr, AffineMap
 from xdsl.utils.exceptions import VerifyException
 
 from device.target import WORD_BYTES
-from ipu_dialects.exchange import InstructionOp, RowOp
 from ipu_dialects.shared_attrs import configured_tile_count
-from ipu_dialects.tile_iteration import evaluate_scalar_map, iteration_count
+from ipu_dialects.tile_iteration import divisors, evaluate_scalar_map, iteration_count, magnitude_bound
 from ipu_dialects.tile_syntax import I64_MAX
 
 # Verifiers evaluate maps over the whole iteration space only up to this many iterations.
 MAX_VERIFIED_ITERATIONS = 1 << 16
-DIVISIONS = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
 
 
 class TileSet(Protocol):
@@ -60,19 +52,6 @@ class Buffer(Protocol):
 
     @property
     def alignment_bytes(self) -> int: ...
-
-
-class RowPatch(Protocol):
-    """`#tile.patch` as the checks see it."""
-
-    @property
-    def row_name(self) -> str: ...
-
-    @property
-    def instruction(self) -> IntAttr: ...
-
-    @property
-    def field(self) -> StringAttr: ...
 
 
 class NamedInDiagnostics(ABC):
@@ -120,30 +99,6 @@ def check_map(op: Operation, what: str, affine_map: AffineMap,
             f"{describe(op)}: {what} map {affine_map} can exceed 64-bit integers over the "
             "loop bounds"
         )
-
-
-def magnitude_bound(expr: AffineExpr, bounds: Sequence[tuple[int, int]]) -> int:
-    """An upper bound of |expr| over the nest, in Python integers: the maps are evaluated in
-    int64 arrays, which would wrap silently past 2**63."""
-    if isinstance(expr, AffineConstantExpr):
-        return abs(expr.value)
-    if isinstance(expr, AffineDimExpr):
-        return max(abs(bounds[expr.position][0]), abs(bounds[expr.position][1]))
-    assert isinstance(expr, AffineBinaryOpExpr)
-    lhs, rhs = magnitude_bound(expr.lhs, bounds), magnitude_bound(expr.rhs, bounds)
-    if expr.kind == AffineBinaryOpKind.Mul:
-        return lhs * rhs
-    if expr.kind == AffineBinaryOpKind.Mod:
-        return rhs
-    return lhs + rhs  # add, and floordiv/ceildiv by a positive constant (|q| <= |lhs| + 1)
-
-
-def divisors(expr: AffineExpr) -> list[AffineExpr]:
-    """Right-hand sides of every floordiv, ceildiv and mod in `expr`."""
-    if not isinstance(expr, AffineBinaryOpExpr):
-        return []
-    own = [expr.rhs] if expr.kind in DIVISIONS else []
-    return own + divisors(expr.lhs) + divisors(expr.rhs)
 
 
 def map_values(affine_map: AffineMap, bounds: Sequence[tuple[int, int]]) -> np.ndarray | None:
@@ -201,22 +156,4 @@ def check_resident(op: Operation, what: str, buffer: Buffer, tiles: TileSet) -> 
         raise VerifyException(
             f"{describe(op)}: {what} @{buffer.sym_name.data} lives on {buffer.tiles}, "
             f"not on every tile of {tiles}"
-        )
-
-
-def check_patch_target(row: RowOp, patch: RowPatch) -> None:
-    """A patch must name an instruction of its row and one of that instruction's fields."""
-    instructions = list(row.body.block.ops)
-    index = patch.instruction.data
-    if index >= len(instructions):
-        raise VerifyException(
-            f"tile.exchange: the patch of @{patch.row_name} names instruction {index}, but the "
-            f"row has {len(instructions)} instruction(s)"
-        )
-    instr = instructions[index]
-    assert isinstance(instr, InstructionOp)
-    if patch.field.data not in instr.field_names():
-        raise VerifyException(
-            f"tile.exchange: the patch of @{patch.row_name} instruction {index} ({instr.name}) "
-            f"names field '{patch.field.data}'; its fields are {', '.join(instr.field_names())}"
         )

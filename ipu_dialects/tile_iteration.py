@@ -28,6 +28,7 @@ from xdsl.ir.affine import (
 )
 
 Bounds = Sequence[tuple[int, int]]
+DIVISIONS = (AffineBinaryOpKind.FloorDiv, AffineBinaryOpKind.CeilDiv, AffineBinaryOpKind.Mod)
 
 
 def iteration_count(bounds: Bounds) -> int:
@@ -156,6 +157,30 @@ def expr_dims(expr: AffineExpr) -> set[int]:
 def map_dims(affine_map: AffineMap) -> set[int]:
     """The loop indices any result of `affine_map` reads."""
     return set().union(*(expr_dims(e) for e in affine_map.results))
+
+
+def magnitude_bound(expr: AffineExpr, bounds: Sequence[tuple[int, int]]) -> int:
+    """An upper bound of |expr| over the nest, in Python integers: the maps are evaluated in
+    int64 arrays, which would wrap silently past 2**63."""
+    if isinstance(expr, AffineConstantExpr):
+        return abs(expr.value)
+    if isinstance(expr, AffineDimExpr):
+        return max(abs(bounds[expr.position][0]), abs(bounds[expr.position][1]))
+    assert isinstance(expr, AffineBinaryOpExpr)
+    lhs, rhs = magnitude_bound(expr.lhs, bounds), magnitude_bound(expr.rhs, bounds)
+    if expr.kind == AffineBinaryOpKind.Mul:
+        return lhs * rhs
+    if expr.kind == AffineBinaryOpKind.Mod:
+        return rhs
+    return lhs + rhs  # add, and floordiv/ceildiv by a positive constant (|q| <= |lhs| + 1)
+
+
+def divisors(expr: AffineExpr) -> list[AffineExpr]:
+    """Right-hand sides of every floordiv, ceildiv and mod in `expr`."""
+    if not isinstance(expr, AffineBinaryOpExpr):
+        return []
+    own = [expr.rhs] if expr.kind in DIVISIONS else []
+    return own + divisors(expr.lhs) + divisors(expr.rhs)
 
 
 def linear_in(expr: AffineExpr, position: int) -> bool:

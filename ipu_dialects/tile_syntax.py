@@ -7,9 +7,10 @@ diagnostics at the text at fault. The syntax itself is described in docs/interna
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 from xdsl.dialects.builtin import IndexType, IntegerAttr, i64
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
@@ -17,7 +18,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from ipu_dialects.shared_attrs import EnumAttr, enum_attr
 
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+I64_MAX = (1 << 63) - 1
+AttrT = TypeVar("AttrT", bound=ParametrizedAttribute)
 
 
 def print_map(printer: Printer, affine_map: AffineMap) -> None:
@@ -32,14 +34,31 @@ def print_view(printer: Printer, buffer: SSAValue, offset: AffineMap) -> None:
     printer.print_string("]")
 
 
-def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
-    """An integer of the op's text that must fit in the i64 its property stores: a larger
-    one is a parse error at the number, not an OverflowError when the property is built."""
+def parse_int(parser: AttrParser, bits: int, allow_negative: bool = True) -> int:
+    """An integer of the text that must fit in the signed `bits`-bit integer its attribute
+    stores: a larger one is a parse error at the number, not an OverflowError when the
+    attribute is built."""
     start = parser.pos
     value = parser.parse_integer(allow_boolean=False, allow_negative=allow_negative)
-    if not I64_MIN <= value <= I64_MAX:
-        parser.raise_error(f"integer {value} does not fit in 64 bits (i64)", start, parser.pos)
+    if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+        parser.raise_error(f"integer {value} does not fit in {bits} bits (i{bits})", start,
+                           parser.pos)
     return value
+
+
+def parse_i64(parser: AttrParser, allow_negative: bool = True) -> int:
+    return parse_int(parser, 64, allow_negative)
+
+
+def parse_attribute_of(parser: AttrParser, attr_class: type[AttrT], what: str = "") -> AttrT:
+    """An attribute of the text that must be an `attr_class` (`#tile.provenance<...>` after
+    `provenance`): another one is a parse error naming what was expected."""
+    start = parser.pos
+    attr = parser.parse_attribute()
+    if not isinstance(attr, attr_class):
+        expected = what or f"#{attr_class.name}<...>"
+        parser.raise_error(f"expected {expected}, got {attr}", start, parser.pos)
+    return attr
 
 
 def parse_enum(parser: AttrParser, attr_class: type[EnumAttr], what: str, hint: str) -> EnumAttr:

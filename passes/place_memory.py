@@ -386,7 +386,7 @@ class PlaceMemoryPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for exchange in op.walk():
-            if isinstance(exchange, ExchangeOp) and exchange.rows is not None:
+            if isinstance(exchange, ExchangeOp) and exchange.schedule is not None:
                 raise PassFailedException(
                     f"{self.name}: the module is scheduled already ({exchange.name} "
                     f"'{exchange.provenance.reason.data}' has rows, which hold buffer addresses); "

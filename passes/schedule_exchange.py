@@ -10,10 +10,11 @@ The IR keeps the size of the program, not of the chip or of the loop nest (docs/
 "What we build"): rows with the same instruction structure are one shared `exchange.row`
 (normally one sender row and one receiver row per exchange op), and what differs between iterations
 (source address, source tile, directions, delays) is carried on the `tile.exchange` as
-`#tile.patch` arrays with one value per iteration. Only the enclosing loops whose index the
-exchange's maps read (`row_loops`, when that is not all of them) have iterations here: an
-exchange in a repeat's body that does not read the repeat's index has one row set and one
-slot for every iteration of the repeat, so depth costs neither IR nor tile memory.
+`#tile.patch` arrays with one value per iteration, all in one `#tile.schedule` (the op's
+`schedule`). Only the enclosing loops whose index the exchange's maps read (`row_loops`,
+when that is not all of them) have iterations here: an exchange in a repeat's body that
+does not read the repeat's index has one row set and one slot for every iteration of the
+repeat, so depth costs neither IR nor tile memory.
 `sender_rows`/`receiver_rows` say which shared row each such iteration's sender and
 receivers run (-1 where an iteration has no receiver and so no traffic); `row_address` is
 the slot of iteration 0 and iteration n uses `row_address + n * slot_stride(rows)`, so tile
@@ -33,15 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseArrayBase,
-    IntegerAttr,
-    ModuleOp,
-    SymbolRefAttr,
-    i32,
-    i64,
-)
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -51,8 +44,7 @@ from device.memory_conflicts import find_conflicts, incoming_writes
 from device.target import WORD_BYTES, Target, latency_table, pair_tile
 from ipu_dialects.exchange import RowOp
 from ipu_dialects.locations import located
-from ipu_dialects.shared_attrs import dense_ints
-from ipu_dialects.tile import BufferOp, ExchangeOp, RowPatchAttr
+from ipu_dialects.tile import BufferOp, ExchangeOp, ExchangeScheduleAttr, RowPatchAttr
 from planning.exchange_phases import (
     duplex_partners,
     mark_checked,
@@ -293,19 +285,14 @@ def schedule_op(op: ExchangeOp, index: int, target: Target, latency: np.ndarray,
             check_memory_elements(op, phase, words[tuple(pair[0])], words[tuple(pair[1])],
                                   base + n // groups * stride, target, latency, receiving)
     templates = table.templates
-    op.properties["rows"] = ArrayAttr([SymbolRefAttr(t.symbol) for t in templates])
-    if len(positions) < len(op.ivs):
-        op.properties["row_loops"] = DenseArrayBase.from_list(i64, positions)
-    op.properties["sender_rows"] = dense_ints(i32, sender_rows)
-    op.properties["receiver_rows"] = dense_ints(i32, receiver_rows)
-    patches = [p for t in templates for p in t.patches(len(phases))]
-    if patches:
-        op.properties["patches"] = ArrayAttr(patches)
-    op.properties["row_address"] = IntegerAttr(base, i64)
     src, dst = op.source.owner, op.destination.owner
     assert isinstance(src, BufferOp) and isinstance(dst, BufferOp)  # the verifier's rule
     assert src.address_value is not None and dst.address_value is not None  # phases need them
-    op.set_placed(src.address_value, dst.address_value)
+    op.properties["schedule"] = ExchangeScheduleAttr(
+        [t.symbol for t in templates], sender_rows, receiver_rows, base,
+        patches=[p for t in templates for p in t.patches(len(phases))],
+        row_loops=positions if len(positions) < len(op.ivs) else None,
+        placed=(src.address_value, dst.address_value))
     provenance = f"{op.provenance.op.data} {op.provenance.value.data}: {op.provenance.reason.data}"
     row_ops = [RowOp(t.symbol, t.instructions, provenance=provenance) for t in templates]
     for row in row_ops:  # a row and its instructions point at the user's source line of the graph op(s) it serves
@@ -328,10 +315,10 @@ class ScheduleExchangePass(ModulePass):
         exchanges = [o for o in op.walk() if isinstance(o, ExchangeOp)]
         rows: list[RowOp] = []
         for index, exchange in enumerate(exchanges):
-            if exchange.rows is not None:
+            if exchange.schedule is not None:
                 raise PassFailedException(located(
                     exchange,
-                    f"{self.name}: {exchange.name} is already scheduled (it has rows)"
+                    f"{self.name}: {exchange.name} is already scheduled (it has a schedule)"
                 ))
             rows.extend(schedule_op(exchange, index, target, latency, code))
         op.body.block.add_ops(rows)

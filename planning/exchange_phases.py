@@ -152,7 +152,8 @@ def recheck_exchange_rows(module: ModuleOp, who: str = "package") -> None:
     """Check every scheduled `tile.exchange`'s rows against the schedule its placed buffers
     and maps give (see the module docstring); a `PassFailedException` located at the exchange
     for the first row that does not match."""
-    exchanges = [op for op in module.walk() if isinstance(op, ExchangeOp) and op.rows is not None]
+    exchanges = [op for op in module.walk()
+                 if isinstance(op, ExchangeOp) and op.schedule is not None]
     if not exchanges:
         return
     target, tiles = target_and_tiles(module, who)
@@ -172,7 +173,7 @@ def fingerprint(op: ExchangeOp, templates: dict[str, RowOp], config: tuple[str, 
     """All that an exchange's rows are derived from and consist of."""
     src, dst = op.src.owner, op.dst.owner
     addresses = tuple(b.address_value if isinstance(b, BufferOp) else None for b in (src, dst))
-    symbols = [ref.root_reference.data for ref in op.rows.data] if op.rows is not None else []
+    symbols = op.schedule.row_symbols if op.schedule is not None else []
     rows = tuple(tuple(templates[s].instructions()) if s in templates else None for s in symbols)
     return (config, tuple(sorted(op.properties.items())), addresses,
             tuple(loop_bounds(enclosing_loops(op))), rows)
@@ -191,25 +192,21 @@ def recheck_exchange(op: ExchangeOp, templates: dict[str, RowOp], latency: np.nd
                 f"{problem}; the exchange rows are not the ones its schedule needs (edited "
                 "by hand? schedule-exchange builds them)"))
 
-    assert op.rows is not None and op.sender_rows is not None and op.receiver_rows is not None
-    symbols = [ref.root_reference.data for ref in op.rows.data]
+    built = op.schedule
+    assert built is not None
+    symbols = built.row_symbols
     if missing := [s for s in symbols if s not in templates]:
         raise fail(f"no exchange.row @{missing[0]}")
     rows = {s: templates[s].instructions() for s in symbols}
-    phases = phase_per_iteration(op, latency, op.row_loop_positions(len(op.ivs)), who)
+    phases = phase_per_iteration(op, latency, built.loop_positions(len(op.ivs)), who)
     partners = duplex_partners(op, phases)
-    sender_rows = np.asarray(list(op.sender_rows.iter_values()), dtype=np.int64)
-    receiver_rows = np.asarray(list(op.receiver_rows.iter_values()), dtype=np.int64)
-    if not len(sender_rows) == len(receiver_rows) == len(phases):
-        raise fail(f"sender_rows and receiver_rows have {len(sender_rows)} and "
-                   f"{len(receiver_rows)} entries for {len(phases)} (iteration, group)s")
-    patches: dict[str, list[tuple[int, str, np.ndarray]]] = {s: [] for s in symbols}
-    for patch in op.patches.data if op.patches is not None else ():
-        values = np.asarray(patch.value_list())
-        if patch.row_name not in patches or len(values) != len(phases):
-            raise fail(f"a #tile.patch of @{patch.row_name} does not patch one of its rows "
-                       f"with one value per (iteration, group)")
-        patches[patch.row_name].append((patch.instruction.data, patch.field.data, values))
+    # the schedule's own rules: both selections and every patch have one entry per
+    # (iteration, group), and every patch patches one of its rows
+    sender_rows, receiver_rows = built.senders, built.receivers
+    if built.entry_count != len(phases):
+        raise fail(f"sender_rows and receiver_rows have {built.entry_count} entries for "
+                   f"{len(phases)} (iteration, group)s")
+    patches = built.patches_by_row()
     checked: set[tuple] = set()
     for n, (phase, receiving) in enumerate(zip(phases, partners, strict=True)):
         sender, receiver = int(sender_rows[n]), int(receiver_rows[n])

@@ -142,23 +142,18 @@ class ExchangeTable:
 
     @classmethod
     def of(cls, op: ExchangeOp, rows: dict[str, RowOp]) -> ExchangeTable:
-        if op.rows is None or op.row_address is None:
+        schedule = op.schedule
+        if schedule is None:
             raise PassFailedException(
                 f"package: {op.name} ({op.provenance.reason.data}) has no rows; "
                 "run schedule-exchange first"
             )
-        symbols = [ref.root_reference.data for ref in op.rows.data]
+        symbols = schedule.row_symbols
         templates = {s: rows[s].instructions() for s in symbols}
-        patches: dict[str, list[tuple[int, str, np.ndarray]]] = {s: [] for s in symbols}
-        for patch in op.patches.data if op.patches is not None else ():
-            patches[patch.row_name].append(
-                (patch.instruction.data, patch.field.data, np.asarray(patch.value_list())))
-        assert op.sender_rows is not None and op.receiver_rows is not None  # set with rows
         return cls(
-            symbols, templates, patches,
-            np.asarray(list(op.sender_rows.iter_values())),
-            np.asarray(list(op.receiver_rows.iter_values())),
-            op.dst_tiles.as_array(), op.row_address.value.data,
+            symbols, templates, schedule.patches_by_row(),
+            np.asarray(schedule.senders), np.asarray(schedule.receivers),
+            op.dst_tiles.as_array(), schedule.address,
             slot_stride(list(templates.values())),
             map_evaluator(op.src_tile.data),
             None if op.dst_shift is None else map_evaluator(op.dst_shift.data),

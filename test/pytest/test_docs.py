@@ -266,4 +266,4 @@ def test_tile_dialect_docs_example_parses_and_verifies():
     module = Parser(ctx, "builtin.module {\n" + doc[start:end] + "\n}\n").parse_module()
     module.verify()
     exchanges = [op for op in module.walk() if isinstance(op, ipu_dialects.tile.ExchangeOp)]
-    assert exchanges and all(op.rows is not None for op in exchanges)
+    assert exchanges and all(op.schedule is not None for op in exchanges)

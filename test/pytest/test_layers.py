@@ -56,6 +56,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "ipu_dialects.mid_config": "mid dialect",
     "ipu_dialects.exchange": "exchange dialect",
     "ipu_dialects.tile": "tile dialect",
+    "ipu_dialects.tile_schedule": "tile dialect",
     "ipu_dialects.tile_syntax": "tile dialect",
     "ipu_dialects.tile_checks": "tile dialect",
     "ipu_dialects": "dialect registry",

@@ -188,10 +188,13 @@ def test_a_patched_row_without_a_defined_timeline_is_a_diagnostic():
 
     module = scheduled((32, 128), (128, 128), f16, 2)
     exchange = next(op for op in module.walk() if isinstance(op, ExchangeOp))
-    xpic = next(p for p in exchange.patches.data if p.field.data == "xpic")
+    schedule = exchange.schedule
+    assert schedule is not None
+    xpic = next(p for p in schedule.patches.data if p.field.data == "xpic")
     selector = RowPatchAttr(xpic.row_name, xpic.instruction.data, "pic_selector",
                             [1] * len(xpic.value_list()))
-    exchange.properties["patches"] = ArrayAttr([*exchange.patches.data, selector])
+    exchange.properties["schedule"] = schedule.changed(
+        patches=ArrayAttr([*schedule.patches.data, selector]))
     with pytest.raises(PassFailedException, match="PIC selector 1 is not supported"):
         build_package(module)
 

@@ -25,7 +25,7 @@ from device.row_checker import RowSchedule, check_row
 from device.target import IPU21
 from frontend.builder import GraphBuilder
 from ipu_dialects.exchange import RowOp
-from ipu_dialects.tile import BufferOp, ExchangeOp, LoopOp
+from ipu_dialects.tile import BufferOp, ExchangeOp, ExchangeScheduleAttr, LoopOp
 from ipu_dialects.tile_iteration import selected_iteration
 from passes.ipu_pipeline import IpuPipelinePass
 from planning.exchange_rows import instantiate
@@ -132,16 +132,21 @@ def exchanges(module: ModuleOp) -> list[ExchangeOp]:
     return [op for op in module.walk() if isinstance(op, ExchangeOp)]
 
 
+def scheduled_of(op: ExchangeOp) -> ExchangeScheduleAttr:
+    assert op.schedule is not None, op
+    return op.schedule
+
+
 def concrete_row(op: ExchangeOp, templates, symbol: str, n: int) -> list[isa.Instruction]:
     patches = [(p.instruction.data, p.field.data, p.value_list()[n])
-               for p in (op.patches.data if op.patches is not None else ())
+               for p in scheduled_of(op).patches.data
                if p.row_name == symbol]
     return instantiate(templates[symbol], patches)
 
 
 def slot_bytes(op: ExchangeOp, templates) -> int:
     """One slot per iteration, as long as the longest shared row, 8-byte aligned (sendpicp)."""
-    longest = max(sum(i.words for i in templates[r.root_reference.data]) for r in op.rows.data)
+    longest = max(sum(i.words for i in templates[r.root_reference.data]) for r in scheduled_of(op).rows.data)
     return -(-longest * WORD // 8) * 8
 
 
@@ -172,9 +177,9 @@ def test_every_concrete_row_matches_the_schedule_rebuilt_from_the_ir(lhs, rhs, e
     assert ops, "a multi-tile GEMM moves right-hand blocks"
     checked = 0
     for op in ops:
-        symbols = [r.root_reference.data for r in op.rows.data]
-        sender_rows = list(op.sender_rows.get_values())
-        receiver_rows = list(op.receiver_rows.get_values())
+        symbols = scheduled_of(op).row_symbols
+        sender_rows = list(scheduled_of(op).senders)
+        receiver_rows = list(scheduled_of(op).receivers)
         stride = slot_bytes(op, templates)
         bounds = enclosing_bounds(op)
         for ivs in iterations(op):
@@ -185,7 +190,7 @@ def test_every_concrete_row_matches_the_schedule_rebuilt_from_the_ir(lhs, rhs, e
                 assert sender_rows[n] == receiver_rows[n] == -1, (op.provenance, ivs)
                 continue
             assert sender_rows[n] >= 0 and receiver_rows[n] >= 0, (op.provenance, ivs)
-            slot = op.row_address.value.data + n * stride
+            slot = scheduled_of(op).address + n * stride
             sender = concrete_row(op, templates, symbols[sender_rows[n]], n)
             receiver = concrete_row(op, templates, symbols[receiver_rows[n]], n)
             assert sum(i.words for i in sender) * WORD <= stride
@@ -203,7 +208,7 @@ def test_row_slots_are_disjoint_and_inside_the_code_region(lhs, rhs, element, ti
     start, end = IPU21.code_region
     spans = []
     for op in exchanges(module):
-        base = op.row_address.value.data
+        base = scheduled_of(op).address
         spans.append((base, base + len(iterations(op)) * slot_bytes(op, templates)))
     spans.sort()
     assert spans[0][0] >= start and spans[-1][1] <= end
@@ -218,7 +223,7 @@ def test_iterations_without_receivers_have_no_rows():
         sender = [at(op.src_tile.data, ivs) for ivs in iterations(op)]
         none = [n for n, s in enumerate(sender) if set(op.dst_tiles.tiles()) <= {s}]
         assert none == [0]
-        assert int(op.sender_rows.get_values()[0]) == -1
+        assert scheduled_of(op).senders[0] == -1
 
 
 def test_a_row_checked_against_a_wrong_schedule_is_rejected():
@@ -229,7 +234,7 @@ def test_a_row_checked_against_a_wrong_schedule_is_rejected():
     op = exchanges(module)[0]
     templates = shared_rows(module)
     expected = expected_broadcast(op, iterations(op)[0], IPU21.latency_matrix(2))
-    receiver = concrete_row(op, templates, op.rows.data[op.receiver_rows.get_values()[0]]
+    receiver = concrete_row(op, templates, scheduled_of(op).rows.data[scheduled_of(op).receivers[0]]
                             .root_reference.data, 0)
     wrong = Expected(expected.sender + 1, expected.receivers, expected.source_word,
                      expected.dest_word, expected.total_events, expected.sctl)
@@ -266,7 +271,7 @@ def test_row_slots_overflow_the_code_region_into_memory_no_buffer_or_exchange_us
     code_start, code_end = IPU21.code_region
     outside = 0
     for op in exchanges(module):
-        start = op.row_address.value.data
+        start = scheduled_of(op).address
         end = start + len(iterations(op)) * slot_bytes(op, templates)
         if start >= code_start and end <= code_end:
             continue

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def
@@ -27,6 +27,7 @@ from ipu_dialects.tile import (
     BufferOp,
     BufferType,
     ExchangeOp,
+    ExchangeScheduleAttr,
     HomeView,
     KernelOp,
     LoopNestInterface,
@@ -242,7 +243,7 @@ def test_work_says_whether_it_repeats_across_a_loop():
     assert isinstance(kernel_op, LoopNestInterface) and isinstance(exchange, ExchangeOp)
     assert kernel_op.repeats_across(0) and not kernel_op.repeats_across(1)
     assert not exchange.repeats_across(0) and not exchange.repeats_across(1)
-    exchange.properties["row_loops"] = DenseArrayBase.from_list(i64, [1])
+    exchange.properties["schedule"] = ExchangeScheduleAttr(["r"], [0], [0], 0, row_loops=[1])
     assert exchange.repeats_across(0) and not exchange.repeats_across(1)
     assert not inner.repeats_across(1) and inner.repeats_across(0)
 

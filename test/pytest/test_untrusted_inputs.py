@@ -264,30 +264,55 @@ def recheck_failure(module) -> str:
 
 def test_rows_edited_in_process_past_the_verifier_are_rechecked(scheduled_gemm):
     """What the `tile.exchange` verifier refuses in text (a row no exchange.row defines, a
-    row list or patch of the wrong length) the package writer still refuses when a Python
-    flow edits a verified module."""
-    from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, SymbolRefAttr, i32
+    schedule of the wrong length for its loops) the package writer still refuses when a
+    Python flow edits a verified module; what `#tile.schedule` alone refuses (selections or
+    a patch of different lengths) a Python flow cannot build at all."""
+    from xdsl.dialects.builtin import ArrayAttr, SymbolRefAttr, i32
+    from xdsl.utils.exceptions import VerifyException
 
+    from ipu_dialects.shared_attrs import dense_ints
     from ipu_dialects.tile import RowPatchAttr
 
+    def renamed(patch, row):
+        return RowPatchAttr(row, patch.instruction.data, patch.field.data, patch.value_list())
+
+    def shortened(patch):
+        return RowPatchAttr(patch.row_name, patch.instruction.data, patch.field.data,
+                            patch.value_list()[:-1])
+
     module, exchanges = scheduled_exchanges(scheduled_gemm)
-    exchanges[0].properties["rows"] = ArrayAttr([SymbolRefAttr("x0_send"), SymbolRefAttr("x9")])
+    schedule = exchanges[0].schedule
+    assert schedule is not None and schedule.row_symbols == ["x0_send", "x0_receive"]
+    exchanges[0].properties["schedule"] = schedule.changed(
+        rows=ArrayAttr([SymbolRefAttr("x0_send"), SymbolRefAttr("x9")]),
+        patches=ArrayAttr([renamed(p, "x9") if p.row_name == "x0_receive" else p
+                           for p in schedule.patches.data]))
     assert "no exchange.row @x9;" in recheck_failure(module)
 
     module, exchanges = scheduled_exchanges(scheduled_gemm)
-    looped = next(op for op in exchanges if len(list(op.sender_rows.iter_values())) == 4)
-    looped.properties["sender_rows"] = DenseArrayBase.from_list(i32, [0, 0, 0])
-    assert ("sender_rows and receiver_rows have 3 and 4 entries for 4 (iteration, group)s"
+    looped = next(op for op in exchanges
+                  if op.schedule is not None and op.schedule.entry_count == 4)
+    schedule = looped.schedule
+    assert schedule is not None
+    with pytest.raises(VerifyException, match="sender_rows has 3 entries and receiver_rows 4"):
+        schedule.changed(sender_rows=dense_ints(i32, schedule.senders[:3]))
+    looped.properties["schedule"] = schedule.changed(
+        sender_rows=dense_ints(i32, schedule.senders[:3]),
+        receiver_rows=dense_ints(i32, schedule.receivers[:3]),
+        patches=ArrayAttr([shortened(p) for p in schedule.patches.data]))
+    assert ("sender_rows and receiver_rows have 3 entries for 4 (iteration, group)s"
             in recheck_failure(module))
 
     module, exchanges = scheduled_exchanges(scheduled_gemm)
-    looped = next(op for op in exchanges if op.patches is not None)
-    first, *rest = looped.patches.data
-    short = RowPatchAttr(first.row_name, first.instruction.data, first.field.data,
-                         first.value_list()[:-1])
-    looped.properties["patches"] = ArrayAttr([short, *rest])
-    assert (f"a #tile.patch of @{first.row_name} does not patch one of its rows with one value "
-            "per (iteration, group)" in recheck_failure(module))
+    looped = next(op for op in exchanges if op.schedule is not None and op.schedule.patches.data)
+    schedule = looped.schedule
+    assert schedule is not None
+    first, *rest = schedule.patches.data
+    with pytest.raises(VerifyException, match=(
+            f"#tile.schedule: the patch of @{first.row_name} instruction "
+            f"{first.instruction.data} field '{first.field.data}' has "
+            f"{len(first.values) - 1} values, but sender_rows has {len(first.values)} entries")):
+        schedule.changed(patches=ArrayAttr([shortened(first), *rest]))
 
 
 def test_an_exchange_without_traffic_given_rows_is_refused(tmp_path, capsys):
@@ -310,13 +335,13 @@ def test_an_exchange_without_traffic_given_rows_is_refused(tmp_path, capsys):
     stream = io.StringIO()
     Printer(stream=stream).print_op(module)
     scheduled = stream.getvalue()
-    match = re.search(r"sender_rows array<i32: -1, -1, 0, 0> receiver_rows array<i32: -1, -1, "
-                      r"1, 1>", scheduled)
+    match = re.search(r"sender_rows = \[-1, -1, 0, 0\], receiver_rows = \[-1, -1, 1, 1\]",
+                      scheduled)
     assert match is not None, scheduled
     for rows, error in (
-        ("sender_rows array<i32: 0, -1, 0, 0> receiver_rows array<i32: 1, -1, 1, 1>",
+        ("sender_rows = [0, -1, 0, 0], receiver_rows = [1, -1, 1, 1]",
          "(iteration, group) 0 has no receiver, but rows to run"),
-        ("sender_rows array<i32: -1, -1, -1, 0> receiver_rows array<i32: -1, -1, -1, 1>",
+        ("sender_rows = [-1, -1, -1, 0], receiver_rows = [-1, -1, -1, 1]",
          "(iteration, group) 2 sends to 1 tile(s) but its row indices (-1, -1) are not rows "
          "of the exchange"),
     ):

@@ -20,7 +20,7 @@ builtin.module {
     %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 from tensor<128x128xf16, #mid.format<f16, amp_right, [64 x 1 pad, 64 x 2 pad], replication = 1, group = 2, standard>> address 0x5c000
     %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c000>
     }
     func.return
   }
@@ -73,7 +73,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
     %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 from tensor<128x128xf16, #mid.format<f16, amp_right, [64 x 1 pad, 64 x 2 pad], replication = 1, group = 2, standard>> address 0x5c000
     %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c000>
     }
     func.return
   }
@@ -81,7 +81,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
     %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 from tensor<128x128xf16, #mid.format<f16, amp_right, [64 x 1 pad, 64 x 2 pad], replication = 1, group = 2, standard>> address 0x5c000
     %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c000>
     }
     func.return
   }

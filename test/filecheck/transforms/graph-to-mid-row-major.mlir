@@ -55,7 +55,7 @@ func.func @gemm(%a: tensor<32x64xf16>, %b: tensor<64x64xf16>) -> tensor<32x64xf1
 // PLACED:       %a_1_gather_slot = tile.buffer @a_1_gather_slot scratch {{.*}} address 0x5d000
 
 // ROWS-LABEL: func.func @gemm() {
-// ROWS:       tile.exchange 1024 words from %a{{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address 0x4c000 placed src 0x5c000 dst 0x5d000
+// ROWS:       tile.exchange 1024 words from %a{{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0], receiver_rows = [1], row_address = 0x4c000, placed = [src 0x5c000, dst 0x5d000]
 // ROWS:       exchange.row @x0_send provenance "graph.gemm %c %a: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x17000, 1
 // ROWS-NEXT:    exchange.sendoff 959, 0x0, 1

@@ -24,7 +24,7 @@ func.func @layers(%x0: tensor<128x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x
 // CHECK: %ws_element = tile.buffer @ws_element scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right
 // CHECK: tile.loop %r = 0 to 3
 // CHECK-NEXT: tile.kernel @convert_shard(%ws_element[(d0) -> (0)], %ws[(d0) -> ((d0 * 8192))]) {{.*}} on #tile.tiles<0 to 1> iv(%r) provenance #tile.provenance<op = "graph.gemm %y in graph.repeat %out", value = "%w", reason = "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so that the exchange's rows are the same in every iteration">
-// CHECK: tile.exchange 2048 words from %ws_element[(d0, d1) -> ((d1 * 8192))] {{.*}} iv(%r, %j) {{.*}} rows [@x0_send, @x0_receive] row_loops array<i64: 1> sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address
+// CHECK: tile.exchange 2048 words from %ws_element[(d0, d1) -> ((d1 * 8192))] {{.*}} iv(%r, %j) {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], row_loops = [1], sender_rows = [0], receiver_rows = [1], row_address
 // CHECK: exchange.row @x0_send provenance "graph.gemm %y in graph.repeat %out %w: rhs block to output-row tiles"
 // CHECK-NOT: groups
 // GRID: tile.loop %r = 0 to 3

@@ -25,8 +25,8 @@ func.func @gemm(%a: tensor<100x72xf16>, %b: tensor<72x64xf16>) -> tensor<100x64x
 // CHECK-NEXT:     %b = tile.buffer @b input 1 {{.*}} address 0x{{[0-9a-f]+}}
 // CHECK-NEXT:     %c = tile.buffer @c output 0 {{.*}} address 0x{{[0-9a-f]+}}
 // CHECK-NEXT:     %c_lhs_slot = tile.buffer @c_lhs_slot scratch {{.*}} address 0x{{[0-9a-f]+}}
-// CHECK:          tile.exchange {{.*}} groups 1 shift {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: {{.*}}> receiver_rows array<i32: {{.*}}> {{.*}}row_address 0x4c000
-// CHECK:          tile.exchange {{.*}} groups 1 shift {{.*}} rows [@x1_send, @x1_receive] {{.*}}row_address 0x4c{{[0-9a-f]+}}
+// CHECK:          tile.exchange {{.*}} groups 1 shift {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [{{.*}}], receiver_rows = [{{.*}}]{{.*}}row_address = 0x4c000
+// CHECK:          tile.exchange {{.*}} groups 1 shift {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive]{{.*}}row_address = 0x4c{{[0-9a-f]+}}
 // CHECK:        exchange.row @x0_send
 // CHECK:        exchange.row @x1_receive
 
@@ -38,5 +38,5 @@ func.func @batched(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor
   func.return %c : tensor<2x3x48x64xf32>
 }
 // CHECK:        func.func @batched() {
-// CHECK:          tile.exchange 4096 words {{.*}} rows [@x0_send, @x0_receive]
+// CHECK:          tile.exchange 4096 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive]
 // CHECK:        exchange.row @x0_receive

@@ -41,7 +41,7 @@ func.func @blocked(%q: tensor<2x192x64xf16>, %k: tensor<2x192x64xf16>, %v: tenso
 // holder of block 1 being tile 4s + 1).
 // CHECK-LABEL: func.func @blocked()
 // CHECK:      tile.loop %j = 1 to 3
-// CHECK-NEXT:   tile.exchange 2048 words from %k{{.*}} pairs iv(%j) {{.*}} rows [@x2_send, @x2_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1>
+// CHECK-NEXT:   tile.exchange 2048 words from %k{{.*}} pairs iv(%j) {{.*}} schedule #tile.schedule<rows = [@x2_send, @x2_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1]
 // CHECK:      exchange.row @x2_send provenance "graph.attention %o %k: key block j to the tiles of its slice" {
 // CHECK-NEXT:   exchange.send 63, 0x17000, 7
 // CHECK:      exchange.row @x2_receive provenance "graph.attention %o %k: key block j to the tiles of its slice" {

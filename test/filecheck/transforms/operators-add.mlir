@@ -124,7 +124,7 @@ func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tenso
 // (the sender) and their delay (16 words + the farthest receiver's latency 6 + |r - t| - 2, t the receiver).
 // ROWS-LABEL: func.func @gathered_bias() {
 // ROWS:       tile.loop %r = 0 to 4
-// ROWS-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 23, 22, 22, 23>>] row_address 0x4c010 placed src 0x5c000 dst 0x5c040
+// ROWS-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r) provenance #tile.provenance<{{.*}}> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 23, 22, 22, 23>>], row_address = 0x4c010, placed = [src 0x5c000, dst 0x5c040]
 // ROWS:       exchange.row @x1_send provenance "graph.add %y %g: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 15, 0x17000, 1
 // ROWS-NEXT:  }

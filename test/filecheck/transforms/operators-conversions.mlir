@@ -77,7 +77,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // %h's shard r (512 words at 0x5c000 = word 0x17000) to the other tile's slot (0x5c800 =
 // word 0x17200); delay 512 + L(0, 1) 7 - 2.
 // ROWS-LABEL: func.func @conversions() {
-// ROWS:       tile.exchange 512 words from %h{{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c000 placed src 0x5c000 dst 0x5c800
+// ROWS:       tile.exchange 512 words from %h{{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x5c800]
 // ROWS:       exchange.row @x0_send provenance "graph.rearrange %c %c: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x17000, 1
 // ROWS-NEXT:    exchange.sendoff 447, 0x0, 1

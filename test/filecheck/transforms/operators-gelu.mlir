@@ -68,7 +68,7 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 // The gather's rows: 512 words from %m (0xac000 / 4 = 0x2b000) = send 64 + sendoff 448. Tile 1
 // sends shard 1 while it receives shard 0 from tile 0: its row is full duplex.
 // ROWS-LABEL: func.func @after_gemm() {
-// ROWS:       tile.exchange 512 words {{.*}} rows [@x1_send, @x1_receive, @x1_duplex] row_loops array<i64> sender_rows array<i32: 0, 2> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 517, 518>>] row_address 0x4c010 placed src 0xac000 dst 0x5c000
+// ROWS:       tile.exchange 512 words {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive, @x1_duplex], row_loops = [], sender_rows = [0, 2], receiver_rows = [1, 1], patches = [#tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 517, 518>>], row_address = 0x4c010, placed = [src 0xac000, dst 0x5c000]
 // ROWS:       exchange.row @x1_send provenance "graph.gelu %g %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x2b000, 1
 // ROWS-NEXT:    exchange.sendoff 447, 0x0, 1

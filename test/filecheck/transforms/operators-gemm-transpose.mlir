@@ -63,7 +63,7 @@ func.func @transposed_args(%a: tensor<64x32xf16>, %b: tensor<64x64xf16>, %c: ten
 // PLACED-NEXT:  %l = tile.buffer @l output 0 {{.*}} address 0xac000
 // PLACED-NEXT:  %r = tile.buffer @r output 1 {{.*}} address 0xac800
 // ROWS-LABEL: func.func @transposed_args() {
-// ROWS:       tile.exchange 2048 words from %c{{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 8192, 8193>>] row_address 0x4c010 placed src 0x5e000 dst 0x5c000
+// ROWS:       tile.exchange 2048 words from %c{{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c010, placed = [src 0x5e000, dst 0x5c000]
 // ROWS:       exchange.row @x1_send provenance "graph.gemm %r %c: rhs block to output-row tiles" {
 // ROWS-NEXT:    exchange.send 63, 0x17800, 5
 // GENERIC-LABEL: "func.func"() <{sym_name = "transposed_args"
@@ -102,7 +102,7 @@ func.func @transposed_value(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %w: te
 // PLACED:       %m_1 = tile.buffer @m_1 {{.*}} address 0x54000
 // PLACED-NEXT:  %m_1_gather_slot = tile.buffer @m_1_gather_slot {{.*}} address 0x5c000
 // ROWS-LABEL: func.func @transposed_value() {
-// ROWS:       tile.exchange 1024 words from %m{{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1031, 1030, 1030, 1031>>] row_address 0x4c010 placed src 0xac000 dst 0x5c000
+// ROWS:       tile.exchange 1024 words from %m{{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1031, 1030, 1030, 1031>>], row_address = 0x4c010, placed = [src 0xac000, dst 0x5c000]
 // ROWS:       exchange.row @x1_send provenance "graph.gemm %t %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x2b000, 1
 // ROWS-NEXT:    exchange.sendoff 959, 0x0, 1

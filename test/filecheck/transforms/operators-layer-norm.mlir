@@ -77,8 +77,8 @@ func.func @after_gemm(%a: tensor<64x64xf32>, %m: tensor<64x64xf32>, %w: tensor<6
 // PLACED:       %n = tile.buffer @n output 0 on #tile.tiles<0 to 4> shard [16, 64] f32 amp_output interleaved {{.*}} address 0xac000
 // PLACED-NEXT:  %y = tile.buffer @y scratch {{.*}} interleaved {{.*}} address 0xad000
 // ROWS-LABEL: func.func @after_gemm() {
-// ROWS:       rows [@x0_send, @x0_receive]
-// ROWS-NOT:   rows [@x1_send
+// ROWS:       schedule #tile.schedule<rows = [@x0_send, @x0_receive]
+// ROWS-NOT:   rows = [@x1_send
 // ROWS:       func.return
 // GENERIC-LABEL: "func.func"() <{sym_name = "after_gemm"
 // GENERIC:       "mid.layer_norm"(%y, %w, %b) <{eps = 1.000000e-03 : f64, plan = #mid.plan<"layer_norm_follow0"
@@ -115,7 +115,7 @@ func.func @cut_last_axis(%x: tensor<1x64xf32>, %w: tensor<64xf32>, %b: tensor<64
 // Tile 0 holds the row: in round 0 it copies its own shard and nobody sends (-1); sources 1 to 3
 // send down to it (sctl 2) in their rounds.
 // ROWS-LABEL: func.func @cut_last_axis() {
-// ROWS:       tile.exchange 16 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 21, 21, 22, 23>>] row_address 0x4c000 placed src 0x5c000 dst 0x5c040
+// ROWS:       tile.exchange 16 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 21, 21, 22, 23>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x5c040]
 // ROWS:       exchange.row @x0_send provenance "graph.layer_norm %n %g: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 15, 0x17000, 2
 // GENERIC-LABEL: "func.func"() <{sym_name = "cut_last_axis"

@@ -5,7 +5,7 @@
 // The same diagnostics from the command line (no --verify-diagnostics): a clear message
 // and a non-zero exit, no traceback; it names the source line (an unplaced input buffer is
 // at its function's line).
-// TWICE:     schedule-exchange: tile.exchange is already scheduled (it has rows)
+// TWICE:     schedule-exchange: tile.exchange is already scheduled (it has a schedule)
 // TWICE-NOT: Traceback
 // UNPLACED:     gemm_f16.mlir:3:1: error: schedule-exchange: buffer @b has no address (run place-memory first)
 // UNPLACED-NOT: Traceback
@@ -62,8 +62,8 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
     %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
     %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-      // expected-error @+1 {{schedule-exchange: tile.exchange is already scheduled (it has rows)}}
-      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> row_address 0x4c000
+      // expected-error @+1 {{schedule-exchange: tile.exchange is already scheduled (it has a schedule)}}
+      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 2> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], row_address = 0x4c000>
     }
     func.return
   }

@@ -23,5 +23,5 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 12
   }
 }
 // CHECK-LABEL: func.func @many_blocks() {
-// CHECK:         tile.exchange 2048 words {{.*}} row_address 0x4c000
-// CHECK:         tile.exchange 2048 words {{.*}} row_address 0x9c000
+// CHECK:         tile.exchange 2048 words {{.*}} row_address = 0x4c000
+// CHECK:         tile.exchange 2048 words {{.*}} row_address = 0x9c000

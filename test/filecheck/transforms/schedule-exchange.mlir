@@ -44,9 +44,9 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x60000
 // TWO:         tile.loop %j = 0 to 2
-// TWO-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j) provenance #tile.provenance<{{.*}}> rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
+// TWO-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[(d0) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j) provenance #tile.provenance<{{.*}}> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]
 // TWO:           tile.loop %k = 1 to 2
-// TWO-NEXT:        tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j, %k) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 8192, 8193>>] row_address 0x4c020
+// TWO-NEXT:        tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j, %k) provenance #tile.provenance<{{.*}}> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c020
 // TWO:         func.return
 // TWO:       exchange.row @x0_send provenance "graph.gemm %c %b: rhs block to output-row tiles" {
 // TWO-NEXT:    exchange.send 63, 0x17000, 5
@@ -74,8 +74,8 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 // FOUR-LABEL: func.func @f16() {
 // FOUR:         %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] {{.*}} address 0x5c000
 // FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x5e000
-// FOUR:         tile.exchange 2048 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>] row_address 0x4c000
-// FOUR:         tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (((d1 * 2) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j, %k) provenance #tile.provenance<{{.*}}> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1030, 1031>>] row_address 0x4c020
+// FOUR:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c000
+// FOUR:         tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (((d1 * 2) + d0)) to %c_rhs_slot[(d0, d1) -> (0)] on #tile.tiles<0 to 2> pairs iv(%j, %k) provenance #tile.provenance<{{.*}}> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1030, 1031>>], row_address = 0x4c020
 // FOUR:       exchange.row @x0_send
 // FOUR-NEXT:    exchange.send 63, 0x17000, 5
 // FOUR-NEXT:    exchange.sendoff 959, 0x0, 5
@@ -109,8 +109,8 @@ func.func @f32(%a: tensor<32x128xf32>, %b: tensor<128x128xf32>) -> tensor<32x128
 // TWO-LABEL: func.func @f32() {
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x64000
-// TWO:         tile.exchange 4096 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>] row_address 0x4c000
-// TWO:         tile.exchange 4096 words from %b[(d0, d1) -> ((d1 * 16384))] {{.*}} row_address 0x4c020
+// TWO:         tile.exchange 4096 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c000
+// TWO:         tile.exchange 4096 words from %b[(d0, d1) -> ((d1 * 16384))] {{.*}} row_address = 0x4c020
 // TWO:       exchange.row @x0_send
 // TWO-NEXT:    exchange.send 63, 0x17000, 5
 // TWO-NEXT:    exchange.sendoff 1983, 0x0, 5
@@ -128,8 +128,8 @@ func.func @f32(%a: tensor<32x128xf32>, %b: tensor<128x128xf32>) -> tensor<32x128
 // 2048 + 8 - 2 = 2054 and 2048 + 9 - 2 = 2055.
 // FOUR-LABEL: func.func @f32() {
 // FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x60000
-// FOUR:         tile.exchange 4096 words {{.*}} row_address 0x4c000
-// FOUR:         tile.exchange 4096 words {{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 2054, 2055>>] row_address 0x4c020
+// FOUR:         tile.exchange 4096 words {{.*}} row_address = 0x4c000
+// FOUR:         tile.exchange 4096 words {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 2054, 2055>>], row_address = 0x4c020
 // FOUR:       exchange.row @x0_receive
 // FOUR-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x2000, pic = 0x18000
 // FOUR-NEXT:    exchange.delay 2053
@@ -160,8 +160,8 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
 // TWO-LABEL: func.func @one_row_tile() {
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x64000
-// TWO:         tile.exchange 2048 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: -1, -1, 0, 0> receiver_rows array<i32: -1, -1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 94208, 94208, 96256>>] row_address 0x4c000
-// TWO:         tile.exchange 2048 words {{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: -1, -1, 0, 0> receiver_rows array<i32: -1, -1, 1, 1> patches [#tile.patch<@x1_send, 0, "address", array<i64: 98304, 98304, 98304, 100352>>] row_address 0x4c040
+// TWO:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, -1, 0, 0], receiver_rows = [-1, -1, 1, 1], patches = [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 94208, 94208, 96256>>], row_address = 0x4c000
+// TWO:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [-1, -1, 0, 0], receiver_rows = [-1, -1, 1, 1], patches = [#tile.patch<@x1_send, 0, "address", array<i64: 98304, 98304, 98304, 100352>>], row_address = 0x4c040
 // TWO:       exchange.row @x0_send
 // TWO-NEXT:    exchange.send 63, 0x17000, 6
 // TWO:       exchange.row @x0_receive
@@ -174,8 +174,8 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
 // to tile 0: xpic = 0x2000 | j, delay = 1024 + (6 + j) - 2 = 1029, 1030, 1031.
 // FOUR-LABEL: func.func @one_row_tile() {
 // FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x60000
-// FOUR:         tile.exchange 2048 words {{.*}} rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 8193, 8193, 8194, 8195>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 1029, 1029, 1030, 1031>>] row_address 0x4c000
-// FOUR:         tile.exchange 2048 words {{.*}} rows [@x1_send, @x1_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8193, 8193, 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1029, 1029, 1030, 1031>>] row_address 0x4c040
+// FOUR:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 8193, 8193, 8194, 8195>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 1029, 1029, 1030, 1031>>], row_address = 0x4c000
+// FOUR:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8193, 8193, 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1029, 1029, 1030, 1031>>], row_address = 0x4c040
 // FOUR:       exchange.row @x0_send
 // FOUR-NEXT:    exchange.send 63, 0x17000, 6
 // FOUR:       exchange.row @x0_receive
@@ -203,7 +203,7 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x68000
 // The broadcast batch axis 0 is not read by the rhs exchange's maps: its rows vary with
 // %batch1 and %j only (row_loops), one row set per rhs block, not per output batch.
-// TWO:         tile.exchange 4096 words from %b[(d0, d1, d2) -> (((d1 * 16384) + (d2 * 16384)))] on tile (d0, d1, d2) -> (0) {{.*}} iv(%batch0, %batch1, %j) {{.*}} rows [@x0_send, @x0_receive] row_loops array<i64: 1, 2> sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400>>] row_address 0x4c000
+// TWO:         tile.exchange 4096 words from %b[(d0, d1, d2) -> (((d1 * 16384) + (d2 * 16384)))] on tile (d0, d1, d2) -> (0) {{.*}} iv(%batch0, %batch1, %j) {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], row_loops = [1, 2], sender_rows = [0, 0, 0], receiver_rows = [1, 1, 1], patches = [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400>>], row_address = 0x4c000
 // TWO:       exchange.row @x0_send
 // TWO-NEXT:    exchange.send 63, 0x17000, 5
 // TWO-NEXT:    exchange.sendoff 1983, 0x0, 5
@@ -215,7 +215,7 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
 // Four tiles: 3 output-row tiles, tile 0 sends up to tiles 1 and 2: delay is set by the
 // farther one, 2048 + L(0, 2) 8 - 2 = 2054.
 // FOUR-LABEL: func.func @batch() {
-// FOUR:         tile.exchange 4096 words {{.*}} on #tile.tiles<0 to 3> {{.*}} rows [@x0_send, @x0_receive] row_loops array<i64: 1, 2> sender_rows array<i32: 0, 0, 0> receiver_rows array<i32: 1, 1, 1> patches [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400>>] row_address 0x4c000
+// FOUR:         tile.exchange 4096 words {{.*}} on #tile.tiles<0 to 3> {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], row_loops = [1, 2], sender_rows = [0, 0, 0], receiver_rows = [1, 1, 1], patches = [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400>>], row_address = 0x4c000
 // FOUR:       exchange.row @x0_receive
 // FOUR-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x2000, pic = 0x1a000
 // FOUR-NEXT:    exchange.delay 2054

@@ -182,7 +182,7 @@ func.func @rows_wrong_length() {
   %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
   tile.loop %i = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> {
     // expected-error @+1 {{tile.exchange: sender_rows has 1 entries, but the enclosing loops its rows vary with run 2 iteration(s)}}
-    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (0) to %a[(d0) -> (4)] on #tile.tiles<0 to 2> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r] sender_rows array<i32: 0>
+    tile.exchange 4 words from %a[(d0) -> (0)] on tile (d0) -> (0) to %a[(d0) -> (4)] on #tile.tiles<0 to 2> iv(%i) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> schedule #tile.schedule<rows = [@r], sender_rows = [0], receiver_rows = [0], row_address = 0x4c000>
   }
   func.return
 }
@@ -194,8 +194,8 @@ exchange.row @r {
 
 func.func @rows_missing() {
   %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
-  // expected-error @+1 {{tile.exchange: receiver_rows needs 'rows' to select from}}
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> receiver_rows array<i32: 0>
+  // expected-error @+1 {{#tile.schedule: needs rows, sender_rows, row_address}}
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> schedule #tile.schedule<receiver_rows = [0]>
   func.return
 }
 
@@ -203,26 +203,14 @@ func.func @rows_missing() {
 
 func.func @rows_out_of_range() {
   %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
-  // expected-error @+1 {{tile.exchange: sender_rows selects a row outside the 2 rows}}
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0, @r1] sender_rows array<i32: 2>
+  // expected-error @+1 {{#tile.schedule: sender_rows selects row 2, outside the 2 rows}}
+  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> schedule #tile.schedule<rows = [@r0, @r1], sender_rows = [2], receiver_rows = [1], row_address = 0x4c000>
   func.return
 }
 exchange.row @r0 {
   exchange.delay 0
 }
 exchange.row @r1 {
-  exchange.delay 0
-}
-
-// -----
-
-func.func @rows_wrong_type() {
-  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64] f32 row_major standard align 4 tail 0
-  // expected-error @+1 {{tile.exchange: sender_rows must be an array<i32: ...>}}
-  tile.exchange 4 words from %a[() -> (0)] on tile () -> (0) to %a[() -> (4)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "r"> rows [@r0] sender_rows array<i64: 0>
-  func.return
-}
-exchange.row @r0 {
   exchange.delay 0
 }
 
@@ -415,7 +403,7 @@ builtin.module {
     %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
     %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60020
     // expected-error @+1 {{tile.exchange: its rows were built for destination @slot at 0x60000, but the buffer has 0x60020 now; schedule the exchange again after placement (run the pipeline from place-memory on unscheduled IR)}}
-    tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> rows [@send, @receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> row_address 0x4c000 placed src 0x5c000 dst 0x60000
+    tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> schedule #tile.schedule<rows = [@send, @receive], sender_rows = [0], receiver_rows = [1], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]>
     func.return
   }
   exchange.row @send {
@@ -431,18 +419,8 @@ builtin.module {
 func.func @placed_without_rows() {
   %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
   %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
-  // expected-error @+1 {{tile.exchange: placed records the addresses its rows were built for; it needs rows}}
-  tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> placed src 0x5c000 dst 0x60000
-  func.return
-}
-
-// -----
-
-func.func @placed_with_three_addresses() {
-  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
-  %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
-  // expected-error @+1 {{tile.exchange: placed must be an array<i64: src, dst>}}
-  "tile.exchange"(%b, %s) <{words = 2048 : i64, src_offset = affine_map<() -> (0)>, src_tile = affine_map<() -> (0)>, dst_offset = affine_map<() -> (0)>, dst_tiles = #tile.tiles<1 to 2>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r">, placed = array<i64: 376832, 393216, 0>}> : (!tile.buffer, !tile.buffer) -> ()
+  // expected-error @+1 {{#tile.schedule: needs rows, sender_rows, receiver_rows, row_address}}
+  tile.exchange 2048 words from %b[() -> (0)] on tile () -> (0) to %s[() -> (0)] on #tile.tiles<1 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "r"> schedule #tile.schedule<placed = [src 0x5c000, dst 0x60000]>
   func.return
 }
 

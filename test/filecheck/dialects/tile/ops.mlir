@@ -10,7 +10,7 @@ func.func @gemm() {
   tile.kernel @copy_words(%s[() -> (0)], %b[() -> (0)]) scalars [2048] on #tile.tiles<0 to 2> only () -> (0) iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "home tile keeps its block">
   tile.loop %n = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "batch"> {
     tile.loop %k = 1 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "k blocks"> {
-      tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (d1) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%n, %k) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "rhs"> rows [@r0, @r1] sender_rows array<i32: 1, 0> receiver_rows array<i32: 0, 0> row_address 0x4c100
+      tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (d1) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%n, %k) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "rhs"> schedule #tile.schedule<rows = [@r0, @r1], sender_rows = [1, 0], receiver_rows = [0, 0], row_address = 0x4c100>
       tile.kernel @amp_gemm_f16_accum(%c[(d0, d1) -> (0)], %a[(d0, d1) -> (d1 * 2048)], %s[(d0, d1) -> (0)]) scalars [16] on #tile.tiles<0 to 2> iv(%n, %k) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "accumulate">
     }
   }
@@ -34,7 +34,7 @@ exchange.row @r1 {
 // CHECK-NEXT:    tile.kernel @copy_words(%s[() -> (0)], %b[() -> (0)]) scalars [2048] on #tile.tiles<0 to 2> only () -> (0) iv() provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "home tile keeps its block">
 // CHECK-NEXT:    tile.loop %n = 0 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "batch"> {
 // CHECK-NEXT:      tile.loop %k = 1 to 2 provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "k blocks"> {
-// CHECK-NEXT:        tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (d1) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%n, %k) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "rhs"> rows [@r0, @r1] sender_rows array<i32: 1, 0> receiver_rows array<i32: 0, 0> row_address 0x4c100
+// CHECK-NEXT:        tile.exchange 2048 words from %b[(d0, d1) -> (0)] on tile (d0, d1) -> (d1) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%n, %k) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "rhs"> schedule #tile.schedule<rows = [@r0, @r1], sender_rows = [1, 0], receiver_rows = [0, 0], row_address = 0x4c100
 // CHECK-NEXT:        tile.kernel @amp_gemm_f16_accum(%c[(d0, d1) -> (0)], %a[(d0, d1) -> ((d1 * 2048))], %s[(d0, d1) -> (0)]) scalars [16] on #tile.tiles<0 to 2> iv(%n, %k) provenance #tile.provenance<op = "graph.gemm", value = "%c", reason = "accumulate">
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
@@ -51,5 +51,5 @@ exchange.row @r1 {
 // CHECK-GENERIC-NEXT: ^bb0(%n: index):
 // CHECK-GENERIC-NEXT:   "tile.loop"() <{lower = 1 : i64, upper = 2 : i64, {{.*}}}> ({
 // CHECK-GENERIC-NEXT:   ^{{.*}}(%k: index):
-// CHECK-GENERIC-NEXT:     "tile.exchange"(%b, %s, %n, %k) <{{{.*}}rows = [@r0, @r1], sender_rows = array<i32: 1, 0>, receiver_rows = array<i32: 0, 0>, row_address = 311552 : i64}> : (!tile.buffer, !tile.buffer, index, index) -> ()
+// CHECK-GENERIC-NEXT:     "tile.exchange"(%b, %s, %n, %k) <{{{.*}}schedule = #tile.schedule<rows = [@r0, @r1], sender_rows = [1, 0], receiver_rows = [0, 0], row_address = 0x4c100>}> : (!tile.buffer, !tile.buffer, index, index) -> ()
 // CHECK-GENERIC-NEXT:     "tile.kernel"(%c, %a, %s, %n, %k) <{callee = @amp_gemm_f16_accum, {{.*}}operandSegmentSizes = array<i32: 3, 2>}> : (!tile.buffer, !tile.buffer, !tile.buffer, index, index) -> ()

@@ -7,7 +7,7 @@ func.func @scheduled() {
   %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [128, 64] f16 amp_right standard align 32 tail 0 address 0x5c000
   %s = tile.buffer @slot scratch on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 4 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "output-column blocks j"> {
-    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
+    tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]>
   }
   func.return
 }
@@ -19,10 +19,10 @@ func.func @nest() {
   %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "j"> {
     tile.loop %k = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "k"> {
-      tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x1_send, 0, "address", array<i64: 94208, 96256, 94208, 96256>>, #tile.patch<@x1_send, 0, "sctl", array<i64: 1, 1, 2, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 0, 1, 1>>] row_address 0x4c040
+      tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1], patches = [#tile.patch<@x1_send, 0, "address", array<i64: 94208, 96256, 94208, 96256>>, #tile.patch<@x1_send, 0, "sctl", array<i64: 1, 1, 2, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 0, 1, 1>>], row_address = 0x4c040>
     }
   }
-  tile.exchange 2048 words from %b[() -> (0)] on tile () -> (1) to %s[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "once"> rows [@x1_send, @x1_receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>] row_address 0x4c080
+  tile.exchange 2048 words from %b[() -> (0)] on tile () -> (1) to %s[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "once"> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0], receiver_rows = [1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>], row_address = 0x4c080>
   func.return
 }
 
@@ -33,7 +33,7 @@ func.func @row_loops() {
   %s = tile.buffer @slot scratch on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 address 0x60000
   tile.loop %r = 0 to 48 provenance #tile.provenance<op = "graph.repeat %o", value = "%o", reason = "layers"> {
     tile.loop %j = 0 to 2 provenance #tile.provenance<op = "graph.gemm %c", value = "%c", reason = "j"> {
-      tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d1) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%r, %j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@x1_send, @x1_receive] row_loops array<i64: 1> sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [#tile.patch<@x1_send, 0, "address", array<i64: 94208, 96256>>, #tile.patch<@x1_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>] row_address 0x4c0c0
+      tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d1) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%r, %j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> schedule #tile.schedule<rows = [@x1_send, @x1_receive], row_loops = [1], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x1_send, 0, "address", array<i64: 94208, 96256>>, #tile.patch<@x1_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c0c0>
     }
   }
   func.return
@@ -63,18 +63,18 @@ exchange.row @x1_receive {
 
 // CHECK-LABEL: func.func @scheduled() {
 // CHECK:         tile.loop %j = 0 to 4
-// CHECK-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> rows [@x0_send, @x0_receive] sender_rows array<i32: -1, 0, 0, 0> receiver_rows array<i32: -1, 1, 1, 1> patches [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>] row_address 0x4c000 placed src 0x5c000 dst 0x60000
+// CHECK-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]
 // CHECK-NEXT:    }
 
 // CHECK-LABEL: func.func @nest() {
 // CHECK:         tile.loop %k = 0 to 2
-// CHECK-NEXT:      tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> rows [@x1_send, @x1_receive] sender_rows array<i32: 0, 0, 0, 0> receiver_rows array<i32: 1, 1, 1, 1> patches [#tile.patch<@x1_send, 0, "address", array<i64: 94208, 96256, 94208, 96256>>, #tile.patch<@x1_send, 0, "sctl", array<i64: 1, 1, 2, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 0, 1, 1>>] row_address 0x4c040
-// CHECK:         tile.exchange 2048 words from %b[() -> (0)] on tile () -> (1) to %s[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "once"> rows [@x1_send, @x1_receive] sender_rows array<i32: 0> receiver_rows array<i32: 1> patches [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>] row_address 0x4c080
+// CHECK-NEXT:      tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1], patches = [#tile.patch<@x1_send, 0, "address", array<i64: 94208, 96256, 94208, 96256>>, #tile.patch<@x1_send, 0, "sctl", array<i64: 1, 1, 2, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 0, 1, 1>>], row_address = 0x4c040
+// CHECK:         tile.exchange 2048 words from %b[() -> (0)] on tile () -> (1) to %s[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "once"> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0], receiver_rows = [1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>], row_address = 0x4c080
 // CHECK-NEXT:    func.return
 
 // CHECK-LABEL: func.func @row_loops() {
 // CHECK:         tile.loop %j = 0 to 2
-// CHECK-NEXT:      tile.exchange 2048 words {{.*}} iv(%r, %j) {{.*}} rows [@x1_send, @x1_receive] row_loops array<i64: 1> sender_rows array<i32: 0, 0> receiver_rows array<i32: 1, 1> patches [{{.*}}] row_address 0x4c0c0
+// CHECK-NEXT:      tile.exchange 2048 words {{.*}} iv(%r, %j) {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], row_loops = [1], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [{{.*}}], row_address = 0x4c0c0
 
 // CHECK-LABEL: func.func @attr() attributes {p = #tile.patch<@row, 7, "events_m1", array<i64: -1, 0, 524287>>} {
 // CHECK:       exchange.row @x0_send provenance "graph.gemm %c %b: rhs block to output-row tiles" {
@@ -87,8 +87,8 @@ exchange.row @x1_receive {
 // CHECK-NEXT:  }
 
 // CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "scheduled"
-// CHECK-GENERIC:       "tile.exchange"(%b, %s, %j) <{words = 2048 : i64, src_offset = affine_map<(d0) -> (0)>, src_tile = affine_map<(d0) -> (d0)>, dst_offset = affine_map<(d0) -> (0)>, dst_tiles = #tile.tiles<0 to 1>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">, rows = [@x0_send, @x0_receive], sender_rows = array<i32: -1, 0, 0, 0>, receiver_rows = array<i32: -1, 1, 1, 1>, patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>], row_address = 311296 : i64, placed = array<i64: 376832, 393216>}> : (!tile.buffer, !tile.buffer, index) -> ()
-// CHECK-GENERIC:       "tile.exchange"(%b, %s) <{{.*}}rows = [@x1_send, @x1_receive], sender_rows = array<i32: 0>, receiver_rows = array<i32: 1>, patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>], row_address = 311424 : i64}>
-// CHECK-GENERIC:       "tile.exchange"(%b, %s, %r, %j) <{{.*}}rows = [@x1_send, @x1_receive], row_loops = array<i64: 1>, sender_rows = array<i32: 0, 0>, receiver_rows = array<i32: 1, 1>
+// CHECK-GENERIC:       "tile.exchange"(%b, %s, %j) <{words = 2048 : i64, src_offset = affine_map<(d0) -> (0)>, src_tile = affine_map<(d0) -> (d0)>, dst_offset = affine_map<(d0) -> (0)>, dst_tiles = #tile.tiles<0 to 1>, provenance = #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles">, schedule = #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]>}> : (!tile.buffer, !tile.buffer, index) -> ()
+// CHECK-GENERIC:       "tile.exchange"(%b, %s) <{{.*}}schedule = #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0], receiver_rows = [1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>], row_address = 0x4c080>}>
+// CHECK-GENERIC:       "tile.exchange"(%b, %s, %r, %j) <{{.*}}schedule = #tile.schedule<rows = [@x1_send, @x1_receive], row_loops = [1], sender_rows = [0, 0], receiver_rows = [1, 1]
 // CHECK-GENERIC:       "func.func"() <{sym_name = "attr", function_type = () -> ()}> ({
 // CHECK-GENERIC:       }) {p = #tile.patch<@row, 7, "events_m1", array<i64: -1, 0, 524287>>} : () -> ()
