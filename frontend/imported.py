@@ -71,6 +71,20 @@ class UniqueNames:
         return unique
 
 
+def matrix_product(builder, a: GraphValue, b: GraphValue,
+                   transpose_rhs: bool = False) -> GraphValue:
+    """`a @ b` (`b` transposed with `transpose_rhs`) as both importers write it: `[..., 1, K] @
+    [K, N]` is one `[(...), K] @ [K, N]` GEMM over every row, viewed back, instead of a batch
+    of one-row GEMMs each reading the whole weight (torch's TransformerEncoderLayer runs its
+    projections on `[seq, batch=1, width]`)."""
+    lead = shape_of(a)[:-2]
+    if len(shape_of(b)) == 2 and shape_of(a)[-2] == 1 and int(np.prod(lead, dtype=np.int64)) > 1:
+        rows = builder.reshape(a, [int(np.prod(shape_of(a)[:-1])), shape_of(a)[-1]])
+        product = builder.gemm(rows, b, transpose_rhs=transpose_rhs)
+        return builder.reshape(product, [*shape_of(a)[:-1], shape_of(product)[-1]])
+    return builder.gemm(a, b, transpose_rhs=transpose_rhs)
+
+
 def remove_unused(module: ModuleOp, weights: dict[str, np.ndarray]) -> None:
     """Drop ops whose results nothing reads (a transpose whose only reader was a folded Shape, a
     reshape another reshape replaced), then weight arguments nothing reads, from the module's

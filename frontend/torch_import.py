@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import f16, f32
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
-from frontend.imported import ImportedModel, UniqueNames, remove_unused
+from frontend.imported import ImportedModel, UniqueNames, matrix_product, remove_unused
 from frontend.key_mask import KeyMaskTrace, elementwise, key_padding
 from ipu_dialects.graph import INDEX_ELEMENT_TYPE, ReshapeOp
 
@@ -207,8 +207,8 @@ class TorchImporter:
         if handler is None:
             raise TorchImportError(
                 f"{at}: no graph op for this ATen op; from_torch maps linear, matmul, add, "
-                "layer_norm, gelu, view/reshape, transpose/permute, split, slice, cat and "
-                "scaled_dot_product_attention"
+                "layer_norm, gelu, view/reshape, transpose/permute, split, slice, select, cat "
+                "and scaled_dot_product_attention"
             )
         try:
             return handler(self, at, node)
@@ -229,14 +229,16 @@ class TorchImporter:
             # a constant [out, in] weight is stored transposed, as torch's ONNX exporters store
             # it: the same plain gemm as the ONNX route (and so the same plans and cycles)
             state_name, tensor = self.constants[weight.name]
-            y = self.builder.gemm(self.value(x, at), self.constant_value(
+            y = matrix_product(self.builder, self.value(x, at), self.constant_value(
                 f"{weight.name}.t", f"{state_name}.t", tensor.t().contiguous(), at))
         else:
-            y = self.builder.gemm(self.value(x, at), self.value(weight, at), transpose_rhs=True)
+            y = matrix_product(self.builder, self.value(x, at), self.value(weight, at),
+                               transpose_rhs=True)
         return y if bias is None else self.builder.add(y, self.value(bias, at))
 
     def matmul(self, at: str, node: Any) -> GraphValue:
-        return self.builder.gemm(self.value(node.args[0], at), self.value(node.args[1], at))
+        return matrix_product(self.builder, self.value(node.args[0], at),
+                              self.value(node.args[1], at))
 
     def add(self, at: str, node: Any) -> GraphValue:
         a, b, alpha = self.args(node, ["a", "b", "alpha"], {"alpha": 1})
@@ -264,7 +266,9 @@ class TorchImporter:
             else:
                 operands.append(self.value(v, at))
         weight_value, bias_value = operands
-        return self.builder.layer_norm(self.value(x, at), weight_value, bias_value, float(eps))
+        # eps as a float32 holds it, as the ONNX exporters write it: the same graph by both routes
+        return self.builder.layer_norm(self.value(x, at), weight_value, bias_value,
+                                       float(np.float32(eps)))
 
     def gelu(self, at: str, node: Any) -> GraphValue:
         approximate = node.kwargs.get("approximate", node.args[1] if len(node.args) > 1 else "none")
@@ -347,6 +351,25 @@ class TorchImporter:
         starts[dim], ends[dim], steps[dim] = start, end, step
         return self.builder.slice(self.value(x, at), starts, ends, steps)
 
+    def select(self, at: str, node: Any) -> GraphValue:
+        """x[..., index, ...] along `dim`: the slice of extent 1 there, viewed without it (the
+        ONNX exporters' Gather by a constant index, which the ONNX importer maps the same way)."""
+        x, dim, index = self.args(node, ["x", "dim", "index"], {})
+        shape = self.shape(x)
+        dim = normalized(dim, len(shape))
+        index = normalized(index, shape[dim])
+        starts, ends = [0] * len(shape), list(shape)
+        starts[dim], ends[dim] = index, index + 1
+        return self.builder.reshape(self.builder.slice(self.value(x, at), starts, ends),
+                                    self.shape(node))
+
+    def dropout(self, at: str, node: Any) -> GraphValue:
+        x, p, train = self.args(node, ["x", "p", "train"], {"p": 0.5, "train": True})
+        if train and p:
+            raise TorchImportError(f"{at}: dropout with p = {p} in training mode; export the "
+                                   "module in eval mode")
+        return self.value(x, at)
+
     def cat(self, at: str, node: Any) -> GraphValue:
         tensors, dim = self.args(node, ["tensors", "dim"], {"dim": 0})
         rank = len(self.shape(node))
@@ -370,6 +393,9 @@ class TorchImporter:
         if dropout:
             raise TorchImportError(f"{at}: dropout_p = {dropout}; export the module in eval "
                                    "mode without attention dropout")
+        default = 1.0 / math.sqrt(q_shape[-1])
+        if scale is not None and abs(scale - default) <= 1e-6 * default:
+            scale = None  # HF passes the default scale explicitly; the ONNX route drops it too
         return self.builder.attention(self.value(q, at), self.value(k, at), self.value(v, at),
                                       causal=bool(causal), scale=scale, key_mask=key_mask)
 
@@ -565,7 +591,8 @@ HANDLERS: dict[str, Callable[[TorchImporter, str, Any], Any]] = {
     "alias.default": TorchImporter.identity,
     "contiguous.default": TorchImporter.identity,
     "clone.default": TorchImporter.identity,
-    "dropout.default": TorchImporter.identity,
+    "dropout.default": TorchImporter.dropout,
+    "select.int": TorchImporter.select,
     operator.getitem.__name__: TorchImporter.getitem,
     **{name: TorchImporter.refused for name in REFUSED},
 }

@@ -116,6 +116,12 @@ def fold_div(node, inputs, attrs):
     return [(a / b).astype(a.dtype)]
 
 
+def fold_mod(node, inputs, attrs):
+    a, b = inputs  # fmod 0: the divisor's sign (Python's %); 1: the dividend's (C's fmod)
+    result = np.fmod(a, b) if attrs.get("fmod", 0) else np.mod(a, b)
+    return [np.asarray(result).astype(a.dtype)]
+
+
 def fold_cast(node, inputs, attrs):
     return [inputs[0].astype(helper.tensor_dtype_to_np_dtype(attrs["to"]))]
 
@@ -200,6 +206,7 @@ FOLDERS: dict[str, Folder] = {
     "Sub": same_dtype(np.subtract),
     "Mul": same_dtype(np.multiply),
     "Div": fold_div,
+    "Mod": fold_mod,
     "Neg": same_dtype(np.negative),
     "Sqrt": same_dtype(np.sqrt),
     "Pow": same_dtype(np.power),

@@ -20,7 +20,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 from xdsl.dialects.builtin import f16, f32
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from frontend.builder import GraphBuilder, GraphValue
@@ -47,6 +47,7 @@ from frontend.onnx.patterns import (
 )
 from frontend.repeat_layers import RepeatSearchError
 from frontend.repeat_layers import repeat_layers as repeat_layers_of
+from ipu_dialects.graph import ReshapeOp, TransposeOp
 
 
 def check_model(model: onnx.ModelProto) -> None:
@@ -401,45 +402,45 @@ class Importer:
                                        key_mask=key_mask)]
 
     def untransposed_key(self, name: str, key_t: GraphValue) -> GraphValue:
-        """K from Kᵀ: undo the exporter's Transpose into one permutation of its input."""
+        """K from Kᵀ: the value the exporter's layout ops (transposes, reshapes) turned into Kᵀ,
+        as far back as K is that value's elements in row-major order (a reshape of it, or
+        itself), so no transpose is added and undone; else one permutation of the last
+        Transpose's input."""
         rank = len(shape_of(key_t))
         swap = [*range(rank - 2), rank - 1, rank - 2]
-        folded_heads = self.heads_folded_key(name, key_t)
-        if folded_heads is not None:
-            return folded_heads
+        source = row_major_source(key_t.value, swap)
+        if source is not None:
+            key = GraphValue(source, self.builder)
+            k_shape = [shape_of(key_t)[i] for i in swap]
+            return key if list(shape_of(key)) == k_shape else self.builder.reshape(key, k_shape)
         producer = next((n for n in self.nodes if name in n.output), None)
         if producer is not None and producer.op_type == "Transpose" and producer.input[0] in self.env:
             perm = attributes(producer).get("perm", list(reversed(range(rank))))
             composed = [perm[s] for s in swap]
-            source = self.env[producer.input[0]]
+            source_value = self.env[producer.input[0]]
             if composed == list(range(rank)):
-                return source
-            return self.builder.transpose(source, composed)
+                return source_value
+            return self.builder.transpose(source_value, composed)
         return self.builder.transpose(key_t, swap)
 
 
-    def producer(self, name: str) -> onnx.NodeProto | None:
-        return next((n for n in self.nodes if name in n.output), None)
-
-    def heads_folded_key(self, name: str, key_t: GraphValue) -> GraphValue | None:
-        """K for a Kᵀ that torch's dynamo exporter writes with the heads folded into the batch,
-        `Reshape(Transpose(Reshape(K, [B*H, S, D]), [0, 2, 1]), [B, H, D, S])`: K itself, with
-        no transposes to undo."""
-        outer = self.producer(name)
-        if outer is None or outer.op_type != "Reshape":
-            return None
-        swap = self.producer(outer.input[0])
-        if swap is None or swap.op_type != "Transpose" or attributes(swap).get("perm") != [0, 2, 1]:
-            return None
-        inner = self.producer(swap.input[0])
-        if inner is None or inner.op_type != "Reshape" or inner.input[0] not in self.env:
-            return None
-        key = self.env[inner.input[0]]
-        *lead, seq, dim = shape_of(key)
-        if (self.shapes.get(inner.output[0]) != (math.prod(lead), seq, dim)
-                or shape_of(key_t) != (*lead, dim, seq)):
-            return None
-        return key
+def row_major_source(value: SSAValue, swap: list[int]) -> SSAValue | None:
+    """The farthest value behind `value` through graph.reshape and graph.transpose ops whose
+    elements in row-major order are `value` transposed by `swap` in row-major order (torch's
+    dynamo exporter writes Kᵀ as `Reshape(Transpose(Reshape(K, [B*H, S, D]), [0, 2, 1]),
+    [B, H, D, S])`, or with a transpose of the heads and a unit axis in between), or None."""
+    chain: list[Operation] = []  # the layout ops from the candidate to `value`, in order
+    found = None
+    while isinstance(value.owner, ReshapeOp | TransposeOp):
+        chain.insert(0, value.owner)
+        value = value.owner.operands[0]
+        order = np.arange(math.prod(shape_of(value))).reshape(shape_of(value))
+        for op in chain:
+            order = (order.transpose(list(op.permutation.get_values()))
+                     if isinstance(op, TransposeOp) else order.reshape(shape_of(op.results[0])))
+        if np.array_equal(order.transpose(swap).reshape(-1), np.arange(order.size)):
+            found = value
+    return found
 
 
 def import_onnx(model: onnx.ModelProto | str | Path, dtype: str = "f32",

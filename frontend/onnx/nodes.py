@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 
 from frontend.builder import GraphBuilder, GraphValue
-from frontend.imported import shape_of
+from frontend.imported import matrix_product, shape_of
 from frontend.onnx.folding import attributes, normalized_axis, reshape_target, slice_indices
 from ipu_dialects.graph import INDEX_ELEMENT_TYPE, ReshapeOp
 
@@ -26,6 +26,7 @@ class Importer(Protocol):
     graph: onnx.GraphProto
     nodes: list[onnx.NodeProto]
     constants: dict[str, np.ndarray]
+    env: dict[str, GraphValue]  # ONNX value -> its graph value, once made
     builder: GraphBuilder
     # an index tensor under another shape: ONNX value -> (the i32 argument, the shape); the
     # graph has no integer reshape, so graph.gather reads the argument and reshapes its rows
@@ -73,33 +74,36 @@ def matmul(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphVa
                 f"{where(index, node)}: input {what} has rank {len(shape_of(v))}; "
                 "graph.gemm multiplies matrices (rank >= 2)"
             )
-    lead = shape_of(a)[:-2]
-    if len(shape_of(b)) == 2 and shape_of(a)[-2] == 1 and np.prod(lead, dtype=np.int64) > 1:
-        # [..., 1, K] @ [K, N] is one [(...), K] @ [K, N]: one GEMM over every row instead of a
-        # batch of one-row GEMMs each reading the whole weight (torch's TransformerEncoderLayer
-        # runs its projections on [seq, batch=1, width])
-        rows = importer.builder.reshape(a, [int(np.prod(shape_of(a)[:-1])), shape_of(a)[-1]])
-        product = importer.builder.gemm(rows, b)
-        return [importer.builder.reshape(product, [*shape_of(a)[:-1], shape_of(b)[-1]])]
-    return [importer.builder.gemm(a, b)]
+    return [matrix_product(importer.builder, a, b)]
 
 
 def gemm(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
     attrs = attributes(node)
     alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
-    values = operands(importer, index, node)
-    if alpha != 1.0 or (len(values) > 2 and beta != 1.0):
+    if alpha != 1.0 or (len(node.input) > 2 and node.input[2] and beta != 1.0):
         raise OnnxImportError(
             f"{where(index, node)}: alpha = {alpha}, beta = {beta}; only alpha = beta = 1 "
             "maps to graph.gemm and graph.add"
         )
+    transpose_b = bool(attrs.get("transB", 0))
+    inputs = list(node.input)
+    if transpose_b and inputs[1] in importer.constants and inputs[1] not in importer.env:
+        # a constant [N, K] weight is stored transposed, [K, N], as from_torch stores a
+        # linear's: the same plain gemm by both routes (and so the same plans and cycles)
+        transposed = f"{inputs[1]}.t"
+        importer.constants[transposed] = np.ascontiguousarray(importer.constants[inputs[1]].T)
+        inputs[1], transpose_b = transposed, False
+    values = [importer.value(name, where(index, node)) for name in inputs if name]
     product = importer.builder.gemm(values[0], values[1], bool(attrs.get("transA", 0)),
-                                    bool(attrs.get("transB", 0)))
+                                    transpose_b)
     return [importer.builder.add(product, values[2]) if len(values) > 2 else product]
 
 
 def add(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
-    return [importer.builder.add(*operands(importer, index, node))]
+    a, b = operands(importer, index, node)
+    if len(shape_of(a)) < len(shape_of(b)):
+        a, b = b, a  # the broadcast operand second (a bias after its GEMM), as from_torch has it
+    return [importer.builder.add(a, b)]
 
 
 def layer_norm(importer: Importer, index: int, node: onnx.NodeProto) -> list[GraphValue]:
@@ -385,7 +389,7 @@ def unsupported(index: int, node: onnx.NodeProto, constants: dict[str, np.ndarra
             f"{where(index, node)}: ONNX {op} on constants only "
             f"({', '.join(repr(n) for n in present)}), which ipu-import cannot evaluate: it "
             "folds shape arithmetic (Shape, Gather, Slice, Concat, Unsqueeze, Expand, Where, "
-            "Trilu, ...) and elementwise Add, Sub, Mul, Div, Sqrt, Pow on constants"
+            "Trilu, ...) and elementwise Add, Sub, Mul, Div, Mod, Sqrt, Pow on constants"
         )
     return (
         f"{where(index, node)}: no graph op for ONNX {op} on tensors computed at run time; "

@@ -17,6 +17,7 @@ Needs the `transformers` extra (`pip install -e '.[transformers]'`): skipped wit
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -164,10 +165,17 @@ def test_reference_matches_torch(name, route, embeds, tmp_path) -> None:
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_from_torch_gives_the_onnx_graph(name, tmp_path) -> None:
-    """The same module by both routes: the same graph ops, counted by name."""
+    """The same module by both routes: the same graph, op for op (as printed, SSA names left
+    out: the same ops, attributes, shapes and operand order)."""
     by_torch, _, _ = case(name, "from_torch", False, tmp_path)
     by_onnx, _, _ = case(name, "dynamo", False, tmp_path)
     assert op_names(by_torch.module) == op_names(by_onnx.module)
+
+    def text(module: ModuleOp) -> list[str]:
+        return [re.sub(r"%[\w.$-]+", "%", str(op)) for op in module.walk()
+                if op.name.startswith("graph.")]
+
+    assert text(by_torch.module) == text(by_onnx.module)
 
 
 def test_gpt2_torchscript_export_without_a_mask_fails_inside_torch(tmp_path) -> None:

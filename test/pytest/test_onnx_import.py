@@ -60,6 +60,30 @@ def test_matmul_and_add_with_initializers_become_named_weights() -> None:
     assert sorted(imported.weights) == ["b", "w"]
 
 
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_mod_on_constants_folds(fmod) -> None:
+    """ONNX Mod of constants (the TorchScript export of TransformerEncoderLayer computes a
+    head count with it), either sign rule, folds as ONNX's reference evaluates it."""
+    a = np.array([[-5.0, 7.0, 3.0], [4.0, -2.0, 9.0]], np.float32)
+    b = np.array([3.0, -4.0, 2.0], np.float32)
+    m = model([constant("a", a), constant("b", b),
+               helper.make_node("Mod", ["a", "b"], ["r"], name="mod", fmod=fmod),
+               helper.make_node("Add", ["x", "r"], ["y"], name="add")],
+              [tensor("x", [2, 3])], ["y"])
+    imported = check_against_onnx(m, {"x": rand(2, 3)})
+    assert ops_of(imported) == ["graph.add"]
+
+
+def test_gemm_transb_of_a_constant_stores_the_weight_transposed() -> None:
+    """Gemm(transB=1) by an initializer (how the dynamo exporter writes some projections) is a
+    plain gemm by the [K, N] weight, as from_torch stores a linear's: the same graph by both."""
+    m = model([helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="gemm", transB=1)],
+              [tensor("x", [4, 3])], ["y"], {"w": rand(5, 3), "c": rand(5)})
+    imported = check_against_onnx(m, {"x": rand(4, 3)})
+    assert "transpose_rhs" not in str(imported.module)
+    assert imported.weights["w.t"].shape == (3, 5)
+
+
 def test_gemm_with_transposes_and_bias() -> None:
     m = model(
         [helper.make_node("Gemm", ["x", "w", "c"], ["y"], name="gemm", transA=1, transB=1)],

@@ -102,7 +102,7 @@ def test_constant_attention_masks_fold_into_the_causal_flag(mask, causal) -> Non
     [
         (lambda x: torch.relu(x), "(aten.relu.default): no graph op for this ATen op; from_torch "
          "maps linear, matmul, add, layer_norm, gelu, view/reshape, transpose/permute, split, "
-         "slice, cat and scaled_dot_product_attention"),
+         "slice, select, cat and scaled_dot_product_attention"),
         (lambda x: torch.add(x, x, alpha=2), "add with alpha = 2; graph.add has no scale"),
         (lambda x: x + 1.0, "operand 1.0 is not a tensor the graph computes; graph ops take "
          "tensors only"),
@@ -111,6 +111,9 @@ def test_constant_attention_masks_fold_into_the_causal_flag(mask, causal) -> Non
         (lambda x: torch.nn.functional.scaled_dot_product_attention(x, x, x, dropout_p=0.5),
          "dropout_p = 0.5; export the module in eval mode without attention dropout"),
         (lambda x: x[:, 2:2], "graph.slice: axis 1 takes [2, 2) of extent 4"),
+        (lambda x: torch.nn.functional.dropout(x, 0.5, training=True),
+         "(aten.dropout.default): dropout with p = 0.5 in training mode; export the module in "
+         "eval mode"),
     ],
 )
 def test_diagnostics(forward, message) -> None:
