@@ -337,4 +337,6 @@ def check_extra(fields: Fields, extra: object, tiles: int, row_count: int) -> di
         fields.integer(extra["tiles_used"], "metadata.tiles_used", 0, tiles)
     if "profiling" in extra:
         fields.text(extra["profiling"], "metadata.profiling", PROFILING)
+    if "estimated_cycles" in extra:  # the selector's estimate, which ipu-run prints
+        fields.integer(extra["estimated_cycles"], "metadata.estimated_cycles", 0, 2**63 - 1)
     return extra

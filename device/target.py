@@ -203,6 +203,14 @@ class Target:
             + self.latency_per_column * np.abs(column[:, None] - column[None, :])
         )
 
+    def latencies(self, sources: np.ndarray, receivers: np.ndarray) -> np.ndarray:
+        """L(s, r) elementwise over broadcast arrays of source and receiver tiles."""
+        sources, receivers = np.asarray(sources), np.asarray(receivers)
+        return (self.latency_base
+                + np.abs(sources % self.column_tiles - receivers % self.column_tiles)
+                + self.latency_per_column * np.abs(sources // self.column_tiles
+                                                   - receivers // self.column_tiles))
+
     def max_latency(self, tiles: int) -> int:
         """The largest L(s, r) among the first `tiles` tiles (`latency_base` for one), without
         the table: L grows with the distance in position and the distance in columns, and both

@@ -107,6 +107,10 @@ ENUM_ATTRS = (
 # On a conversion op (and graph-to-mid's bridge before it): the graph op that consumes the
 # converted value, e.g. "graph.gemm %y"; its tile work names it as its provenance.
 CONSUMER_ATTR_NAME = "ipu.for"
+# On a mid op graph-to-mid selected a plan for: the cycles the selector estimated it costs
+# (its plan's work and its operands' conversions into the plan's formats), an i64; the sum
+# over a function is the program estimate (`planning/program_estimate.py`).
+ESTIMATE_ATTR_NAME = "ipu.estimate"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import StringAttr, TensorType, UnrealizedConversionCastOp
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    UnrealizedConversionCastOp,
+    i64,
+)
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -211,9 +217,10 @@ class GraphToMidLowering:
         self.look_ahead.forget_prices()
         ctx = self.selection_for(op)
         try:
-            plan = operator.select(op, ctx)
+            chosen = operator.choose(op, ctx)
         except (NoValidPlan, ValueError) as err:
             raise PassFailedException(located(op, f"{op_label(op)}: {err}")) from None
+        plan = chosen.plan
         ctx = self.store_spread(op, operator, plan, ctx)
         self.record_resident(op, operator, plan, ctx)
         # one at a time: retyping a graph input replaces the value, so re-read the operand
@@ -231,7 +238,8 @@ class GraphToMidLowering:
         new_op.results[0].name_hint = op.results[0].name_hint
         new_op.location = op.location
         Rewriter.replace_op(op, new_op)
-        self.round_to_declared_storage(new_op, out_type)
+        rounding = self.round_to_declared_storage(new_op, out_type)
+        new_op.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(chosen.estimate + rounding, i64)
         if self.resident is not None:
             self.resident.computed_by(new_op.results[0])
 
@@ -265,15 +273,16 @@ class GraphToMidLowering:
                              formats, shapes,
                              (tensor_type(op.results[0]).get_shape(), plan.operand_plan("out").format))
 
-    def round_to_declared_storage(self, op: Operation, declared: TensorType) -> None:
+    def round_to_declared_storage(self, op: Operation, declared: TensorType) -> int:
         """A plan may store its result wider than the graph declares it (an FP8 GEMM gives
         FP16 partials): every consumer sees the value rounded to the declared type, through a
-        bridge that insert-conversions makes a `mid.cast_precision`."""
+        bridge that insert-conversions makes a `mid.cast_precision`. Its estimated cycles (0
+        when the plan stores the declared type)."""
         result = op.results[0]
         stored = tensor_format_of(result)
         wanted = with_storage(stored, declared)
         if wanted == stored:
-            return
+            return 0
         bridge = UnrealizedConversionCastOp.get([result], [with_format(declared, wanted)])
         bridge.results[0].name_hint = result.name_hint
         bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(
@@ -281,6 +290,8 @@ class GraphToMidLowering:
         bridge.location = op.location
         Rewriter.insert_op(bridge, InsertPoint.after(op))
         result.replace_uses_with_if(bridge.results[0], lambda use: use.operation is not bridge)
+        return conversion_type_cycles(tensor_type(result), tensor_type(bridge.results[0]),
+                                      self.target)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType, i64
 from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -51,6 +51,7 @@ from passes.operators.formats import descriptor
 from passes.operators.repeat import unify_carried_requirements
 from passes.operators.tile_maps import refuse_first_tiles, scalar_map
 from planning.pipeline_config import configured_target, pipeline_config
+from planning.program_estimate import op_estimates
 from planning.shard_geometry import geometry
 
 
@@ -67,6 +68,9 @@ class MidToTileLowering:
     requirements: dict[SSAValue, tuple[int, int]] = field(default_factory=dict)
     # the mid ops being lowered, innermost last (a repeat's body ops inside the repeat)
     lowering_ops: list[Operation] = field(default_factory=list)
+    # the cycles of the work lowerings add beside the selected plans (a repeat's copies),
+    # counted into the function's estimate
+    added_cycles: int = 0
 
     def unique_name(self, wanted: str) -> str:
         name, suffix = wanted, 0
@@ -159,6 +163,11 @@ class MidToTileLowering:
             self.function.sym_name.data, [], [], Region(new_body)
         )
         lowered.location = self.function.location
+        # the selector's estimate of the whole function, kept for the package (`ipu-run`
+        # prints it beside the modeled cycles); a hand-written mid function has none
+        if estimates := op_estimates(self.function):
+            lowered.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
+                sum(e.total for e in estimates) + self.added_cycles, i64)
         return lowered
 
     def copy_to_output(self, value: SSAValue, position: int, terminator: Operation) -> Operation:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
@@ -416,9 +416,13 @@ def build_package(module: ModuleOp, with_assembly: bool = True,
     expansion.walk(func.body.block, [], [])
     inputs, outputs = host_tensors(buffers)
     tiles_used = max((max(b.tiles.tiles(), default=-1) for b in buffers), default=-1) + 1
+    metadata = {"row_symbols": rows.symbols, "tiles_used": tiles_used, "profiling": profiling}
+    estimate = func.attributes.get(mid.ESTIMATE_ATTR_NAME)
+    if isinstance(estimate, IntegerAttr):  # the selector's (`planning/program_estimate.py`)
+        metadata["estimated_cycles"] = estimate.value.data
     package = Package(
         target.name, tiles, rows.rows, expansion.steps, inputs, outputs, func.sym_name.data,
-        metadata={"row_symbols": rows.symbols, "tiles_used": tiles_used, "profiling": profiling},
+        metadata=metadata,
     )
     if with_assembly:
         package.assembly = phase(progress, "listing", lambda: format_assembly(package))

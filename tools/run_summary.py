@@ -146,6 +146,8 @@ class RunFacts:
             "exchange_errors": len(self.exchange_errors),
             "modeled_cycles": cycles,
             "modeled_seconds": cycles["total"] / target.clock_hz,
+            # the selector's estimate of the total (None: the module had no selected plans)
+            "estimated_cycles": self.package.metadata.get("estimated_cycles"),
             "tiles_used": tiles_used,
             "tiles": self.package.tiles,
             "compile_seconds": {"total": self.compile_seconds, "per_pass": self.pass_seconds},

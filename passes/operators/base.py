@@ -124,11 +124,20 @@ class Candidate:
 
     plan: mid.OperatorPlanAttr
     reason: str | None  # None: valid
-    cycles: int | None  # only for valid plans
+    cycles: int | None  # only for valid plans: what selection ranks by
+    # the part of `cycles` its result's consumers pay for its format (a look-ahead's price,
+    # which their own estimates count again)
+    consumers: int = 0
 
     @property
     def name(self) -> str:
         return self.plan.candidate.data
+
+    @property
+    def estimate(self) -> int:
+        """The cycles the op itself costs with this plan: its work and its operands'
+        conversions into the plan's formats (what `ipu.estimate` records)."""
+        return self.valid_cycles - self.consumers
 
     @property
     def valid_cycles(self) -> int:
@@ -174,6 +183,7 @@ class TileLowering(Protocol):
     buffers: dict[SSAValue, BufferOp]
     outputs: dict[SSAValue, int]  # returned values -> result position
     requirements: dict[SSAValue, tuple[int, int]]  # value -> (alignment, access tail)
+    added_cycles: int  # what work beside the selected plans costs (the function's estimate)
 
     def lower_op(self, op: Operation) -> list[Operation]: ...
 
@@ -229,7 +239,11 @@ class Operator(ABC):
         raise NotImplementedError  # conversions are inserted, never selected
 
     def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
-        return cheapest(self.candidates(op, ctx)).plan
+        return self.choose(op, ctx).plan
+
+    def choose(self, op: Operation, ctx: SelectionContext) -> Candidate:
+        """The valid candidate selection takes for `op` (the cheapest), with its cycles."""
+        return cheapest(self.candidates(op, ctx))
 
     def least_cycles_given(self, op: Operation, assumed: Assumed,
                            ctx: SelectionContext) -> int | None:

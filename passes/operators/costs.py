@@ -17,6 +17,7 @@ from xdsl.ir import SSAValue
 
 from device import kernels
 from device.model import cycles as device_cycles
+from device.model.kernel_shards import ROUND_SCALARS
 from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
 from passes.operators.base import (
@@ -28,7 +29,7 @@ from passes.operators.base import (
 from passes.operators.formats import descriptor, geometry_of, shard_words, split_format
 from passes.operators.gather import GatherRounds, plan_rounds
 from planning.plan_reasons import MemoryReason
-from planning.shard_geometry import geometry
+from planning.shard_geometry import ShardGeometry, geometry
 
 
 def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
@@ -71,26 +72,63 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     a, b = geometry(src.get_shape(), src_fmt), geometry(dst.get_shape(), dst_fmt)
     sources, receivers = a.partition_count, b.tiles_used
     words = shard_words(src)
-    # the farthest of the tiles the shards leave from and arrive at (all from tile 0 on)
+    # the serial gather's phase: to the farthest of the tiles the shards leave from and
+    # arrive at (all from tile 0 on)
     span = max(a.first_tile + sources, b.tile_stop)
     latency = target.max_latency(span) if receivers > 1 or a.first_tile != b.first_tile else 0
     phase = device_cycles.exchange_step_cycles(words + latency, target)
     copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
     take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(a.first_tile,))
-    return gather_cycles(plan_rounds(a, b), sources, phase, copy, take, target)
+    # the gather writes real elements only: a padded result is zeroed first (`lower_gather`)
+    zero = (device_cycles.fill_zero_cycles(shard_words(dst), target)
+            if b.padded_shape != b.shape else 0)
+    rounds = plan_rounds(a, b)
+    if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
+        return (zero + round_phases_cycles(rounds, words, target)
+                + round_takes_cycles(rounds, a, b, target))
+    return zero + gather_cycles(rounds, sources, phase, copy, take, target, words)
+
+
+def round_takes_cycles(rounds: GatherRounds, a: ShardGeometry, b: ShardGeometry,
+                       target: Target) -> int:
+    """The `gather_round` steps of a gather that takes once per round (`ConcurrentGather`:
+    one per round on the result tiles, from the received shard, and one for the copiers' own
+    shards), each its slowest tile's call (`device.model.cycles.gather_round_cycles`)."""
+    steps = rounds.round_steps()
+    first_source, first_dest = rounds.round_maps()
+    tiles = np.arange(b.first_tile, b.tile_stop, dtype=np.int64)
+    total = 0
+    for r in range(rounds.rounds):
+        starts = [first_source.eval([r], [])[0], first_dest.eval([r], [])[0]]
+        total += device_cycles.gather_round_cycles(
+            b, a, dict(zip(ROUND_SCALARS, [*starts, *steps], strict=True)), tiles, target)
+    if rounds.copiers:
+        copiers = np.asarray([rounds.tile_base + t for t in rounds.copiers], np.int64)
+        total += device_cycles.gather_round_cycles(
+            b, a, dict(zip(ROUND_SCALARS, rounds.own_scalars(), strict=True)), copiers, target)
+    return total
+
+
+def round_phases_cycles(rounds: GatherRounds, words: int, target: Target) -> int:
+    """The exchange phases of a concurrent gather's rounds as the device model charges them:
+    each the words and its latest arrival (`GatherRounds.round_arrivals`), a sync each."""
+    if not rounds.has_traffic:
+        return 0
+    return sum(device_cycles.exchange_step_cycles(words + int(arrival), target)
+               for arrival in rounds.round_arrivals(target) if arrival >= 0)
 
 
 def gather_cycles(rounds: GatherRounds | None, sources: int, phase: int, copy: int,
-                  take: int, target: Target) -> int:
-    """A gather of `sources` input shards, each phase, copy and take costing as given: the
-    concurrent gather of `rounds` (`passes/operators/gather.py`: a phase per round, a copy
-    where a sender holds elements of its own shard, a take per sent shard; or, where each tile
-    finds its shard from its id, `GatherRounds.takes_once`, a take per round and one for the
-    copiers' own shards), or with None the serial one (a phase, copy and take per input
-    shard)."""
+                  take: int, target: Target, words: int) -> int:
+    """A gather of `sources` input shards of `words` words, each serial phase, copy and
+    take costing as given: the concurrent gather of `rounds` (`passes/operators/gather.py`:
+    a phase per round, a copy where a sender holds elements of its own shard, a take per
+    sent shard; or, where each tile finds its shard from its id, `GatherRounds.takes_once`,
+    a take per round and one for the copiers' own shards), or with None the serial one (a
+    phase, copy and take per input shard)."""
     if rounds is None:
         return sources * (phase + copy + take)
-    phases = rounds.rounds * phase if rounds.has_traffic else 0
+    phases = round_phases_cycles(rounds, words, target)
     if rounds.takes_once:  # a take per round, and the copiers' own shards in one call
         takes = rounds.rounds + (1 if rounds.copiers else 0)
         return phases + takes * (take + target.round_select_cycles)

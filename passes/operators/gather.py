@@ -105,6 +105,7 @@ from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from device.index_views import IndexView, row_major_strides
+from device.target import Target
 from ipu_dialects.tile import (
     BufferOp,
     ExchangeOp,
@@ -291,6 +292,19 @@ class GatherRounds:
 
     def destinations(self) -> TileSetAttr:
         return TileSetAttr.of([self.tile_base + t for t in self.base])
+
+    def round_arrivals(self, target: Target) -> np.ndarray:
+        """[rounds] The latest arrival of a round's phase, the largest L(sender, receiver)
+        over its groups' receivers other than their senders, what its rows wait for after the
+        words (-1: a round in which no tile receives, which has no phase)."""
+        r, g = np.meshgrid(np.arange(self.rounds), np.arange(self.groups), indexing="ij")
+        senders = self.tile_base + self.sender_offset + self.sent_shards()
+        first = self.shift[0] + sum(digit * k for digit, k in self.shift_terms(r, g))
+        receivers = (self.tile_base + np.broadcast_to(first, r.shape)[..., None]
+                     + np.asarray(self.base, np.int64)[None, None, :])
+        latency = target.latencies(senders[..., None], receivers)
+        latency = np.where(receivers == senders[..., None], -1, latency)
+        return latency.reshape(self.rounds, -1).max(axis=1)
 
 
 SPANS_TRIED = 8  # `digit_decoders`: spans by the offsets alone, smallest first

@@ -20,7 +20,7 @@ from device.layouts import AMP_BLOCK
 from device.target import Target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import value_label
-from passes.operators.base import Operator, SelectionContext, tensor_type
+from passes.operators.base import Candidate, Operator, SelectionContext, tensor_type
 from passes.operators.costs import conversion_cycles
 from passes.operators.gemm_grid3d_lowering import lower_gemm_grid3d
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
@@ -68,7 +68,13 @@ class GemmOperator(Operator):
     operand_names = ("lhs", "rhs")
     honours_first_tile = True  # the row plan does; `lower_gemm` refuses the others' first tiles
 
-    def select(self, op: Operation, ctx: SelectionContext) -> mid.OperatorPlanAttr:
+    def choose(self, op: Operation, ctx: SelectionContext) -> Candidate:
+        chosen = self.evaluate_chosen(op, ctx)
+        return Candidate(chosen.plan, None, chosen.total_cycles)
+
+    def evaluate_chosen(self, op: Operation, ctx: SelectionContext) -> Evaluation:
+        """The cut selection takes: its own cycles and its operands' conversions (and, for a
+        sequence it reads stored spread, the fetch of each iteration's element)."""
         problem = problem_of(op)
         sequences = ctx.resident.sequence_operands()
 
@@ -98,14 +104,13 @@ class GemmOperator(Operator):
         # tiles hold now, so those are priced afresh (no key)
         key = None if sequences else tuple(tensor_type(value) for value in op.operands)
         if ctx.consumers is None:
-            chosen = select_gemm_plan(
+            return select_gemm_plan(
                 problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
                 fits, priced, key)
-            return chosen.plan
         ranked = ranked_gemm_cuts(
             problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),
             fits, priced, key)
-        return self.cheapest_with_consumers(op, ranked, ctx).plan
+        return self.cheapest_with_consumers(op, ranked, ctx)
 
     def spread_operands(self, op: Operation, plan: mid.OperatorPlanAttr,
                         ctx: SelectionContext) -> dict[int, np.ndarray]:

@@ -186,7 +186,7 @@ def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,
                          device_cycles.exchange_step_cycles(shard + latency, target),
                          device_cycles.copy_cycles(shard * WORD_BYTES, target),
                          kernel_cycles(GATHER_KERNEL, [src.first_tile, *words], out_type,
-                                       target), target), False
+                                       target), target, shard), False
 
 
 def with_format(value: SSAValue, fmt: mid.TensorFormatAttr) -> TensorType:
@@ -290,7 +290,7 @@ class LayoutOperator(GivenFormatsOperator):
             reason = shard_memory_reason(types, ctx.target, slot)
             if reason is None and consumers is None:
                 reason = STARVES_A_CONSUMER
-            candidates.append(Candidate(plan, reason, cycles))
+            candidates.append(Candidate(plan, reason, cycles, consumers or 0))
         return unless_every_one_starves(candidates)
 
     def result_formats(self, op: Operation, ctx: SelectionContext,

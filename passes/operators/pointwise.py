@@ -106,17 +106,18 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         plan = pointwise_plan(plan_name, symbol, formats, ctx.target.vector_alignment, alias)
         types = plan_types(op, operand_names, formats)
         reason = tiles_reason(op, formats, ctx.tiles) or shard_memory_reason(types, ctx.target)
-        cycles = None
+        cycles, consumers = None, 0
         if reason is None:
             cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx, assumed)
-            consumers = consumers_cycles(ctx, op.results[0], out_fmt)
-            if consumers is None:
+            priced = consumers_cycles(ctx, op.results[0], out_fmt)
+            if priced is None:
                 reason = STARVES_A_CONSUMER
             else:
+                consumers = priced
                 cycles += consumers
-        return Candidate(plan, reason, cycles)
+        return Candidate(plan, reason, cycles, consumers)
 
     def moved_candidate(name: str, fmt: mid.TensorFormatAttr) -> Candidate:
         return candidate(f"{kind}_{name}_at{fmt.first_tile.data}", fmt)
@@ -180,7 +181,8 @@ def spread_candidate(op: Operation, out_fmt: mid.TensorFormatAttr, ctx: Selectio
     found = build(moved)
     if extra is None or found.cycles is None:
         return None
-    return dataclasses.replace(found, cycles=found.cycles + extra)
+    return dataclasses.replace(found, cycles=found.cycles + extra,
+                               consumers=found.consumers + extra)
 
 
 def pins_twin(op: Operation, out_fmt: mid.TensorFormatAttr) -> bool:

@@ -39,12 +39,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import StringAttr, TensorType, UnrealizedConversionCastOp
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    StringAttr,
+    TensorType,
+    UnrealizedConversionCastOp,
+    i64,
+)
 from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from device.target import get_target
+from device.kernels import kernel_cycles
+from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, op_label, value_label, value_location
 from ipu_dialects.tile import (
@@ -57,6 +64,7 @@ from ipu_dialects.tile import (
     WorkProvenanceAttr,
 )
 from passes.operators.base import GraphLowering, Operator, TileLowering, tensor_type
+from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import (
     is_graph_tensor,
     row_major_format,
@@ -65,6 +73,7 @@ from passes.operators.formats import (
 )
 from passes.operators.sequence_spread import cheapest_spread
 from passes.operators.tile_maps import scalar_map, tensor_format
+from planning.program_estimate import runs_of
 from planning.shard_geometry import geometry
 
 YIELD_COPY_REASON = (
@@ -111,6 +120,14 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     terminator = block.last_op
     assert isinstance(terminator, graph.YieldOp)
     carried_formats = [tensor_format_of(a) for a in op.carried_args]  # every arg has one now
+    target = get_target(lowering.config.target.data)
+    # what bringing the yielded values into the carried formats costs an iteration, and the
+    # initial and invariant values into theirs once: no selected op prices these conversions
+    per_iteration = sum(bridge_cycles(terminator.values[i], fmt, target)
+                        for i, fmt in enumerate(carried_formats))
+    once = sum(bridge_cycles(op.carried[i], fmt, target) for i, fmt in enumerate(carried_formats))
+    once += sum(bridge_cycles(op.invariants[i], tensor_format_of(a), target)
+                for i, a in enumerate(op.invariant_args))
     yielded = [lowering.operand_in_format(terminator.values[i], fmt, terminator)
                for i, fmt in enumerate(carried_formats)]
     yield_op = mid.YieldOp(*yielded)
@@ -123,10 +140,21 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     sequences = [typed_sequence(lowering, op, i) for i in range(len(op.sequences))]
     body = op.detach_region(op.body)
     new_op = mid.RepeatOp(op.count.value.data, carried, invariants, sequences, body)
+    new_op.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
+        op.count.value.data * per_iteration + once, i64)
     for old, new in zip(op.results, new_op.results, strict=True):
         new.name_hint = old.name_hint
     new_op.location = op.location
     Rewriter.replace_op(op, new_op)
+
+
+def bridge_cycles(value: SSAValue, fmt: mid.TensorFormatAttr, target: Target) -> int:
+    """What converting `value` into `fmt` costs (0 when it is stored so, or has no format
+    yet: a graph input the host writes in the format its consumer wants)."""
+    value_type = tensor_type(value)
+    if not isinstance(value_type.encoding, mid.TensorFormatAttr) or value_type.encoding == fmt:
+        return 0
+    return conversion_type_cycles(value_type, with_format(value_type, fmt), target)
 
 
 def stacked_bytes(arg: SSAValue, count: int) -> int:
@@ -283,6 +311,15 @@ def in_carried_buffer(value: SSAValue, arg: SSAValue) -> bool:
     return False
 
 
+def copy_cycles(copy: Operation, target: Target) -> int:
+    """A copy kernel's cycles as the model charges its step: its slowest tile's call."""
+    assert isinstance(copy, KernelOp)
+    scalars = [int(v) for v in copy.scalars.get_values()]
+    tiles = copy.tiles.tiles()
+    return max(kernel_cycles(copy.callee.string_value(), scalars, tile, target)
+               for tile in {tiles[0], tiles[-1]})
+
+
 def copy_kernel(lowering: TileLowering, dst: BufferOp, src: BufferOp, value: SSAValue,
                 source: str, reason: str, for_op: Operation) -> KernelOp:
     """A copy of `value` done for `for_op` (the repeat, or its yield): located at
@@ -377,8 +414,13 @@ class RepeatOperator(Operator):
         for inner in op.block.ops:
             if inner is not terminator:
                 body.extend(lowering.lower_op(inner))
-        body.extend(yield_copies(op, lowering, carried))
-        body[:0] = stage_sent_sequences(op, lowering, body, label)
+        ends = yield_copies(op, lowering, carried)
+        starts = stage_sent_sequences(op, lowering, body, label)
+        body = [*starts, *body, *ends]
+        # the copies are the lowering's, not a selected plan's: the estimate counts them here
+        lowering.added_cycles += runs_of(op) * (
+            sum(copy_cycles(c, lowering.target) for c in before)
+            + op.iterations * sum(copy_cycles(c, lowering.target) for c in (*starts, *ends)))
         loop = LoopOp(0, op.iterations, WorkProvenanceAttr(
             label, value_label(op.results[0]) if op.results else "",
             f"{op.iterations} iterations of one tile-local body"))

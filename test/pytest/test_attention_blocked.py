@@ -54,14 +54,14 @@ def blocked(monkeypatch):
     chosen: dict[str, object] = {}
 
     def use(want: str | None = None):
-        def select(self, op, ctx):
+        def choose(self, op, ctx):
             candidates = [c for c in self.candidates(op, ctx)
                           if c.name.startswith("attention_blocked") and c.reason is None]
             pick = next(c for c in candidates if c.name == want) if want else cheapest(candidates)
             chosen["candidate"] = pick
-            return pick.plan
+            return pick
 
-        monkeypatch.setattr(AttentionOperator, "select", select)
+        monkeypatch.setattr(AttentionOperator, "choose", choose)
         return chosen
 
     return use
@@ -226,8 +226,8 @@ def corruptible() -> CompiledCase:
 
     patch = _pytest.monkeypatch.MonkeyPatch()
     try:
-        patch.setattr(AttentionOperator, "select", lambda self, op, ctx: next(
-            c for c in self.candidates(op, ctx) if c.name == "attention_blocked_r32").plan)
+        patch.setattr(AttentionOperator, "choose", lambda self, op, ctx: next(
+            c for c in self.candidates(op, ctx) if c.name == "attention_blocked_r32"))
         case = compile_case(attention_program((1, 2, 128, 64), (1, 2, 128, 64), "f16", True),
                             8, seed=4)
     finally:

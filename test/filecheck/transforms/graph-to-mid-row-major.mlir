@@ -35,7 +35,7 @@ func.func @gemm(%a: tensor<32x64xf16>, %b: tensor<64x64xf16>) -> tensor<32x64xf1
 // CONV-NEXT:  %c = mid.gemm %a_1, %b_1 plan
 // CONV-NOT:   unrealized_conversion_cast
 
-// TILE-LABEL: func.func @gemm() {
+// TILE-LABEL: func.func @gemm()
 // TILE-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [32, 64] f16 row_major standard align 8 tail 0
 // TILE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [64, 64] f16 row_major standard align 8 tail 0
 // TILE:       tile.loop %r = 0 to 1 provenance #tile.provenance<op = "graph.gemm %c", value = "%a", reason = "rounds of input shards sent at once"> {
@@ -49,12 +49,12 @@ func.func @gemm(%a: tensor<32x64xf16>, %b: tensor<64x64xf16>) -> tensor<32x64xf1
 // TILE-NEXT:  tile.loop %j = 0 to 1
 // TILE:         tile.kernel @amp_gemm_f16_init(%c[(d0) -> ((d0 * 2048))], %a_1[(d0) -> (0)], %c_rhs_slot[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 2>
 
-// PLACED-LABEL: func.func @gemm() {
+// PLACED-LABEL: func.func @gemm()
 // PLACED-NEXT:  %a = tile.buffer @a input 0 {{.*}} address 0x5c000
 // PLACED-NEXT:  %b = tile.buffer @b input 1 {{.*}} address 0x54000
 // PLACED:       %a_1_gather_slot = tile.buffer @a_1_gather_slot scratch {{.*}} address 0x5d000
 
-// ROWS-LABEL: func.func @gemm() {
+// ROWS-LABEL: func.func @gemm()
 // ROWS:       tile.exchange 1024 words from %a{{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0], receiver_rows = [1], row_address = 0x4c000, placed = [src 0x5c000, dst 0x5d000]
 // ROWS:       exchange.row @x0_send provenance "graph.gemm %c %a: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x17000, 1

@@ -41,7 +41,7 @@ func.func @f32_batched(%a: tensor<2x1x100x64xf32>, %b: tensor<2x64x70xf32>) -> t
 // T4-SAME:  (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>, %b: tensor<2x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 2 pad], replication = 1, group = 4, standard>>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
 // T16-SAME: (%a: tensor<2x1x100x64xf32, #mid.format<f32, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 7 pad, 64 x 1 pad], replication = 1, group = 16, standard>>, %b: tensor<2x64x70xf32, #mid.format<f32, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 2 pad], replication = 1, group = 16, standard>>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 7 pad, 64 x 1 pad], replication = 1, group = 16, interleaved>>
 // CHECK-NEXT: %c = mid.gemm %a, %b plan #mid.plan<"amp_gemm_f32_r16", #mid.dispatch<gemm_blocks, inner = 64, columns = 64, init = @amp_gemm_f32_init, accum = @amp_gemm_f32_accum>, accumulate = f32, amp = "A8/B8x16/C16", operands = [#mid.operand<lhs : left, #mid.format<f32, amp_left,
-// CHECK-SAME: distinct = [(out, lhs)], alias = none> : (tensor<2x1x100x64xf32, {{.*}}>, tensor<2x64x70xf32, {{.*}}>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output,
+// CHECK-SAME: distinct = [(out, lhs)], alias = none> {ipu.estimate = {{[1-9][0-9]*}} : i64} : (tensor<2x1x100x64xf32, {{.*}}>, tensor<2x64x70xf32, {{.*}}>) -> tensor<2x2x100x70xf32, #mid.format<f32, amp_output,
 // CHECK-NEXT: func.return %c
 
 

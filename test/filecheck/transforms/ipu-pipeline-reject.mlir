@@ -14,5 +14,5 @@ func.func @batched(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor
   %c = graph.gemm %a, %b : (tensor<2x1x48x64xf32>, tensor<3x64x64xf32>) -> tensor<2x3x48x64xf32>
   func.return %c : tensor<2x3x48x64xf32>
 }
-// CHECK:       func.func @batched() {
+// CHECK:       func.func @batched()
 // CHECK:         tile.exchange 4096 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive]

@@ -23,7 +23,7 @@ func.func @local(%x: tensor<4x6xf32>, %w: tensor<6xf32>, %b: tensor<6xf32>, %y: 
 // MID-NOT:  mid.rearrange
 
 // Descriptors of out and source, then the index view: window starts, stops, strides, offset.
-// TILE-LABEL: func.func @local() {
+// TILE-LABEL: func.func @local()
 // TILE:      tile.kernel @layer_norm(%n[() -> (0)], %x[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [925353388, 2, 4, 6,
 // TILE-SAME: on #tile.tiles<0 to 3>
 // TILE-NEXT: tile.kernel @fill_zero(%t[() -> (0)]) scalars [12] on #tile.tiles<0 to 3>
@@ -47,7 +47,7 @@ func.func @gather(%x: tensor<4x6xf32>) -> tensor<6x4xf32> {
 }
 // MID-LABEL: func.func @gather(
 // MID:       mid.reshape %x plan #mid.plan<"reshape_split0_gather", #mid.dispatch<pointwise, init = @gather_view>
-// GATHER-LABEL: func.func @gather() {
+// GATHER-LABEL: func.func @gather()
 // GATHER:      tile.loop %r_1 = 0 to 1 provenance #tile.provenance<op = "graph.reshape %r", value = "%r", reason = "rounds of input shards sent at once"> {
 // GATHER-NEXT: tile.exchange 24 words from %x[(d0) -> (0)] on tile (d0, d1) -> (d0) to %r_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 3> groups 1 shift (d0, d1) -> (0) iv(%r_1)
 // GATHER-NEXT: tile.loop %g = 0 to 1

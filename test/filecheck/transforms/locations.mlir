@@ -26,7 +26,7 @@ func.func @f(%x: tensor<64x128xf16>, %w: tensor<128x256xf16>, %v: tensor<256x128
 
 // Buffers: an argument's at the function, a value's at its producer, a staging slot at the
 // op that stages data in it, a returned value's copy at fused[func.return, producer].
-// TILE:      func.func @f() {
+// TILE:      func.func @f()
 // TILE-NEXT: %x = tile.buffer @x input 0 {{.*}} loc("user.py":9:1)
 // TILE-NEXT: %w = tile.buffer @w input 1 {{.*}} loc("user.py":9:1)
 // TILE-NEXT: %v = tile.buffer @v input 2 {{.*}} loc("user.py":9:1)

@@ -18,7 +18,7 @@ func.func @gemm(%a: tensor<128x256xf16>, %b: tensor<256x256xf16>) -> tensor<128x
   func.return %c : tensor<128x256xf16>
 }
 
-// TILE-LABEL: func.func @gemm() {
+// TILE-LABEL: func.func @gemm()
 // TILE-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 16> shard [32, 64] f16 amp_left standard align 32 tail 16 from tensor<128x256xf16, #mid.format<f16, amp_left, [16 x 4 pad, 64 x 4 pad], replication = 1, group = 16, standard>>
 // TILE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 16> shard [64, 64] f16 amp_right standard align 32 tail 0 from tensor<256x256xf16, #mid.format<f16, amp_right, [64 x 4 pad, 64 x 4 pad], replication = 1, group = 16, standard>>
 // TILE-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 16> shard [32, 64] f16 amp_output interleaved align 32 tail 0 from tensor<128x256xf16, #mid.format<f16, amp_output, [16 x 4 pad, 64 x 4 pad], replication = 1, group = 16, interleaved>>
@@ -28,7 +28,7 @@ func.func @gemm(%a: tensor<128x256xf16>, %b: tensor<256x256xf16>) -> tensor<128x
 // TILE-NEXT:  tile.exchange 1024 words from %a[() -> (0)] on tile (d0) -> ((d0 * 4)) to %c_lhs_slot[() -> (0)] on #tile.tiles<0 to 4> groups 4 shift (d0) -> ((d0 * 4)) pairs iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%a", reason = "lhs panel k along every grid row">
 // TILE-NEXT:  tile.exchange 2048 words from %b[() -> (0)] on tile (d0) -> (d0) to %c_rhs_slot[() -> (0)] on #tile.tiles<[0, 4, 8, 12]> groups 4 shift (d0) -> (d0) iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs blocks k down every grid column">
 
-// CHECK-LABEL: func.func @gemm() {
+// CHECK-LABEL: func.func @gemm()
 // CHECK:        %c_lhs_slot = tile.buffer @c_lhs_slot scratch {{.*}} address 0x{{[0-9a-f]+}}
 // CHECK:        %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x{{[0-9a-f]+}}
 // CHECK:        %c_partials = tile.buffer @c_partials scratch {{.*}} address 0x{{[0-9a-f]+}}

@@ -13,7 +13,7 @@ func.func @gemm(%a: tensor<128x256xf16>, %b: tensor<256x256xf16>) -> tensor<128x
   func.return %c : tensor<128x256xf16>
 }
 
-// TILE-LABEL: func.func @gemm() {
+// TILE-LABEL: func.func @gemm()
 // TILE-NEXT:    %a = tile.buffer @a input 0 on #tile.tiles<0 to 16> shard [32, 64] {{.*}} #mid.format<f16, amp_left, [16 x 4 pad, 64 x 4 pad], replication = 1, group = 16, standard>>
 // TILE-NEXT:    %b = tile.buffer @b input 1 on #tile.tiles<0 to 16> shard [128, 64] {{.*}} #mid.format<f16, amp_right, [64 x 2 pad, 64 x 4 pad], replication = 2, group = 16, standard>>
 // TILE-NEXT:    %c = tile.buffer @c output 0 on #tile.tiles<0 to 16> shard [32, 64] {{.*}} #mid.format<f16, amp_output, [16 x 4 pad, 64 x 4 pad], replication = 1, group = 16, interleaved>>

@@ -26,7 +26,7 @@ func.func @copy(%x0: tensor<64x64xf32>) -> tensor<64x64xf32> {
   } -> tensor<64x64xf32>
   func.return %r : tensor<64x64xf32>
 }
-// CHECK-LABEL: func.func @copy() {
+// CHECK-LABEL: func.func @copy()
 // CHECK: tile.loop
 
 // -----

@@ -19,7 +19,7 @@ func.func @layers(%x0: tensor<64x64xf16>, %b: tensor<64xf16>, %ws: tensor<3x64x6
   } -> tensor<64x64xf16>
   func.return %out : tensor<64x64xf16>
 }
-// CHECK-LABEL: func.func @layers() {
+// CHECK-LABEL: func.func @layers()
 // CHECK: %ws = tile.buffer @ws input 2 on #tile.tiles<0 to 1> shard [3, 64, 64] f16 amp_right standard align 32 tail 0 from tensor<3x64x64xf16, #mid.format<f16, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 1 pad], replication = 1, group = 2, standard>>
 // CHECK: %out = tile.buffer @out output 0
 // CHECK: tile.kernel @convert_shard(%out[() -> (0)], %x0[() -> (0)]) {{.*}} iv() provenance #tile.provenance<op = "graph.repeat %out", value = "%x0", reason = "copy the initial carried value into the repeat's carried buffer">
@@ -50,7 +50,7 @@ func.func @copy(%x0: tensor<64x64xf32>) -> tensor<64x64xf32> {
   } -> tensor<64x64xf32>
   func.return %r : tensor<64x64xf32>
 }
-// CHECK-LABEL: func.func @copy() {
+// CHECK-LABEL: func.func @copy()
 // CHECK: tile.loop %r_1 = 0 to 5
 // CHECK-NEXT: tile.kernel @gelu(%y[(d0) -> (0)], %r[(d0) -> (0)])
 // CHECK-NEXT: tile.kernel @add(%z[(d0) -> (0)], %r[(d0) -> (0)], %y[(d0) -> (0)])
@@ -75,7 +75,7 @@ func.func @nested(%x0: tensor<64x64xf16>, %ws: tensor<3x2x64x64xf16>) -> tensor<
   } -> tensor<64x64xf16>
   func.return %out : tensor<64x64xf16>
 }
-// CHECK-LABEL: func.func @nested() {
+// CHECK-LABEL: func.func @nested()
 // CHECK: tile.kernel @convert_shard(%out[() -> (0)], %x0[() -> (0)])
 // CHECK-NEXT: tile.loop %r = 0 to 3 provenance #tile.provenance<op = "graph.repeat %out"
 // CHECK-NEXT: tile.loop %r_1 = 0 to 2 provenance #tile.provenance<op = "graph.repeat %in in graph.repeat %out", value = "%in", reason = "2 iterations of one tile-local body"> {

@@ -8,7 +8,7 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x64xf16>) -> tensor<32x64xf
   %c = graph.gemm %a, %b : (tensor<32x128xf16>, tensor<128x64xf16>) -> tensor<32x64xf16>
   func.return %c : tensor<32x64xf16>
 }
-// ONE-LABEL: func.func @f16() {
+// ONE-LABEL: func.func @f16()
 // ONE-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [32, 128] f16 amp_left standard align 32 tail 16 from tensor<32x128xf16, #mid.format<f16, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>
 // ONE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [128, 64] f16 amp_right standard align 32 tail 0 from tensor<128x64xf16, #mid.format<f16, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>
 // ONE-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [32, 64] f16 amp_output interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>>
@@ -27,7 +27,7 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x64xf16>) -> tensor<32x64xf
 // ONE-NEXT:  }
 // Four tiles: two 16-row output tiles (r16) now beat one 32-row tile (r32): the block
 // broadcast to the other row tile is a pair broadcast, half the events of 32-bit words.
-// FOUR-LABEL: func.func @f16() {
+// FOUR-LABEL: func.func @f16()
 // FOUR-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [16, 128] f16 amp_left standard align 32 tail 16 from tensor<32x128xf16, #mid.format<f16, amp_left, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right standard align 32 tail 0 from tensor<128x64xf16, #mid.format<f16, amp_right, [64 x 2 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 2> shard [16, 64] f16 amp_output interleaved align 32 tail 0 from tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
@@ -55,7 +55,7 @@ func.func @f32_padded(%a: tensor<100x130xf32>, %b: tensor<130x70xf32>) -> tensor
   %c = graph.gemm %a, %b : (tensor<100x130xf32>, tensor<130x70xf32>) -> tensor<100x70xf32>
   func.return %c : tensor<100x70xf32>
 }
-// ONE-LABEL: func.func @f32_padded() {
+// ONE-LABEL: func.func @f32_padded()
 // ONE-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [112, 192] f32 amp_left standard align 32 tail 16 from tensor<100x130xf32, #mid.format<f32, amp_left, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>
 // ONE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [192, 128] f32 amp_right standard align 32 tail 0 from tensor<130x70xf32, #mid.format<f32, amp_right, [64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>
 // ONE-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [112, 128] f32 amp_output interleaved align 32 tail 0 from tensor<100x70xf32, #mid.format<f32, amp_output, [16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>>
@@ -70,7 +70,7 @@ func.func @f32_padded(%a: tensor<100x130xf32>, %b: tensor<130x70xf32>) -> tensor
 // ONE-NEXT:  }
 // ONE-NEXT:  func.return
 // ONE-NEXT:  }
-// FOUR-LABEL: func.func @f32_padded() {
+// FOUR-LABEL: func.func @f32_padded()
 // FOUR-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [32, 192] f32 amp_left standard align 32 tail 16 from tensor<100x130xf32, #mid.format<f32, amp_left, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [128, 64] f32 amp_right standard align 32 tail 0 from tensor<130x70xf32, #mid.format<f32, amp_right, [64 x 2 pad, 64 x 2 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [32, 128] f32 amp_output interleaved align 32 tail 0 from tensor<100x70xf32, #mid.format<f32, amp_output, [16 x 4 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>
@@ -96,7 +96,7 @@ func.func @batch(%a: tensor<2x1x48x64xf16>, %b: tensor<3x64x64xf16>) -> tensor<2
   %c = graph.gemm %a, %b : (tensor<2x1x48x64xf16>, tensor<3x64x64xf16>) -> tensor<2x3x48x64xf16>
   func.return %c : tensor<2x3x48x64xf16>
 }
-// ONE-LABEL: func.func @batch() {
+// ONE-LABEL: func.func @batch()
 // ONE-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 1> shard [2, 1, 48, 64] f16 amp_left standard align 32 tail 16 from tensor<2x1x48x64xf16, #mid.format<f16, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>
 // ONE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [3, 64, 64] f16 amp_right standard align 32 tail 0 from tensor<3x64x64xf16, #mid.format<f16, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 1 pad], replication = 1, group = 1, standard>>
 // ONE-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 1> shard [2, 3, 48, 64] f16 amp_output interleaved align 32 tail 0 from tensor<2x3x48x64xf16, #mid.format<f16, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 1 pad, 64 x 1 pad], replication = 1, group = 1, interleaved>>
@@ -111,7 +111,7 @@ func.func @batch(%a: tensor<2x1x48x64xf16>, %b: tensor<3x64x64xf16>) -> tensor<2
 // ONE-NEXT:  }
 // ONE-NEXT:  func.return
 // ONE-NEXT:  }
-// FOUR-LABEL: func.func @batch() {
+// FOUR-LABEL: func.func @batch()
 // FOUR-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 3> shard [2, 1, 16, 64] f16 amp_left standard align 32 tail 16 from tensor<2x1x48x64xf16, #mid.format<f16, amp_left, [1 x 1 pad, 1 x 1 pad, 16 x 3 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [3, 64, 64] f16 amp_right standard align 32 tail 0 from tensor<3x64x64xf16, #mid.format<f16, amp_right, [1 x 1 pad, 64 x 1 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // FOUR-NEXT:  %c = tile.buffer @c output 0 on #tile.tiles<0 to 3> shard [2, 3, 16, 64] f16 amp_output interleaved align 32 tail 0 from tensor<2x3x48x64xf16, #mid.format<f16, amp_output, [1 x 1 pad, 1 x 1 pad, 16 x 3 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>>

@@ -49,7 +49,7 @@ func.func @broadcast(%a: tensor<4x6xf32>, %b: tensor<6xf32>, %c: tensor<2x1x6xf3
 // One `add` call per output shard on the tiles of the output; scalars = the descriptors of
 // out, lhs, rhs (rank, shape, blocks, partitions, pads, replication, group, precision 0 = f32,
 // order 0 = row_major, scale): [4, 6] cut 4 x 1, [6] replicated 4 times.
-// TILE-LABEL: func.func @broadcast() {
+// TILE-LABEL: func.func @broadcast()
 // TILE:       %s = tile.buffer @s scratch on #tile.tiles<0 to 4> shard [1, 6] f32 row_major standard align 8 tail 0
 // TILE-NEXT:  tile.kernel @add(%s[() -> (0)], %a[() -> (0)], %b[() -> (0)]) scalars [2, 4, 6, 1, 1, 4, 1, 1, 1, 1, 4, 0, 0, 0, 2, 4, 6, 1, 1, 4, 1, 1, 1, 1, 4, 0, 0, 0, 1, 6, 1, 1, 1, 4, 4, 0, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.add %s", value = "%s", reason = "add, one call per output shard">
 // TILE-NEXT:  tile.kernel @add(%t[() -> (0)], %c[() -> (0)], %s[() -> (0)]) scalars [3, 2, 4, 6, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1, 4, 0, 0, 0, 3, 2, 1, 6, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 0, 0, 0, 2, 4, 6, 1, 1, 4, 1, 1, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 4>
@@ -57,14 +57,14 @@ func.func @broadcast(%a: tensor<4x6xf32>, %b: tensor<6xf32>, %c: tensor<2x1x6xf3
 
 // First fit from 0x54000 (after the code region); %a is dead once %s is computed, so the
 // output %t reuses its bytes.
-// PLACED-LABEL: func.func @broadcast() {
+// PLACED-LABEL: func.func @broadcast()
 // PLACED-NEXT:  %a = tile.buffer @a input 0 {{.*}} address 0x54000
 // PLACED-NEXT:  %b = tile.buffer @b input 1 {{.*}} address 0x54018
 // PLACED-NEXT:  %c = tile.buffer @c input 2 {{.*}} address 0x54030
 // PLACED-NEXT:  %t = tile.buffer @t output 0 {{.*}} address 0x54000
 // PLACED-NEXT:  %s = tile.buffer @s scratch {{.*}} address 0x54060
 // Every operand is where its kernel runs: no exchange.
-// ROWS-LABEL: func.func @broadcast() {
+// ROWS-LABEL: func.func @broadcast()
 // ROWS-NOT:   tile.exchange
 // ROWS:       func.return
 // ROWS-NOT:   exchange.row
@@ -99,7 +99,7 @@ func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tenso
 // CONV-NEXT:  %y = mid.add %m, %g_1 plan
 // CONV-NOT:   unrealized_conversion_cast
 
-// TILE-LABEL: func.func @gathered_bias() {
+// TILE-LABEL: func.func @gathered_bias()
 // TILE:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch on #tile.tiles<0 to 4> shard [16] f32 row_major standard align 8 tail 0
 // TILE:       tile.kernel @gelu(%g[() -> (0)], %v[() -> (0)]) scalars [1, 64, 1, 4, 1, 1, 4, 0, 0, 0, 1, 64, 1, 4, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 4>
 // TILE-NEXT:  tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.add %y", value = "%g", reason = "rounds of input shards sent at once"> {
@@ -113,7 +113,7 @@ func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tenso
 // TILE-NEXT:  tile.kernel @add(%y[() -> (0)], %m[() -> (0)], %g_1[() -> (0)]) scalars [2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0, 2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0, 1, 64, 64, 1, 1, 4, 4, 0, 0, 0] on #tile.tiles<0 to 4>
 // TILE-NEXT:  func.return
 
-// PLACED-LABEL: func.func @gathered_bias() {
+// PLACED-LABEL: func.func @gathered_bias()
 // PLACED:       %y = tile.buffer @y output 0 {{.*}} interleaved {{.*}} address 0xac000
 // PLACED:       %g = tile.buffer @g scratch {{.*}} address 0x5c000
 // PLACED:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch {{.*}} address 0x5c040
@@ -122,7 +122,7 @@ func.func @gathered_bias(%a: tensor<64x64xf32>, %w: tensor<64x64xf32>, %v: tenso
 // tile r to the other 3 tiles' slot (pic 0x5c040 / 4 = 0x17010); one shared send row and one
 // receive row, patched per iteration: direction (1 up, 2 down, 3 both), the receivers' xpic
 // (the sender) and their delay (16 words + the farthest receiver's latency 6 + |r - t| - 2, t the receiver).
-// ROWS-LABEL: func.func @gathered_bias() {
+// ROWS-LABEL: func.func @gathered_bias()
 // ROWS:       tile.loop %r = 0 to 4
 // ROWS-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r) provenance #tile.provenance<{{.*}}> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 23, 22, 22, 23>>], row_address = 0x4c010, placed = [src 0x5c000, dst 0x5c040]
 // ROWS:       exchange.row @x1_send provenance "graph.add %y %g: input shards of round r, each to the result tiles that hold its elements" {

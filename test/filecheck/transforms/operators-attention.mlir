@@ -40,19 +40,19 @@ func.func @causal_rows(%q: tensor<2x16x8xf16>, %k: tensor<2x16x8xf16>, %v: tenso
 // CONV:       func.return
 
 // Scalars: causal 1, scale bits 0x3eb504f3 (1052050675), then out, query, key, value.
-// TILE-LABEL: func.func @causal_rows() {
+// TILE-LABEL: func.func @causal_rows()
 // TILE-NEXT:  %q = tile.buffer @q input 0 on #tile.tiles<0 to 4> shard [2, 4, 8] f16 row_major
 // TILE-NEXT:  %k = tile.buffer @k input 1 on #tile.tiles<0 to 4> shard [2, 16, 8] f16 row_major
 // TILE-NEXT:  %v = tile.buffer @v input 2 on #tile.tiles<0 to 4> shard [2, 16, 8] f16 row_major
 // TILE-NEXT:  %o = tile.buffer @o output 0 on #tile.tiles<0 to 4> shard [2, 4, 8] f16 row_major
 // TILE-NEXT:  tile.kernel @attention(%o[() -> (0)], %q[() -> (0)], %k[() -> (0)], %v[() -> (0)]) scalars [1, 1052050675, 3, 2, 16, 8, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1, 4, 1, 0, 0, 3, 2, 16, 8, 1, 1, 1, 1, 4, 1, 1, 1, 1, 1, 4, 1, 0, 0, 3, 2, 16, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 0, 0, 3, 2, 16, 8, 1, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.attention %o", value = "%o", reason = "attention, one call per output shard">
 // TILE-NEXT:  func.return
-// PLACED-LABEL: func.func @causal_rows() {
+// PLACED-LABEL: func.func @causal_rows()
 // PLACED-NEXT:  %q = tile.buffer @q {{.*}} address 0x54000
 // PLACED-NEXT:  %k = tile.buffer @k {{.*}} address 0x54080
 // PLACED-NEXT:  %v = tile.buffer @v {{.*}} address 0x54280
 // PLACED-NEXT:  %o = tile.buffer @o {{.*}} address 0x54480
-// ROWS-LABEL: func.func @causal_rows() {
+// ROWS-LABEL: func.func @causal_rows()
 // ROWS-NOT:   tile.exchange
 // ROWS:       func.return
 // GENERIC-LABEL: "func.func"() <{sym_name = "causal_rows"
@@ -71,12 +71,12 @@ func.func @heads(%q: tensor<8x4x16xf32>, %k: tensor<8x12x16xf32>, %v: tensor<8x1
 // MID-LABEL: func.func @heads
 // MID-SAME:  %k: tensor<8x12x16xf32, #mid.format<f32, row_major, [1 x 4 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 4, standard>>
 // MID-NEXT:  %o = mid.attention %q, %k, %v scale 2.500000e-01 plan #mid.plan<"attention_split0", #mid.dispatch<head_sharded, init = @attention>, accumulate = f32, amp = none, operands = [#mid.operand<query : input, #mid.format<f32, row_major, [1 x 4 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>, #mid.operand<key : input, #mid.format<f32, row_major, [1 x 4 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>, #mid.operand<value : input, #mid.format<f32, row_major, [1 x 4 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>, #mid.operand<out : output, #mid.format<f32, row_major, [1 x 4 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>], distinct = [], alias = none>
-// TILE-LABEL: func.func @heads() {
+// TILE-LABEL: func.func @heads()
 // TILE:       %k = tile.buffer @k input 1 on #tile.tiles<0 to 4> shard [2, 12, 16] f32 row_major
 // TILE:       tile.kernel @attention(%o[() -> (0)], %q[() -> (0)], %k[() -> (0)], %v[() -> (0)]) scalars [0, 1048576000, 3, 8, 4, 16, 1, 1, 1, 4, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0, 3, 8, 4, 16, 1, 1, 1, 4, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0, 3, 8, 12, 16, 1, 1, 1, 4, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0, 3, 8, 12, 16, 1, 1, 1, 4, 1, 1, 1, 1, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 4>
-// PLACED-LABEL: func.func @heads() {
+// PLACED-LABEL: func.func @heads()
 // PLACED:       %o = tile.buffer @o output 0 {{.*}} address 0x54e00
-// ROWS-LABEL: func.func @heads() {
+// ROWS-LABEL: func.func @heads()
 // ROWS-NOT:   tile.exchange
 // ROWS:       func.return
 // GENERIC-LABEL: "func.func"() <{sym_name = "heads"

@@ -50,7 +50,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 
 // Descriptors (rank 2, [32, 64], blocks [16, 64], partitions [2, 1], pads, replication 1,
 // group 2, precision, order, scale): f32 0 / f16 1 / f8f143 2; row_major 0 / amp_left 1.
-// TILE-LABEL: func.func @conversions() {
+// TILE-LABEL: func.func @conversions()
 // TILE:       %c_gather_slot = tile.buffer @c_gather_slot scratch on #tile.tiles<0 to 2> shard [16, 64] f16 row_major standard align 8 tail 0
 // TILE-NEXT:  tile.kernel @convert_shard({{.*}}, %a[() -> (0)]) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 0, 0, 0] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.cast_precision %n", value = "%n", reason = "cast precision, one call per shard">
 // TILE-NEXT:  tile.kernel @convert_shard({{.*}}) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 1, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.rearrange %n", value = "%n", reason = "repack each shard on its tile">
@@ -68,7 +68,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 // TILE-NEXT:  tile.kernel @convert_shard(%q[() -> (0)], %h[() -> (0)]) scalars [2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 2, 0, -2, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 2, 1, 0, 0] on #tile.tiles<0 to 2>
 // TILE-NEXT:  func.return
 
-// PLACED-LABEL: func.func @conversions() {
+// PLACED-LABEL: func.func @conversions()
 // PLACED-NEXT:  tile.buffer @a input 0 {{.*}} address 0x54000
 // PLACED-NEXT:  tile.buffer @h input 1 {{.*}} address 0x5c000
 // PLACED:       tile.buffer @c output 2 on #tile.tiles<0 to 2> shard [32, 32] f16 row_major {{.*}} address 0x55800
@@ -76,7 +76,7 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 2,
 
 // %h's shard r (512 words at 0x5c000 = word 0x17000) to the other tile's slot (0x5c800 =
 // word 0x17200); delay 512 + L(0, 1) 7 - 2.
-// ROWS-LABEL: func.func @conversions() {
+// ROWS-LABEL: func.func @conversions()
 // ROWS:       tile.exchange 512 words from %h{{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 1, 2>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x5c800]
 // ROWS:       exchange.row @x0_send provenance "graph.rearrange %c %c: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x17000, 1

@@ -50,7 +50,7 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 // own tile: groups 1, takes_own 1, group_span 1, outer 1 and 1), then one gelu call per row
 // shard:
 // descriptors [32, 64] cut 4 x 1, f16 (1), row_major (0).
-// TILE-LABEL: func.func @after_gemm() {
+// TILE-LABEL: func.func @after_gemm()
 // TILE:       tile.loop %r = 0 to 1 provenance #tile.provenance<op = "graph.gelu %g", value = "%m", reason = "rounds of input shards sent at once"> {
 // TILE-NEXT:    tile.exchange 512 words from %m[(d0) -> (0)] on tile (d0, d1) -> (d1) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 2> groups 2 shift (d0, d1) -> ((d1 * 2)) iv(%r)
 // TILE-NEXT:    tile.kernel @gather_round(%m_1[(d0) -> (0)], %m_1_gather_slot[(d0) -> (0)]) iv_scalars [(d0) -> (0), (d0) -> (0)] scalars [1, 2, 2, 0, 2, 0, 4, 1, 1, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 16, 64, 2, 1, 1, 1, 1, 4, 1, 3, 0] on #tile.tiles<0 to 4> iv(%r)
@@ -59,7 +59,7 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 // TILE-NEXT:  tile.kernel @gelu(%g[() -> (0)], %m_1[() -> (0)]) scalars [2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 32, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.gelu %g", value = "%g", reason = "exact gelu, one call per shard">
 // TILE-NEXT:  func.return
 
-// PLACED-LABEL: func.func @after_gemm() {
+// PLACED-LABEL: func.func @after_gemm()
 // PLACED:       %g = tile.buffer @g output 0 on #tile.tiles<0 to 4> shard [8, 64] f16 row_major standard align 8 tail 0 {{.*}} address 0x54000
 // PLACED:       %m = tile.buffer @m scratch on #tile.tiles<0 to 2> shard [16, 64] f16 amp_output interleaved {{.*}} address 0xac000
 // PLACED:       %m_1 = tile.buffer @m_1 scratch {{.*}} address 0x54400
@@ -67,7 +67,7 @@ func.func @after_gemm(%a: tensor<32x64xf16>, %w: tensor<64x64xf16>) -> tensor<32
 
 // The gather's rows: 512 words from %m (0xac000 / 4 = 0x2b000) = send 64 + sendoff 448. Tile 1
 // sends shard 1 while it receives shard 0 from tile 0: its row is full duplex.
-// ROWS-LABEL: func.func @after_gemm() {
+// ROWS-LABEL: func.func @after_gemm()
 // ROWS:       tile.exchange 512 words {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive, @x1_duplex], row_loops = [], sender_rows = [0, 2], receiver_rows = [1, 1], patches = [#tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 517, 518>>], row_address = 0x4c010, placed = [src 0xac000, dst 0x5c000]
 // ROWS:       exchange.row @x1_send provenance "graph.gelu %g %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x2b000, 1
@@ -101,14 +101,14 @@ func.func @fp8(%x: tensor<3x10xf8E4M3FNUZ, #graph.fp8_scale<1>>) -> tensor<3x10x
 // CONV-LABEL: func.func @fp8
 // CONV-NOT:   mid.cast_precision
 // CONV:       func.return
-// TILE-LABEL: func.func @fp8() {
+// TILE-LABEL: func.func @fp8()
 // TILE-NEXT:  %x = tile.buffer @x input 0 on #tile.tiles<0 to 4> shard [3, 3] f8f143 row_major standard align 8 tail 0
 // TILE-NEXT:  %g = tile.buffer @g output 0 on #tile.tiles<0 to 4> shard [3, 3] f8f143 row_major standard align 8 tail 0
 // TILE-NEXT:  tile.kernel @gelu(%g[() -> (0)], %x[() -> (0)]) scalars [2, 3, 10, 1, 1, 1, 4, 1, 1, 1, 4, 2, 0, -2, 2, 3, 10, 1, 1, 1, 4, 1, 1, 1, 4, 2, 0, 1] on #tile.tiles<0 to 4>
-// PLACED-LABEL: func.func @fp8() {
+// PLACED-LABEL: func.func @fp8()
 // PLACED-NEXT:  %x = tile.buffer @x {{.*}} address 0x54000
 // PLACED-NEXT:  %g = tile.buffer @g {{.*}} address 0x54010
-// ROWS-LABEL: func.func @fp8() {
+// ROWS-LABEL: func.func @fp8()
 // ROWS-NOT:   tile.exchange
 // ROWS:       func.return
 // GENERIC-LABEL: "func.func"() <{sym_name = "fp8"
@@ -128,11 +128,11 @@ func.func @tanh(%x: tensor<8x64xf16>) -> tensor<8x64xf16> {
 // MID-NEXT:  %g = mid.gelu %x approximate tanh plan #mid.plan<"gelu_split0", #mid.dispatch<pointwise, init = @gelu_tanh>, accumulate = f32, amp = none, operands = [#mid.operand<src : input, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>, #mid.operand<out : output, #mid.format<f16, row_major, [1 x 4 pad, 1 x 1 pad], replication = 1, group = 4, standard>, align = 8, tail = 0>], distinct = [], alias = src>
 // CONV-LABEL: func.func @tanh
 // CONV-NEXT:  %g = mid.gelu %x approximate tanh plan
-// TILE-LABEL: func.func @tanh() {
+// TILE-LABEL: func.func @tanh()
 // TILE:       tile.kernel @gelu_tanh(%g[() -> (0)], %x[() -> (0)]) scalars [2, 8, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 8, 64, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.gelu %g", value = "%g", reason = "tanh gelu, one call per shard">
-// PLACED-LABEL: func.func @tanh() {
+// PLACED-LABEL: func.func @tanh()
 // PLACED:       tile.kernel @gelu_tanh
-// ROWS-LABEL: func.func @tanh() {
+// ROWS-LABEL: func.func @tanh()
 // ROWS-NOT:   tile.exchange
 // ROWS:       func.return
 // GENERIC-LABEL: "func.func"() <{sym_name = "tanh"

@@ -48,7 +48,7 @@ func.func @fp8(%x: tensor<32x128xf8E4M3FNUZ, #graph.fp8_scale<1>>, %w: tensor<12
 // The f8 kernels take rows, the left scale (1), the right scale (-1) and the partials' unit
 // (7); rhs blocks are 64x64 bytes (1024 words). The cast's descriptors: out f8f143 (2) scale
 // -3, src f16 (1) scale 7, both amp_output (3).
-// TILE-LABEL: func.func @fp8() {
+// TILE-LABEL: func.func @fp8()
 // TILE:       tile.buffer @y_1 output 0 on #tile.tiles<0 to 2> shard [16, 64] f8f143 amp_output interleaved
 // TILE-NEXT:  tile.buffer @y scratch on #tile.tiles<0 to 2> shard [16, 64] f16 amp_output interleaved align 32 tail 0
 // TILE-NEXT:  %y_rhs_slot = tile.buffer @y_rhs_slot scratch on #tile.tiles<0 to 2> shard [64, 64] f8f143 amp_right
@@ -60,10 +60,10 @@ func.func @fp8(%x: tensor<32x128xf8E4M3FNUZ, #graph.fp8_scale<1>>, %w: tensor<12
 // TILE-NEXT:  func.return
 
 // The FP16 partials sit in interleaved memory after the FP8 output shard (16 x 64 bytes).
-// PLACED-LABEL: func.func @fp8() {
+// PLACED-LABEL: func.func @fp8()
 // PLACED:       tile.buffer @y_1 output 0 {{.*}} address 0xac000
 // PLACED-NEXT:  tile.buffer @y scratch {{.*}} address 0xac400
-// ROWS-LABEL: func.func @fp8() {
+// ROWS-LABEL: func.func @fp8()
 // ROWS:       exchange.row @x0_send provenance "graph.gemm %y %w: rhs block to output-row tiles" {
 // ROWS-NEXT:    exchange.send 63, 0x17000, 5
 // ROWS-NEXT:    exchange.sendoff 447, 0x0, 5

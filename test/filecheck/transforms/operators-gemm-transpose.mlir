@@ -43,7 +43,7 @@ func.func @transposed_args(%a: tensor<64x32xf16>, %b: tensor<64x64xf16>, %c: ten
 // CONV:       %l_1 = mid.rearrange %l {ipu.for = "graph.gemm %r"} : tensor<32x64xf16, #mid.format<f16, amp_output, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, interleaved>> -> tensor<32x64xf16, #mid.format<f16, amp_left, [16 x 2 pad, 64 x 1 pad], replication = 1, group = 4, standard>>
 // CONV-NEXT:  %r = mid.gemm %l_1, %c transpose_rhs
 
-// TILE-LABEL: func.func @transposed_args() {
+// TILE-LABEL: func.func @transposed_args()
 // TILE-NEXT:  %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [64, 16] f16 amp_left_t standard align 32 tail 16
 // TILE-NEXT:  %b = tile.buffer @b input 1 on #tile.tiles<0 to 1> shard [64, 64] f16 amp_right standard
 // TILE-NEXT:  %c = tile.buffer @c input 2 on #tile.tiles<0 to 2> shard [64, 64] f16 amp_right_t standard
@@ -56,13 +56,13 @@ func.func @transposed_args(%a: tensor<64x32xf16>, %b: tensor<64x64xf16>, %c: ten
 // TILE-NEXT:  }
 // TILE-NEXT:  func.return
 
-// PLACED-LABEL: func.func @transposed_args() {
+// PLACED-LABEL: func.func @transposed_args()
 // PLACED-NEXT:  %a = tile.buffer @a {{.*}} address 0x54000
 // PLACED-NEXT:  %b = tile.buffer @b {{.*}} address 0x5c000
 // PLACED-NEXT:  %c = tile.buffer @c {{.*}} address 0x5e000
 // PLACED-NEXT:  %l = tile.buffer @l output 0 {{.*}} address 0xac000
 // PLACED-NEXT:  %r = tile.buffer @r output 1 {{.*}} address 0xac800
-// ROWS-LABEL: func.func @transposed_args() {
+// ROWS-LABEL: func.func @transposed_args()
 // ROWS:       tile.exchange 2048 words from %c{{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c010, placed = [src 0x5e000, dst 0x5c000]
 // ROWS:       exchange.row @x1_send provenance "graph.gemm %r %c: rhs block to output-row tiles" {
 // ROWS-NEXT:    exchange.send 63, 0x17800, 5
@@ -87,7 +87,7 @@ func.func @transposed_value(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %w: te
 // MID-NEXT:  %t = mid.gemm %[[M]], %w transpose_lhs plan #mid.plan<"amp_gemm_f32_r16"
 // CONV-LABEL: func.func @transposed_value
 // CONV:       %m_1 = mid.rearrange %m {ipu.for = "graph.gemm %t"} : {{.*}} -> tensor<64x64xf32, #mid.format<f32, amp_left_t, [64 x 1 pad, 16 x 4 pad], replication = 1, group = 4, standard>>
-// TILE-LABEL: func.func @transposed_value() {
+// TILE-LABEL: func.func @transposed_value()
 // TILE:       %m_1 = tile.buffer @m_1 scratch on #tile.tiles<0 to 4> shard [64, 16] f32 amp_left_t standard align 32 tail 16
 // TILE:       tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.gemm %t", value = "%m", reason = "rounds of input shards sent at once"> {
 // TILE-NEXT:    tile.exchange 1024 words from %m[(d0) -> (0)] on tile (d0, d1) -> (d0) to %m_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> (0) iv(%r)
@@ -98,10 +98,10 @@ func.func @transposed_value(%a: tensor<64x32xf32>, %b: tensor<32x64xf32>, %w: te
 // TILE-NEXT:  }
 // TILE-NEXT:  tile.loop %j_1 = 0 to 1
 // TILE:         tile.kernel @amp_gemm_f32_init(%t[(d0) -> ((d0 * 4096))], %m_1[(d0) -> (0)], %t_rhs_slot[(d0) -> (0)]) scalars [16] on #tile.tiles<0 to 4>
-// PLACED-LABEL: func.func @transposed_value() {
+// PLACED-LABEL: func.func @transposed_value()
 // PLACED:       %m_1 = tile.buffer @m_1 {{.*}} address 0x54000
 // PLACED-NEXT:  %m_1_gather_slot = tile.buffer @m_1_gather_slot {{.*}} address 0x5c000
-// ROWS-LABEL: func.func @transposed_value() {
+// ROWS-LABEL: func.func @transposed_value()
 // ROWS:       tile.exchange 1024 words from %m{{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_send, 1, "sctl", array<i64: 1, 3, 3, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 1, 2, 3>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1031, 1030, 1030, 1031>>], row_address = 0x4c010, placed = [src 0xac000, dst 0x5c000]
 // ROWS:       exchange.row @x1_send provenance "graph.gemm %t %m: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 63, 0x2b000, 1

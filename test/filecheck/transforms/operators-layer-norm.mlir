@@ -36,19 +36,19 @@ func.func @rows(%x: tensor<8x16xf16>, %w: tensor<16xf16>, %b: tensor<16xf16>) ->
 // CONV-LABEL: func.func @rows
 // CONV-NOT:   mid.rearrange
 // CONV:       func.return
-// TILE-LABEL: func.func @rows() {
+// TILE-LABEL: func.func @rows()
 // TILE-NEXT:  %x = tile.buffer @x input 0 on #tile.tiles<0 to 4> shard [2, 16] f16
 // TILE-NEXT:  %w = tile.buffer @w input 1 on #tile.tiles<0 to 4> shard [16] f16
 // TILE-NEXT:  %b = tile.buffer @b input 2 on #tile.tiles<0 to 4> shard [16] f16
 // TILE-NEXT:  %n = tile.buffer @n output 0 on #tile.tiles<0 to 4> shard [2, 16] f16
 // TILE-NEXT:  tile.kernel @layer_norm(%n[() -> (0)], %x[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [925353388, 2, 8, 16, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 2, 8, 16, 1, 1, 4, 1, 1, 1, 1, 4, 1, 0, 0, 1, 16, 1, 1, 1, 4, 4, 1, 0, 0, 1, 16, 1, 1, 1, 4, 4, 1, 0, 0] on #tile.tiles<0 to 4> iv() provenance #tile.provenance<op = "graph.layer_norm %n", value = "%n", reason = "layer_norm, one call per output shard (whole rows)">
 // TILE-NEXT:  func.return
-// PLACED-LABEL: func.func @rows() {
+// PLACED-LABEL: func.func @rows()
 // PLACED-NEXT:  %x = tile.buffer @x {{.*}} address 0x54000
 // PLACED-NEXT:  %w = tile.buffer @w {{.*}} address 0x54040
 // PLACED-NEXT:  %b = tile.buffer @b {{.*}} address 0x54060
 // PLACED-NEXT:  %n = tile.buffer @n {{.*}} address 0x54080
-// ROWS-LABEL: func.func @rows() {
+// ROWS-LABEL: func.func @rows()
 // ROWS-NOT:   tile.exchange
 // ROWS:       func.return
 // GENERIC-LABEL: "func.func"() <{sym_name = "rows"
@@ -70,13 +70,13 @@ func.func @after_gemm(%a: tensor<64x64xf32>, %m: tensor<64x64xf32>, %w: tensor<6
 // CONV-LABEL: func.func @after_gemm
 // CONV-NOT:   mid.rearrange
 // CONV:       func.return
-// TILE-LABEL: func.func @after_gemm() {
+// TILE-LABEL: func.func @after_gemm()
 // TILE:       tile.kernel @layer_norm(%n[() -> (0)], %y[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [981668463, 2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0, 2, 64, 64, 16, 64, 4, 1, 1, 1, 1, 4, 0, 3, 0, 1, 64, 64, 1, 1, 4, 4, 0, 0, 0, 1, 64, 64, 1, 1, 4, 4, 0, 0, 0] on #tile.tiles<0 to 4>
 // TILE-NEXT:  func.return
-// PLACED-LABEL: func.func @after_gemm() {
+// PLACED-LABEL: func.func @after_gemm()
 // PLACED:       %n = tile.buffer @n output 0 on #tile.tiles<0 to 4> shard [16, 64] f32 amp_output interleaved {{.*}} address 0xac000
 // PLACED-NEXT:  %y = tile.buffer @y scratch {{.*}} interleaved {{.*}} address 0xad000
-// ROWS-LABEL: func.func @after_gemm() {
+// ROWS-LABEL: func.func @after_gemm()
 // ROWS:       schedule #tile.schedule<rows = [@x0_send, @x0_receive]
 // ROWS-NOT:   rows = [@x1_send
 // ROWS:       func.return
@@ -100,7 +100,7 @@ func.func @cut_last_axis(%x: tensor<1x64xf32>, %w: tensor<64xf32>, %b: tensor<64
 // MID-NEXT:  %n = mid.layer_norm %[[G]], %w, %b eps 1.000000e-05 plan #mid.plan<"layer_norm_rows", {{.*}}#mid.operand<weight : input, #mid.format<f32, row_major, [1 x 1 pad], replication = 1, group = 1, standard>
 // CONV-LABEL: func.func @cut_last_axis
 // CONV:       %g_1 = mid.rearrange %g {ipu.for = "graph.layer_norm %n"}
-// TILE-LABEL: func.func @cut_last_axis() {
+// TILE-LABEL: func.func @cut_last_axis()
 // TILE:       tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.layer_norm %n", value = "%g", reason = "rounds of input shards sent at once"> {
 // TILE-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 1> groups 1 shift (d0, d1) -> (0) iv(%r)
 // TILE-NEXT:    tile.loop %g_2 = 0 to 1
@@ -109,12 +109,12 @@ func.func @cut_last_axis(%x: tensor<1x64xf32>, %w: tensor<64xf32>, %b: tensor<64
 // TILE-NEXT:    }
 // TILE-NEXT:  }
 // TILE-NEXT:  tile.kernel @layer_norm(%n[() -> (0)], %g_1[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [925353388, 2, 1, 64, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, {{.*}}] on #tile.tiles<0 to 1>
-// PLACED-LABEL: func.func @cut_last_axis() {
+// PLACED-LABEL: func.func @cut_last_axis()
 // PLACED:       %g = tile.buffer @g scratch {{.*}} address 0x5c000
 // PLACED:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x5c040
 // Tile 0 holds the row: in round 0 it copies its own shard and nobody sends (-1); sources 1 to 3
 // send down to it (sctl 2) in their rounds.
-// ROWS-LABEL: func.func @cut_last_axis() {
+// ROWS-LABEL: func.func @cut_last_axis()
 // ROWS:       tile.exchange 16 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 21, 21, 22, 23>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x5c040]
 // ROWS:       exchange.row @x0_send provenance "graph.layer_norm %n %g: input shards of round r, each to the result tiles that hold its elements" {
 // ROWS-NEXT:    exchange.send 15, 0x17000, 2

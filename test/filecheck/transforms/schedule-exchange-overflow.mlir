@@ -22,6 +22,6 @@ builtin.module attributes {ipu.config = #mid.config<target = "ipu21", tiles = 12
     func.return
   }
 }
-// CHECK-LABEL: func.func @many_blocks() {
+// CHECK-LABEL: func.func @many_blocks()
 // CHECK:         tile.exchange 2048 words {{.*}} row_address = 0x4c000
 // CHECK:         tile.exchange 2048 words {{.*}} row_address = 0x9c000

@@ -29,7 +29,7 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 }
 
 // One tile: every block is local (copy_words), no exchange, no rows.
-// ONE-LABEL: func.func @f16() {
+// ONE-LABEL: func.func @f16()
 // ONE-NOT:     tile.exchange
 // ONE:         func.return
 // ONE-NOT:   exchange.row
@@ -40,7 +40,7 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 // 0x5c000 / 4 = 0x17000; x1 (k = 1) reads 8192 bytes further: 0x5e000 / 4 = 0x17800. The
 // The op records the buffer addresses its rows were built for (placed src/dst).
 // slot at 0x60000: pic 0x18000. delay 1024 + L(0, 1) 7 - 2 = 1029.
-// TWO-LABEL: func.func @f16() {
+// TWO-LABEL: func.func @f16()
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x60000
 // TWO:         tile.loop %j = 0 to 2
@@ -71,7 +71,7 @@ func.func @f16(%a: tensor<32x128xf16>, %b: tensor<128x128xf16>) -> tensor<32x128
 // 0x5e000: pic 0x17800. x0 (k = 0) as on two tiles. x1 (k = 1): tiles 2 and 3 send to
 // tiles 0 and 1, both below (sctl 6, not patched); xpic = 0x2000 | home tile 2, 3; delay =
 // 1024 + max(L(2,0) 8, L(2,1) 7) - 2 = 1030 and 1024 + L(3,0) 9 - 2 = 1031.
-// FOUR-LABEL: func.func @f16() {
+// FOUR-LABEL: func.func @f16()
 // FOUR:         %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] {{.*}} address 0x5c000
 // FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x5e000
 // FOUR:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c000
@@ -99,14 +99,14 @@ func.func @f32(%a: tensor<32x128xf32>, %b: tensor<128x128xf32>) -> tensor<32x128
   func.return %c : tensor<32x128xf32>
 }
 
-// ONE-LABEL: func.func @f32() {
+// ONE-LABEL: func.func @f32()
 // ONE-NOT:     tile.exchange
 // ONE:         func.return
 // ONE-NOT:   exchange.row
 
 // Two tiles: b's shard is 2 blocks of 16384 bytes at 0x5c000 (words 0x17000, x1: 0x18000),
 // the slot at 0x64000 (pic 0x19000); delay 2048 + 7 - 2 = 2053.
-// TWO-LABEL: func.func @f32() {
+// TWO-LABEL: func.func @f32()
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x64000
 // TWO:         tile.exchange 4096 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x0_send, 0, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_send, 1, "sctl", array<i64: 5, 6>>, #tile.patch<@x0_receive, 0, "xpic", array<i64: 8192, 8193>>], row_address = 0x4c000
@@ -126,7 +126,7 @@ func.func @f32(%a: tensor<32x128xf32>, %b: tensor<128x128xf32>) -> tensor<32x128
 
 // Four tiles: one 16384-byte block per tile, slot at 0x60000 (pic 0x18000); x1 delays
 // 2048 + 8 - 2 = 2054 and 2048 + 9 - 2 = 2055.
-// FOUR-LABEL: func.func @f32() {
+// FOUR-LABEL: func.func @f32()
 // FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch {{.*}} address 0x60000
 // FOUR:         tile.exchange 4096 words {{.*}} row_address = 0x4c000
 // FOUR:         tile.exchange 4096 words {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 2054, 2055>>], row_address = 0x4c020
@@ -149,7 +149,7 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
   func.return %c : tensor<16x256xf16>
 }
 
-// ONE-LABEL: func.func @one_row_tile() {
+// ONE-LABEL: func.func @one_row_tile()
 // ONE-NOT:     tile.exchange
 // ONE:         func.return
 // ONE-NOT:   exchange.row
@@ -157,7 +157,7 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
 // Two tiles: columns j = 0, 1 live on tile 0 (no traffic), j = 2, 3 on tile 1. The sender
 // is always tile 1, so only the source address varies: word (0x5c000 + (j mod 2) * 8192) / 4
 // = 94208 (0x17000) or 96256; x1 adds 16384 bytes: 98304, 100352. Slot 0x64000: pic 0x19000.
-// TWO-LABEL: func.func @one_row_tile() {
+// TWO-LABEL: func.func @one_row_tile()
 // TWO:         %b = tile.buffer @b input 1 {{.*}} address 0x5c000
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x64000
 // TWO:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, -1, 0, 0], receiver_rows = [-1, -1, 1, 1], patches = [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 94208, 94208, 96256>>], row_address = 0x4c000
@@ -172,7 +172,7 @@ func.func @one_row_tile(%a: tensor<16x128xf16>, %b: tensor<128x256xf16>) -> tens
 
 // Four tiles: column j lives on tile j; j = 0 has no traffic; tiles 1..3 send down (sctl 6)
 // to tile 0: xpic = 0x2000 | j, delay = 1024 + (6 + j) - 2 = 1029, 1030, 1031.
-// FOUR-LABEL: func.func @one_row_tile() {
+// FOUR-LABEL: func.func @one_row_tile()
 // FOUR:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x60000
 // FOUR:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 8193, 8193, 8194, 8195>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 1029, 1029, 1030, 1031>>], row_address = 0x4c000
 // FOUR:         tile.exchange 2048 words {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x1_receive, 0, "xpic", array<i64: 8193, 8193, 8194, 8195>>, #tile.patch<@x1_receive, 1, "events_m1", array<i64: 1029, 1029, 1030, 1031>>], row_address = 0x4c040
@@ -193,13 +193,13 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
   func.return %c : tensor<2x3x48x64xf32>
 }
 
-// ONE-LABEL: func.func @batch() {
+// ONE-LABEL: func.func @batch()
 // ONE-NOT:     tile.exchange
 // ONE:         func.return
 // ONE-NOT:   exchange.row
 
 // Two tiles: 2 output-row tiles (32 rows each), receiver tile 1: delay 2048 + 7 - 2 = 2053.
-// TWO-LABEL: func.func @batch() {
+// TWO-LABEL: func.func @batch()
 // TWO:         %c_rhs_slot = tile.buffer @c_rhs_slot scratch on #tile.tiles<0 to 2> {{.*}} address 0x68000
 // The broadcast batch axis 0 is not read by the rhs exchange's maps: its rows vary with
 // %batch1 and %j only (row_loops), one row set per rhs block, not per output batch.
@@ -214,7 +214,7 @@ func.func @batch(%a: tensor<2x1x48x64xf32>, %b: tensor<3x64x64xf32>) -> tensor<2
 
 // Four tiles: 3 output-row tiles, tile 0 sends up to tiles 1 and 2: delay is set by the
 // farther one, 2048 + L(0, 2) 8 - 2 = 2054.
-// FOUR-LABEL: func.func @batch() {
+// FOUR-LABEL: func.func @batch()
 // FOUR:         tile.exchange 4096 words {{.*}} on #tile.tiles<0 to 3> {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], row_loops = [1, 2], sender_rows = [0, 0, 0], receiver_rows = [1, 1, 1], patches = [#tile.patch<@x0_send, 0, "address", array<i64: 94208, 98304, 102400>>], row_address = 0x4c000
 // FOUR:       exchange.row @x0_receive
 // FOUR-NEXT:    exchange.sendpicp 0, 0x0, 0, 0, xpic = 0x2000, pic = 0x1a000

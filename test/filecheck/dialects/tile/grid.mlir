@@ -19,7 +19,7 @@ func.func @grid() {
   func.return
 }
 
-// CHECK-LABEL: func.func @grid() {
+// CHECK-LABEL: func.func @grid()
 // CHECK-NEXT:   %a = tile.buffer @a input 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_left standard align 32 tail 16
 // CHECK-NEXT:   %b = tile.buffer @b input 1 on #tile.tiles<0 to 4> shard [64, 64] f16 amp_right standard align 32 tail 0
 // CHECK-NEXT:   %c = tile.buffer @c output 0 on #tile.tiles<0 to 4> shard [16, 64] f16 amp_output interleaved align 32 tail 0
@@ -48,6 +48,6 @@ func.func @pairs() {
   func.return
 }
 
-// CHECK-LABEL: func.func @pairs() {
+// CHECK-LABEL: func.func @pairs()
 // CHECK:         tile.exchange 512 words from %a[() -> (0)] on tile (d0) -> ((d0 * 2)) to %l[() -> (0)] on #tile.tiles<0 to 2> groups 2 shift (d0) -> ((d0 * 2)) pairs iv() provenance
 // CHECK-GENERIC: "tile.exchange"(%a, %l) <{{{.*}}groups = 2 : i64, dst_shift = affine_map<(d0) -> ((d0 * 2))>, pairs}> : (!tile.buffer, !tile.buffer) -> ()

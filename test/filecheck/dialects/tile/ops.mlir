@@ -25,7 +25,7 @@ exchange.row @r1 {
   exchange.delay 2055
 }
 
-// CHECK-LABEL: func.func @gemm() {
+// CHECK-LABEL: func.func @gemm()
 // CHECK-NEXT:    %a = tile.buffer @a input 0 on #tile.tiles<0 to 2> shard [16, 128] f16 amp_left standard align 32 tail 128 from tensor<32x128xf16> address 0x54000
 // CHECK-NEXT:    %b = tile.buffer @b input 1 on #tile.tiles<[0, 1, 3]> shard [64, 64] f16 amp_right standard align 32 tail 0
 // CHECK-NEXT:    %c = tile.buffer @c output 0 on #tile.tiles<0 to 2> shard [16, 64] f32 amp_output interleaved align 32 tail 0 {note = "x"}

@@ -61,18 +61,18 @@ exchange.row @x1_receive {
   exchange.delay 2055
 }
 
-// CHECK-LABEL: func.func @scheduled() {
+// CHECK-LABEL: func.func @scheduled()
 // CHECK:         tile.loop %j = 0 to 4
 // CHECK-NEXT:      tile.exchange 2048 words from %b[(d0) -> (0)] on tile (d0) -> (d0) to %s[(d0) -> (0)] on #tile.tiles<0 to 1> iv(%j) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs block to output-row tiles"> schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 2053, 2053, 2054, 2055>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]
 // CHECK-NEXT:    }
 
-// CHECK-LABEL: func.func @nest() {
+// CHECK-LABEL: func.func @nest()
 // CHECK:         tile.loop %k = 0 to 2
 // CHECK-NEXT:      tile.exchange 2048 words from %b[(d0, d1) -> ((d1 * 8192))] on tile (d0, d1) -> (d0) to %s[(d0, d1) -> (0)] on #tile.tiles<0 to 2> iv(%j, %k) provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0, 0, 0, 0], receiver_rows = [1, 1, 1, 1], patches = [#tile.patch<@x1_send, 0, "address", array<i64: 94208, 96256, 94208, 96256>>, #tile.patch<@x1_send, 0, "sctl", array<i64: 1, 1, 2, 2>>, #tile.patch<@x1_receive, 0, "xpic", array<i64: 0, 0, 1, 1>>], row_address = 0x4c040
 // CHECK:         tile.exchange 2048 words from %b[() -> (0)] on tile () -> (1) to %s[() -> (0)] on #tile.tiles<0 to 2> iv() provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "once"> schedule #tile.schedule<rows = [@x1_send, @x1_receive], sender_rows = [0], receiver_rows = [1], patches = [#tile.patch<@x1_send, 0, "sctl", array<i64: 2>>], row_address = 0x4c080
 // CHECK-NEXT:    func.return
 
-// CHECK-LABEL: func.func @row_loops() {
+// CHECK-LABEL: func.func @row_loops()
 // CHECK:         tile.loop %j = 0 to 2
 // CHECK-NEXT:      tile.exchange 2048 words {{.*}} iv(%r, %j) {{.*}} schedule #tile.schedule<rows = [@x1_send, @x1_receive], row_loops = [1], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [{{.*}}], row_address = 0x4c0c0
 

@@ -28,6 +28,6 @@ exchange.row @receive {
   exchange.delay 2055
 }
 
-// CHECK-LABEL: func.func @scheduled() {
+// CHECK-LABEL: func.func @scheduled()
 // CHECK:         tile.exchange 2048 words {{.*}} provenance #tile.provenance<op = "graph.gemm %c", value = "%b", reason = "rhs"> schedule #tile.schedule<rows = [@send, @receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]>
 // CHECK-GENERIC: "tile.exchange"(%b, %s, %j) <{{.*}}schedule = #tile.schedule<rows = [@send, @receive], sender_rows = [0, 0], receiver_rows = [1, 1], patches = [#tile.patch<@receive, 0, "xpic", array<i64: 0, 1>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x60000]>}>
