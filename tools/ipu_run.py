@@ -371,11 +371,11 @@ def run_main(file, tiles=16, seed=0, inputs=(), save_dir=None, reference=False,
     print(f"check: {'PASS' if device_check else 'FAIL'}")
     print(f"max abs error: {check.max_abs:.3g}  max rel error: {check.max_rel:.3g}")
     print(f"modeled cycles: {outcome.cycles}")
-    print(f"tiles used: {package.metadata.get('tiles_used', package.tiles)} of {package.tiles}")
-    print(f"compile time: {compile_seconds:.2f} s")
     if "estimated_cycles" in package.metadata:
         print(f"estimated cycles: {package.metadata['estimated_cycles']} (the selector's, "
               "from the plans graph-to-mid chose)")
+    print(f"tiles used: {package.metadata.get('tiles_used', package.tiles)} of {package.tiles}")
+    print(f"compile time: {compile_seconds:.2f} s")
     if agreed is not None:
         print(expect_line(agreed, Path(expect), result_types))
     if package.metadata.get("profiling") == "cycles":

@@ -120,14 +120,6 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     terminator = block.last_op
     assert isinstance(terminator, graph.YieldOp)
     carried_formats = [tensor_format_of(a) for a in op.carried_args]  # every arg has one now
-    target = get_target(lowering.config.target.data)
-    # what bringing the yielded values into the carried formats costs an iteration, and the
-    # initial and invariant values into theirs once: no selected op prices these conversions
-    per_iteration = sum(bridge_cycles(terminator.values[i], fmt, target)
-                        for i, fmt in enumerate(carried_formats))
-    once = sum(bridge_cycles(op.carried[i], fmt, target) for i, fmt in enumerate(carried_formats))
-    once += sum(bridge_cycles(op.invariants[i], tensor_format_of(a), target)
-                for i, a in enumerate(op.invariant_args))
     yielded = [lowering.operand_in_format(terminator.values[i], fmt, terminator)
                for i, fmt in enumerate(carried_formats)]
     yield_op = mid.YieldOp(*yielded)
@@ -140,6 +132,11 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     sequences = [typed_sequence(lowering, op, i) for i in range(len(op.sequences))]
     body = op.detach_region(op.body)
     new_op = mid.RepeatOp(op.count.value.data, carried, invariants, sequences, body)
+    # what bringing the yielded values into the carried formats costs an iteration, and the
+    # initial and invariant values into theirs once: no selected op prices these conversions
+    target = get_target(lowering.config.target.data)
+    per_iteration = sum(bridge_cycles(v, target) for v in yielded)
+    once = sum(bridge_cycles(v, target) for v in (*carried, *invariants))
     new_op.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
         op.count.value.data * per_iteration + once, i64)
     for old, new in zip(op.results, new_op.results, strict=True):
@@ -148,13 +145,13 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     Rewriter.replace_op(op, new_op)
 
 
-def bridge_cycles(value: SSAValue, fmt: mid.TensorFormatAttr, target: Target) -> int:
-    """What converting `value` into `fmt` costs (0 when it is stored so, or has no format
-    yet: a graph input the host writes in the format its consumer wants)."""
-    value_type = tensor_type(value)
-    if not isinstance(value_type.encoding, mid.TensorFormatAttr) or value_type.encoding == fmt:
+def bridge_cycles(value: SSAValue, target: Target) -> int:
+    """What the conversion `operand_in_format` bridged `value` through costs (0 when it
+    bridged nothing: the value was in its format, or a graph input was retyped into it)."""
+    bridge = value.owner
+    if not isinstance(bridge, UnrealizedConversionCastOp):
         return 0
-    return conversion_type_cycles(value_type, with_format(value_type, fmt), target)
+    return conversion_type_cycles(tensor_type(bridge.inputs[0]), tensor_type(value), target)
 
 
 def stacked_bytes(arg: SSAValue, count: int) -> int:

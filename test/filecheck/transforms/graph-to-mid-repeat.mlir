@@ -21,7 +21,7 @@ func.func @carry(%x0: tensor<64x64xf16>, %b: tensor<64xf16>) -> tensor<64x64xf16
 // CHECK-NEXT: %y = mid.gelu %x plan #mid.plan<"gelu_split1"
 // CHECK-NEXT: %z = mid.add %y, %bias plan #mid.plan<"add_follow0"
 // CHECK-NEXT: mid.yield %z : tensor<64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>>
-// CHECK-NEXT: }) : ({{.*}}) -> tensor<64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>>
+// CHECK-NEXT: }) {ipu.estimate = {{[0-9]+}} : i64} : ({{.*}}) -> tensor<64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>>
 
 // -----
 
