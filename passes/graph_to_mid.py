@@ -57,6 +57,7 @@ from passes.operators.spreading import LookAhead
 from planning.gemm_problem import catalog_entries, default_catalog_names
 from planning.pipeline_config import PipelineOptions
 from planning.plan_reasons import NoValidPlan
+from planning.program_estimate import program_estimate
 from planning.shard_geometry import geometry
 from planning.tile_loads import TileLoads
 
@@ -364,16 +365,15 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
 
     Selection prices a moved plan's operand conversions, but not what its consumers will pay
     to bring the result to their formats (a GEMM's selection prices none), so it cannot tell
-    alone. The two lowerings differ only in where values sit and in their conversions: the
-    kernels' cycles do not depend on the tiles, so the sum of the conversions' cycles
-    (`conversion_type_cycles`, what selection prices them at) decides."""
+    alone: the two lowerings' program estimates (`planning/program_estimate.py`, every
+    selected op's plan and conversions, each run of a repeat's body counted) decide."""
     trial, spread = lower_fitting_sequences(function, config, target, spread_sequences,
                                             spread_saving, spread_inputs)
     if spread.moved:
         GraphToMidLowering(function, config, target, spread_sequences, spread_saving,
                            spread=False, spread_inputs=spread_inputs,
                            force_spread=spread.force_spread).run()
-        if conversions_cycles(trial, target) > conversions_cycles(function, target):
+        if program_estimate(trial) > program_estimate(function):
             return
     Rewriter.replace_op(function, trial)
 
@@ -404,14 +404,3 @@ def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAtt
     return trial, lowering
 
 
-def conversions_cycles(function: func.FuncOp, target: Target) -> int:
-    """The estimated cycles of every bridge between two mid formats in `function`."""
-    total = 0
-    for op in function.walk():
-        if isinstance(op, UnrealizedConversionCastOp):
-            src, dst = op.inputs[0].type, op.outputs[0].type
-            if (isinstance(src, TensorType) and isinstance(dst, TensorType)
-                    and isinstance(src.encoding, mid.TensorFormatAttr)
-                    and isinstance(dst.encoding, mid.TensorFormatAttr)):
-                total += conversion_type_cycles(src, dst, target)
-    return total

@@ -322,14 +322,14 @@ def test_independent_pointwise_values_start_on_different_tiles(monkeypatch):
     assert spread <= plain
 
 
-def test_spreading_is_dropped_when_its_conversions_cost_more(monkeypatch):
-    """The guard of `lower_spread_if_no_costlier`: with the spread lowering's conversions
-    priced higher, the function keeps every value from tile 0."""
+def test_spreading_is_dropped_when_its_estimate_is_higher(monkeypatch):
+    """The guard of `lower_spread_if_no_costlier`: with the spread lowering's program
+    estimate one cycle higher, the function keeps every value from tile 0."""
     import passes.graph_to_mid as pass_module
 
-    priced = pass_module.conversions_cycles
-    monkeypatch.setattr(pass_module, "conversions_cycles",
-                        lambda f, t: priced(f, t) + (1 if "first_tile" in str(f) else 0))
+    priced = pass_module.program_estimate
+    monkeypatch.setattr(pass_module, "program_estimate",
+                        lambda f: priced(f) + (1 if "first_tile" in str(f) else 0))
     module = Parser(make_context(), GRAPH_TWO).parse_module()
     get_all_passes()["graph-to-mid"]()(tiles=64).apply(make_context(), module)
     assert "first_tile" not in str(module)
