@@ -123,6 +123,12 @@ class PipelineConfigAttr(ParametrizedAttribute, ConfiguresTileCount):
     def catalog_names(self) -> tuple[str, ...]:
         return tuple(c.data for c in self.catalog.data)
 
+    def with_catalog(self, catalog: Sequence[str]) -> PipelineConfigAttr:
+        """This configuration with another operator catalog."""
+        return PipelineConfigAttr(self.target.data, self.tiles.data, self.indivisible.data,
+                                  self.inputs.data, catalog, self.scheduling.data,
+                                  self.profiling.data)
+
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():

@@ -54,7 +54,11 @@ from passes.operators.formats import (
 from passes.operators.repeat import is_body_argument, lower_repeat
 from passes.operators.resident import ResidentMemory, ResidentTracker, selection_room
 from passes.operators.spreading import LookAhead
-from planning.gemm_problem import catalog_entries, default_catalog_names
+from planning.gemm_problem import (
+    catalog_entries,
+    default_catalog_names,
+    opt_in_catalog_names,
+)
 from planning.pipeline_config import PipelineOptions
 from planning.plan_reasons import NoValidPlan
 from planning.program_estimate import program_estimate
@@ -351,17 +355,50 @@ class GraphToMidPass(PipelineOptions, ModulePass):
             )
         config = self.pipeline_config(target)
         op.attributes[mid.CONFIG_ATTR_NAME] = config
+        # given no catalog, the opt-in layouts are offered too where the program is cheaper
+        # with them (by its estimate); the config then records the catalog that lowered it
+        offered = None if self.catalog else config.with_catalog(
+            opt_in_catalog_names(self.gemm_partials))
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
-            if not function.is_declaration:
-                lower_spread_if_no_costlier(function, config, target, self.spread_sequences,
-                                            self.spread_saving, self.spread_inputs)
+            if function.is_declaration:
+                continue
+            options = (target, self.spread_sequences, self.spread_saving, self.spread_inputs)
+            if offered is None or offered == config:
+                lower_spread_if_no_costlier(function, config, *options)
+            elif lower_cheaper_catalog(function, config, offered, *options):
+                op.attributes[mid.CONFIG_ATTR_NAME] = offered
+
+
+def lower_cheaper_catalog(function: func.FuncOp, config: mid.PipelineConfigAttr,
+                          offered: mid.PipelineConfigAttr, target: Target,
+                          spread_sequences: bool, spread_saving: int,
+                          spread_inputs: bool) -> bool:
+    """Lower `function` with `config`'s catalog and, apart, with `offered`'s (the opt-in
+    layouts added), and keep the lowering whose program estimate is lower (`config`'s on a
+    tie): selection is op by op, and a layout that is cheaper for its GEMM can cost the
+    program more than it saves there (a 3-D grid's output on a third of the tiles makes its
+    consumers' conversions dearer). Whether `offered`'s was kept."""
+    block = function.parent_block()
+    assert block is not None
+    other = function.clone()
+    block.insert_op_after(other, function)
+    options = (target, spread_sequences, spread_saving, spread_inputs)
+    plain = lower_spread_if_no_costlier(function, config, *options)
+    wider = lower_spread_if_no_costlier(other, offered, *options)
+    if program_estimate(wider) < program_estimate(plain):
+        block.erase_op(plain)
+        return True
+    block.erase_op(wider)
+    return False
 
 
 def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfigAttr,
                                 target: Target, spread_sequences: bool = False,
-                                spread_saving: int = 0, spread_inputs: bool = False) -> None:
+                                spread_saving: int = 0,
+                                spread_inputs: bool = False) -> func.FuncOp:
     """Lower `function` with its pointwise results spread over the least-loaded tiles, and
-    keep that only if its conversions cost no more than those of every value from tile 0.
+    keep that only if it costs no more than with every value from tile 0; returns the
+    function now in `function`'s place.
 
     Selection prices a moved plan's operand conversions, but not what its consumers will pay
     to bring the result to their formats (a GEMM's selection prices none), so it cannot tell
@@ -374,8 +411,9 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
                            spread=False, spread_inputs=spread_inputs,
                            force_spread=spread.force_spread).run()
         if program_estimate(trial) > program_estimate(function):
-            return
+            return function
     Rewriter.replace_op(function, trial)
+    return trial
 
 
 def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAttr,

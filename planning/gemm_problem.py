@@ -360,6 +360,16 @@ def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
                  and c.dispatch not in OPT_IN_LAYOUTS)
 
 
+def opt_in_catalog_names(partials: str = "f32") -> tuple[str, ...]:
+    """The default catalog with the opt-in layouts added (graph-to-mid, given no catalog,
+    also lowers each function with these and keeps the lowering its program estimate says
+    is cheaper: `passes/graph_to_mid.py`, `lower_cheaper_catalog`)."""
+    default = default_catalog_names(partials)
+    return default + tuple(c.name for c in CATALOG
+                           if c.dispatch in OPT_IN_LAYOUTS and c.name not in default
+                           and (partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX)))
+
+
 def catalog_entries(names: Sequence[str] | None) -> tuple[GemmCandidate, ...]:
     """The enabled catalog entries (all when `names` is empty/None); unknown names raise."""
     if not names:

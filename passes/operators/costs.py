@@ -9,7 +9,7 @@ gather (`passes/operators/gather.py`), or per input shard where the gather stays
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -84,28 +84,30 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
             if b.padded_shape != b.shape else 0)
     rounds = plan_rounds(a, b)
     if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
+        def step(scalars: dict[str, int], tiles: np.ndarray) -> int:
+            return device_cycles.gather_round_cycles(b, a, scalars, tiles, target)
+
         return (zero + round_phases_cycles(rounds, words, target)
-                + round_takes_cycles(rounds, a, b, target))
+                + round_takes_cycles(rounds, b, step))
     return zero + gather_cycles(rounds, sources, phase, copy, take, target, words)
 
 
-def round_takes_cycles(rounds: GatherRounds, a: ShardGeometry, b: ShardGeometry,
-                       target: Target) -> int:
-    """The `gather_round` steps of a gather that takes once per round (`ConcurrentGather`:
-    one per round on the result tiles, from the received shard, and one for the copiers' own
-    shards), each its slowest tile's call (`device.model.cycles.gather_round_cycles`)."""
+def round_takes_cycles(rounds: GatherRounds, out: ShardGeometry,
+                       step: Callable[[dict[str, int], np.ndarray], int]) -> int:
+    """The round-kernel steps of a gather that takes once per round (`ConcurrentGather`: one
+    per round on the result tiles, from the received shard, and one for the copiers' own
+    shards), each `step(its named scalars, its tiles)`: its slowest tile's call as the model
+    charges it (`gather_round_cycles`, `view_round_cycles`)."""
     steps = rounds.round_steps()
     first_source, first_dest = rounds.round_maps()
-    tiles = np.arange(b.first_tile, b.tile_stop, dtype=np.int64)
+    tiles = np.arange(out.first_tile, out.tile_stop, dtype=np.int64)
     total = 0
     for r in range(rounds.rounds):
         starts = [first_source.eval([r], [])[0], first_dest.eval([r], [])[0]]
-        total += device_cycles.gather_round_cycles(
-            b, a, dict(zip(ROUND_SCALARS, [*starts, *steps], strict=True)), tiles, target)
+        total += step(dict(zip(ROUND_SCALARS, [*starts, *steps], strict=True)), tiles)
     if rounds.copiers:
         copiers = np.asarray([rounds.tile_base + t for t in rounds.copiers], np.int64)
-        total += device_cycles.gather_round_cycles(
-            b, a, dict(zip(ROUND_SCALARS, rounds.own_scalars(), strict=True)), copiers, target)
+        total += step(dict(zip(ROUND_SCALARS, rounds.own_scalars(), strict=True)), copiers)
     return total
 
 

@@ -52,7 +52,12 @@ from passes.operators.base import (
     wanted_formats,
 )
 from passes.operators.conversions import ZERO_KERNEL, lower_gather, provenance
-from passes.operators.costs import gather_cycles, shard_memory_reason
+from passes.operators.costs import (
+    gather_cycles,
+    round_phases_cycles,
+    round_takes_cycles,
+    shard_memory_reason,
+)
 from passes.operators.formats import descriptor, geometry_of, shard_words, split_format, storage_of
 from passes.operators.gather import plan_rounds, read_ranges, view_receivers
 from passes.operators.layout_mirror import permuted_format, reshaped_format, transposed_format
@@ -182,7 +187,14 @@ def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,
     span = max(src.first_tile + sources, out.tile_stop)
     latency = (target.max_latency(span)
                if receivers > 1 or src.first_tile != out.first_tile else 0)
-    return gather_cycles(plan_rounds(src, out, view), sources,
+    rounds = plan_rounds(src, out, view)
+    if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
+        def step(scalars: dict[str, int], tiles: np.ndarray) -> int:
+            return device_cycles.view_round_cycles(tuple(words), scalars, tiles, target)
+
+        return (round_phases_cycles(rounds, shard, target)
+                + round_takes_cycles(rounds, out, step)), False
+    return gather_cycles(rounds, sources,
                          device_cycles.exchange_step_cycles(shard + latency, target),
                          device_cycles.copy_cycles(shard * WORD_BYTES, target),
                          kernel_cycles(GATHER_KERNEL, [src.first_tile, *words], out_type,
