@@ -135,7 +135,7 @@ def finished() -> dict:
     return {"done": time.time(), "cpu": usage.ru_utime + usage.ru_stime}
 
 
-def compile_record(module, tiles: int):
+def compile_record(module, tiles: int, program_layouts: bool = False):
     """Compile `module` for `tiles` tiles: (the compile stage's record, the package). The
     record says `compiled` with the op count and the fullest tile's bytes, or `diagnostic`
     with the compiler's message (the package then None)."""
@@ -144,7 +144,8 @@ def compile_record(module, tiles: int):
     from tools.ipu_run import compile_module
 
     try:
-        package = compile_module(module, tiles, "pad", with_assembly=False)
+        package = compile_module(module, tiles, "pad", with_assembly=False,
+                                 program_layouts=program_layouts)
     except DiagnosticException as error:
         return {"stage": "compile", "status": "diagnostic", **finished(),
                 "diagnostic": str(error)}, None
@@ -161,7 +162,7 @@ def error_record(error: Exception) -> dict:
             "diagnostic": f"{type(error).__name__}: {error}"}
 
 
-def work(name: str, tiles: int, small: bool, run: bool) -> int:
+def work(name: str, tiles: int, small: bool, run: bool, program_layouts: bool = False) -> int:
     """Build, compile and measure one case; print one JSON object per stage (compile, run) on
     stdout as soon as it is known, so that a run stopped by the timeout keeps the compile's."""
     config = case_config(name, small)
@@ -173,7 +174,7 @@ def work(name: str, tiles: int, small: bool, run: bool) -> int:
 
         module = build_model(config)
         source = module.clone() if run else None
-        record, package = compile_record(module, tiles)
+        record, package = compile_record(module, tiles, program_layouts)
         if package is not None:
             cycles = sum(package_cycles(package))
             record |= {"cycles": cycles, "microseconds": cycles / IPU21.clock_hz * 1e6}
@@ -257,12 +258,12 @@ def conditioning(source, arrays, function: str, results, expected) -> tuple[bool
 
 
 def measure(name: str, tiles: int, small: bool, run: bool, timeout: float,
-            run_timeout: float) -> Row:
+            run_timeout: float, program_layouts: bool = False) -> Row:
     """One case in a fresh process: its compile, then (with `run`) its device-model run."""
     config = case_config(name, small)
     row = Row(config.name, tiles, "timeout", roofline=roofline_cycles(config, tiles))
     command = [sys.executable, __file__, "--worker", name, "--tiles", str(tiles)]
-    command += ["--tiny"] * small + ["--run"] * run
+    command += ["--tiny"] * small + ["--run"] * run + ["--program-layouts"] * program_layouts
     started = time.time()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -302,11 +303,12 @@ def measure(name: str, tiles: int, small: bool, run: bool, timeout: float,
 
 
 def measure_repeated(name: str, tiles: int, small: bool, run: bool, timeout: float,
-                     run_timeout: float, repeat: int) -> Row:
+                     run_timeout: float, repeat: int, program_layouts: bool = False) -> Row:
     """`measure`, compiled `repeat` times (the device-model run, if any, only the first time):
     the first row, with the median compile and CPU seconds of all the compiles."""
-    rows = [measure(name, tiles, small, run, timeout, run_timeout)]
-    rows += [measure(name, tiles, small, False, timeout, run_timeout) for _ in range(repeat - 1)]
+    rows = [measure(name, tiles, small, run, timeout, run_timeout, program_layouts)]
+    rows += [measure(name, tiles, small, False, timeout, run_timeout, program_layouts)
+             for _ in range(repeat - 1)]
     row = rows[0]
     walls = [r.compile_seconds for r in rows if r.compile_seconds is not None]
     cpus = [r.compile_cpu_seconds for r in rows if r.compile_cpu_seconds is not None]
@@ -364,17 +366,20 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="one JSON list of rows on stdout")
     parser.add_argument("--save", type=Path, metavar="FILE",
                         help="also write the rows as a JSON list to FILE (whole diagnostics)")
+    parser.add_argument("--program-layouts", action="store_true",
+                        help="offer the opt-in GEMM layouts over the whole program "
+                             "(ipu-pipeline{program-layouts=true})")
     parser.add_argument("--worker", help=argparse.SUPPRESS)  # one case in this process
     args = parser.parse_args()
     if args.worker is not None:
-        return work(args.worker, args.tiles[0], args.tiny, args.run)
+        return work(args.worker, args.tiles[0], args.tiny, args.run, args.program_layouts)
     rows = []
     if not args.json:
         print(HEADER, flush=True)
     for name in args.cases:
         for tiles in args.tiles:  # one compile at a time: they take the whole machine
             row = measure_repeated(name, tiles, args.tiny, args.run, args.timeout,
-                                   args.run_timeout, max(1, args.repeat))
+                                   args.run_timeout, max(1, args.repeat), args.program_layouts)
             rows.append(row)
             if not args.json:
                 print(row_text(row), flush=True)

@@ -355,9 +355,9 @@ class GraphToMidPass(PipelineOptions, ModulePass):
             )
         config = self.pipeline_config(target)
         op.attributes[mid.CONFIG_ATTR_NAME] = config
-        # given no catalog, the opt-in layouts are offered too where the program is cheaper
-        # with them (by its estimate); the config then records the catalog that lowered it
-        offered = None if self.catalog else config.with_catalog(
+        # with program-layouts and no catalog, the opt-in layouts are offered too where the
+        # program is cheaper with them (by its estimate); the config then records the catalog
+        offered = None if self.catalog or not self.program_layouts else config.with_catalog(
             opt_in_catalog_names(self.gemm_partials))
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             if function.is_declaration:

@@ -341,18 +341,22 @@ CATALOG: tuple[GemmCandidate, ...] = tuple(
     for p in KSPLIT_PRECISIONS
 )
 CATALOG_NAMES = tuple(c.name for c in CATALOG)
-# Layouts a pipeline runs only when its catalog names them: chosen op by op, the 3-D grid
-# wins where a GEMM's output leaves most tiles idle (BERT-base on 1472 tiles: 422,338 ->
-# 278,842 modeled cycles) but can lose the program what its GEMM saves (GPT-2-small: its
-# down projection's output on a third of the tiles makes the layer norm, the up projection's
-# input and the gelu around it slower, 644,088 -> 677,003; docs/internals.md).
+# Layouts outside the default catalog, offered over the whole program: chosen op by op, the
+# 3-D grid wins where a GEMM's output leaves most tiles idle (BERT-base on 1472 tiles:
+# 422,338 -> 278,842 modeled cycles) but can lose the program what its GEMM saves
+# (GPT-2-small: its down projection's output on a third of the tiles makes the layer norm,
+# the up projection's input and the gelu around it slower, 644,088 -> 677,003). With
+# program-layouts=true and no catalog, graph-to-mid lowers each function with and without
+# them and keeps the cheaper by its program estimate (`opt_in_catalog_names`,
+# `graph_to_mid.lower_cheaper_catalog`); a catalog that is named is taken as given.
 OPT_IN_LAYOUTS = (GRID3D,)
 
 
 def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
     """The catalog a pipeline enables when it names none: FP16 partials only when
     `partials` is "f16" (the user said FP16 accuracy over K is enough); the opt-in layouts
-    (`OPT_IN_LAYOUTS`) never."""
+    (`OPT_IN_LAYOUTS`) never (graph-to-mid{program-layouts=true} tries them over the
+    whole program)."""
     if partials not in PARTIALS_CHOICES:
         raise ValueError(f"gemm-partials={partials}: expected one of {', '.join(PARTIALS_CHOICES)}")
     return tuple(c.name for c in CATALOG
@@ -361,9 +365,9 @@ def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
 
 
 def opt_in_catalog_names(partials: str = "f32") -> tuple[str, ...]:
-    """The default catalog with the opt-in layouts added (graph-to-mid, given no catalog,
-    also lowers each function with these and keeps the lowering its program estimate says
-    is cheaper: `passes/graph_to_mid.py`, `lower_cheaper_catalog`)."""
+    """The default catalog with the opt-in layouts added (with program-layouts=true and no
+    catalog, graph-to-mid also lowers each function with these and keeps the lowering its
+    program estimate says is cheaper: `passes/graph_to_mid.py`, `lower_cheaper_catalog`)."""
     default = default_catalog_names(partials)
     return default + tuple(c.name for c in CATALOG
                            if c.dispatch in OPT_IN_LAYOUTS and c.name not in default

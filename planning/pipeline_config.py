@@ -19,7 +19,8 @@ from ipu_dialects.mid_config import GemmPartials, ProfilingOption
 class PipelineOptions:
     """The options `ipu-pipeline` hands to `graph-to-mid` (both passes inherit them, so the
     CLI spells them the same: `tiles=N indivisible=... profiling=... gemm-partials=...
-    catalog=a,b spread-sequences=true|false spread-saving=N spread-inputs=true|false`). `graph-to-mid` records the
+    catalog=a,b spread-sequences=true|false spread-saving=N spread-inputs=true|false
+    program-layouts=true|false`). `graph-to-mid` records the
     configuration in the module's `ipu.config`."""
 
     tiles: int | None = None
@@ -44,6 +45,11 @@ class PipelineOptions:
     # (`passes/graph_to_mid.py`, `GraphToMidLowering.home_of`): `ipu-pipeline`'s fallback when
     # the inputs of the program pile onto the same tiles.
     spread_inputs: bool = False
+    # Given no catalog, also lower each function with the opt-in layouts (the 3-D grid) and
+    # keep the lowering whose program estimate is lower (`graph_to_mid.lower_cheaper_catalog`):
+    # BERT-base at 1472 tiles 422,338 -> 278,842 modeled cycles, at about twice the compile
+    # time (the 3-D grid's formats make its consumers' pricing dear), hence not the default.
+    program_layouts: bool = False
 
     def pipeline_options(self) -> dict[str, Any]:
         """These options (only), as keyword arguments for another `PipelineOptions` pass."""

@@ -86,7 +86,7 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: IndivisibleOption,
                    profiling: ProfilingOption = "off", with_assembly: bool = True,
                    timer=None, progress: Progress = no_progress,
                    gemm_partials: GemmPartials = "f32",
-                   catalog: tuple[str, ...] = ()):
+                   catalog: tuple[str, ...] = (), program_layouts: bool = False):
     """Run the default pipeline and build the package; diagnostics propagate (an
     `indivisible` policy from the command line is checked there, by `ipu.config`'s verifier). A
     `tools.pass_timing.PassTimer` given as `timer` records each stage and the package build;
@@ -97,7 +97,8 @@ def compile_module(module: ModuleOp, tiles: int, indivisible: IndivisibleOption,
 
     timer = PassTimer() if timer is None else timer
     pipeline = IpuPipelinePass(tiles=tiles, indivisible=indivisible, profiling=profiling,
-                               gemm_partials=gemm_partials, catalog=catalog)
+                               gemm_partials=gemm_partials, catalog=catalog,
+                               program_layouts=program_layouts)
     ctx = make_context()
 
     def run_timed(stages: Sequence[ModulePass]) -> None:  # the pipeline's stages, timed

@@ -9,7 +9,7 @@ gather (`passes/operators/gather.py`), or per input shard where the gather stays
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -17,7 +17,14 @@ from xdsl.ir import SSAValue
 
 from device import kernels
 from device.model import cycles as device_cycles
-from device.model.kernel_shards import ROUND_SCALARS
+from device.model.kernel_shards import (
+    ROUND_SCALARS,
+    round_boxes,
+    round_sources,
+    round_takers,
+)
+from device.model.view_steps import view_step
+from device.model.view_steps import view_words as cached_view_words
 from device.target import WORD_BYTES, Target
 from ipu_dialects import mid
 from passes.operators.base import (
@@ -63,6 +70,23 @@ def conversion_cycles(value: SSAValue, wanted: mid.TensorFormatAttr,
 
 
 def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> int:
+    """What converting a `src` value into `dst` costs, as the device model charges the
+    conversion's steps; remembered (selection asks the same conversions of every candidate,
+    and graph-to-mid lowers a function more than once)."""
+    key = (src, dst, id(target))
+    known = KNOWN_CONVERSIONS.get(key)
+    if known is None or known[0] is not target:
+        if len(KNOWN_CONVERSIONS) > 8192:
+            KNOWN_CONVERSIONS.clear()
+        known = KNOWN_CONVERSIONS[key] = (target, priced_conversion(src, dst, target))
+    return known[1]
+
+
+# `conversion_type_cycles` by source type, destination type and target
+KNOWN_CONVERSIONS: dict[tuple, tuple[Target, int]] = {}
+
+
+def priced_conversion(src: TensorType, dst: TensorType, target: Target) -> int:
     from passes.operators.conversions import CONVERT_KERNEL, GATHER_KERNEL, is_local
 
     if is_local(src, dst):
@@ -84,31 +108,59 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
             if b.padded_shape != b.shape else 0)
     rounds = plan_rounds(a, b)
     if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
-        def step(scalars: dict[str, int], tiles: np.ndarray) -> int:
-            return device_cycles.gather_round_cycles(b, a, scalars, tiles, target)
-
         return (zero + round_phases_cycles(rounds, words, target)
-                + round_takes_cycles(rounds, b, step))
+                + round_takes_cycles(rounds, b, a, target))
     return zero + gather_cycles(rounds, sources, phase, copy, take, target, words)
 
 
-def round_takes_cycles(rounds: GatherRounds, out: ShardGeometry,
-                       step: Callable[[dict[str, int], np.ndarray], int]) -> int:
+def round_takes_cycles(rounds: GatherRounds, out: ShardGeometry, staged: ShardGeometry,
+                       target: Target, view: tuple[int, ...] | None = None) -> int:
     """The round-kernel steps of a gather that takes once per round (`ConcurrentGather`: one
     per round on the result tiles, from the received shard, and one for the copiers' own
-    shards), each `step(its named scalars, its tiles)`: its slowest tile's call as the model
-    charges it (`gather_round_cycles`, `view_round_cycles`)."""
+    shards), each its slowest tile's call as the model charges it (`gather_round`, or with
+    `view` the view kernel's words `gather_view_round`): every round's moves at once, from
+    the model's own move functions."""
     steps = rounds.round_steps()
     first_source, first_dest = rounds.round_maps()
     tiles = np.arange(out.first_tile, out.tile_stop, dtype=np.int64)
-    total = 0
-    for r in range(rounds.rounds):
-        starts = [first_source.eval([r], [])[0], first_dest.eval([r], [])[0]]
-        total += step(dict(zip(ROUND_SCALARS, [*starts, *steps], strict=True)), tiles)
+    r = range(rounds.rounds)
+    starts = [np.repeat([m.eval([i], [])[0] for i in r], tiles.size) for m in (first_source,
+                                                                              first_dest)]
+    scalars: dict = dict(zip(ROUND_SCALARS, [*starts, *steps], strict=True))
+    moved = round_moves(scalars, np.tile(tiles, rounds.rounds), out, staged, view)
+    most = moved.reshape(rounds.rounds, tiles.size).max(axis=1)
+    total = sum(moved_cycles(int(m), out, staged, target, view) for m in most)
+    total += rounds.rounds * target.round_select_cycles
     if rounds.copiers:
         copiers = np.asarray([rounds.tile_base + t for t in rounds.copiers], np.int64)
-        total += step(dict(zip(ROUND_SCALARS, rounds.own_scalars(), strict=True)), copiers)
+        own = dict(zip(ROUND_SCALARS, rounds.own_scalars(), strict=True))
+        total += (moved_cycles(int(round_moves(own, copiers, out, staged, view).max()), out,
+                               staged, target, view) + target.round_select_cycles)
     return total
+
+
+def round_moves(scalars: dict, tiles: np.ndarray, out: ShardGeometry, staged: ShardGeometry,
+                view: tuple[int, ...] | None) -> np.ndarray:
+    """The elements each of `tiles` moves in a round kernel's call (0 where it takes
+    nothing); `scalars` may hold a first source and destination per tile."""
+    if view is None:
+        return round_boxes(out, staged, scalars, tiles).moved
+    sources = round_sources(scalars, tiles)
+    takes = round_takers(scalars, tiles, sources)
+    moved = np.zeros(tiles.size, np.int64)
+    if takes.any():
+        view_out, view_src, index_view = cached_view_words(view)
+        moved[takes] = view_step(view_out, view_src, index_view, tiles[takes],
+                                 sources[takes]).moved
+    return moved
+
+
+def moved_cycles(elements: int, out: ShardGeometry, staged: ShardGeometry, target: Target,
+                 view: tuple[int, ...] | None) -> int:
+    if view is None:
+        return device_cycles.gather_moved_cycles(elements, out, staged, target)
+    view_out, view_src, _ = cached_view_words(view)
+    return device_cycles.view_moved_cycles(elements, view_out, view_src, target)
 
 
 def round_phases_cycles(rounds: GatherRounds, words: int, target: Target) -> int:

@@ -24,6 +24,7 @@ one. The result's padding is zeroed once, before the copies.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 
@@ -155,20 +156,23 @@ def kernel_cycles(symbol: str, scalars: Sequence[int], out_type: TensorType,
 
 
 def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
-                ctx: SelectionContext) -> tuple[int, bool]:
+                ctx: SelectionContext, exact: bool = False) -> tuple[int, bool]:
     """Cycles of one operand's copy into the result, and whether it is tile-local (else a
     gather: concurrent rounds where the view reads one source axis per result axis,
-    `gather.separable_axes`, else one exchange phase per source shard)."""
+    `gather.separable_axes`, else one exchange phase per source shard). Ranking prices each
+    round's take as one shard's (`exact` False); the chosen plan's estimate takes every
+    round's as the model charges it (`LayoutOperator.choose`), which costs a compile more
+    than ranking can afford (every view gather of every candidate, looked ahead at)."""
     # once per view, types and target: a layout op's candidates are priced again by the ops
     # before it that look ahead at them (`LookAhead.consumers_cycles`), and the chains
     # of a transformer's Q, K and V repeat the same copies
-    key = (view, src_type, out_type, id(ctx.target))
+    key = (view, src_type, out_type, id(ctx.target), exact)
     known = KNOWN_COPIES.get(key)
     if known is None or known[0] is not ctx.target:
         if len(KNOWN_COPIES) > 4096:
             KNOWN_COPIES.clear()
         known = KNOWN_COPIES[key] = (ctx.target, priced_copy(view, src_type, out_type,
-                                                             ctx.target))
+                                                             ctx.target, exact))
     return known[1]
 
 
@@ -176,7 +180,7 @@ KNOWN_COPIES: dict[tuple, tuple[Target, tuple[int, bool]]] = {}
 
 
 def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,
-                target: Target) -> tuple[int, bool]:
+                target: Target, exact: bool) -> tuple[int, bool]:
     words = view_words(view, src_type, out_type)
     if is_local_view(view, src_type, out_type):
         return kernel_cycles(LOCAL_KERNEL, words, out_type, target), True
@@ -188,12 +192,9 @@ def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,
     latency = (target.max_latency(span)
                if receivers > 1 or src.first_tile != out.first_tile else 0)
     rounds = plan_rounds(src, out, view)
-    if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
-        def step(scalars: dict[str, int], tiles: np.ndarray) -> int:
-            return device_cycles.view_round_cycles(tuple(words), scalars, tiles, target)
-
+    if exact and rounds is not None and rounds.takes_once:  # each round's take as charged
         return (round_phases_cycles(rounds, shard, target)
-                + round_takes_cycles(rounds, out, step)), False
+                + round_takes_cycles(rounds, out, src, target, tuple(words))), False
     return gather_cycles(rounds, sources,
                          device_cycles.exchange_step_cycles(shard + latency, target),
                          device_cycles.copy_cycles(shard * WORD_BYTES, target),
@@ -262,6 +263,19 @@ class LayoutOperator(GivenFormatsOperator):
 
     def views(self, op: Operation) -> list[IndexView]:
         raise NotImplementedError
+
+    def choose(self, op: Operation, ctx: SelectionContext) -> Candidate:
+        """The cheapest candidate, its estimate with its gathers' round takes priced as the
+        model charges them (`copy_cycles`, exact)."""
+        chosen = super().choose(op, ctx)
+        out_type = with_format(op.results[0], chosen.plan.operand_plan("out").format)
+        delta = 0
+        for name, value, view in zip(self.plan_operand_names(op), op.operands, self.views(op),
+                                     strict=True):
+            src_type = with_format(value, chosen.plan.operand_plan(name).format)
+            delta += (copy_cycles(view, src_type, out_type, ctx, exact=True)[0]
+                      - copy_cycles(view, src_type, out_type, ctx)[0])
+        return dataclasses.replace(chosen, cycles=chosen.valid_cycles + delta)
 
     def candidates_given(self, op: Operation, ctx: SelectionContext,
                          assumed: Assumed) -> list[Candidate]:

@@ -300,6 +300,7 @@ def plain_lowering(monkeypatch):
                     spread_inputs=False):
         pass_module.GraphToMidLowering(function, config, target, spread_sequences, spread_saving,
                                        spread=False, spread_inputs=spread_inputs).run()
+        return function
 
     monkeypatch.setattr(pass_module, "lower_spread_if_no_costlier", lower_plain)
 

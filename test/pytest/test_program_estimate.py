@@ -102,3 +102,38 @@ def test_a_hand_written_mid_function_has_no_estimate():
     funcs = [op for op in module.walk() if op.name == "func.func"]
     assert funcs and all(mid.ESTIMATE_ATTR_NAME not in f.attributes for f in funcs)
     assert "estimated_cycles" not in build_package(module, with_assembly=False).metadata
+
+
+@pytest.mark.parametrize("tiles", (16, 1472))
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_offering_the_opt_in_layouts_never_costs_the_program_more(name, tiles):
+    """With program-layouts, graph-to-mid also lowers with the opt-in layouts and keeps the
+    lowering its estimate says is cheaper: never slower than the default catalog alone."""
+    from planning.gemm_problem import default_catalog_names
+
+    offered = sum(package_cycles(compile_module(example(name), tiles, "pad",
+                                                with_assembly=False, program_layouts=True)))
+    default = sum(package_cycles(compile_module(example(name), tiles, "pad",
+                                                with_assembly=False,
+                                                catalog=default_catalog_names())))
+    assert offered <= default
+
+
+def test_the_3d_grid_is_taken_where_the_program_gains():
+    """examples/gemm_f16.mlir on 1472 tiles with program-layouts: the 3-D grid's lowering is
+    estimated cheaper, kept, recorded in the config's catalog, and the package is faster."""
+    from planning.gemm_problem import default_catalog_names
+
+    module = example("gemm_f16.mlir")
+    stages = IpuPipelinePass(tiles=1472, indivisible="pad", program_layouts=True).stage_passes()
+    stages[0].apply(make_context(), module)
+    assert "gemm_grid3d" in str(module)
+    assert "amp_gemm_f16_grid3d" in module.attributes[mid.CONFIG_ATTR_NAME].catalog_names
+    package = compile_module(example("gemm_f16.mlir"), 1472, "pad", with_assembly=False,
+                             program_layouts=True)
+    offered = sum(package_cycles(package))
+    assert package.metadata["estimated_cycles"] == offered
+    default = sum(package_cycles(compile_module(example("gemm_f16.mlir"), 1472, "pad",
+                                                with_assembly=False,
+                                                catalog=default_catalog_names())))
+    assert offered < default
