@@ -195,13 +195,7 @@ class Target:
     def latency_matrix(self, tiles: int, ids: np.ndarray | None = None) -> np.ndarray:
         """L(s, r) for all s, r < tiles (or among `ids`), as an int64 matrix (diagonal unused)."""
         ids = np.arange(tiles) if ids is None else ids
-        position = ids % self.column_tiles
-        column = ids // self.column_tiles
-        return (
-            self.latency_base
-            + np.abs(position[:, None] - position[None, :])
-            + self.latency_per_column * np.abs(column[:, None] - column[None, :])
-        )
+        return self.latencies(ids[:, None], ids[None, :])
 
     def latencies(self, sources: np.ndarray, receivers: np.ndarray) -> np.ndarray:
         """L(s, r) elementwise over broadcast arrays of source and receiver tiles."""

@@ -357,21 +357,23 @@ def default_catalog_names(partials: str = "f32") -> tuple[str, ...]:
     `partials` is "f16" (the user said FP16 accuracy over K is enough); the opt-in layouts
     (`OPT_IN_LAYOUTS`) never (graph-to-mid{program-layouts=true} tries them over the
     whole program)."""
-    if partials not in PARTIALS_CHOICES:
-        raise ValueError(f"gemm-partials={partials}: expected one of {', '.join(PARTIALS_CHOICES)}")
-    return tuple(c.name for c in CATALOG
-                 if (partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX))
-                 and c.dispatch not in OPT_IN_LAYOUTS)
+    return tuple(c.name for c in partials_catalog(partials) if c.dispatch not in OPT_IN_LAYOUTS)
 
 
 def opt_in_catalog_names(partials: str = "f32") -> tuple[str, ...]:
     """The default catalog with the opt-in layouts added (with program-layouts=true and no
     catalog, graph-to-mid also lowers each function with these and keeps the lowering its
     program estimate says is cheaper: `passes/graph_to_mid.py`, `lower_cheaper_catalog`)."""
-    default = default_catalog_names(partials)
-    return default + tuple(c.name for c in CATALOG
-                           if c.dispatch in OPT_IN_LAYOUTS and c.name not in default
-                           and (partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX)))
+    return default_catalog_names(partials) + tuple(
+        c.name for c in partials_catalog(partials) if c.dispatch in OPT_IN_LAYOUTS)
+
+
+def partials_catalog(partials: str) -> tuple[GemmCandidate, ...]:
+    """The catalog entries `partials` allows: the FP16-partials ones only with "f16"."""
+    if partials not in PARTIALS_CHOICES:
+        raise ValueError(f"gemm-partials={partials}: expected one of {', '.join(PARTIALS_CHOICES)}")
+    return tuple(c for c in CATALOG
+                 if partials == "f16" or not c.name.endswith(F16_PARTIALS_SUFFIX))
 
 
 def catalog_entries(names: Sequence[str] | None) -> tuple[GemmCandidate, ...]:

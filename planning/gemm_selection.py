@@ -43,6 +43,7 @@ from planning.gemm_problem import (
 )
 from planning.gemm_rows import RowsLayout
 from planning.plan_reasons import MemoryReason, NoValidPlan
+from planning.target_memo import TargetMemo
 
 # The GEMM layouts, in the order diagnostics name them. A new layout is one more strategy
 # here, its catalog entries and its lowering (`passes/operators/gemm.py`, `LOWERINGS`).
@@ -225,20 +226,15 @@ def evaluate_candidate(candidate: GemmCandidate, problem: GemmProblem, tiles: in
 
 # `costed_options` of a candidate, problem and priced operands: graph-to-mid selects a GEMM
 # again when it lowers a function twice (`lower_spread_if_no_costlier`) and looks ahead
-COSTED: dict[tuple, tuple[Target, list[Evaluation]]] = {}
+COSTED: TargetMemo[list[Evaluation]] = TargetMemo(1024)
 
 
 def costed_once(candidate: GemmCandidate, problem: GemmProblem, tiles: int, indivisible: str,
                 target: Target, priced: Priced, priced_key: Hashable) -> list[Evaluation]:
     """`costed_options`, computed once per `priced_key` (what `priced` depends on)."""
-    key = (candidate, problem, tiles, indivisible, id(target), priced_key)
-    known = COSTED.get(key)
-    if known is None or known[0] is not target:
-        if len(COSTED) > 1024:
-            COSTED.clear()
-        known = COSTED[key] = (target, costed_options(candidate, problem, tiles, indivisible,
-                                                      target, priced))
-    return known[1]
+    return COSTED.get((candidate, problem, tiles, indivisible, priced_key), target,
+                      lambda: costed_options(candidate, problem, tiles, indivisible, target,
+                                             priced))
 
 
 def costed_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
@@ -246,22 +242,19 @@ def costed_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,
                    priced: Priced | None = None) -> list[Evaluation]:
     """Each valid way the candidate runs the op, costed (with `priced`, every cut), or when
     none is valid the first way and why it is not."""
-    key = (candidate, problem, tiles, indivisible, id(target), priced is not None)
-    known = UNPRICED.get(key)
-    if known is None or known[0] is not target:
-        if len(UNPRICED) > 1024:
-            UNPRICED.clear()
-        known = UNPRICED[key] = (target, unpriced_options(candidate, problem, tiles, indivisible,
-                                                          target, priced is not None))
-    if priced is None or known[1][0].reason is not None:
-        return known[1]
-    return [dataclasses.replace(e, conversions=priced(e.plan)) for e in known[1]]
+    every_cut = priced is not None
+    options = UNPRICED.get((candidate, problem, tiles, indivisible, every_cut), target,
+                           lambda: unpriced_options(candidate, problem, tiles, indivisible,
+                                                    target, every_cut))
+    if priced is None or options[0].reason is not None:
+        return options
+    return [dataclasses.replace(e, conversions=priced(e.plan)) for e in options]
 
 
 # `unpriced_options` by candidate, problem, tiles, indivisible, target and every_cut: the
 # selection of a GEMM and the look-ahead of its producers (`LookAhead.gemm_extra_cycles`)
 # cost the same cuts
-UNPRICED: dict[tuple, tuple[Target, list[Evaluation]]] = {}
+UNPRICED: TargetMemo[list[Evaluation]] = TargetMemo(1024)
 
 
 def unpriced_options(candidate: GemmCandidate, problem: GemmProblem, tiles: int,

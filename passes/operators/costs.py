@@ -37,6 +37,7 @@ from passes.operators.formats import descriptor, geometry_of, shard_words, split
 from passes.operators.gather import GatherRounds, plan_rounds
 from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import ShardGeometry, geometry
+from planning.target_memo import TargetMemo
 
 
 def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
@@ -73,17 +74,12 @@ def conversion_type_cycles(src: TensorType, dst: TensorType, target: Target) -> 
     """What converting a `src` value into `dst` costs, as the device model charges the
     conversion's steps; remembered (selection asks the same conversions of every candidate,
     and graph-to-mid lowers a function more than once)."""
-    key = (src, dst, id(target))
-    known = KNOWN_CONVERSIONS.get(key)
-    if known is None or known[0] is not target:
-        if len(KNOWN_CONVERSIONS) > 8192:
-            KNOWN_CONVERSIONS.clear()
-        known = KNOWN_CONVERSIONS[key] = (target, priced_conversion(src, dst, target))
-    return known[1]
+    return KNOWN_CONVERSIONS.get((src, dst), target,
+                                 lambda: priced_conversion(src, dst, target))
 
 
 # `conversion_type_cycles` by source type, destination type and target
-KNOWN_CONVERSIONS: dict[tuple, tuple[Target, int]] = {}
+KNOWN_CONVERSIONS: TargetMemo[int] = TargetMemo(8192)
 
 
 def priced_conversion(src: TensorType, dst: TensorType, target: Target) -> int:
@@ -96,13 +92,6 @@ def priced_conversion(src: TensorType, dst: TensorType, target: Target) -> int:
     a, b = geometry(src.get_shape(), src_fmt), geometry(dst.get_shape(), dst_fmt)
     sources, receivers = a.partition_count, b.tiles_used
     words = shard_words(src)
-    # the serial gather's phase: to the farthest of the tiles the shards leave from and
-    # arrive at (all from tile 0 on)
-    span = max(a.first_tile + sources, b.tile_stop)
-    latency = target.max_latency(span) if receivers > 1 or a.first_tile != b.first_tile else 0
-    phase = device_cycles.exchange_step_cycles(words + latency, target)
-    copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
-    take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(a.first_tile,))
     # the gather writes real elements only: a padded result is zeroed first (`lower_gather`)
     zero = (device_cycles.fill_zero_cycles(shard_words(dst), target)
             if b.padded_shape != b.shape else 0)
@@ -110,6 +99,13 @@ def priced_conversion(src: TensorType, dst: TensorType, target: Target) -> int:
     if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
         return (zero + round_phases_cycles(rounds, words, target)
                 + round_takes_cycles(rounds, b, a, target))
+    # the serial gather's phase: to the farthest of the tiles the shards leave from and
+    # arrive at (all from tile 0 on)
+    span = max(a.first_tile + sources, b.tile_stop)
+    latency = target.max_latency(span) if receivers > 1 or a.first_tile != b.first_tile else 0
+    phase = device_cycles.exchange_step_cycles(words + latency, target)
+    copy = device_cycles.copy_cycles(words * WORD_BYTES, target)
+    take = plan_kernel_cycles(GATHER_KERNEL, [dst, src], target, extra=(a.first_tile,))
     return zero + gather_cycles(rounds, sources, phase, copy, take, target, words)
 
 

@@ -65,6 +65,7 @@ from passes.operators.layout_mirror import permuted_format, reshaped_format, tra
 from passes.operators.pointwise import pointwise_plan
 from passes.operators.tile_maps import scalar_map, tiles_of
 from planning.shard_geometry import ShardGeometry
+from planning.target_memo import TargetMemo
 
 LOCAL_KERNEL = "view_shard"
 GATHER_KERNEL = "gather_view"
@@ -166,17 +167,11 @@ def copy_cycles(view: IndexView, src_type: TensorType, out_type: TensorType,
     # once per view, types and target: a layout op's candidates are priced again by the ops
     # before it that look ahead at them (`LookAhead.consumers_cycles`), and the chains
     # of a transformer's Q, K and V repeat the same copies
-    key = (view, src_type, out_type, id(ctx.target), exact)
-    known = KNOWN_COPIES.get(key)
-    if known is None or known[0] is not ctx.target:
-        if len(KNOWN_COPIES) > 4096:
-            KNOWN_COPIES.clear()
-        known = KNOWN_COPIES[key] = (ctx.target, priced_copy(view, src_type, out_type,
-                                                             ctx.target, exact))
-    return known[1]
+    return KNOWN_COPIES.get((view, src_type, out_type, exact), ctx.target,
+                            lambda: priced_copy(view, src_type, out_type, ctx.target, exact))
 
 
-KNOWN_COPIES: dict[tuple, tuple[Target, tuple[int, bool]]] = {}
+KNOWN_COPIES: TargetMemo[tuple[int, bool]] = TargetMemo(4096)
 
 
 def priced_copy(view: IndexView, src_type: TensorType, out_type: TensorType,

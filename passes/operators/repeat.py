@@ -50,7 +50,7 @@ from xdsl.ir import BlockArgument, Operation, OpResult, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
-from device.kernels import kernel_cycles
+from device.kernels import step_cycles
 from device.target import Target, get_target
 from ipu_dialects import graph, mid
 from ipu_dialects.locations import fused_location, located, op_label, value_label, value_location
@@ -309,12 +309,10 @@ def in_carried_buffer(value: SSAValue, arg: SSAValue) -> bool:
 
 
 def copy_cycles(copy: Operation, target: Target) -> int:
-    """A copy kernel's cycles as the model charges its step: its slowest tile's call."""
+    """A copy kernel's cycles as the model charges its step (`device.kernels.step_cycles`)."""
     assert isinstance(copy, KernelOp)
-    scalars = [int(v) for v in copy.scalars.get_values()]
-    tiles = copy.tiles.tiles()
-    return max(kernel_cycles(copy.callee.string_value(), scalars, tile, target)
-               for tile in {tiles[0], tiles[-1]})
+    return step_cycles(copy.callee.string_value(), [int(v) for v in copy.scalars.get_values()],
+                       copy.tiles.as_array(), target)
 
 
 def copy_kernel(lowering: TileLowering, dst: BufferOp, src: BufferOp, value: SSAValue,

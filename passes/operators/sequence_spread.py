@@ -20,6 +20,7 @@ from ipu_dialects import mid
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import row_major_format, split_format, with_format
 from planning.shard_geometry import geometry
+from planning.target_memo import TargetMemo
 from planning.tile_loads import on_tiles
 
 SPREAD_SHARD_BYTES = 256  # a spread element's shards are at least this big (fewer gathers)
@@ -81,22 +82,19 @@ def cheapest_spread(arg_type: TensorType, wanted: mid.TensorFormatAttr, tiles: i
     `wanted` in the fewest estimated cycles (`conversion_type_cycles`, what selection prices
     a gather at; the aligned one on ties), with those cycles. Remembered: GEMM selection asks
     it of every cut that reads a sequence spread."""
-    key = (arg_type, wanted, tiles, indivisible, id(target))
-    known = CHEAPEST.get(key)
-    if known is None or known[0] is not target:
-        if len(CHEAPEST) > 4096:
-            CHEAPEST.clear()
+    def cheapest() -> tuple[mid.TensorFormatAttr, int]:
         spreads = [aligned_spread_format(arg_type, wanted, tiles),
                    spread_format(arg_type, tiles, indivisible)]
         priced = [(spread, conversion_type_cycles(with_format(arg_type, spread),
                                                   with_format(arg_type, wanted), target))
                   for spread in spreads if spread is not None]
-        known = CHEAPEST[key] = (target, min(priced, key=lambda found: found[1]))
-    return known[1]
+        return min(priced, key=lambda found: found[1])
+
+    return CHEAPEST.get((arg_type, wanted, tiles, indivisible), target, cheapest)
 
 
 # `cheapest_spread` by element type, wanted format, tiles, indivisible and target
-CHEAPEST: dict[tuple, tuple[Target, tuple[mid.TensorFormatAttr, int]]] = {}
+CHEAPEST: TargetMemo[tuple[mid.TensorFormatAttr, int]] = TargetMemo(4096)
 
 
 def spread_tile_bytes(arg_type: TensorType, wanted: mid.TensorFormatAttr, count: int,
