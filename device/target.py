@@ -143,6 +143,11 @@ class Target:
         return self.sram_bytes - self.code_region_bytes
 
     @property
+    def standard_bytes(self) -> int:
+        """Tile memory outside the code region and the interleaved region."""
+        return self.sram_bytes - self.code_region_bytes - self.interleaved_bytes
+
+    @property
     def row_memory(self) -> tuple[int, int]:
         """[start, end) where exchange rows may lie: the code region first and, when a
         program's rows do not fit there, standard memory no buffer takes

@@ -29,7 +29,7 @@ from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, TileSetAttr
 from passes.operators.formats import current_format
-from passes.operators.resident import ResidentMemory
+from passes.operators.resident import ResidentMemory, ResidentTracker
 from planning.plan_reasons import NoValidPlan
 from planning.shard_geometry import geometry
 
@@ -163,6 +163,8 @@ class GraphLowering(Protocol):
     # (graph-to-mid{spread-sequences=true}, the pipeline's last memory fallback)
     spread_sequences: bool
     spread_saving: int  # bytes tile 0 must hold fewer (graph-to-mid{spread-saving}); 0: a budget
+    # what memory-aware selection counts on the tiles (None when it counts nothing)
+    resident: ResidentTracker | None
 
     def stores_spread(self, arg: SSAValue) -> bool:
         """Whether a plan chose to take body argument `arg`'s sequence stored spread."""

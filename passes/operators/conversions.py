@@ -32,7 +32,13 @@ from ipu_dialects.locations import value_label
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, TileSetAttr, WorkProvenanceAttr
 from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, geometry_of, shard_words
-from passes.operators.gather import COPY_KERNEL, lower_concurrent, plan_rounds
+from passes.operators.gather import (
+    COPY_KERNEL,
+    copies_whole_shards,
+    lower_concurrent,
+    lower_whole_shards,
+    plan_rounds,
+)
 from passes.operators.tile_maps import scalar_map, tiles_of
 
 CONVERT_KERNEL = "convert_shard"
@@ -75,17 +81,20 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     inp = lowering.operand_buffer(op, src)
     receivers = tiles_of(b)
     words = shard_words(src_type)
-    slot = lowering.scratch(f"{out.sym_name.data}_gather_slot", receivers, a.chunk,
-                            a.precision, inp.order.data, "standard",
-                            lowering.target.vector_alignment)
     zero0 = scalar_map(0, 0)
     ops: list[Operation] = []
     if zero_padding and b.padded_shape != b.shape:  # the gather writes real elements only
         ops.append(KernelOp(ZERO_KERNEL, [(out, zero0)], [shard_words(dst_type)], receivers, [],
                             provenance(lowering, op, "zero the result's padding")))
+    plan = plan_rounds(a, b, view)
+    if plan is not None and view is None and copies_whole_shards(plan, a, b):
+        return [*ops, lower_whole_shards(plan, out, inp, words, provenance(
+            lowering, op, "every input shard whole to the result tiles that hold it"))]
+    slot = lowering.scratch(f"{out.sym_name.data}_gather_slot", receivers, a.chunk,
+                            a.precision, inp.order.data, "standard",
+                            lowering.target.vector_alignment)
     scalars = [*descriptor(dst_type), *descriptor(src_type),
                *(view.encode() if view is not None else ())]
-    plan = plan_rounds(a, b, view)
     if plan is not None:
         return [*ops, *lower_concurrent(plan, out, inp, slot, words, receivers, kernel,
                                         scalars, lambda why: provenance(lowering, op, why))]

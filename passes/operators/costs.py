@@ -34,7 +34,7 @@ from passes.operators.base import (
     tensor_type,
 )
 from passes.operators.formats import descriptor, geometry_of, shard_words, split_format
-from passes.operators.gather import GatherRounds, plan_rounds
+from passes.operators.gather import GatherRounds, copies_whole_shards, plan_rounds
 from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import ShardGeometry, geometry
 from planning.target_memo import TargetMemo
@@ -96,6 +96,8 @@ def priced_conversion(src: TensorType, dst: TensorType, target: Target) -> int:
     zero = (device_cycles.fill_zero_cycles(shard_words(dst), target)
             if b.padded_shape != b.shape else 0)
     rounds = plan_rounds(a, b)
+    if rounds is not None and copies_whole_shards(rounds, a, b):  # one phase, no take
+        return zero + round_phases_cycles(rounds, words, target)
     if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
         return (zero + round_phases_cycles(rounds, words, target)
                 + round_takes_cycles(rounds, b, a, target))

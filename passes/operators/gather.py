@@ -996,6 +996,28 @@ class ConcurrentGather:
         )
 
 
+def copies_whole_shards(plan: GatherRounds, a: ShardGeometry, b: ShardGeometry) -> bool:
+    """Whether the gather of `a` into `b` is one round of whole shards sent where they go:
+    `a` is `b` without its replicas and its all-padding tail of leading partitions (the same
+    chunk, order and precision), so shard s of `a` holds exactly the bytes of shard s of `b`
+    and arrives straight in the result, on tiles that do not send (no slot, no take)."""
+    return (plan.rounds == 1 and plan.has_traffic and not plan.copiers
+            and a.replication == 1 and a.rank == b.rank >= 1
+            and (a.chunk, a.order, a.precision, a.pads) == (b.chunk, b.order, b.precision, b.pads)
+            and a.scale == b.scale and a.shape == b.shape
+            and a.partitions[1:] == b.partitions[1:] and a.partitions[0] <= b.partitions[0])
+
+
+def lower_whole_shards(plan: GatherRounds, out: BufferOp, inp: BufferOp, words: int,
+                       provenance: WorkProvenanceAttr) -> ExchangeOp:
+    """The one phase of a gather that `copies_whole_shards`: every input shard to the result
+    tiles that hold its replicas, into the result itself."""
+    first_round = AffineMap(1, 0, (AffineExpr.constant(0), AffineExpr.dimension(0)))
+    return ExchangeOp(words, inp, scalar_map(0, 0), plan.sender_map().compose(first_round),
+                      out, scalar_map(0, 0), plan.destinations(), [], provenance,
+                      (plan.groups, plan.shift_map().compose(first_round)))
+
+
 def lower_concurrent(plan: GatherRounds, out: BufferOp, inp: BufferOp, slot: BufferOp,
                      words: int, result_tiles: TileSetAttr, kernel: str, scalars: list[int],
                      provenance) -> list[Operation]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
@@ -71,10 +72,12 @@ from passes.operators.formats import (
     tensor_format_of,
     with_format,
 )
-from passes.operators.sequence_spread import cheapest_spread
+from passes.operators.resident import selection_room
+from passes.operators.sequence_spread import cheapest_spread, whole_shard_spread_format
 from passes.operators.tile_maps import scalar_map, tensor_format
 from planning.program_estimate import runs_of
 from planning.shard_geometry import geometry
+from planning.tile_loads import on_tiles
 
 YIELD_COPY_REASON = (
     "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
@@ -165,15 +168,77 @@ def stacked_bytes(arg: SSAValue, count: int) -> int:
 def fetch_chosen_spread(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     """Store spread the sequences whose consumer's plan chose to take them so (memory-aware
     GEMM selection: they do not fit where the plan reads them), each iteration's element
-    fetched in the cheapest spread format (`cheapest_spread`)."""
+    fetched in the cheapest spread format (`cheapest_spread`), or as whole shards where those
+    fit and are fetched in fewer cycles (`whole_shards_if_cheaper`)."""
     target = get_target(lowering.config.target.data)
     tiles, indivisible = lowering.config.tiles.data, lowering.config.indivisible.data
     for arg in op.sequence_args:
         if lowering.stores_spread(arg):
             arg_type = tensor_type(arg)
-            spread, _ = cheapest_spread(arg_type, tensor_format_of(arg), tiles, indivisible,
-                                        target)
-            fetch_sequence_element(op, arg, spread)
+            spread, cycles = cheapest_spread(arg_type, tensor_format_of(arg), tiles,
+                                             indivisible, target)
+            fetch_sequence_element(op, arg, whole_shards_if_cheaper(
+                lowering, arg, op.count.value.data, cycles, target) or spread)
+
+
+def whole_shards_if_cheaper(lowering: GraphLowering, arg: BlockArgument, count: int,
+                            cycles: int, target: Target) -> mid.TensorFormatAttr | None:
+    """The whole-shard spread of `arg`'s element (`whole_shard_spread_format`) on the window
+    of tiles, off its consumers' own, whose fullest holds least over the program so far,
+    when its `count` elements fit there and its fetch costs less than `cycles` (the cheapest
+    spread's): the selection's estimate of each consumer (which priced the fetch at
+    `cycles`) then drops by the difference, and the tiles' recorded peak takes the new
+    bytes. Chosen once the body's plans are, so that it never changes them; None when it
+    does not pay or fit."""
+    resident = lowering.resident
+    arg_type, wanted = tensor_type(arg), tensor_format_of(arg)
+    unplaced = whole_shard_spread_format(arg_type, wanted, 0)
+    if resident is None or unplaced is None:
+        return None
+    geom, taken = geometry(arg_type.get_shape(), unplaced), geometry(arg_type.get_shape(), wanted)
+    need = count * geom.shard_bytes()
+    if need + geom.shard_bytes() > target.standard_bytes:  # one standard range, and its staging
+        return None
+    before = resident.spread[(arg.block, arg.index)]
+    start = least_loaded_window(resident.earlier_peak - before, geom.tiles_used,
+                                (taken.first_tile, taken.tile_stop),
+                                selection_room(target) - need)
+    if start is None:
+        return None
+    shards = whole_shard_spread_format(arg_type, wanted, start)
+    assert shards is not None
+    shard_cycles = conversion_type_cycles(with_format(arg_type, shards),
+                                          with_format(arg_type, wanted), target)
+    if shard_cycles >= cycles:
+        return None
+    after = on_tiles(geometry(arg_type.get_shape(), shards), len(before), need)
+    resident.spread[(arg.block, arg.index)] = after
+    resident.earlier_peak = resident.earlier_peak - before + after
+    for use in arg.uses:
+        estimate = use.operation.attributes.get(mid.ESTIMATE_ATTR_NAME)
+        if isinstance(estimate, IntegerAttr):
+            use.operation.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
+                estimate.value.data - (cycles - shard_cycles), i64)
+    return shards
+
+
+def least_loaded_window(loads: np.ndarray, span: int, avoid: tuple[int, int],
+                        most: int) -> int | None:
+    """The first tile of the `span` consecutive tiles outside `avoid` (a tile range) whose
+    fullest holds least, if that is at most `most` bytes: on ties the last such window, as
+    far from tile 0 as it goes (every format starts there by default, so the chip's end is
+    what later ops use least)."""
+    if span > len(loads):
+        return None
+    fullest = np.lib.stride_tricks.sliding_window_view(loads, span).max(axis=1)
+    starts = np.arange(len(fullest))
+    clear = (starts + span <= avoid[0]) | (starts >= avoid[1])
+    if not clear.any():
+        return None
+    candidates = starts[clear]
+    least = fullest[candidates].min()
+    best = int(candidates[fullest[candidates] == least][-1])
+    return best if fullest[best] <= most else None
 
 
 def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:
@@ -386,6 +451,9 @@ class RepeatOperator(Operator):
     kind = "repeat"
     mid_op = mid.RepeatOp
     operand_names = ()
+    # its copies and views work on its buffers' own tiles (a sequence stored spread as whole
+    # shards starts past its consumer's tiles)
+    honours_first_tile = True
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.RepeatOp)

@@ -76,6 +76,29 @@ def aligned_spread_format(arg_type: TensorType, wanted: mid.TensorFormatAttr,
                                group=used * k, first_tile=0)
 
 
+def whole_shard_spread_format(arg_type: TensorType, wanted: mid.TensorFormatAttr,
+                              first_tile: int) -> mid.TensorFormatAttr | None:
+    """`wanted` as a spread format of whole shards: one copy, without the all-padding tail of
+    its leading partitions, from `first_tile` on. Each of its shards holds the bytes of one
+    shard of `wanted`, so the fetch sends every shard once, whole, to its replicas, into the
+    fetched element itself (`gather.copies_whole_shards`): one exchange phase, no take. None
+    when an axis past the first has all-padding partitions, or nothing would be saved."""
+    shape = arg_type.get_shape()
+    geom = geometry(shape, wanted)
+    if not shape:
+        return None
+    filled = [-(-extent // chunk) for extent, chunk in zip(shape, geom.chunk, strict=True)]
+    if tuple(filled[1:]) != geom.partitions[1:]:
+        return None
+    tiling = [mid.AxisTilingAttr(axis.block.data, filled[0], axis.indivisible.data)
+              if a == 0 else axis for a, axis in enumerate(wanted.tiling.data)]
+    spread = wanted.with_changes(tiling=tiling, replication=1, group=math.prod(filled),
+                                 first_tile=first_tile)
+    if geometry(shape, spread).chunk != geom.chunk:
+        return None
+    return spread
+
+
 def cheapest_spread(arg_type: TensorType, wanted: mid.TensorFormatAttr, tiles: int,
                     indivisible: str, target: Target) -> tuple[mid.TensorFormatAttr, int]:
     """Of `aligned_spread_format` and `spread_format`, the one whose element is fetched into
