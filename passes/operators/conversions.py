@@ -34,9 +34,9 @@ from passes.operators.base import Operator, TileLowering, tensor_type
 from passes.operators.formats import descriptor, geometry_of, shard_words
 from passes.operators.gather import (
     COPY_KERNEL,
-    copies_whole_shards,
     lower_concurrent,
-    lower_whole_shards,
+    lower_pieces,
+    piece_plan,
     plan_rounds,
 )
 from passes.operators.tile_maps import scalar_map, tiles_of
@@ -86,10 +86,11 @@ def lower_gather(op: Operation, lowering: TileLowering, source: SSAValue | None 
     if zero_padding and b.padded_shape != b.shape:  # the gather writes real elements only
         ops.append(KernelOp(ZERO_KERNEL, [(out, zero0)], [shard_words(dst_type)], receivers, [],
                             provenance(lowering, op, "zero the result's padding")))
+    pieces = piece_plan(a, b) if view is None else None
+    if pieces is not None:
+        return [*ops, *lower_pieces(pieces, out, inp, words,
+                                    lambda why: provenance(lowering, op, why))]
     plan = plan_rounds(a, b, view)
-    if plan is not None and view is None and copies_whole_shards(plan, a, b):
-        return [*ops, lower_whole_shards(plan, out, inp, words, provenance(
-            lowering, op, "every input shard whole to the result tiles that hold it"))]
     slot = lowering.scratch(f"{out.sym_name.data}_gather_slot", receivers, a.chunk,
                             a.precision, inp.order.data, "standard",
                             lowering.target.vector_alignment)

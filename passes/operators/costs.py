@@ -34,7 +34,7 @@ from passes.operators.base import (
     tensor_type,
 )
 from passes.operators.formats import descriptor, geometry_of, shard_words, split_format
-from passes.operators.gather import GatherRounds, copies_whole_shards, plan_rounds
+from passes.operators.gather import GatherRounds, piece_plan, plan_rounds
 from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import ShardGeometry, geometry
 from planning.target_memo import TargetMemo
@@ -95,9 +95,10 @@ def priced_conversion(src: TensorType, dst: TensorType, target: Target) -> int:
     # the gather writes real elements only: a padded result is zeroed first (`lower_gather`)
     zero = (device_cycles.fill_zero_cycles(shard_words(dst), target)
             if b.padded_shape != b.shape else 0)
+    pieces = piece_plan(a, b)
+    if pieces is not None:  # a phase per piece, no take
+        return zero + round_phases_cycles(pieces, words, target)
     rounds = plan_rounds(a, b)
-    if rounds is not None and copies_whole_shards(rounds, a, b):  # one phase, no take
-        return zero + round_phases_cycles(rounds, words, target)
     if rounds is not None and rounds.takes_once:  # each round's take as the model charges it
         return (zero + round_phases_cycles(rounds, words, target)
                 + round_takes_cycles(rounds, b, a, target))

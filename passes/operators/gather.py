@@ -105,7 +105,8 @@ from xdsl.ir import Operation
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from device.index_views import IndexView, row_major_strides
-from device.target import Target
+from device.layouts import to_order
+from device.target import WORD_BYTES, Target
 from ipu_dialects.tile import (
     BufferOp,
     ExchangeOp,
@@ -996,26 +997,82 @@ class ConcurrentGather:
         )
 
 
-def copies_whole_shards(plan: GatherRounds, a: ShardGeometry, b: ShardGeometry) -> bool:
-    """Whether the gather of `a` into `b` is one round of whole shards sent where they go:
-    `a` is `b` without its replicas and its all-padding tail of leading partitions (the same
-    chunk, order and precision), so shard s of `a` holds exactly the bytes of shard s of `b`
-    and arrives straight in the result, on tiles that do not send (no slot, no take)."""
-    return (plan.rounds == 1 and plan.has_traffic and not plan.copiers
-            and a.replication == 1 and a.rank == b.rank >= 1
-            and (a.chunk, a.order, a.precision, a.pads) == (b.chunk, b.order, b.precision, b.pads)
-            and a.scale == b.scale and a.shape == b.shape
-            and a.partitions[1:] == b.partitions[1:] and a.partitions[0] <= b.partitions[0])
+def piece_plan(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
+    """The gather of `a` into `b` as whole pieces sent where they go, when `a` is `b` with
+    each shard's leading axis cut into k contiguous pieces (the same trailing chunks, order,
+    precision and partitions; one copy; the all-padding tail of leading partitions left out)
+    where no tile is sent its own piece: k rounds, in round r every input shard that is piece r of
+    a result shard to the result tiles that hold it (its replicas), straight into the result
+    at piece r's bytes: no slot, no take (`lower_pieces`). None otherwise."""
+    if not (a.replication == 1 and a.rank == b.rank >= 1 and a.shape == b.shape
+            and (a.order, a.precision, a.pads, a.scale) == (b.order, b.precision, b.pads,
+                                                            b.scale)
+            and a.chunk[1:] == b.chunk[1:] and a.partitions[1:] == b.partitions[1:]
+            and b.chunk[0] % a.chunk[0] == 0):
+        return None
+    pieces = b.chunk[0] // a.chunk[0]
+    if a.partitions[0] % pieces or a.partitions[0] > b.partitions[0] * pieces:
+        return None
+    if not pieces_contiguous(b.shard_shape, pieces, b.order, b.precision):
+        return None
+    trailing = a.partition_count // a.partitions[0]
+    base = min(a.first_tile, b.first_tile)
+    plan = GatherRounds(
+        rounds=pieces, groups=a.partition_count // pieces, inner=1,
+        shift=(b.first_tile - base, 0, trailing, 1),
+        base=tuple(copy * b.partition_count for copy in range(b.replication)), copiers=(),
+        has_traffic=True, tile_base=base, sender_offset=a.first_tile - base,
+        group_inner=trailing)
+    return None if sends_to_itself(plan) else plan
 
 
-def lower_whole_shards(plan: GatherRounds, out: BufferOp, inp: BufferOp, words: int,
-                       provenance: WorkProvenanceAttr) -> ExchangeOp:
-    """The one phase of a gather that `copies_whole_shards`: every input shard to the result
-    tiles that hold its replicas, into the result itself."""
-    first_round = AffineMap(1, 0, (AffineExpr.constant(0), AffineExpr.dimension(0)))
-    return ExchangeOp(words, inp, scalar_map(0, 0), plan.sender_map().compose(first_round),
-                      out, scalar_map(0, 0), plan.destinations(), [], provenance,
-                      (plan.groups, plan.shift_map().compose(first_round)))
+def sends_to_itself(plan: GatherRounds) -> bool:
+    """Whether some round's sender is one of the tiles its shard goes to (it would have to
+    copy it instead: `piece_plan` leaves such gathers to the slot and take)."""
+    r, g = np.meshgrid(np.arange(plan.rounds), np.arange(plan.groups), indexing="ij")
+    senders = plan.sender_offset + plan.sent_shards()
+    first = plan.shift[0] + sum(digit * k for digit, k in plan.shift_terms(r, g))
+    receivers = np.broadcast_to(first, r.shape)[..., None] + np.asarray(plan.base)
+    return bool((receivers == senders[..., None]).any())
+
+
+@functools.cache
+def pieces_contiguous(shape: tuple[int, ...], pieces: int, order: str, precision: str) -> bool:
+    """Whether cutting a shard of `shape` along its leading axis into `pieces` equal parts
+    gives parts whose bytes, each laid out in `order` on its own, are consecutive ranges of
+    the shard's bytes in `order` (`device.layouts.to_order`, checked on element indices)."""
+    if pieces == 1:
+        return True
+    if shape[0] % pieces:
+        return False
+    index = np.arange(math.prod(shape)).reshape(shape)
+    rows = shape[0] // pieces
+    try:
+        parts = [to_order(index[p * rows:(p + 1) * rows], order, precision)
+                 for p in range(pieces)]
+    except ValueError:  # a piece the order cannot lay out (amp_right rows of 64)
+        return False
+    return bool(np.array_equal(np.concatenate(parts), to_order(index, order, precision)))
+
+
+def lower_pieces(plan: GatherRounds, out: BufferOp, inp: BufferOp, words: int,
+                 provenance) -> list[Operation]:
+    """The phases of a `piece_plan` gather: one exchange, in a loop over the pieces when there
+    is more than one, each piece into its bytes of the result."""
+    reason = "every input shard whole to the result tiles that hold it, at its piece's bytes"
+    if plan.rounds == 1:
+        first_round = AffineMap(1, 0, (AffineExpr.constant(0), AffineExpr.dimension(0)))
+        return [ExchangeOp(words, inp, scalar_map(0, 0), plan.sender_map().compose(first_round),
+                           out, scalar_map(0, 0), plan.destinations(), [], provenance(reason),
+                           (plan.groups, plan.shift_map().compose(first_round)))]
+    rounds = LoopOp(0, plan.rounds, provenance("the pieces of every result shard, one a round"))
+    rounds.induction_var.name_hint = "r"
+    piece_bytes = words * WORD_BYTES
+    rounds.body.block.add_op(ExchangeOp(
+        words, inp, scalar_map(1, 0), plan.sender_map(), out,
+        AffineMap(1, 0, (AffineExpr.dimension(0) * piece_bytes,)), plan.destinations(),
+        [rounds.induction_var], provenance(reason), (plan.groups, plan.shift_map())))
+    return [rounds]
 
 
 def lower_concurrent(plan: GatherRounds, out: BufferOp, inp: BufferOp, slot: BufferOp,

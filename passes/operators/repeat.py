@@ -36,6 +36,7 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -72,6 +73,7 @@ from passes.operators.formats import (
     tensor_format_of,
     with_format,
 )
+from passes.operators.gather import piece_plan
 from passes.operators.resident import selection_room
 from passes.operators.sequence_spread import cheapest_spread, whole_shard_spread_format
 from passes.operators.tile_maps import scalar_map, tensor_format
@@ -183,62 +185,67 @@ def fetch_chosen_spread(lowering: GraphLowering, op: graph.RepeatOp) -> None:
 
 def whole_shards_if_cheaper(lowering: GraphLowering, arg: BlockArgument, count: int,
                             cycles: int, target: Target) -> mid.TensorFormatAttr | None:
-    """The whole-shard spread of `arg`'s element (`whole_shard_spread_format`) on the window
-    of tiles, off its consumers' own, whose fullest holds least over the program so far,
-    when its `count` elements fit there and its fetch costs less than `cycles` (the cheapest
-    spread's): the selection's estimate of each consumer (which priced the fetch at
+    """`arg`'s element spread as whole pieces of its plan's shards
+    (`whole_shard_spread_format`: the fewest pieces, 1, 2, 4, ..., that fit) on the window
+    of tiles, off its plan's own, whose fullest holds least over the program so far, when
+    its `count` elements fit there and its fetch costs less than `cycles` (the cheapest
+    spread's). The selection's estimate of each consumer (which priced the fetch at
     `cycles`) then drops by the difference, and the tiles' recorded peak takes the new
     bytes. Chosen once the body's plans are, so that it never changes them; None when it
     does not pay or fit."""
     resident = lowering.resident
+    if resident is None:
+        return None
     arg_type, wanted = tensor_type(arg), tensor_format_of(arg)
-    unplaced = whole_shard_spread_format(arg_type, wanted, 0)
-    if resident is None or unplaced is None:
-        return None
-    geom, taken = geometry(arg_type.get_shape(), unplaced), geometry(arg_type.get_shape(), wanted)
-    need = count * geom.shard_bytes()
-    if need + geom.shard_bytes() > target.standard_bytes:  # one standard range, and its staging
-        return None
+    shape = arg_type.get_shape()
     before = resident.spread[(arg.block, arg.index)]
-    start = least_loaded_window(resident.earlier_peak - before, geom.tiles_used,
-                                (taken.first_tile, taken.tile_stop),
-                                selection_room(target) - need)
-    if start is None:
-        return None
-    shards = whole_shard_spread_format(arg_type, wanted, start)
-    assert shards is not None
-    shard_cycles = conversion_type_cycles(with_format(arg_type, shards),
-                                          with_format(arg_type, wanted), target)
-    if shard_cycles >= cycles:
-        return None
-    after = on_tiles(geometry(arg_type.get_shape(), shards), len(before), need)
-    resident.spread[(arg.block, arg.index)] = after
-    resident.earlier_peak = resident.earlier_peak - before + after
-    for use in arg.uses:
-        estimate = use.operation.attributes.get(mid.ESTIMATE_ATTR_NAME)
-        if isinstance(estimate, IntegerAttr):
-            use.operation.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
-                estimate.value.data - (cycles - shard_cycles), i64)
-    return shards
+    taken = geometry(shape, wanted)
+    pieces = 1
+    while shape and pieces <= taken.chunk[0]:
+        unplaced = whole_shard_spread_format(arg_type, wanted, 0, pieces)
+        pieces *= 2
+        if unplaced is None:
+            continue
+        geom = geometry(shape, unplaced)
+        need = count * geom.shard_bytes()
+        if need + geom.shard_bytes() > target.standard_bytes:  # one range, and its staging
+            continue
+        loads = resident.earlier_peak - before
+        starts = [start for start in range(len(loads) - geom.tiles_used + 1)
+                  if piece_plan(dataclasses.replace(geom, first_tile=start), taken) is not None]
+        start = least_loaded_window(loads, geom.tiles_used, starts,
+                                    selection_room(target) - need)
+        if start is None:
+            continue
+        shards = unplaced.with_changes(first_tile=start)
+        saved = cycles - conversion_type_cycles(with_format(arg_type, shards),
+                                                with_format(arg_type, wanted), target)
+        if saved <= 0:
+            return None
+        after = on_tiles(geometry(shape, shards), len(before), need)
+        resident.spread[(arg.block, arg.index)] = after
+        resident.earlier_peak = resident.earlier_peak - before + after
+        for use in arg.uses:
+            estimate = use.operation.attributes.get(mid.ESTIMATE_ATTR_NAME)
+            if isinstance(estimate, IntegerAttr):
+                use.operation.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
+                    estimate.value.data - saved, i64)
+        return shards
+    return None
 
 
-def least_loaded_window(loads: np.ndarray, span: int, avoid: tuple[int, int],
+def least_loaded_window(loads: np.ndarray, span: int, starts: Sequence[int],
                         most: int) -> int | None:
-    """The first tile of the `span` consecutive tiles outside `avoid` (a tile range) whose
-    fullest holds least, if that is at most `most` bytes: on ties the last such window, as
+    """Of the windows of `span` consecutive tiles from `starts`, the first tile of the one
+    whose fullest tile holds least, if that is at most `most` bytes: on ties the last, as
     far from tile 0 as it goes (every format starts there by default, so the chip's end is
     what later ops use least)."""
-    if span > len(loads):
+    if not starts:
         return None
-    fullest = np.lib.stride_tricks.sliding_window_view(loads, span).max(axis=1)
-    starts = np.arange(len(fullest))
-    clear = (starts + span <= avoid[0]) | (starts >= avoid[1])
-    if not clear.any():
-        return None
-    candidates = starts[clear]
-    least = fullest[candidates].min()
-    best = int(candidates[fullest[candidates] == least][-1])
-    return best if fullest[best] <= most else None
+    fullest = np.lib.stride_tricks.sliding_window_view(loads, span).max(axis=1)[list(starts)]
+    least = fullest.min()
+    best = int(np.asarray(starts)[fullest == least][-1])
+    return best if least <= most else None
 
 
 def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:

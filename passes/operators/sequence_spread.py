@@ -19,6 +19,7 @@ from device.target import Target
 from ipu_dialects import mid
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import row_major_format, split_format, with_format
+from passes.operators.gather import pieces_contiguous
 from planning.shard_geometry import geometry
 from planning.target_memo import TargetMemo
 from planning.tile_loads import on_tiles
@@ -77,24 +78,29 @@ def aligned_spread_format(arg_type: TensorType, wanted: mid.TensorFormatAttr,
 
 
 def whole_shard_spread_format(arg_type: TensorType, wanted: mid.TensorFormatAttr,
-                              first_tile: int) -> mid.TensorFormatAttr | None:
-    """`wanted` as a spread format of whole shards: one copy, without the all-padding tail of
-    its leading partitions, from `first_tile` on. Each of its shards holds the bytes of one
-    shard of `wanted`, so the fetch sends every shard once, whole, to its replicas, into the
-    fetched element itself (`gather.copies_whole_shards`): one exchange phase, no take. None
-    when an axis past the first has all-padding partitions, or nothing would be saved."""
+                              first_tile: int, pieces: int = 1) -> mid.TensorFormatAttr | None:
+    """`wanted` as a spread format of its shards, each cut along its leading axis into
+    `pieces` contiguous pieces: one copy, without the all-padding tail of its leading
+    partitions, from `first_tile` on. Each of its shards holds the bytes of one piece of a
+    shard of `wanted`, so the fetch sends every piece once to the result tiles that hold it,
+    into the fetched element itself (`gather.piece_plan`): a phase per piece, no take. None
+    when an axis past the first has all-padding partitions or the pieces do not cut the
+    shard into consecutive byte ranges."""
     shape = arg_type.get_shape()
-    geom = geometry(shape, wanted)
     if not shape:
         return None
+    geom = geometry(shape, wanted)
     filled = [-(-extent // chunk) for extent, chunk in zip(shape, geom.chunk, strict=True)]
-    if tuple(filled[1:]) != geom.partitions[1:]:
+    if tuple(filled[1:]) != geom.partitions[1:] or geom.chunk[0] % pieces:
         return None
-    tiling = [mid.AxisTilingAttr(axis.block.data, filled[0], axis.indivisible.data)
+    if not pieces_contiguous(geom.shard_shape, pieces, geom.order, geom.precision):
+        return None
+    piece = geom.chunk[0] // pieces
+    tiling = [mid.AxisTilingAttr(piece, filled[0] * pieces, axis.indivisible.data)
               if a == 0 else axis for a, axis in enumerate(wanted.tiling.data)]
-    spread = wanted.with_changes(tiling=tiling, replication=1, group=math.prod(filled),
-                                 first_tile=first_tile)
-    if geometry(shape, spread).chunk != geom.chunk:
+    spread = wanted.with_changes(tiling=tiling, replication=1,
+                                 group=math.prod(filled) * pieces, first_tile=first_tile)
+    if geometry(shape, spread).chunk != (piece, *geom.chunk[1:]):
         return None
     return spread
 

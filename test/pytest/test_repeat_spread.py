@@ -13,6 +13,7 @@ from ipu_dialects import mid
 from passes import get_all_passes
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import with_format
+from passes.operators.gather import piece_plan
 from passes.operators.repeat import SEQUENCE_BUDGET, stacked_bytes
 from passes.operators.sequence_spread import spread_format
 from planning.shard_geometry import geometry
@@ -57,12 +58,15 @@ def test_a_stack_that_would_pile_onto_tile_0_is_spread_and_fetched():
     assert fetch.results[0].name_hint == "w_fetched"
     consumer_fmt = fetch.results[0].type.encoding
     assert consumer_fmt.order.data == "amp_right"  # what the GEMM's plan wants
-    # the consumer's blocks, each cut into pieces along its rows: every spread shard lies
-    # inside one block, which the fetch sends whole to its tile
+    # the consumer's shards, each cut into contiguous pieces along its rows and laid out as
+    # the consumer lays them out, on tiles the consumer does not use: the fetch sends every
+    # piece straight into its bytes of the fetched element (`gather.piece_plan`)
     shape = weight.type.get_shape()
     spread, wanted = geometry(shape, fmt), geometry(shape, consumer_fmt)
-    assert fmt.order.data == "row_major" and spread.tiles_used > wanted.tiles_used
+    assert fmt.order == consumer_fmt.order and spread.tiles_used > wanted.tiles_used
     assert wanted.chunk[0] % spread.chunk[0] == 0 and spread.chunk[1] == wanted.chunk[1]
+    assert spread.replication == 1 and spread.first_tile >= wanted.tile_stop
+    assert piece_plan(spread, wanted) is not None
     assert stacked_bytes(weight, 12) == 12 * spread.shard_bytes()
 
 
@@ -75,8 +79,8 @@ def test_a_stack_that_fits_where_its_plan_reads_it_is_not_spread():
 
 def test_the_spread_format_is_the_one_fetched_in_fewer_cycles():
     """Against whole rows spread over the chip (4 rows of 256 on each of the 64 tiles, of
-    which each consumer tile keeps a block's columns), the aligned pieces are fetched in
-    fewer estimated cycles; it is the one chosen."""
+    which each consumer tile keeps a block's columns), the pieces of the consumer's shards
+    that the spread stores are fetched in fewer estimated cycles."""
     repeat = lowered_repeat(stack_text(), 64)
     weight = repeat.sequence_args[0]
     (fetch,) = [u.operation for u in weight.uses]
