@@ -1019,8 +1019,9 @@ def piece_plan(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
     base = min(a.first_tile, b.first_tile)
     plan = GatherRounds(
         rounds=pieces, groups=a.partition_count // pieces, inner=1,
-        shift=(b.first_tile - base, 0, trailing, 1),
-        base=tuple(copy * b.partition_count for copy in range(b.replication)), copiers=(),
+        shift=(0, 0, trailing, 1),
+        base=tuple(b.first_tile - base + copy * b.partition_count
+                   for copy in range(b.replication)), copiers=(),
         has_traffic=True, tile_base=base, sender_offset=a.first_tile - base,
         group_inner=trailing)
     return None if sends_to_itself(plan) else plan
