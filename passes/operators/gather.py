@@ -844,6 +844,8 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry,
         need = wide
     needs = ShardNeeds.of(need, senders, (receivers, receivers + b.tiles_used))
     fewest = fewest_rounds(need, senders)
+    # a group's destinations hold every tile its shard goes to: no split has fewer
+    fewest_destinations = int(need.sum(axis=1).max())
     best: GatherRounds | None = None
     for groups in reversed(divisors(shards)):
         rounds = shards // groups
@@ -854,6 +856,8 @@ def plan_rounds(a: ShardGeometry, b: ShardGeometry,
         splits = [(inner, 0) for inner in inner_extents(rounds, groups)]
         splits += [(1, gi) for gi in split_group_inners(rounds, groups)]
         for inner, group_inner in splits:
+            if best is not None and len(best.base) <= fewest_destinations:
+                break  # none after it can do better (the first of equal plans wins)
             plan = try_split(needs, rounds, groups, inner, sender_offset=senders,
                              group_inner=group_inner)
             if plan is not None and (best is None or (plan.rounds, len(plan.base))
