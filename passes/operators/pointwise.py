@@ -178,8 +178,10 @@ def spread_candidate(op: Operation, out_fmt: mid.TensorFormatAttr, ctx: Selectio
         return None
     moved = out_fmt.with_changes(first_tile=start)
     extra = spreading.consumers_extra_cycles(op.results[0], moved, out_fmt)
+    if extra is None:  # its consumers are not known to take it there
+        return None
     found = build(moved)
-    if extra is None or found.cycles is None:
+    if found.cycles is None:
         return None
     return dataclasses.replace(found, cycles=found.cycles + extra,
                                consumers=found.consumers + extra)
