@@ -187,12 +187,12 @@ def whole_shards_if_cheaper(lowering: GraphLowering, arg: BlockArgument, count: 
                             cycles: int, target: Target) -> mid.TensorFormatAttr | None:
     """`arg`'s element spread as whole pieces of its plan's shards
     (`whole_shard_spread_format`: the fewest pieces, 1, 2, 4, ..., that fit) on the window
-    of tiles, off its plan's own, whose fullest holds least over the program so far, when
-    its `count` elements fit there and its fetch costs less than `cycles` (the cheapest
-    spread's). The selection's estimate of each consumer (which priced the fetch at
-    `cycles`) then drops by the difference, and the tiles' recorded peak takes the new
-    bytes. Chosen once the body's plans are, so that it never changes them; None when it
-    does not pay or fit."""
+    of tiles where no tile is sent its own piece (`gather.piece_plan`) whose fullest holds
+    least over the program so far, when its `count` elements fit there and its fetch costs
+    less than `cycles` (the cheapest spread's). The selection's estimate of each GEMM that
+    reads it (which priced the fetch at `cycles`) then drops by the difference, and the
+    tiles' recorded peak takes the new bytes. Chosen once the body's plans are, so that it
+    never changes them; None when it does not pay or fit."""
     resident = lowering.resident
     if resident is None:
         return None
@@ -226,6 +226,8 @@ def whole_shards_if_cheaper(lowering: GraphLowering, arg: BlockArgument, count: 
         resident.spread[(arg.block, arg.index)] = after
         resident.earlier_peak = resident.earlier_peak - before + after
         for use in arg.uses:
+            if not isinstance(use.operation, mid.GemmOp):  # only GEMMs price a fetch
+                continue
             estimate = use.operation.attributes.get(mid.ESTIMATE_ATTR_NAME)
             if isinstance(estimate, IntegerAttr):
                 use.operation.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
