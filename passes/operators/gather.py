@@ -294,15 +294,21 @@ class GatherRounds:
     def destinations(self) -> TileSetAttr:
         return TileSetAttr.of([self.tile_base + t for t in self.base])
 
-    def round_arrivals(self, target: Target) -> np.ndarray:
-        """[rounds] The latest arrival of a round's phase, the largest L(sender, receiver)
-        over its groups' receivers other than their senders, what its rows wait for after the
-        words (-1: a round in which no tile receives, which has no phase)."""
+    def round_tiles(self) -> tuple[np.ndarray, np.ndarray]:
+        """([rounds, groups], [rounds, groups, |BASE|]): the tile each group sends from in
+        each round, and the tiles its shard goes to."""
         r, g = np.meshgrid(np.arange(self.rounds), np.arange(self.groups), indexing="ij")
         senders = self.tile_base + self.sender_offset + self.sent_shards()
         first = self.shift[0] + sum(digit * k for digit, k in self.shift_terms(r, g))
         receivers = (self.tile_base + np.broadcast_to(first, r.shape)[..., None]
                      + np.asarray(self.base, np.int64)[None, None, :])
+        return senders, receivers
+
+    def round_arrivals(self, target: Target) -> np.ndarray:
+        """[rounds] The latest arrival of a round's phase, the largest L(sender, receiver)
+        over its groups' receivers other than their senders, what its rows wait for after the
+        words (-1: a round in which no tile receives, which has no phase)."""
+        senders, receivers = self.round_tiles()
         latency = target.latencies(senders[..., None], receivers)
         latency = np.where(receivers == senders[..., None], -1, latency)
         return latency.reshape(self.rounds, -1).max(axis=1)
@@ -1034,10 +1040,7 @@ def piece_plan(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
 def sends_to_itself(plan: GatherRounds) -> bool:
     """Whether some round's sender is one of the tiles its shard goes to (it would have to
     copy it instead: `piece_plan` leaves such gathers to the slot and take)."""
-    r, g = np.meshgrid(np.arange(plan.rounds), np.arange(plan.groups), indexing="ij")
-    senders = plan.sender_offset + plan.sent_shards()
-    first = plan.shift[0] + sum(digit * k for digit, k in plan.shift_terms(r, g))
-    receivers = np.broadcast_to(first, r.shape)[..., None] + np.asarray(plan.base)
+    senders, receivers = plan.round_tiles()
     return bool((receivers == senders[..., None]).any())
 
 

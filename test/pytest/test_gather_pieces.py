@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_gather_concurrent import assert_moved_exactly, scheduled, tensor
+from test_gather_concurrent import assert_moved_exactly, case, scheduled, tensor
 from xdsl.dialects.builtin import TensorType
 
 from device.target import IPU21
@@ -28,15 +28,6 @@ from tools.registry import make_context
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from gemm_roofline import package_cycles
-
-MODULE = """
-builtin.module attributes {{ipu.config = #mid.config<target = "ipu21", tiles = {tiles}, indivisible = pad, inputs = consumer, catalog = [], scheduling = in_order, profiling = off>}} {{
-  func.func @gather(%x: {src}) -> {dst} {{
-    %y = builtin.unrealized_conversion_cast %x : {src} to {dst}
-    func.return %y : {dst}
-  }}
-}}
-"""
 
 
 def fmt(precision: str, order: str, tiling: str, parts: int, replication: int = 1,
@@ -80,8 +71,7 @@ def types(shape, element, src, dst) -> tuple[TensorType, TensorType]:
 @pytest.mark.parametrize("name", CASES)
 def test_a_piece_gather_moves_every_element_in_a_phase_per_piece(name):
     shape, element, src, dst, tiles, pieces = CASES[name]
-    module = scheduled(MODULE.format(tiles=tiles, src=tensor(shape, element, src),
-                                     dst=tensor(shape, element, dst)))
+    module = scheduled(case(shape, element, src, dst, tiles))
     (exchange,) = [op for op in module.walk() if isinstance(op, ExchangeOp)]
     assert "at its piece's bytes" in exchange.provenance.reason.data
     loop = exchange.parent_op()
