@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,8 +36,10 @@ from device.model.cycles_attention import (
     STATE_WORDS,
     active_groups,
     attention_finish_cycles,
+    attention_merge_cycles,
     block_cycles_of,
     group_starts,
+    layer_firsts,
     padded,
 )
 from device.target import WORD_BYTES, Precision, Target, latency_table
@@ -70,6 +72,40 @@ class BlockedLayout:
     cyclic: bool = False  # compute tiles hold the 16-row blocks g * P + p (staged)
     mask_rows: int = 0  # the key padding mask's rows (the batch), whole on every tile; 0: none
     heads: int = 1  # slices per mask row
+    key_splits: int = 1  # L: layers of compute tiles, each over nK / L of the key blocks
+
+    @property
+    def segment(self) -> int:
+        """Key blocks per layer: layer l takes blocks l * segment .. (l + 1) * segment - 1."""
+        return self.key_blocks // self.key_splits
+
+    def layer_first(self, layer: int) -> int:
+        """The first partition of a layer (`cycles_attention.layer_firsts`, as the kernels
+        place their tiles)."""
+        return layer_firsts(self.partitions, self.rows, self.query_length, self.key_blocks,
+                            self.key_splits, self.causal)[layer]
+
+    def layer_width(self, layer: int) -> int:
+        """Partitions per slice of a layer's tiles."""
+        return self.partitions - self.layer_first(layer)
+
+    def layer_base(self, layer: int) -> int:
+        """A layer's first tile: the layers follow each other, slice-major inside."""
+        return sum(self.slices * self.layer_width(k) for k in range(layer))
+
+    def layer_pairs(self, layer: int) -> bool:
+        """Whether a layer's block broadcasts go to tile pairs: its slices' tiles whole pairs."""
+        return self.layer_width(layer) % 2 == 0 and self.layer_base(layer) % 2 == 0
+
+    @property
+    def layers(self) -> range:
+        """The layers with tiles (a causal layer whose keys no row sees has none)."""
+        return range(sum(1 for k in range(self.key_splits) if self.layer_width(k) > 0))
+
+    @property
+    def compute_tiles(self) -> int:
+        """Tiles of every layer: the first's are the formats' (`tiles`), the others' follow."""
+        return self.layer_base(self.key_splits)
 
     @property
     def masked(self) -> bool:
@@ -118,12 +154,13 @@ class BlockedLayout:
 
     @classmethod
     def of(cls, query: ShardGeometry, key: ShardGeometry, causal: bool,
-           cyclic: bool, masked: bool = False) -> BlockedLayout:
-        """The layout a plan's query and key formats describe (`masked`: with a key mask)."""
+           cyclic: bool, masked: bool = False, key_splits: int = 1) -> BlockedLayout:
+        """The layout a plan's query and key formats describe (`masked`: with a key mask;
+        `key_splits`: the plan name's, `plan_key_splits`)."""
         return cls(math.prod(query.shape[:-2]), query.partitions[-2], query.chunk[-2],
                    ceil_div(key.shape[-2], KEY_BLOCK), key.chunk[-2] // KEY_BLOCK,
                    query.shape[-2], key.shape[-2], query.shape[-1], query.precision, causal,
-                   cyclic, *mask_extents(query.shape, masked))
+                   cyclic, *mask_extents(query.shape, masked), key_splits)
 
 
 def mask_extents(query_shape: Sequence[int], masked: bool) -> tuple[int, int]:
@@ -133,10 +170,18 @@ def mask_extents(query_shape: Sequence[int], masked: bool) -> tuple[int, int]:
 
 
 CYCLIC_SUFFIX = "_cyclic"
+KEY_SPLIT_INFIX = "_k"  # attention_blocked_r<R>_k<L>: L layers over the key blocks
 
 
 def plan_name(layout: BlockedLayout) -> str:
-    return f"attention_blocked_r{layout.rows}{CYCLIC_SUFFIX if layout.cyclic else ''}"
+    split = f"{KEY_SPLIT_INFIX}{layout.key_splits}" if layout.key_splits > 1 else ""
+    return f"attention_blocked_r{layout.rows}{split}{CYCLIC_SUFFIX if layout.cyclic else ''}"
+
+
+def plan_key_splits(name: str) -> int:
+    """The layers a blocked plan's name gives (1 without `_k<L>`)."""
+    tail = name.removeprefix("attention_blocked_r").split(KEY_SPLIT_INFIX)
+    return int(tail[1].removesuffix(CYCLIC_SUFFIX)) if len(tail) > 1 else 1
 
 
 # ---- the cyclic variant's staging ---------------------------------------------------------------
@@ -195,22 +240,33 @@ def candidate_partitions(slices: int, query_length: int, tiles: int) -> list[int
         per_tile *= 2
 
 
+def candidate_key_splits(layout: BlockedLayout, tiles: int) -> list[int]:
+    """Layer counts worth costing for a contiguous layout: each divisor L >= 2 of the key
+    blocks whose layers fit the tiles (every layer then takes nK / L blocks in as many steps)."""
+    if layout.cyclic:
+        return []
+    return [splits for splits in range(2, layout.key_blocks + 1)
+            if layout.key_blocks % splits == 0
+            and replace(layout, key_splits=splits).compute_tiles <= tiles]
+
+
 def layout_for(query_shape: Sequence[int], key_shape: Sequence[int], partitions: int,
                precision: str, causal: bool, cyclic: bool = False,
-               masked: bool = False) -> BlockedLayout:
+               masked: bool = False, key_splits: int = 1) -> BlockedLayout:
     groups = ceil_div(ceil_div(query_shape[-2], AMP_ROWS), partitions)
     key_blocks = ceil_div(key_shape[-2], KEY_BLOCK)
     return BlockedLayout(math.prod(query_shape[:-2]), partitions, groups * AMP_ROWS, key_blocks,
                          ceil_div(key_blocks, partitions), query_shape[-2], key_shape[-2],
                          query_shape[-1], precision, causal, cyclic,
-                         *mask_extents(query_shape, masked))
+                         *mask_extents(query_shape, masked), key_splits)
 
 
 # ---- formats ------------------------------------------------------------------------------------
 def formats_for_shapes(layout: BlockedLayout, lead: Sequence[int], precision: str,
                        indivisible: str) -> dict[str, mid.TensorFormatAttr]:
     """The plan's formats for leading extents `lead`: query (amp_left), key (amp_right_t),
-    value (amp_right), out (row-major); a key mask whole (i32) on every tile of the plan."""
+    value (amp_right), out (row-major), on the first layer's tiles; a key mask whole (i32) on
+    every compute tile of the plan (the key split's later layers read it too)."""
 
     def fmt(order: str, seq_block: int, dim_block: int) -> mid.TensorFormatAttr:
         tiling = [mid.AxisTilingAttr(1, extent, indivisible) for extent in lead]
@@ -227,7 +283,7 @@ def formats_for_shapes(layout: BlockedLayout, lead: Sequence[int], precision: st
     if layout.masked:  # [batch..., Sk]: the query's batch axes and the keys
         formats["key_mask"] = mid.TensorFormatAttr(
             mid.StoragePrecision.I32, mid.ElementOrder.ROW_MAJOR,
-            [mid.AxisTilingAttr(1, 1)] * len(lead), layout.tiles, layout.tiles)
+            [mid.AxisTilingAttr(1, 1)] * len(lead), layout.compute_tiles, layout.compute_tiles)
     return formats
 
 
@@ -240,6 +296,12 @@ def layout_failure(layout: BlockedLayout, tiles: int, indivisible: str) -> str |
     if layout.tiles > tiles:
         return (f"{layout.slices} batch x head slices of {layout.partitions} query partitions "
                 f"need {layout.tiles} tiles, the pipeline has {tiles}")
+    if layout.key_splits > 1 and (layout.cyclic or layout.key_blocks % layout.key_splits):
+        return (f"the key split takes contiguous query rows and an equal share of the "
+                f"{layout.key_blocks} key blocks per layer, not {layout.key_splits} layers")
+    if layout.compute_tiles > tiles:
+        return (f"{layout.key_splits} layers of {layout.slices} batch x head slices need "
+                f"{layout.compute_tiles} tiles, the pipeline has {tiles}")
     if layout.width > AMP_BLOCK and layout.key_chunk > 1:
         return (f"a key block of head_dim {layout.head_dim} is contiguous only when each tile "
                 f"holds one key block; {layout.partitions} partitions hold {layout.key_chunk}")
@@ -287,10 +349,16 @@ def tile_buffers(layout: BlockedLayout, target: Target) -> dict[str, RowTileBuff
                             exchanged=True, alignment=target.vector_alignment),
     } if layout.cyclic else {}) | ({
         "key_mask": buffer("its copy of the key mask", layout.mask_bytes),
-    } if layout.masked else {})
+    } if layout.masked else {}) | ({
+        "query_copy": buffer("its copy of its rows' query (a later layer)", rows * width * own,
+                             extra=tail, exchanged=True),
+        "acc_in": buffer("a later layer's accumulator", rows * width * f32, exchanged=True),
+        "stats_in": buffer("a later layer's max and sum", rows * STATE_WORDS * f32,
+                           exchanged=True),
+    } if layout.key_splits > 1 else {})
 
 
-DISTINCT = (("acc", "probs"), ("scores", "query"))
+DISTINCT = (("acc", "probs"), ("scores", "query"), ("scores", "query_copy"))
 # the cyclic variant's kernels read the staged query; its staging phases are full duplex
 CYCLIC_DISTINCT = (("acc", "probs"), ("scores", "query_stage"), ("query", "query_stage"),
                    ("out", "out_stage"))
@@ -302,7 +370,9 @@ def memory_failure(layout: BlockedLayout, target: Target) -> str | None:
     who = "an attention tile"
     try:
         check_capacity(buffers, target, who)
-        check_placement(buffers, target, CYCLIC_DISTINCT if layout.cyclic else DISTINCT, who)
+        distinct = CYCLIC_DISTINCT if layout.cyclic else DISTINCT
+        check_placement(buffers, target, tuple(p for p in distinct if set(p) <= buffers.keys()),
+                        who)
     except DoesNotFit as failure:
         return MemoryReason(str(failure))
     return None
@@ -315,10 +385,11 @@ class BlockedCycles:
     compute: int  # the attention_block calls
     finish: int
     staging: int = 0  # the cyclic variant's query and output staging (phases and copies)
+    merge: int = 0  # the key split's query copies, state phases and merges
 
     @property
     def total(self) -> int:
-        return self.exchange + self.compute + self.finish + self.staging
+        return self.exchange + self.compute + self.finish + self.staging + self.merge
 
 
 def block_words(layout: BlockedLayout, width: int) -> int:
@@ -352,31 +423,77 @@ def staging_cycles(layout: BlockedLayout, target: Target, tiles: int) -> int:
     return total
 
 
+def layer_tiles(layout: BlockedLayout, layer: int) -> np.ndarray:
+    """[slice, partition of the layer] -> its compute tile."""
+    width = layout.layer_width(layer)
+    return (layout.layer_base(layer) + np.arange(layout.slices)[:, None] * width
+            + np.arange(width)[None, :])
+
+
+def home_tiles(layout: BlockedLayout, layer: int) -> np.ndarray:
+    """[slice, partition of the layer] -> the first layer's tile of the same rows (the one
+    holding their query and output)."""
+    return (np.arange(layout.slices)[:, None] * layout.partitions + layout.layer_first(layer)
+            + np.arange(layout.layer_width(layer))[None, :])
+
+
+def one_to_one_cycles(senders: np.ndarray, receivers: np.ndarray, words: int,
+                      target: Target, latency: np.ndarray) -> int:
+    """One phase of concurrent single-receiver sends (sender i to receiver i)."""
+    events = phase_events(senders.reshape(1, -1), receivers.reshape(-1, 1), words, latency)
+    return device_cycles.exchange_step_cycles(int(events[0]), target)
+
+
+def merge_cycles(layout: BlockedLayout, target: Target, latency: np.ndarray) -> int:
+    """The key split's work around the block loop: the query copy to each later layer, then
+    per later layer its state phases (accumulator, max and sum) to the first layer's tiles and
+    the merge there."""
+    own, f32 = element_bytes(layout.precision), element_bytes(Precision.F32)
+    query_words = layout.rows * layout.width * own // WORD_BYTES
+    acc_words = layout.rows * layout.width * f32 // WORD_BYTES
+    stats_words = layout.rows * STATE_WORDS * f32 // WORD_BYTES
+    total = 0
+    for layer in layout.layers[1:]:
+        home, tiles = home_tiles(layout, layer), layer_tiles(layout, layer)
+        total += one_to_one_cycles(home, tiles, query_words, target, latency)
+        for words in (acc_words, stats_words):
+            total += one_to_one_cycles(tiles, home, words, target, latency)
+        total += attention_merge_cycles(layout.rows, layout.head_dim, target)
+    return total
+
+
 def blocked_cycles(layout: BlockedLayout, target: Target, tiles: int) -> BlockedCycles:
     """What the device model charges for the blocked lowering
-    (`passes/operators/attention_blocked_lowering.py`): per key block j, a sync and the key
-    phase, a sync and the value phase (none when P = 1), the slowest tile's
-    `attention_block` call; then the finish."""
-    blocks = np.arange(layout.key_blocks)
-    exchange = 0
-    if layout.exchanges:
-        slices = np.arange(layout.slices)[:, None] * layout.partitions
-        senders = (slices.T + np.asarray(layout.holder(blocks))[:, None])  # [block, slice]
-        receivers = slices + np.arange(layout.partitions)[None, :]  # [slice, tile]
-        items = broadcast_events(layout.block_words, layout.pairs)
-        events = phase_events(senders, receivers, items, latency_table(target, tiles))
-        exchange = 2 * sum(device_cycles.exchange_step_cycles(int(e), target) for e in events)
+    (`passes/operators/attention_blocked_lowering.py`): per step j (nK / L of them), for every
+    layer l a sync and the phase of key block l * nK / L + j, the same for the value block
+    (none when P = 1 and there is one layer), then the slowest tile's `attention_block` call
+    of any layer; then the key split's copies and merges, and the finish."""
+    latency = latency_table(target, tiles)
+    exchange = compute = 0
     starts = group_starts(np.arange(layout.partitions), layout.rows, layout.partitions,
                           layout.cyclic)
-    compute = 0
-    for j in blocks.tolist():
-        active = active_groups(starts, layout.query_length, j, layout.causal)
-        compute += max(block_cycles_of(int(a), layout.rows, layout.head_dim, layout.precision,
-                                       j == 0, target, layout.masked)
-                       for a in np.unique(active).tolist())
+    for j in range(layout.segment):
+        slowest = 0
+        for layer in layout.layers:
+            block = layer * layout.segment + j
+            if layout.exchanges or layer > 0:
+                receivers = layer_tiles(layout, layer)
+                senders = (np.arange(layout.slices) * layout.partitions
+                           + int(layout.holder(block)))[None, :]
+                items = broadcast_events(layout.block_words, layout.layer_pairs(layer))
+                events = phase_events(senders, receivers, items, latency)
+                exchange += 2 * device_cycles.exchange_step_cycles(int(events[0]), target)
+            first = layout.layer_first(layer)
+            active = active_groups(starts[first:], layout.query_length, block, layout.causal)
+            slowest = max(slowest, *(block_cycles_of(int(a), layout.rows, layout.head_dim,
+                                                     layout.precision, j == 0, target,
+                                                     layout.masked)
+                                     for a in np.unique(active).tolist()))
+        compute += slowest
     finish = attention_finish_cycles(layout.rows, layout.head_dim, layout.precision, target)
     staging = staging_cycles(layout, target, tiles) if layout.cyclic else 0
-    return BlockedCycles(exchange, compute, finish, staging)
+    merge = merge_cycles(layout, target, latency) if layout.key_splits > 1 else 0
+    return BlockedCycles(exchange, compute, finish, staging, merge)
 
 
 def attention_macs(query_shape: Sequence[int], key_shape: Sequence[int]) -> int:

@@ -7,7 +7,12 @@ model calls them (`planning/attention_plans.py`).
 
 A compute tile holds `rows` query rows of one (batch, head) slice: tile t holds partition
 `p = t mod partitions` of the query rows, rows `p * rows ..` (or, `cyclic`, the 16-row
-blocks `g * partitions + p`: `group_starts`). One call of `attention_block_*`
+blocks `g * partitions + p`: `group_starts`). With `key_splits` L > 1 (the key-split plan)
+the tiles are L layers, layer l taking key blocks `l * nK / L ..` of the same rows: layer 0
+is every partition of every slice (tile s * P + p), a later layer only the partitions whose
+rows see a key of its first block (with the causal mask a suffix of them, `layer_firsts`),
+slice-major after the layers before it (`tile_position`); a call's `key_block` is the step
+j, and a tile's block is `l * nK / L + j`. One call of `attention_block_*`
 takes one 64-key block (`key_block`) against them, in 16-row groups (the AMP's row block). A
 group is *active* when it holds a query row of the tensor (not padding) that sees a key of the
 block: every key of a real block without the causal mask, with it only when the block's first
@@ -47,9 +52,44 @@ def padded(head_dim: int) -> int:
     return -(-head_dim // AMP_BLOCK) * AMP_BLOCK
 
 
-def seq_partition(tile: int, partitions: int) -> int:
-    """The query-row partition a compute tile holds: tiles are (slice, partition), row-major."""
-    return tile % partitions
+def layer_firsts(partitions: int, rows: int, query_length: int, key_blocks: int,
+                 key_splits: int, causal: bool) -> list[int]:
+    """The first partition of each of `key_splits` layers: with the causal mask, the first
+    whose rows see a key of the layer's first block (`partitions`: none does); else 0."""
+    firsts = [0]
+    starts = group_starts(np.arange(partitions), rows, partitions, False)
+    for layer in range(1, key_splits):
+        active = active_groups(starts, query_length, layer * (key_blocks // key_splits),
+                               causal) > 0 if causal else np.ones(partitions, dtype=bool)
+        firsts.append(int(np.argmax(active)) if active.any() else partitions)
+    return firsts
+
+
+def key_blocks_of(scalars: dict[str, int]) -> int:
+    return -(-scalars["key_length"] // KEY_BLOCK)
+
+
+def tile_position(tile: int, scalars: dict[str, int]) -> tuple[int, int, int]:
+    """(layer, slice, query-row partition) of a compute tile: the layers follow each other,
+    each slice-major over its partitions (`layer_firsts`)."""
+    partitions, splits = max(1, scalars["partitions"]), max(1, scalars["key_splits"])
+    if splits == 1:
+        return 0, tile // partitions, tile % partitions
+    firsts = layer_firsts(partitions, scalars["rows"], scalars["query_length"],
+                          key_blocks_of(scalars), splits, bool(scalars["causal"]))
+    base = 0
+    for layer, first in enumerate(firsts):
+        width = partitions - first
+        if width and tile < base + scalars["slices"] * width:
+            return layer, (tile - base) // width, first + (tile - base) % width
+        base += scalars["slices"] * width
+    return len(firsts), 0, 0  # past every layer: refused by the kernel
+
+
+def tile_key_block(tile: int, scalars: dict[str, int]) -> int:
+    """The key block a tile's call takes: step `key_block` of its layer's blocks."""
+    layer = tile_position(tile, scalars)[0]
+    return layer * (key_blocks_of(scalars) // max(1, scalars["key_splits"])) + scalars["key_block"]
 
 
 def group_starts(partition: np.ndarray, rows: int, partitions: int, cyclic: bool) -> np.ndarray:
@@ -97,9 +137,9 @@ def attention_block_cycles(scalars: dict[str, int], precision: str, init: bool, 
     """One call of `attention_block_<precision>_{init,accum}[_masked]` on `tile` (its named
     scalars)."""
     rows, partitions = scalars["rows"], max(1, scalars["partitions"])
-    starts = group_starts(np.array(seq_partition(tile, partitions)), rows, partitions,
+    starts = group_starts(np.array(tile_position(tile, scalars)[2]), rows, partitions,
                           bool(scalars["cyclic"]))
-    active = int(active_groups(starts, scalars["query_length"], scalars["key_block"],
+    active = int(active_groups(starts, scalars["query_length"], tile_key_block(tile, scalars),
                                bool(scalars["causal"])))
     return block_cycles_of(active, rows, scalars["head_dim"], precision, init, target, masked)
 
@@ -110,3 +150,13 @@ def attention_finish_cycles(rows: int, head_dim: int, precision: str, target: Ta
     f32 = element_bytes(Precision.F32)
     moved = rows * (padded(head_dim) * f32 + STATE_WORDS * f32 + head_dim * element_bytes(precision))
     return target.vector_cycles(moved) + -(-rows * padded(head_dim) // target.vector_f32_lanes)
+
+
+def attention_merge_cycles(rows: int, head_dim: int, target: Target) -> int:
+    """Two layers' states of the same rows merged into the first: both f32 accumulators and
+    states read, the first's written back; per row two exps (each state's rescale), per
+    accumulator element two FP32 multiplies and an add."""
+    f32 = element_bytes(Precision.F32)
+    state_bytes = rows * (padded(head_dim) + STATE_WORDS) * f32
+    return (target.vector_cycles(3 * state_bytes) + 2 * rows * target.exp_cycles_per_element
+            + -(-3 * rows * padded(head_dim) // target.vector_f32_lanes))

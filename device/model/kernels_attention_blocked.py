@@ -39,9 +39,12 @@ from device.model.cycles_attention import (
     active_groups,
     attention_block_cycles,
     attention_finish_cycles,
+    attention_merge_cycles,
     group_starts,
+    key_blocks_of,
     padded,
-    seq_partition,
+    tile_key_block,
+    tile_position,
 )
 from device.model.kernel_call import Kernel, KernelImpl
 from device.model.kernel_shards import positive_f32
@@ -62,10 +65,20 @@ def _check_scalars(call: KernelCall) -> None:
     for flag in ("causal", "cyclic"):
         if s[flag] not in (0, 1):
             raise call.fail(f"{flag} = {s[flag]} must be 0 or 1")
+    for name in ("slices", "key_splits"):
+        call.positive_scalar(name)
+    blocks = key_blocks_of(s)
+    if s["key_splits"] > 1 and (blocks % s["key_splits"] or s["cyclic"]):
+        raise call.fail(f"key_splits = {s['key_splits']} layers need contiguous rows and an "
+                        f"equal share of the {blocks} key blocks")
+    if tile_position(call.tile, s)[0] >= s["key_splits"]:
+        raise call.fail(f"tile {call.tile} is past the {s['key_splits']} layers of "
+                        f"{s['slices']} slices")
     blocks = -(-s["key_length"] // KEY_BLOCK)
-    if not 0 <= s["key_block"] < blocks:
-        raise call.fail(f"key_block = {s['key_block']} is outside the {blocks} blocks of "
-                        f"{s['key_length']} keys")
+    steps = blocks // max(1, s["key_splits"])
+    if not 0 <= s["key_block"] < steps:
+        raise call.fail(f"key_block = {s['key_block']} is outside the {steps} blocks of "
+                        f"{s['key_length']} keys a layer takes")
 
 
 class _Operands:
@@ -105,11 +118,12 @@ def _key_mask_row(call: KernelCall, address: int) -> np.ndarray:
     s = call.scalars
     for name in ("heads", "mask_rows"):
         call.positive_scalar(name)
-    row = call.tile // s["partitions"] // s["heads"]
+    slice_index = tile_position(call.tile, s)[1]
+    row = slice_index // s["heads"]
     if row >= s["mask_rows"]:
-        raise call.fail(f"tile {call.tile} is in slice {call.tile // s['partitions']}, of mask "
+        raise call.fail(f"tile {call.tile} is in slice {slice_index}, of mask "
                         f"row {row}; the mask has {s['mask_rows']} rows")
-    first = s["key_block"] * KEY_BLOCK
+    first = tile_key_block(call.tile, s) * KEY_BLOCK
     count = min(KEY_BLOCK, s["key_length"] - first)
     entries = call.read("key_mask", address + (row * s["key_length"] + first) * WORD_BYTES,
                         count * WORD_BYTES).view("<i4")
@@ -135,9 +149,10 @@ def attention_block(precision: str, init: bool, masked_keys: bool = False) -> Ke
         else:
             acc = ops.read("out", (rows, width), "amp_output", F32)
             state = ops.read("stats", (rows, STATE_WORDS), "row_major", F32)
-        starts = group_starts(np.array(seq_partition(call.tile, s["partitions"])), rows,
+        starts = group_starts(np.array(tile_position(call.tile, s)[2]), rows,
                               s["partitions"], bool(s["cyclic"]))
-        active = active_groups(starts[:, None], s["query_length"], s["key_block"],
+        key_block = tile_key_block(call.tile, s)
+        active = active_groups(starts[:, None], s["query_length"], key_block,
                                bool(s["causal"])) > 0
         global_rows = (starts[:, None] + np.arange(AMP_ROWS)).reshape(-1)
         # per local row: in an active group and a row of the tensor (padding keeps l = 0)
@@ -150,7 +165,7 @@ def attention_block(precision: str, init: bool, masked_keys: bool = False) -> Ke
             scores[live] = (query[live] @ key_t) * scale  # the AMP: FP32 partials
             ops.write("scores", scores, "amp_output", F32)
             scores = ops.read("scores", (rows, AMP_BLOCK), "amp_output", F32)
-            keys = s["key_block"] * KEY_BLOCK + np.arange(AMP_BLOCK)
+            keys = key_block * KEY_BLOCK + np.arange(AMP_BLOCK)
             masked = keys[None, :] >= s["key_length"]
             if masked_keys:
                 masked = masked | _key_mask_row(call, ops.address["key_mask"])[None, :]
@@ -199,6 +214,37 @@ def attention_finish(precision: str) -> KernelImpl:
     return run
 
 
+def attention_merge(call: KernelCall) -> int:
+    """Two online-softmax states of the same rows (this layer's, and one received from another
+    layer over other key blocks) into one: m = max(m0, m1), l = l0 e^(m0 - m) + l1 e^(m1 - m),
+    acc = acc0 e^(m0 - m) + acc1 e^(m1 - m), FP32; a state that saw no key (m = -inf) adds
+    nothing."""
+    for name in ("rows", "head_dim"):
+        call.positive_scalar(name)
+    rows, head_dim = call.scalars["rows"], call.scalars["head_dim"]
+    if rows % AMP_ROWS:
+        raise call.fail(f"rows = {rows} is not a multiple of {AMP_ROWS}")
+    width = padded(head_dim)
+    footprint = call.abi.footprint_of([rows, head_dim]) or {}
+    at = {n: call.aligned_pointer(n, call.target.pace_alignment) for n in call.abi.pointers}
+
+    def read(name: str, shape: tuple[int, int], order: str) -> np.ndarray:
+        return unpack(call.read(name, at[name], footprint[name]), shape, order, F32)
+
+    acc = [read(n, (rows, width), "amp_output") for n in ("out", "acc_in")]
+    state = [read(n, (rows, STATE_WORDS), "row_major") for n in ("stats", "stats_in")]
+    maxima = [s[:, 0] for s in state]
+    new_max = np.maximum(*maxima)
+    safe = np.where(np.isfinite(new_max), new_max, np.float32(0))
+    scale = [np.where(np.isfinite(m), np.exp(m - safe), np.float32(0)).astype(np.float32)
+             for m in maxima]
+    merged_acc = acc[0] * scale[0][:, None] + acc[1] * scale[1][:, None]
+    merged = np.stack([new_max, state[0][:, 1] * scale[0] + state[1][:, 1] * scale[1]], axis=1)
+    call.write("out", at["out"], pack(merged_acc.astype(np.float32), "amp_output", F32))
+    call.write("stats", at["stats"], pack(merged.astype(np.float32), "row_major", F32))
+    return attention_merge_cycles(rows, head_dim, call.target)
+
+
 # ---- ABIs and records --------------------------------------------------------------------------
 def _attention_block_footprint(precision: str, masked: bool) -> Footprint:
     def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
@@ -218,7 +264,7 @@ def _attention_block_footprint(precision: str, masked: bool) -> Footprint:
 
 
 _ATTENTION_BLOCK_SCALARS = ("key_block", "key_length", "causal", "scale_bits", "query_length",
-                            "head_dim", "rows", "partitions", "cyclic")
+                            "head_dim", "rows", "partitions", "cyclic", "slices", "key_splits")
 MASKED_SUFFIX = "_masked"  # the key-masked variants: one more pointer, two more scalars
 _KEY_MASK_SCALARS = ("heads", "mask_rows")
 
@@ -231,8 +277,8 @@ def _attention_block(precision: Precision, mode: str, masked: bool = False) -> K
     """One 64-key block of blocked attention against a tile's query rows (online softmax)."""
     first = ("out = the first block's P . V, the running max and sum initialized"
              if mode == "init" else "out = out * rescale + P . V, the running max and sum updated")
-    mask_doc = (" key_mask: the i32 key padding mask [mask_rows, key_length], whole; slice "
-                "tile floordiv partitions reads row slice floordiv heads, and keys whose entry "
+    mask_doc = (" key_mask: the i32 key padding mask [mask_rows, key_length], whole; the "
+                "tile's slice reads row slice floordiv heads, and keys whose entry "
                 "is 0 are masked too (entries are 0 or 1)." if masked else "")
     return KernelAbi(
         symbol=block_symbol(precision, mode, masked),
@@ -245,9 +291,11 @@ def _attention_block(precision: Precision, mode: str, masked: bool = False) -> K
         status=IMPLEMENTED,
         doc=(
             f"Blocked attention ({precision}), key block `key_block` (64 keys, key_length keys "
-            "in all) against this tile's `rows` query rows of partition p = tile mod "
-            "`partitions` (global rows p * rows ..; with `cyclic` the 16-row blocks g * "
-            f"partitions + p; query_length rows in all). {first}. query: a {precision}"
+            "in all) against this tile's `rows` query rows of partition p = tile mod `partitions` "
+            "(global rows p * rows ..; with `cyclic` the 16-row blocks g * partitions + p; "
+            "query_length rows in all); with key_splits L > 1 the tiles are L layers of the "
+            "`slices` slices, layer l taking block l * nK / L + key_block (cycles_attention."
+            f"tile_position). {first}. query: a {precision}"
             " amp_left shard [rows, head_dim padded to 64]; key: the block's keys as one "
             "amp_right block column K_b^T [head_dim, 64]; value: V_b, amp_right [64, head_dim]; "
             "scores: S = scale * Q . K_b^T, f32 amp_output [rows, 64] (the AMP's output); "
@@ -289,6 +337,34 @@ def _attention_finish(precision: Precision) -> KernelAbi:
     )
 
 
+def _attention_merge() -> KernelAbi:
+    def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
+        non_negative(scalars, "rows", "head_dim")
+        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        f32 = element_bytes(Precision.F32)
+        acc, stats = rows * width * f32, rows * STATE_WORDS * f32
+        return {"out": acc, "stats": stats, "acc_in": acc, "stats_in": stats}
+
+    return KernelAbi(
+        symbol="attention_merge",
+        pointers=("out", "stats", "acc_in", "stats_in"),
+        scalars=("rows", "head_dim"),
+        returns="void",
+        row_specialization="none",
+        status=IMPLEMENTED,
+        doc=(
+            "Merges two online-softmax states of the same `rows` query rows, each over other "
+            "key blocks, into the first: m = max(m0, m1), l = l0 exp(m0 - m) + l1 exp(m1 - m), "
+            "acc = acc0 exp(m0 - m) + acc1 exp(m1 - m) (FP32; a state with m = -inf, no key "
+            "seen, adds nothing). out, acc_in: f32 amp_output accumulators [rows, head_dim "
+            "padded to 64]; stats, stats_in: f32 [rows, 2] (running max, running sum), as "
+            "attention_block_* leaves them; out (the accumulator) and stats are updated in "
+            "place. Every pointer PACE-aligned."
+        ),
+        footprint=footprint,
+    )
+
+
 def _block_cycles(precision: str, init: bool, masked: bool):
     return lambda call: attention_block_cycles(call.scalars, precision, init, call.tile,
                                                call.target, masked)
@@ -306,4 +382,7 @@ RECORDS: tuple[Kernel, ...] = (
       for mode in ("init", "accum")),
     *(Kernel(_attention_finish(p), attention_finish(p), _finish_cycles(p))
       for p in (Precision.F16, Precision.F32)),
+    Kernel(_attention_merge(), attention_merge,
+           lambda call: attention_merge_cycles(call.scalars["rows"], call.scalars["head_dim"],
+                                               call.target)),
 )

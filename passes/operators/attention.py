@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
@@ -39,6 +40,7 @@ from passes.operators.formats import geometry_of, split_format, storage_of
 from passes.operators.pointwise import lower_pointwise, plan_types, pointwise_plan
 from planning.attention_plans import (
     blocked_cycles,
+    candidate_key_splits,
     candidate_partitions,
     formats_for_shapes,
     layout_failure,
@@ -175,6 +177,8 @@ class AttentionOperator(Operator):
                    for partitions in candidate_partitions(math.prod(shape[:-2]), shape[-2],
                                                           ctx.tiles)
                    for cyclic in ((False, True) if causal else (False,))]
+        layouts += [replace(layout, key_splits=splits) for layout in layouts
+                    for splits in candidate_key_splits(layout, ctx.tiles)]
         for layout in layouts:
             if layout.cyclic and layout.units < 2:
                 continue  # one group per tile: the same rows as the contiguous candidate

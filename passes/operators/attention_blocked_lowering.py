@@ -11,6 +11,15 @@ With S slices of P tiles (tile s * P + p), kc key blocks per holder tile:
         the blocks where they live (`home`), the others from their slots
     attention_finish on every tile: out = acc / l
 
+With the key split (L layers, `attention_blocked_r<R>_k<L>`): before the loop one phase per
+later layer copies each tile's query rows to its tiles (`<out>_query_copy`); the loop runs
+nK / L steps, step j exchanging, for every layer l, block l * nK / L + j to that layer's tiles
+(one key and one value phase per layer), and one block call on the tiles of every layer
+(each tile takes its layer's block: `cycles_attention.tile_position`). After the loop, per
+later layer, its accumulator and its max and sum go to the first layer's tiles of the same
+rows (`<out>_acc_in`, `<out>_stats_in`) and `attention_merge` folds them in; the finish runs
+on the first layer.
+
 With a key mask the block kernels are the `_masked` ones: every tile also reads the whole
 i32 mask (host-written, one copy per tile) and masks its batch row's keys whose entry is 0.
 The op count is a constant per attention: the key-block loop stays a loop.
@@ -24,7 +33,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from device.kernels import f32_bits
-from device.layouts import AMP_BLOCK
+from device.layouts import AMP_BLOCK, element_bytes
 from device.model.cycles_attention import KEY_BLOCK, STATE_WORDS
 from device.target import WORD_BYTES
 from ipu_dialects import mid
@@ -39,13 +48,20 @@ from ipu_dialects.tile import (
 )
 from passes.operators.conversions import COPY_KERNEL
 from passes.operators.tile_maps import first_then_loop, scalar_map, tensor_format
-from planning.attention_plans import CYCLIC_SUFFIX, BlockedLayout, block_words, staging_pieces
+from planning.attention_plans import (
+    CYCLIC_SUFFIX,
+    BlockedLayout,
+    block_words,
+    plan_key_splits,
+    staging_pieces,
+)
 from planning.shard_geometry import geometry
 
 if TYPE_CHECKING:
     from passes.operators.base import TileLowering
 
-KEY_POINTER, VALUE_POINTER = 5, 6  # attention_block_*'s key and value pointers
+QUERY_POINTER, KEY_POINTER, VALUE_POINTER = 4, 5, 6  # attention_block_*'s operand pointers
+MERGE_KERNEL = "attention_merge"
 
 
 class BlockedLowering:
@@ -56,7 +72,7 @@ class BlockedLowering:
         self.layout = layout = BlockedLayout.of(
             geometry(query_type.get_shape(), query_fmt), geometry(key_type.get_shape(), key_fmt),
             op.causal is not None, op.plan.candidate.data.endswith(CYCLIC_SUFFIX),
-            op.key_mask is not None)
+            op.key_mask is not None, plan_key_splits(op.plan.candidate.data))
         self.source = lowering.source_of(op)
         self.query = lowering.operand_buffer(op, op.query)
         self.key = lowering.operand_buffer(op, op.key)
@@ -64,16 +80,26 @@ class BlockedLowering:
         # the key mask, whole on every tile (the host writes each copy), read where it lives
         self.key_mask = None if op.key_mask is None else lowering.operand_buffer(op, op.key_mask)
         self.out = lowering.result_buffer(op.result)
-        self.tiles = TileSetAttr.range(0, layout.tiles)
+        self.home_tiles = TileSetAttr.range(0, layout.tiles)  # the first layer: the formats'
+        self.tiles = TileSetAttr.range(0, layout.compute_tiles)
         name, pace = self.out.sym_name.data, lowering.target.pace_alignment
         precision, rows, width = layout.precision, layout.rows, layout.width
+        self.split = layout.key_splits > 1
 
         def scratch(what: str, shard: tuple[int, ...], precision: str, order: str,
-                    memory: str = "standard", tail: int = 0) -> BufferOp:
-            return lowering.scratch(f"{name}_{what}", self.tiles, shard, precision, order,
-                                    memory, pace, tail)
+                    memory: str = "standard", tail: int = 0,
+                    tiles: TileSetAttr | None = None) -> BufferOp:
+            return lowering.scratch(f"{name}_{what}", tiles or self.tiles, shard, precision,
+                                    order, memory, pace, tail)
 
-        if layout.exchanges:  # with one partition per slice every tile holds its blocks
+        if self.split:  # later layers compute on copies of their rows' query, then merge
+            self.query_copy = scratch("query_copy", (rows, width), precision, "amp_left",
+                                      tail=lowering.target.amp_left_access_tail_bytes)
+            self.acc_in = scratch("acc_in", (rows, width), "f32", "amp_output",
+                                  tiles=self.home_tiles)
+            self.stats_in = scratch("stats_in", (rows, STATE_WORDS), "f32", "row_major",
+                                    tiles=self.home_tiles)
+        if self.slotted:  # with one partition per slice every tile holds its blocks
             self.key_slot = scratch("key_slot", (KEY_BLOCK, width), precision, "amp_right_t")
             self.value_slot = scratch("value_slot", (KEY_BLOCK, width), precision, "amp_right")
         self.acc = scratch("acc", (rows, width), "f32", "amp_output", "interleaved")
@@ -96,9 +122,15 @@ class BlockedLowering:
         self.init_symbol, self.accum_symbol = dispatch.init_symbol, dispatch.accum_symbol
         self.constant_scalars = [layout.key_length, int(layout.causal),
                                  f32_bits(op.scale.value.data), layout.query_length,
-                                 layout.head_dim, rows, layout.partitions, int(layout.cyclic)]
+                                 layout.head_dim, rows, layout.partitions, int(layout.cyclic),
+                                 layout.slices, layout.key_splits]
         if layout.masked:
             self.constant_scalars += [layout.heads, layout.mask_rows]
+
+    @property
+    def slotted(self) -> bool:
+        """Whether blocks are received into slots: some tile does not hold the ones it takes."""
+        return self.layout.exchanges or self.layout.key_splits > 1
 
     def provenance(self, value: SSAValue, reason: str) -> WorkProvenanceAttr:
         return WorkProvenanceAttr(self.source, value_label(value), reason)
@@ -108,23 +140,78 @@ class BlockedLowering:
         chunk = self.layout.key_chunk
         return (j % chunk) * self.layout.block_bytes if chunk > 1 else AffineExpr.constant(0)
 
+    def block_name(self, layer: int) -> str:
+        return "j" if layer == 0 else f"{layer * self.layout.segment} + j"
+
     def holder(self, j: AffineExpr) -> AffineExpr:
         """The partition, within its slice, of the tile holding key block j."""
         return j // self.layout.key_chunk if self.layout.key_chunk > 1 else j
 
     def emit(self) -> list[Operation]:
         ops = self.staging(to_compute=True) if self.layout.cyclic else []
-        ops += first_then_loop(self.step, self.layout.key_blocks, "j",
+        if self.split:
+            ops += self.query_copies()
+        ops += first_then_loop(self.step, self.layout.segment, "j",
                                self.provenance(self.op.key, "key blocks j, one at a time"))
+        if self.split:
+            ops += self.merges()
         ops.append(KernelOp(
             f"attention_finish_{self.layout.precision}",
             [(self.out_stage, scalar_map(0, 0)), (self.acc, scalar_map(0, 0)),
              (self.stats, scalar_map(0, 0))],
-            [self.layout.rows, self.layout.head_dim], self.tiles, [],
+            [self.layout.rows, self.layout.head_dim], self.home_tiles, [],
             self.provenance(self.op.result, "out = accumulator / running sum, rounded once"),
         ))
         if self.layout.cyclic:
             ops += self.staging(to_compute=False)
+        return ops
+
+    def layer_maps(self, layer: int) -> tuple[int, AffineMap, AffineMap]:
+        """(groups, its tiles, the first layer's tiles of the same rows) of a later layer, one
+        group per tile: group t is partition first + t mod width of slice t floordiv width."""
+        layout = self.layout
+        first, width = layout.layer_first(layer), layout.layer_width(layer)
+        t = AffineExpr.dimension(0)
+        own = AffineMap(1, 0, (t + layout.layer_base(layer),))
+        home = AffineMap(1, 0, ((t // width) * layout.partitions + t % width + first,))
+        return layout.slices * width, own, home
+
+    def query_copies(self) -> list[Operation]:
+        """Each later layer's tiles receive their rows' query shard, one phase per layer."""
+        words = self.layout.rows * self.layout.width * element_bytes(self.layout.precision)
+        zero, ops = scalar_map(0, 0), list[Operation]()
+        for layer in self.layout.layers[1:]:
+            groups, own, home = self.layer_maps(layer)
+            ops.append(ExchangeOp(
+                words // WORD_BYTES, self.query, zero, home, self.query_copy, zero,
+                TileSetAttr.range(0, 1), [],
+                self.provenance(self.op.query, f"the query rows to key layer {layer}"),
+                (groups, own)))
+        return ops
+
+    def merges(self) -> list[Operation]:
+        """Per later layer: its accumulator, then its max and sum, to the first layer's tiles
+        of the same rows, and the merge there."""
+        layout, zero, ops = self.layout, scalar_map(0, 0), list[Operation]()
+        f32 = element_bytes("f32")
+        for layer in layout.layers[1:]:
+            groups, own, home = self.layer_maps(layer)
+            for state, received, words, what in (
+                    (self.acc, self.acc_in, layout.rows * layout.width, "accumulator"),
+                    (self.stats, self.stats_in, layout.rows * STATE_WORDS, "max and sum")):
+                ops.append(ExchangeOp(
+                    words * f32 // WORD_BYTES, state, zero, own, received, zero,
+                    TileSetAttr.range(0, 1), [],
+                    self.provenance(self.op.result, f"key layer {layer}'s {what} to the "
+                                    "first layer"), (groups, home)))
+            first = layout.layer_first(layer)
+            tiles = TileSetAttr.of(s * layout.partitions + p for s in range(layout.slices)
+                                   for p in range(first, layout.partitions))
+            ops.append(KernelOp(
+                MERGE_KERNEL, [(self.acc, zero), (self.stats, zero), (self.acc_in, zero),
+                               (self.stats_in, zero)],
+                [layout.rows, layout.head_dim], tiles, [],
+                self.provenance(self.op.result, f"key layer {layer}'s state merged")))
         return ops
 
     def staging(self, *, to_compute: bool) -> list[Operation]:
@@ -173,20 +260,27 @@ class BlockedLowering:
         partitions = layout.partitions
         offset = scalar_map(depth, self.block_offset(j))
         ops: list[Operation] = []
-        if layout.exchanges:
-            group = AffineExpr.dimension(depth)
-            holder = AffineMap(depth + 1, 0, (group * partitions + self.holder(j),))
-            shift = AffineMap(depth + 1, 0, (group * partitions,))
+        group = AffineExpr.dimension(depth)
+        for layer in layout.layers:
+            if layer == 0 and not layout.exchanges:
+                continue  # one partition per slice: the first layer holds its blocks
+            block = j + layer * layout.segment
+            width = layout.layer_width(layer)
+            holder = AffineMap(depth + 1, 0, (group * partitions + self.holder(block),))
+            shift = AffineMap(depth + 1, 0, (group * width + layout.layer_base(layer),))
+            where = ("the tiles of its slice" if layer == 0 else
+                     f"key layer {layer}'s tiles of its slice")
             for source, slot, value in ((self.key, self.key_slot, self.op.key),
                                         (self.value, self.value_slot, self.op.value)):
                 ops.append(ExchangeOp(
-                    layout.block_words, source, offset, holder, slot, scalar_map(depth, 0),
-                    TileSetAttr.range(0, partitions), ivs,
-                    self.provenance(value, "key block j to the tiles of its slice"),
-                    (layout.slices, shift), layout.pairs,
+                    layout.block_words, source, scalar_map(depth, self.block_offset(block)),
+                    holder, slot, scalar_map(depth, 0), TileSetAttr.range(0, width), ivs,
+                    self.provenance(value, f"key block {self.block_name(layer)} to {where}"),
+                    (layout.slices, shift), layout.layer_pairs(layer),
                 ))
         zero = scalar_map(depth, 0)
-        if layout.exchanges:
+        homes = []
+        if self.slotted:
             key_view, value_view = (self.key_slot, zero), (self.value_slot, zero)
             holders = TileSetAttr.of([s * partitions for s in range(layout.slices)])
             to_holder = scalar_map(depth, self.holder(j))
@@ -194,9 +288,12 @@ class BlockedLowering:
                      HomeView(VALUE_POINTER, self.value.buffer, offset, holders, to_holder)]
         else:  # every tile holds its slice's blocks
             key_view, value_view = (self.key, offset), (self.value, offset)
-            homes = []
+        query_view = (self.query_stage, zero)
+        if self.split:  # the later layers' tiles read their copy
+            query_view = (self.query_copy, zero)
+            homes.append(HomeView(QUERY_POINTER, self.query.buffer, zero, self.home_tiles, zero))
         views = [(self.acc, zero), (self.stats, zero), (self.scores, zero), (self.probs, zero),
-                 (self.query_stage, zero), key_view, value_view]
+                 query_view, key_view, value_view]
         if self.key_mask is not None:
             views.append((self.key_mask, zero))
         reason = ("first key block: S, softmax state, P . V" if init

@@ -103,9 +103,11 @@ def test_blocked_plan_matches_the_reference_and_its_estimate(blocked, query, key
     assert own_cycles(case) == candidate.cycles  # no conversions: the host writes the formats
     kernels = {s.symbol for s in case.package.executed() if isinstance(s, KernelStep)}
     # the cyclic variant copies the query and output blocks that are already on their tile
+    split = "_k" in candidate.name  # the key split: its layers' states merged
     assert kernels - {"copy_words"} == {f"attention_block_{element}_init",
                                         f"attention_finish_{element}"} | (
-        {f"attention_block_{element}_accum"} if key[-2] > 64 else set())
+        {f"attention_block_{element}_accum"} if key[-2] > 64 * (2 if split else 1)
+        else set()) | ({"attention_merge"} if split else set())
     assert "copy_words" not in kernels or candidate.name.endswith("_cyclic")
 
 
@@ -159,7 +161,7 @@ def test_causal_blocks_above_the_diagonal_cost_nothing_but_the_call():
     from device.model.cycles_attention import attention_block_cycles
 
     scalars = dict(key_length=512, causal=1, scale_bits=0x3E000000, query_length=512,
-                   head_dim=64, rows=64, partitions=8, cyclic=0)
+                   head_dim=64, rows=64, partitions=8, cyclic=0, slices=1, key_splits=1)
     last_block = dict(scalars, key_block=7)
     # partition 0 (rows 0..63) sees no key of block 7 (keys 448..511): the call alone
     assert attention_block_cycles(last_block, "f16", False, 0, IPU21) == IPU21.kernel_call_cycles
@@ -216,7 +218,8 @@ def test_the_retained_plans_win_small_cases_and_are_checked_against_memory():
     assert candidates["attention_split2"].reason == (
         "an attention tile needs 3148800 bytes, tile memory holds 606208 outside the code "
         "region (out 1536, query 1536, key 1572864, value 1572864)")
-    assert cheapest(list(candidates.values())).name == "attention_blocked_r16"
+    # two key layers: the second on the 384 tiles whose rows see the last 8 key blocks
+    assert cheapest(list(candidates.values())).name == "attention_blocked_r16_k2"
 
 
 # ---- corruption ---------------------------------------------------------------------------------
@@ -282,17 +285,20 @@ def test_a_corrupted_key_pointer_fails_the_run(corruptible):
 @pytest.mark.slow
 def test_gpt2_small_attention_compiles_and_fits_on_1472_tiles():
     """seq 1024, 12 heads, head_dim 64, f16, causal: the op alone through every pass (place-
-    memory included) on 1472 tiles; the tiles hold 16 query rows and one key block each."""
+    memory included) on 1472 tiles; the tiles hold 16 query rows and one key block each, and
+    a second key layer on 384 more tiles takes the last 8 key blocks of the rows that see
+    them."""
     shape = (1, 12, 1024, 64)
     module = attention_program(shape, shape, "f16", True)
     estimate = cheapest(AttentionOperator().candidates(attention_op(module), context(1472)))
-    assert estimate.name == "attention_blocked_r16"
+    assert estimate.name == "attention_blocked_r16_k2"
     case = compile_case(module, 1472, seed=0)
     steps = list(case.package.executed())
-    assert sum(isinstance(s, ExchangeStep) for s in steps) == 2 * 16
+    # 8 steps of a key and a value phase per layer; the query copy; two state phases
+    assert sum(isinstance(s, ExchangeStep) for s in steps) == 2 * 2 * 8 + 1 + 2
     assert case.package.tiles == 1472
     roofline = attention_macs(shape, shape) / (64 * 1472)
-    assert estimate.cycles is not None and estimate.cycles < 12 * roofline
+    assert estimate.cycles is not None and estimate.cycles < 7 * roofline
     assert math.isclose(roofline, 17096.3, rel_tol=1e-4)
     # and it runs (about half a minute on the device model)
     assert run_verdict(case) is None
@@ -326,31 +332,48 @@ def test_layout_refusals_name_their_reason():
 
 
 BLOCK_SCALARS = dict(key_block=0, key_length=64, causal=0, scale_bits=0x3F800000,
-                     query_length=16, head_dim=64, rows=16, partitions=1, cyclic=0)
+                     query_length=16, head_dim=64, rows=16, partitions=1, cyclic=0, slices=1,
+                     key_splits=1)
 
 
 @pytest.mark.parametrize("changes,message", [
     (dict(rows=24), "rows = 24 is not a multiple of 16"),
     (dict(causal=2), "causal = 2 must be 0 or 1"),
     (dict(cyclic=3), "cyclic = 3 must be 0 or 1"),
-    (dict(key_block=1), "key_block = 1 is outside the 1 blocks of 64 keys"),
+    (dict(key_block=1), "key_block = 1 is outside the 1 blocks of 64 keys a layer takes"),
+    (dict(key_length=192, key_splits=2), "key_splits = 2 layers need contiguous rows and an "
+     "equal share of the 3 key blocks"),
+    (dict(key_length=128, key_splits=2, slices=0), "scalar 'slices' = 0 must be >= 1"),
     (dict(head_dim=0), "scalar 'head_dim' = 0 must be >= 1"),
 ])
 def test_block_kernel_refuses_bad_scalars(changes, message):
+    assert block_kernel_failure(dict(BLOCK_SCALARS, **changes)) == (
+        f"step 0: kernel attention_block_f16_init on tile 0: {message}")
+
+
+def block_kernel_failure(scalars: dict[str, int], tile: int = 0) -> str:
+    """The model's refusal of one attention_block_f16_init call on `tile` with `scalars`."""
     from kernels_support import AREAS, T, run
 
     from device.kernels import get_kernel
     from device.model import ModelError
     from device.model.memory import TileMemory
 
-    scalars = dict(BLOCK_SCALARS, **changes)
     abi = get_kernel("attention_block_f16_init")
     interleaved = T.interleaved_start
     pointers = [interleaved, AREAS[0], interleaved + 0x8000, AREAS[1], AREAS[2], AREAS[3],
                 AREAS[4]]
     with pytest.raises(ModelError) as info:
-        run(TileMemory(T, 1), abi.symbol, [0], pointers, [scalars[n] for n in abi.scalars])
-    assert str(info.value) == f"step 0: kernel attention_block_f16_init on tile 0: {message}"
+        run(TileMemory(T, tile + 1), abi.symbol, [tile], pointers,
+            [scalars[n] for n in abi.scalars])
+    return str(info.value)
+
+
+def test_block_kernel_names_a_tile_past_its_layers():
+    # two key layers of one slice of one partition: tiles 0 and 1
+    assert block_kernel_failure(dict(BLOCK_SCALARS, key_length=128, key_splits=2), 2) == (
+        "step 0: kernel attention_block_f16_init on tile 2: tile 2 is past the 2 layers of 1 "
+        "slices")
 
 
 @pytest.mark.parametrize("what,message", [
@@ -385,3 +408,84 @@ def test_a_blocked_attention_dispatch_needs_its_accumulation_kernel():
 
     with pytest.raises(VerifyException, match="dispatch: attention_blocks needs accum"):
         OperatorDispatchAttr(DispatchKind.ATTENTION_BLOCKS.value, init="attention_block_f16_init")
+
+
+# the key split: L layers of tiles, each over nK / L key blocks, merged after the loop;
+# causal (a later layer only on the partitions that see its keys), unmasked, three layers,
+# an odd layer width (no pair broadcast), f32, one partition per slice
+KEY_SPLIT_CASES = [
+    ((1, 2, 256, 64), "f16", True, 48, "attention_blocked_r16_k2"),  # layer 1: partitions 8..15
+    ((2, 2, 192, 64), "f16", False, 144, "attention_blocked_r16_k3"),
+    ((1, 3, 200, 32), "f32", True, 64, "attention_blocked_r16_k2"),  # 13 partitions, 4 blocks
+    ((1, 2, 64, 64), "f16", False, 8, "attention_blocked_r64_k2"),  # P = 1: 2 key blocks
+]
+
+
+@pytest.mark.parametrize("shape,element,causal,tiles,name", KEY_SPLIT_CASES)
+def test_key_split_matches_the_reference_and_its_estimate(blocked, shape, element, causal,
+                                                          tiles, name):
+    key = shape if name != "attention_blocked_r64_k2" else (*shape[:-2], 128, shape[-1])
+    chosen = blocked(name)
+    case = compile_case(attention_program(shape, key, element, causal), tiles, seed=11)
+    assert run_verdict(case) is None
+    assert own_cycles(case) == chosen["candidate"].cycles
+    executed = list(case.package.executed())
+    merges = [s for s in executed if isinstance(s, KernelStep) and s.symbol == "attention_merge"]
+    layers = int(name.rsplit("_k", 1)[1])
+    assert len(merges) == layers - 1
+    block_calls = [s for s in executed if isinstance(s, KernelStep)
+                   and s.symbol.startswith("attention_block")]
+    key_blocks = -(-key[-2] // 64)
+    assert len(block_calls) == key_blocks // layers  # the layers' calls are one step
+
+
+def test_key_split_halves_gpt2_small_causal_steps():
+    """GPT-2-small's attention at 1472 tiles: one layer needs 16 steps (the last rows see
+    every block); two layers (the second on the 384 tiles whose rows see its keys) need 8."""
+    from dataclasses import replace
+
+    one = layout_for((12, 1024, 64), (12, 1024, 64), 64, "f16", True)
+    two = replace(one, key_splits=2)
+    assert (one.compute_tiles, two.compute_tiles) == (768, 768 + 12 * 32)
+    single, split = (blocked_cycles(layout, IPU21, 1472) for layout in (one, two))
+    assert split.compute * 2 == single.compute
+    assert split.total < 0.7 * single.total
+
+
+def test_key_split_state_merge_ignores_a_layer_that_saw_no_key():
+    """attention_merge: a state with max -inf (its layer saw no key of these rows) adds
+    nothing; two real states combine as one softmax over both key sets."""
+    from kernels_support import AREAS, T, run
+
+    from device.kernels import get_kernel
+    from device.layouts import pack, unpack
+    from device.model.memory import TileMemory
+
+    rows, width = 16, 64
+    rng = np.random.default_rng(3)
+    acc0, acc1 = (rng.standard_normal((rows, width)).astype(np.float32) for _ in range(2))
+    m0 = rng.standard_normal(rows).astype(np.float32)
+    m1 = np.where(np.arange(rows) < 8, np.float32(-np.inf), m0 + 1).astype(np.float32)
+    l0, l1 = np.full(rows, 2, np.float32), np.where(np.isfinite(m1), 3, 0).astype(np.float32)
+    acc1[~np.isfinite(m1)] = 0
+    memory = TileMemory(T, 1)
+    interleaved = T.interleaved_start
+    pointers = [interleaved, AREAS[0], interleaved + 0x8000, AREAS[1]]
+    for at, values, order in ((pointers[0], acc0, "amp_output"), (pointers[2], acc1, "amp_output"),
+                              (pointers[1], np.stack([m0, l0], 1), "row_major"),
+                              (pointers[3], np.stack([m1, l1], 1), "row_major")):
+        memory.write(0, at, pack(values, order, "f32"))
+    abi = get_kernel("attention_merge")
+    run(memory, abi.symbol, [0], pointers, [rows, 64])
+    acc = unpack(memory.read(0, pointers[0], rows * width * 4), (rows, width), "amp_output", "f32")
+    state = unpack(memory.read(0, pointers[1], rows * 8), (rows, 2), "row_major", "f32")
+    m = np.maximum(m0, m1)
+    a0 = np.exp(m0 - m)
+    a1 = np.where(np.isfinite(m1), np.exp(m1 - m), np.float32(0)).astype(np.float32)
+    # each result is two f32 products and a sum: within a few roundings of its terms
+    terms = (acc0 * a0[:, None], acc1 * a1[:, None])
+    bound = 4 * np.finfo(np.float32).eps * (np.abs(terms[0]) + np.abs(terms[1]))
+    assert np.all(np.abs(acc - (terms[0] + terms[1])) <= bound)
+    np.testing.assert_allclose(state[:, 1], l0 * a0 + l1 * a1, rtol=4 * np.finfo(np.float32).eps)
+    np.testing.assert_array_equal(state[:8, 1], l0[:8])  # the unseen layer added nothing
+    np.testing.assert_array_equal(state[:, 0], m)

@@ -60,7 +60,8 @@ def masked_kernel_run(mask: np.ndarray, heads: int, tiles: list[int]):
         memory.write(tile, q_at, pack(query, "amp_left", "f32"))
         memory.write(tile, m_at, mask.astype("<i4"))
     scalars = dict(key_length=KEYS, causal=0, scale_bits=0x3E000000, query_length=ROWS,
-                   head_dim=HEAD_DIM, rows=ROWS, partitions=1, cyclic=0, heads=heads,
+                   head_dim=HEAD_DIM, rows=ROWS, partitions=1, cyclic=0, slices=max(tiles) + 1,
+                   key_splits=1, heads=heads,
                    mask_rows=mask.shape[0])
     cycles = []
     for block in (0, 1):

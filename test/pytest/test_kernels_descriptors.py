@@ -190,11 +190,12 @@ def test_every_kernel_has_a_cycle_function_of_its_scalars_tile_and_target():
              "gather_round": [0, 0, 1, 2, 2, 0, 2, 0, 4, 1, 1],
              "gather_view_round": [0, 0, 1, 2, 2, 0, 2, 0, 4, 1, 1]}
     # key block 0 of 64 keys against 64 rows of partition 1 (of 2): every row group active
-    words |= {f"attention_block_{p}_{mode}": [0, 64, 0, 0x3F800000, 128, 64, 64, 2, 0]
+    # (one slice, no key split)
+    words |= {f"attention_block_{p}_{mode}": [0, 64, 0, 0x3F800000, 128, 64, 64, 2, 0, 1, 1]
               for p in ("f16", "f32") for mode in ("init", "accum")}
     # the key-masked variants: the same, heads 1, one mask row per slice
     words |= {f"attention_block_{p}_{mode}_masked": [0, 64, 0, 0x3F800000, 128, 64, 64, 2, 0,
-                                                      1, 2]
+                                                      1, 1, 1, 2]
               for p in ("f16", "f32") for mode in ("init", "accum")}
     identity = IndexView((0,) * 4, g.shape, row_major_strides(g.shape), 0).encode()
     for symbol, abi in KERNELS.items():

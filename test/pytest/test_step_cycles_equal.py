@@ -83,7 +83,7 @@ CASES = [
     ("layouts", layout_chain, 6, (), {"gather_view", "view_shard"}),
     ("gpt2 layer", lambda: build_model(GPT2_LAYER), 32, (),
      {"gather_round", "gather_view_round", "view_shard", "layer_norm", "gelu",
-      "attention_block_f16_init", "attention_block_f16_accum", "attention_finish_f16"}),
+      "attention_block_f16_init", "attention_merge", "attention_finish_f16"}),
     ("bert layer", lambda: build_model(BERT_LAYER), 32, (),
      {"gather_shard", "view_shard", "attention"}),
     ("repeat", repeat_stack, 8, (), {"gather_shard"}),

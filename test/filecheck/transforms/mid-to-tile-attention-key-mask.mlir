@@ -24,9 +24,9 @@ func.func @masked(%q: tensor<2x2x192x64xf16>, %k: tensor<2x2x192x64xf16>, %v: te
 // TILE-LABEL: func.func @masked()
 // TILE:      %m = tile.buffer @m input 3 on #tile.tiles<0 to 16> shard [2, 192] i32 row_major standard align 32 tail 0
 // TILE:      tile.exchange 2048 words from %k[() -> (0)] on tile (d0) -> ((d0 * 4)) to %o_key_slot[() -> (0)] on #tile.tiles<0 to 4> groups 4
-// TILE:      tile.kernel @attention_block_f16_init_masked(%o_acc[() -> (0)], %o_stats[() -> (0)], %o_scores[() -> (0)], %o_probs[() -> (0)], %q[() -> (0)], %o_key_slot[() -> (0)], %o_value_slot[() -> (0)], %m[() -> (0)]) scalars [0, 192, 0, 1040187392, 192, 64, 48, 4, 0, 2, 2] on #tile.tiles<0 to 16>
+// TILE:      tile.kernel @attention_block_f16_init_masked(%o_acc[() -> (0)], %o_stats[() -> (0)], %o_scores[() -> (0)], %o_probs[() -> (0)], %q[() -> (0)], %o_key_slot[() -> (0)], %o_value_slot[() -> (0)], %m[() -> (0)]) scalars [0, 192, 0, 1040187392, 192, 64, 48, 4, 0, 4, 1, 2, 2] on #tile.tiles<0 to 16>
 // TILE:      tile.loop %j = 1 to 3
-// TILE:        tile.kernel @attention_block_f16_accum_masked({{.*}}, %m[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [192, 0, 1040187392, 192, 64, 48, 4, 0, 2, 2] on #tile.tiles<0 to 16>
+// TILE:        tile.kernel @attention_block_f16_accum_masked({{.*}}, %m[(d0) -> (0)]) iv_scalars [(d0) -> (d0)] scalars [192, 0, 1040187392, 192, 64, 48, 4, 0, 4, 1, 2, 2] on #tile.tiles<0 to 16>
 // TILE:      tile.kernel @attention_finish_f16(
 
 // PLACED: %m = tile.buffer @m input 3 on #tile.tiles<0 to 16> shard [2, 192] i32 row_major standard align 32 tail 0 from {{.*}} address 0x{{[0-9a-f]+}}
