@@ -102,6 +102,17 @@ class BlockedLayout:
         """The layers with tiles (a causal layer whose keys no row sees has none)."""
         return range(sum(1 for k in range(self.key_splits) if self.layer_width(k) > 0))
 
+    def block_phases(self) -> list[range]:
+        """The layers each step's key (and value) phase serves: every layer in one phase when
+        they are alike (all P partitions wide, one key block per holder tile, so no holder
+        sends two blocks), else one phase per layer; none for a first layer that holds its
+        blocks (P = 1)."""
+        layers = self.layers
+        if (len(layers) > 1 and self.exchanges and self.key_chunk == 1
+                and all(self.layer_width(k) == self.partitions for k in layers)):
+            return [layers]
+        return [range(k, k + 1) for k in layers if k > 0 or self.exchanges]
+
     @property
     def compute_tiles(self) -> int:
         """Tiles of every layer: the first's are the formats' (`tiles`), the others' follow."""
@@ -465,24 +476,27 @@ def merge_cycles(layout: BlockedLayout, target: Target, latency: np.ndarray) -> 
 def blocked_cycles(layout: BlockedLayout, target: Target, tiles: int) -> BlockedCycles:
     """What the device model charges for the blocked lowering
     (`passes/operators/attention_blocked_lowering.py`): per step j (nK / L of them), for every
-    layer l a sync and the phase of key block l * nK / L + j, the same for the value block
-    (none when P = 1 and there is one layer), then the slowest tile's `attention_block` call
-    of any layer; then the key split's copies and merges, and the finish."""
+    block phase (`block_phases`) a sync and the phase of key block l * nK / L + j to the tiles
+    of each of its layers l, the same for the value block (none when P = 1 and there is one
+    layer), then the slowest tile's `attention_block` call of any layer; then the key split's
+    copies and merges, and the finish."""
     latency = latency_table(target, tiles)
     exchange = compute = 0
     starts = group_starts(np.arange(layout.partitions), layout.rows, layout.partitions,
                           layout.cyclic)
     for j in range(layout.segment):
         slowest = 0
+        for layers in layout.block_phases():
+            receivers = np.concatenate([layer_tiles(layout, k) for k in layers])
+            senders = np.concatenate([np.arange(layout.slices) * layout.partitions
+                                      + int(layout.holder(k * layout.segment + j))
+                                      for k in layers])[None, :]
+            pairs = all(layout.layer_pairs(k) for k in layers)
+            items = broadcast_events(layout.block_words, pairs)
+            events = phase_events(senders, receivers, items, latency)
+            exchange += 2 * device_cycles.exchange_step_cycles(int(events[0]), target)
         for layer in layout.layers:
             block = layer * layout.segment + j
-            if layout.exchanges or layer > 0:
-                receivers = layer_tiles(layout, layer)
-                senders = (np.arange(layout.slices) * layout.partitions
-                           + int(layout.holder(block)))[None, :]
-                items = broadcast_events(layout.block_words, layout.layer_pairs(layer))
-                events = phase_events(senders, receivers, items, latency)
-                exchange += 2 * device_cycles.exchange_step_cycles(int(events[0]), target)
             first = layout.layer_first(layer)
             active = active_groups(starts[first:], layout.query_length, block, layout.causal)
             slowest = max(slowest, *(block_cycles_of(int(a), layout.rows, layout.head_dim,

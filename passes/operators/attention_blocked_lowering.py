@@ -140,8 +140,34 @@ class BlockedLowering:
         chunk = self.layout.key_chunk
         return (j % chunk) * self.layout.block_bytes if chunk > 1 else AffineExpr.constant(0)
 
-    def block_name(self, layer: int) -> str:
-        return "j" if layer == 0 else f"{layer * self.layout.segment} + j"
+    def block_phase(self, ivs: list[SSAValue], j: AffineExpr, layers: range) -> list[Operation]:
+        """The key and the value phase of step j for `layers`: group g (layer first + g
+        floordiv S, slice g mod S) sends block l * nK / L + j of its slice to the layer's tiles
+        of the slice (the layers of one phase are alike: `BlockedLayout.block_phases`)."""
+        layout, depth = self.layout, len(ivs)
+        group = AffineExpr.dimension(depth)
+        layer = group // layout.slices + layers.start if len(layers) > 1 else layers.start
+        within = group % layout.slices if len(layers) > 1 else group
+        block = j + layer * layout.segment
+        width = layout.layer_width(layers.start)
+        holder = AffineMap(depth + 1, 0, (within * layout.partitions + self.holder(block),))
+        shift = AffineMap(depth + 1, 0, (group * width + layout.layer_base(layers.start),))
+        offset = scalar_map(depth, self.block_offset(j + layers.start * layout.segment))
+        if len(layers) > 1:
+            where = "every key layer's tiles of its slice"
+        elif layers.start == 0:
+            where = "the tiles of its slice"
+        else:
+            where = f"key layer {layers.start}'s tiles of its slice"
+        name = "j" if layers == range(0, 1) else (
+            f"{layers.start * layout.segment} + j" if len(layers) == 1 else "l * nK / L + j")
+        pairs = all(layout.layer_pairs(k) for k in layers)
+        return [ExchangeOp(layout.block_words, source, offset, holder, slot, scalar_map(depth, 0),
+                           TileSetAttr.range(0, width), ivs,
+                           self.provenance(value, f"key block {name} to {where}"),
+                           (layout.slices * len(layers), shift), pairs)
+                for source, slot, value in ((self.key, self.key_slot, self.op.key),
+                                            (self.value, self.value_slot, self.op.value))]
 
     def holder(self, j: AffineExpr) -> AffineExpr:
         """The partition, within its slice, of the tile holding key block j."""
@@ -260,24 +286,8 @@ class BlockedLowering:
         partitions = layout.partitions
         offset = scalar_map(depth, self.block_offset(j))
         ops: list[Operation] = []
-        group = AffineExpr.dimension(depth)
-        for layer in layout.layers:
-            if layer == 0 and not layout.exchanges:
-                continue  # one partition per slice: the first layer holds its blocks
-            block = j + layer * layout.segment
-            width = layout.layer_width(layer)
-            holder = AffineMap(depth + 1, 0, (group * partitions + self.holder(block),))
-            shift = AffineMap(depth + 1, 0, (group * width + layout.layer_base(layer),))
-            where = ("the tiles of its slice" if layer == 0 else
-                     f"key layer {layer}'s tiles of its slice")
-            for source, slot, value in ((self.key, self.key_slot, self.op.key),
-                                        (self.value, self.value_slot, self.op.value)):
-                ops.append(ExchangeOp(
-                    layout.block_words, source, scalar_map(depth, self.block_offset(block)),
-                    holder, slot, scalar_map(depth, 0), TileSetAttr.range(0, width), ivs,
-                    self.provenance(value, f"key block {self.block_name(layer)} to {where}"),
-                    (layout.slices, shift), layout.layer_pairs(layer),
-                ))
+        for layers in layout.block_phases():
+            ops += self.block_phase(ivs, j, layers)
         zero = scalar_map(depth, 0)
         homes = []
         if self.slotted:
