@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -79,11 +80,15 @@ class BlockedLayout:
         """Key blocks per layer: layer l takes blocks l * segment .. (l + 1) * segment - 1."""
         return self.key_blocks // self.key_splits
 
-    def layer_first(self, layer: int) -> int:
-        """The first partition of a layer (`cycles_attention.layer_firsts`, as the kernels
+    @cached_property
+    def firsts(self) -> tuple[int, ...]:
+        """The first partition of every layer (`cycles_attention.layer_firsts`, as the kernels
         place their tiles)."""
-        return layer_firsts(self.partitions, self.rows, self.query_length, self.key_blocks,
-                            self.key_splits, self.causal)[layer]
+        return tuple(layer_firsts(self.partitions, self.rows, self.query_length,
+                                  self.key_blocks, self.key_splits, self.causal))
+
+    def layer_first(self, layer: int) -> int:
+        return self.firsts[layer]
 
     def layer_width(self, layer: int) -> int:
         """Partitions per slice of a layer's tiles."""

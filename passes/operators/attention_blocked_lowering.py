@@ -14,7 +14,8 @@ With S slices of P tiles (tile s * P + p), kc key blocks per holder tile:
 With the key split (L layers, `attention_blocked_r<R>_k<L>`): before the loop one phase per
 later layer copies each tile's query rows to its tiles (`<out>_query_copy`); the loop runs
 nK / L steps, step j exchanging, for every layer l, block l * nK / L + j to that layer's tiles
-(one key and one value phase per layer), and one block call on the tiles of every layer
+(a key and a value phase per layer, or one for all layers when they are alike:
+`BlockedLayout.block_phases`), and one block call on the tiles of every layer
 (each tile takes its layer's block: `cycles_attention.tile_position`). After the loop, per
 later layer, its accumulator and its max and sum go to the first layer's tiles of the same
 rows (`<out>_acc_in`, `<out>_stats_in`) and `attention_merge` folds them in; the finish runs
@@ -52,6 +53,7 @@ from planning.attention_plans import (
     CYCLIC_SUFFIX,
     BlockedLayout,
     block_words,
+    home_tiles,
     plan_key_splits,
     staging_pieces,
 )
@@ -230,9 +232,7 @@ class BlockedLowering:
                     TileSetAttr.range(0, 1), [],
                     self.provenance(self.op.result, f"key layer {layer}'s {what} to the "
                                     "first layer"), (groups, home)))
-            first = layout.layer_first(layer)
-            tiles = TileSetAttr.of(s * layout.partitions + p for s in range(layout.slices)
-                                   for p in range(first, layout.partitions))
+            tiles = TileSetAttr.of(home_tiles(layout, layer).reshape(-1).tolist())
             ops.append(KernelOp(
                 MERGE_KERNEL, [(self.acc, zero), (self.stats, zero), (self.acc_in, zero),
                                (self.stats_in, zero)],
