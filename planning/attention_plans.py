@@ -489,9 +489,10 @@ def blocked_cycles(layout: BlockedLayout, target: Target, tiles: int) -> Blocked
     exchange = compute = 0
     starts = group_starts(np.arange(layout.partitions), layout.rows, layout.partitions,
                           layout.cyclic)
+    phases = layout.block_phases()
     for j in range(layout.segment):
         slowest = 0
-        for layers in layout.block_phases():
+        for layers in phases:
             receivers = np.concatenate([layer_tiles(layout, k) for k in layers])
             senders = np.concatenate([np.arange(layout.slices) * layout.partitions
                                       + int(layout.holder(k * layout.segment + j))

@@ -249,7 +249,7 @@ def attention_merge(call: KernelCall) -> int:
 def _attention_block_footprint(precision: str, masked: bool) -> Footprint:
     def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
         non_negative(scalars, "rows", "head_dim")
-        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        rows, width = scalars["rows"], padded(scalars["head_dim"])
         f32, own = element_bytes(Precision.F32), element_bytes(precision)
         extents = {"out": rows * width * f32, "stats": rows * 2 * f32,
                    "scores": rows * AMP_BLOCK * f32, "probs": rows * AMP_BLOCK * own,
@@ -314,7 +314,7 @@ def _attention_block(precision: Precision, mode: str, masked: bool = False) -> K
 def _attention_finish(precision: Precision) -> KernelAbi:
     def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
         non_negative(scalars, "rows", "head_dim")
-        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        rows, width = scalars["rows"], padded(scalars["head_dim"])
         f32 = element_bytes(Precision.F32)
         return {"out": rows * scalars["head_dim"] * element_bytes(precision),
                 "acc": rows * width * f32, "stats": rows * 2 * f32}
@@ -340,7 +340,7 @@ def _attention_finish(precision: Precision) -> KernelAbi:
 def _attention_merge() -> KernelAbi:
     def footprint(scalars: Mapping[str, int], _: tuple[int, ...]) -> dict[str, int]:
         non_negative(scalars, "rows", "head_dim")
-        rows, width = scalars["rows"], -(-scalars["head_dim"] // AMP_BLOCK) * AMP_BLOCK
+        rows, width = scalars["rows"], padded(scalars["head_dim"])
         f32 = element_bytes(Precision.F32)
         acc, stats = rows * width * f32, rows * STATE_WORDS * f32
         return {"out": acc, "stats": stats, "acc_in": acc, "stats_in": stats}
