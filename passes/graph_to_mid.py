@@ -85,6 +85,9 @@ class GraphToMidLowering:
     loads: TileLoads = field(init=False)
     look_ahead: LookAhead = field(init=False)
     moved: int = 0  # results placed past tile 0
+    # per block, per value, the bridges made so far into each format (`operand_in_format`)
+    bridges: dict[Block | None, dict[SSAValue, dict[mid.TensorFormatAttr, SSAValue]]] = field(
+        init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.loads = TileLoads(self.config.tiles.data)
@@ -102,7 +105,7 @@ class GraphToMidLowering:
         """The context `op`'s plan is chosen in: what the tiles hold at it (memory-aware)."""
         return dataclasses.replace(
             self.plain_selection(self.resident.at(op) if self.resident is not None else None),
-            consumers=self.look_ahead)
+            consumers=self.look_ahead, converted=self.bridges.get(op.parent_block(), {}))
 
     def selection_for(self, op: Operation) -> SelectionContext:
         """`selection`, with the tile loads for an op of the function's own block: a repeat
@@ -172,9 +175,13 @@ class GraphToMidLowering:
                 ))
 
     def operand_in_format(
-        self, value: SSAValue, fmt: mid.TensorFormatAttr, before: Operation
+        self, value: SSAValue, fmt: mid.TensorFormatAttr, before: Operation, share: bool = True
     ) -> SSAValue:
-        """`value` as the consumer wants it: retype a fresh graph input, else bridge."""
+        """`value` as the consumer wants it: retype a fresh graph input, else bridge. An
+        earlier consumer's bridge of `value` into `fmt` in the same block is taken again (one
+        conversion for the Q, K and V projections of one layer norm: selection priced it at
+        no cost, `SelectionContext.converted`); `share=False` (a repeat's operands, which it
+        prices from their bridges itself) always makes its own."""
         assert isinstance(value.type, TensorType)
         wanted = with_format(value.type, fmt)
         if is_graph_tensor(value):
@@ -192,12 +199,16 @@ class GraphToMidLowering:
             value = Rewriter.replace_value_with_new_type(value, with_format(value.type, layout))
         if value.type == wanted:
             return value
+        made = self.bridges.setdefault(before.parent_block(), {}).setdefault(value, {})
+        if share and fmt in made:
+            return made[fmt]
         bridge = UnrealizedConversionCastOp.get([value], [wanted])
         bridge.results[0].name_hint = value.name_hint
         bridge.attributes[mid.CONSUMER_ATTR_NAME] = StringAttr(op_label(before))
         # for the consumer (named first, as in `ipu.for`), from the producer
         bridge.location = fused_location(before.location, value_location(value))
         Rewriter.insert_op(bridge, InsertPoint.before(before))
+        made.setdefault(fmt, bridge.results[0])
         return bridge.results[0]
 
     def home_of(self, value_type: TensorType, layout: mid.TensorFormatAttr

@@ -116,6 +116,10 @@ class SelectionContext:
     spreading: Spreading | None = field(default=None, compare=False)
     # what a result's layout consumers pay for its format; None: not priced
     consumers: ConsumerPricing | None = field(default=None, compare=False)
+    # the formats each value already has a conversion into, made for an earlier consumer in
+    # the op's block: a plan wanting one of them takes that conversion's result, at no cost
+    converted: Mapping[SSAValue, Mapping[mid.TensorFormatAttr, SSAValue]] = field(
+        default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -173,7 +177,7 @@ class GraphLowering(Protocol):
     def lower_block(self, block: Block) -> None: ...
 
     def operand_in_format(self, value: SSAValue, fmt: mid.TensorFormatAttr,
-                          before: Operation) -> SSAValue: ...
+                          before: Operation, share: bool = True) -> SSAValue: ...
 
 
 class TileLowering(Protocol):

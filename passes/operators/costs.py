@@ -56,7 +56,10 @@ def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
 def conversion_cycles(value: SSAValue, wanted: mid.TensorFormatAttr,
                       ctx: SelectionContext, assumed: Assumed | None = None) -> int:
     """Estimated cycles to bring `value` (stored as `assumed` says, if it does) into format
-    `wanted` (0 when it already is, or when the host writes it straight into `wanted`)."""
+    `wanted` (0 when it already is, when an earlier consumer's conversion made it (`ctx.converted`),
+    or when the host writes it straight into `wanted`)."""
+    if wanted in ctx.converted.get(value, {}) and value not in (assumed or {}):
+        return 0
     value_type = tensor_type(value)
     have = format_of(value, assumed or {})
     if have is None:

@@ -100,9 +100,12 @@ class GemmOperator(Operator):
                 return converted
             return converted + self.fetch_cycles(op, plan, ctx, sequences)
 
-        # what `priced` depends on: the operand types; with sequence operands also what the
-        # tiles hold now, so those are priced afresh (no key)
-        key = None if sequences else tuple(tensor_type(value) for value in op.operands)
+        # what `priced` depends on: the operand types and the formats earlier consumers
+        # converted them into; with sequence operands also what the tiles hold now, so those
+        # are priced afresh (no key)
+        key = None if sequences else tuple(
+            (tensor_type(value), frozenset(ctx.converted.get(value, {})))
+            for value in op.operands)
         if ctx.consumers is None:
             return select_gemm_plan(
                 problem, ctx.tiles, ctx.indivisible, ctx.target, catalog_entries(ctx.catalog),

@@ -125,14 +125,15 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     terminator = block.last_op
     assert isinstance(terminator, graph.YieldOp)
     carried_formats = [tensor_format_of(a) for a in op.carried_args]  # every arg has one now
-    yielded = [lowering.operand_in_format(terminator.values[i], fmt, terminator)
+    yielded = [lowering.operand_in_format(terminator.values[i], fmt, terminator, share=False)
                for i, fmt in enumerate(carried_formats)]
     yield_op = mid.YieldOp(*yielded)
     yield_op.location = terminator.location
     Rewriter.replace_op(terminator, yield_op)
-    carried = [lowering.operand_in_format(op.carried[i], fmt, op)
+    carried = [lowering.operand_in_format(op.carried[i], fmt, op, share=False)
                for i, fmt in enumerate(carried_formats)]
-    invariants = [lowering.operand_in_format(op.invariants[i], tensor_format_of(a), op)
+    invariants = [lowering.operand_in_format(op.invariants[i], tensor_format_of(a), op,
+                                            share=False)
                   for i, a in enumerate(op.invariant_args)]
     sequences = [typed_sequence(lowering, op, i) for i in range(len(op.sequences))]
     body = op.detach_region(op.body)
