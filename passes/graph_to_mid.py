@@ -81,6 +81,7 @@ class GraphToMidLowering:
     spread_inputs: bool = False  # graph-to-mid{spread-inputs}: see `home_of`
     # sequences whose plans must take them stored spread (`lower_fitting_sequences`)
     force_spread: frozenset[str] = frozenset()
+    layer_norm_columns: bool = True  # offer the column-split layer norm (`lower_function`)
     # the bytes of the values lowered so far, per tile: where a pointwise plan may start
     loads: TileLoads = field(init=False)
     look_ahead: LookAhead = field(init=False)
@@ -99,7 +100,8 @@ class GraphToMidLowering:
         """The pipeline's context, with what the tiles hold (`resident`; default: nothing)."""
         return SelectionContext(self.config.tiles.data, self.config.indivisible.data,
                                 self.config.inputs.data, self.target, self.config.catalog_names,
-                                resident or ResidentMemory())
+                                resident or ResidentMemory(),
+                                layer_norm_columns=self.layer_norm_columns)
 
     def selection(self, op: Operation) -> SelectionContext:
         """The context `op`'s plan is chosen in: what the tiles hold at it (memory-aware)."""
@@ -374,39 +376,92 @@ class GraphToMidPass(PipelineOptions, ModulePass):
             if function.is_declaration:
                 continue
             options = (target, self.spread_sequences, self.spread_saving, self.spread_inputs)
-            if offered is None or offered == config:
-                lower_spread_if_no_costlier(function, config, *options)
-            elif lower_cheaper_catalog(function, config, offered, *options):
+            if lower_columns_if_no_costlier(function, config, offered, options):
+                assert offered is not None  # only an offered catalog can be kept
                 op.attributes[mid.CONFIG_ATTR_NAME] = offered
+
+
+LoweringOptions = tuple[Target, bool, int, bool]  # target, spread sequences, saving, inputs
+
+
+def lower_function(function: func.FuncOp, config: mid.PipelineConfigAttr,
+                   offered: mid.PipelineConfigAttr | None, options: LoweringOptions,
+                   layer_norm_columns: bool) -> tuple[func.FuncOp, bool]:
+    """`function` lowered in its place (with `offered`, the opt-in layouts where the program
+    is cheaper with them): the function now there, and whether `offered`'s was kept."""
+    if offered is None or offered == config:
+        return lower_spread_if_no_costlier(function, config, *options,
+                                           layer_norm_columns=layer_norm_columns), False
+    return lower_cheaper_catalog(function, config, offered, *options,
+                                 layer_norm_columns=layer_norm_columns)
+
+
+def lower_columns_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfigAttr,
+                                 offered: mid.PipelineConfigAttr | None,
+                                 options: LoweringOptions) -> bool:
+    """Lower `function` with the column-split layer norm offered; where a repeat's body took
+    it, lower it again without and keep the cheaper lowering by its program estimate (the one
+    without on a tie). In a repeat body the tiles hold the sequences of every iteration, and
+    a layer norm kept in its producer's cut moves what lives where (its producer's choice, the
+    next GEMM's): on the GPT-2-small stack a few KB more on the first 768 tiles left its MLP
+    up-projection only the grid and its bias add the whole chip, 7.1M -> 18.8M cycles, which
+    selection op by op cannot see. Whether `offered`'s catalog was kept."""
+    block = function.parent_block()
+    assert block is not None
+    other = function.clone()
+    block.insert_op_after(other, function)
+    lowered, wider = lower_function(function, config, offered, options, True)
+    if not splits_columns_in_a_repeat(lowered):
+        block.erase_op(other)
+        return wider
+    plain, plain_wider = lower_function(other, config, offered, options, False)
+    if program_estimate(lowered) < program_estimate(plain):
+        block.erase_op(plain)
+        return wider
+    block.erase_op(lowered)
+    return plain_wider
+
+
+def splits_columns_in_a_repeat(function: func.FuncOp) -> bool:
+    """Whether a layer norm in a repeat's body took the column split."""
+    from passes.operators.layer_norm import APPLY_KERNEL
+
+    return any(isinstance(op, mid.LayerNormOp) and op.plan.dispatch.init_symbol == APPLY_KERNEL
+               and isinstance(op.parent_op(), mid.RepeatOp) for op in function.walk())
 
 
 def lower_cheaper_catalog(function: func.FuncOp, config: mid.PipelineConfigAttr,
                           offered: mid.PipelineConfigAttr, target: Target,
                           spread_sequences: bool, spread_saving: int,
-                          spread_inputs: bool) -> bool:
+                          spread_inputs: bool, layer_norm_columns: bool = True
+                          ) -> tuple[func.FuncOp, bool]:
     """Lower `function` with `config`'s catalog and, apart, with `offered`'s (the opt-in
     layouts added), and keep the lowering whose program estimate is lower (`config`'s on a
     tie): selection is op by op, and a layout that is cheaper for its GEMM can cost the
     program more than it saves there (a 3-D grid's output on a third of the tiles makes its
-    consumers' conversions dearer). Whether `offered`'s was kept."""
+    consumers' conversions dearer). The function now in `function`'s place, and whether
+    `offered`'s was kept."""
     block = function.parent_block()
     assert block is not None
     other = function.clone()
     block.insert_op_after(other, function)
     options = (target, spread_sequences, spread_saving, spread_inputs)
-    plain = lower_spread_if_no_costlier(function, config, *options)
-    wider = lower_spread_if_no_costlier(other, offered, *options)
+    plain = lower_spread_if_no_costlier(function, config, *options,
+                                        layer_norm_columns=layer_norm_columns)
+    wider = lower_spread_if_no_costlier(other, offered, *options,
+                                        layer_norm_columns=layer_norm_columns)
     if program_estimate(wider) < program_estimate(plain):
         block.erase_op(plain)
-        return True
+        return wider, True
     block.erase_op(wider)
-    return False
+    return plain, False
 
 
 def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfigAttr,
                                 target: Target, spread_sequences: bool = False,
                                 spread_saving: int = 0,
-                                spread_inputs: bool = False) -> func.FuncOp:
+                                spread_inputs: bool = False,
+                                layer_norm_columns: bool = True) -> func.FuncOp:
     """Lower `function` with its pointwise results spread over the least-loaded tiles, and
     keep that only if it costs no more than with every value from tile 0; returns the
     function now in `function`'s place.
@@ -416,11 +471,12 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
     alone: the two lowerings' program estimates (`planning/program_estimate.py`, every
     selected op's plan and conversions, each run of a repeat's body counted) decide."""
     trial, spread = lower_fitting_sequences(function, config, target, spread_sequences,
-                                            spread_saving, spread_inputs)
+                                            spread_saving, spread_inputs, layer_norm_columns)
     if spread.moved:
         GraphToMidLowering(function, config, target, spread_sequences, spread_saving,
                            spread=False, spread_inputs=spread_inputs,
-                           force_spread=spread.force_spread).run()
+                           force_spread=spread.force_spread,
+                           layer_norm_columns=layer_norm_columns).run()
         if program_estimate(trial) > program_estimate(function):
             return function
     Rewriter.replace_op(function, trial)
@@ -429,7 +485,8 @@ def lower_spread_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfi
 
 def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAttr,
                             target: Target, spread_sequences: bool, spread_saving: int,
-                            spread_inputs: bool) -> tuple[func.FuncOp, GraphToMidLowering]:
+                            spread_inputs: bool, layer_norm_columns: bool = True
+                            ) -> tuple[func.FuncOp, GraphToMidLowering]:
     """A lowered copy of `function` (spread pointwise results; `function` itself unchanged)
     and its lowering. Memory-aware
     selection keeps a repeat's sequence where its plan reads it while it fits beside what the
@@ -443,7 +500,8 @@ def lower_fitting_sequences(function: func.FuncOp, config: mid.PipelineConfigAtt
     for _ in range(FITTING_ROUNDS):
         trial = function.clone()
         lowering = GraphToMidLowering(trial, config, target, spread_sequences, spread_saving,
-                                      spread_inputs=spread_inputs, force_spread=forced)
+                                      spread_inputs=spread_inputs, force_spread=forced,
+                                      layer_norm_columns=layer_norm_columns)
         lowering.run()
         assert lowering.resident is not None
         more = lowering.resident.sequences_to_spread(room)

@@ -175,6 +175,38 @@ def layer_norm_cycles(out: ShardGeometry, src: ShardGeometry, weight: ShardGeome
             + _f32_vector_cycles(5 * elements, target) + rows * target.rsqrt_cycles)
 
 
+
+def layer_norm_stats_cycles(stats: ShardGeometry, src: ShardGeometry, tile: int,
+                            target: Target) -> int:
+    """The column-split layer norm's first step (`layer_norm_stats`): per row of this tile's
+    columns, an FP32 pass for the mean and one for the squared deviations from it (two FP32
+    operations), then its two statistics stored."""
+    src.shard_box(tile)
+    elements = src.shard_elements
+    rows = elements // max(src.chunk[-1], 1) if src.rank else 1
+    return (target.vector_cycles(_moved_bytes(elements, src)
+                                 + STATS_PER_ROW * rows * element_bytes(stats.precision))
+            + _f32_vector_cycles(3 * elements, target))
+
+
+def layer_norm_apply_cycles(out: ShardGeometry, src: ShardGeometry, weight: ShardGeometry,
+                            bias: ShardGeometry, stats: ShardGeometry, tile: int,
+                            target: Target) -> int:
+    """The column-split layer norm's last step (`layer_norm_apply`): per row the C column
+    parts' statistics read and merged (four FP32 operations each), one reciprocal square
+    root; per element the normalization, scale and shift (three FP32 operations)."""
+    out.shard_box(tile)
+    elements = out.shard_elements
+    rows = elements // max(out.chunk[-1], 1) if out.rank else 1
+    parts = out.partitions[-1] if out.rank else 1
+    merged = STATS_PER_ROW * parts * rows
+    return (target.vector_cycles(_moved_bytes(elements, out, src, weight, bias)
+                                 + merged * element_bytes(stats.precision))
+            + _f32_vector_cycles(3 * elements + 2 * merged, target) + rows * target.rsqrt_cycles)
+
+
+STATS_PER_ROW = 2  # the column-split layer norm's statistics of a row: mean and M2 (FP32)
+
 def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
                 target: Target) -> int:
     """Copy the elements of this tile's out box whose source is in the source shard (on

@@ -120,6 +120,8 @@ class SelectionContext:
     # the op's block: a plan wanting one of them takes that conversion's result, at no cost
     converted: Mapping[SSAValue, Mapping[mid.TensorFormatAttr, SSAValue]] = field(
         default_factory=dict, compare=False)
+    # whether a layer norm may keep its input's cut of the last axis (the column split)
+    layer_norm_columns: bool = True
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 Roles = dict[mid.OperandRole, mid.OperandPlanAttr]
 # the cheapest plans of a GEMM whose result's consumers are priced (`cheapest_with_consumers`)
-CONSUMER_PRICED_PLANS = 4
+CONSUMER_PRICED_PLANS = 12
 # The tile work of each GEMM layout, by the dispatch kind of its strategy.
 Lowering = Callable[[mid.GemmOp, "TileLowering", Roles, GemmOperands], list[Operation]]
 LOWERINGS: dict[mid.DispatchKind, Lowering] = {

@@ -1,23 +1,39 @@
 """The layer_norm operator: `graph.layer_norm` -> `mid.layer_norm` -> one `layer_norm` kernel
-call per output shard.
+call per output shard, or, with the last axis cut, the column-split layer norm.
 
-Every row of the normalized last axis must be whole on one tile (the statistics are per row),
-so a candidate either follows the input's format (when it keeps the last axis whole) or cuts
-one other axis across the tiles (`split<axis>`); a single row is computed whole on one tile
-(`whole`). The input keeps the output's format (only the precision may differ); weight and
-bias ([C]) are whole on every tile of the output, replicated as add's broadcast operands are
+With whole rows on a tile (the statistics are per row) a candidate either follows the input's
+format (when it keeps the last axis whole) or cuts one other axis across the tiles
+(`split<axis>`); a single row is computed whole on one tile (`whole`). The input keeps the
+output's format (only the precision may differ); weight and bias ([C]) are whole on every
+tile of the output, replicated as add's broadcast operands are
 (`formats.broadcast_operand_format`). FP32 statistics, one rounding (device kernel).
+
+Where the input's format cuts the last axis C ways (a GEMM's output in 64-column panels),
+`layer_norm_cols_<name>` candidates keep that cut (`column_split_outputs`): weight and bias cut
+as the last axis, replicated per row part; `layer_norm_stats` on every tile, C exchange phases
+in which column part r of every row group sends its statistics block to the group's other
+tiles (`statistics_rounds`), then `layer_norm_apply`. Its cost adds the statistics kernel and
+the phases to the apply kernel's (`with_statistics`), so the residual stream between a GEMM
+and the next one need not be gathered into whole rows and back.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
+from xdsl.ir.affine import AffineExpr, AffineMap
 
 from device.kernels import f32_bits
+from device.model.cycles import STATS_PER_ROW, layer_norm_apply_cycles, layer_norm_stats_cycles
+from device.model.kernels_layer_norm import stats_geometry, stats_rows
+from device.target import WORD_BYTES, Target
 from ipu_dialects import graph, mid
+from ipu_dialects.locations import value_label
+from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp, WorkProvenanceAttr
 from passes.operators.base import (
     Assumed,
     Candidate,
@@ -26,16 +42,28 @@ from passes.operators.base import (
     format_of,
     tensor_type,
 )
-from passes.operators.formats import broadcast_operand_format, split_format, with_storage
+from passes.operators.costs import round_phases_cycles
+from passes.operators.formats import (
+    broadcast_operand_format,
+    descriptor,
+    geometry_of,
+    split_format,
+    tensor_format_of,
+    with_storage,
+)
+from passes.operators.gather import GatherRounds
 from passes.operators.pointwise import (
     PointwiseOperator,
     evaluate,
     lower_pointwise,
     output_formats,
 )
-from planning.shard_geometry import geometry
+from passes.operators.tile_maps import scalar_map, tiles_of
+from planning.shard_geometry import ShardGeometry, geometry
 
 KERNEL = "layer_norm"
+STATS_KERNEL = "layer_norm_stats"
+APPLY_KERNEL = "layer_norm_apply"
 
 
 def candidate_outputs(op: Operation, ctx: SelectionContext,
@@ -100,20 +128,41 @@ class LayerNormOperator(PointwiseOperator):
         assert isinstance(op, graph.LayerNormOp)
         out_shape = tuple(tensor_type(op.result).get_shape())
 
-        def operand_formats(out_fmt: mid.TensorFormatAttr):
-            if out_fmt.partitions[-1] > 1:
-                return "the normalized last axis would be cut across tiles"
-            formats = {"src": with_storage(out_fmt, tensor_type(op.input))}
+        def with_vectors(out_fmt: mid.TensorFormatAttr, src: mid.TensorFormatAttr,
+                         refusal: str):
+            """src, and weight and bias broadcast against the output (`refusal` when not)."""
+            formats = {"src": src}
             for name, value in (("weight", op.weight), ("bias", op.bias)):
                 fmt = broadcast_operand_format(out_fmt, out_shape, tensor_type(value))
                 if fmt is None:
-                    return f"{name} cannot be whole on every tile of a replicated output"
+                    return f"{name} {refusal}"
                 formats[name] = fmt
             return formats
 
-        return evaluate(op, ctx, self.kind, KERNEL, self.operand_names, operand_formats,
-                        named=(f32_bits(op.eps.value.data),),
-                        outputs=candidate_outputs(op, ctx, assumed), assumed=assumed)
+        def operand_formats(out_fmt: mid.TensorFormatAttr):
+            if out_fmt.partitions[-1] > 1:
+                return "the normalized last axis would be cut across tiles"
+            return with_vectors(out_fmt, with_storage(out_fmt, tensor_type(op.input)),
+                                "cannot be whole on every tile of a replicated output")
+
+        def split_formats(out_fmt: mid.TensorFormatAttr):
+            # a moved candidate reads its input converted to where it is
+            src = sources.get(out_fmt, with_storage(out_fmt, tensor_type(op.input)))
+            return with_vectors(out_fmt, src, "cannot be cut as the output's last axis")
+
+        named = (f32_bits(op.eps.value.data),)
+        outputs = candidate_outputs(op, ctx, assumed)
+        whole_rows = evaluate(op, ctx, self.kind, KERNEL, self.operand_names, operand_formats,
+                              named=named, outputs=outputs, assumed=assumed)
+        split_kinds = column_split_kinds(op, outputs) if ctx.layer_norm_columns else []
+        if not split_kinds:
+            return whole_rows
+        sources = {out_fmt: src_fmt for _, out_fmt, src_fmt in split_kinds}
+        cut = [(name, out_fmt) for name, out_fmt, _ in split_kinds]
+        split = evaluate(op, ctx, f"{self.kind}_cols", APPLY_KERNEL, self.operand_names,
+                         split_formats, named=named, outputs=cut, assumed=assumed,
+                         kernel_cost=lambda types: apply_cycles(types, ctx.target))
+        return whole_rows + [with_statistics(c, op, ctx) for c in split]
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:
@@ -123,6 +172,115 @@ class LayerNormOperator(PointwiseOperator):
 
     def lower(self, op: Operation, lowering: TileLowering) -> list[Operation]:
         assert isinstance(op, mid.LayerNormOp)
+        if op.plan.dispatch.init_symbol == APPLY_KERNEL:
+            return lower_column_split(op, lowering)
         return lower_pointwise(op, lowering, [op.input, op.weight, op.bias],
                                "layer_norm, one call per output shard (whole rows)",
                                named=(f32_bits(op.eps.value.data),))
+
+
+# ---- the column-split layer norm -------------------------------------------------------------
+
+
+def column_split_outputs(op: Operation, outputs: list[tuple[str, mid.TensorFormatAttr]]
+                         ) -> list[tuple[str, mid.TensorFormatAttr]]:
+    """The candidate outputs that cut the last axis of rows (rank >= 2, stored once): the
+    formats the column-split layer norm keeps."""
+    rank = len(tensor_type(op.results[0]).get_shape())
+    return [(name, fmt) for name, fmt in outputs
+            if rank >= 2 and fmt.partitions[-1] > 1 and fmt.replication.data == 1]
+
+
+def column_split_kinds(op: Operation, outputs: list[tuple[str, mid.TensorFormatAttr]]
+                       ) -> list[tuple[str, mid.TensorFormatAttr, mid.TensorFormatAttr]]:
+    """(name, output format, input format) of each column-split candidate: the input read in
+    the candidate's cut as the input is stored, the output stored standard, and a GEMM's
+    amp_output panels as amp_left (the same bytes for a shard of whole 64-column panels), so
+    that the next GEMM reads its A where the layer norm wrote it and interleaved memory holds
+    only what the AMP streams."""
+    src_type = tensor_type(op.operands[0])
+    found: dict[mid.TensorFormatAttr, tuple[str, mid.TensorFormatAttr]] = {}
+    for name, fmt in column_split_outputs(op, outputs):
+        order = (mid.ElementOrder.AMP_LEFT if fmt.order.data == mid.ElementOrder.AMP_OUTPUT
+                 else fmt.order.data)
+        out = fmt.with_changes(order=order, memory=mid.MemoryClass.STANDARD)
+        found.setdefault(out, (name, with_storage(fmt, src_type)))
+    return [(name, out, src) for out, (name, src) in found.items()]
+
+
+def statistics_rounds(src: ShardGeometry) -> GatherRounds:
+    """The statistics exchange: in round r, column part r of every row group (tile g C + r
+    from the first tile) sends its block to the group's C tiles (the sender receives
+    nothing): C rounds of one group per row group."""
+    parts = src.partitions[-1]
+    return GatherRounds(rounds=parts, groups=math.prod(src.partitions[:-1]), inner=parts,
+                        shift=(0, 0, 0, parts), base=tuple(range(parts)), copiers=(),
+                        has_traffic=True, tile_base=src.first_tile)
+
+
+def block_words(src: ShardGeometry) -> int:
+    """Words of one column part's statistics block: (mean, M2) of each row."""
+    return stats_rows(src) * STATS_PER_ROW
+
+
+def apply_cycles(types: list[TensorType], target: Target) -> int:
+    """`layer_norm_apply` on the plan's types (out, src, weight, bias) and the statistics,
+    on the tiles where it costs most (the first and the last)."""
+    out, src, weight, bias = (geometry_of(t) for t in types)
+    stats = stats_geometry(src)
+    return max(layer_norm_apply_cycles(out, src, weight, bias, stats, tile, target)
+               for tile in {out.first_tile, out.tile_stop - 1})
+
+
+def with_statistics(found: Candidate, op: Operation, ctx: SelectionContext) -> Candidate:
+    """`found` (priced with its apply kernel) with the statistics kernel and the exchange's
+    phases added, as the device model charges them."""
+    if found.cycles is None:
+        return found
+    src = geometry(tensor_type(op.results[0]).get_shape(), found.plan.operand_plan("src").format)
+    stats = stats_geometry(src)
+    kernel = max(layer_norm_stats_cycles(stats, src, tile, ctx.target)
+                 for tile in {src.first_tile, src.tile_stop - 1})
+    phases = round_phases_cycles(statistics_rounds(src), block_words(src), ctx.target)
+    return dataclasses.replace(found, cycles=found.cycles + kernel + phases)
+
+
+def lower_column_split(op: mid.LayerNormOp, lowering: TileLowering) -> list[Operation]:
+    """`layer_norm_stats` on every tile of the output, the statistics exchange in a loop of
+    C rounds, `layer_norm_apply` on every tile."""
+    out = op.results[0]
+    src_type = tensor_type(op.input)
+    src = geometry(src_type.get_shape(), tensor_format_of(op.input))
+    tiles = tiles_of(src)
+    buffers = [lowering.result_buffer(out),
+               *(lowering.operand_buffer(op, v) for v in (op.input, op.weight, op.bias))]
+    stats_geom = stats_geometry(src)
+    name = buffers[0].sym_name.data
+    stats = lowering.scratch(f"{name}_stats", tiles, stats_geom.chunk, "f32", "row_major",
+                             "standard", lowering.target.vector_alignment)
+    source, label = lowering.source_of(op), value_label(out)
+
+    def provenance(reason: str) -> WorkProvenanceAttr:
+        return WorkProvenanceAttr(source, label, reason)
+
+    zero = scalar_map(0, 0)
+    stats_words = tuple(stats_geom.encode())
+    compute = KernelOp(STATS_KERNEL, [(stats, zero), (buffers[1], zero)],
+                       [*stats_words, *descriptor(src_type)], tiles, [],
+                       provenance("each row's mean and M2 over this tile's columns"))
+    rounds = statistics_rounds(src)
+    loop = LoopOp(0, rounds.rounds, provenance("the row group's column parts, one a round"))
+    loop.induction_var.name_hint = "r"
+    words = block_words(src)
+    block = AffineMap(1, 0, (AffineExpr.dimension(0) * (words * WORD_BYTES),))
+    loop.body.block.add_op(ExchangeOp(
+        words, stats, block, rounds.sender_map(), stats, block, rounds.destinations(),
+        [loop.induction_var], provenance("column part r's statistics to its row group"),
+        (rounds.groups, rounds.shift_map())))
+    values = (out, op.input, op.weight, op.bias)
+    scalars = [f32_bits(op.eps.value.data),
+               *(w for value in values for w in descriptor(tensor_type(value))), *stats_words]
+    apply = KernelOp(APPLY_KERNEL, [(b, zero) for b in (*buffers, stats)], scalars, tiles, [],
+                     provenance("merge the column parts' statistics, normalize this tile's "
+                                "columns"))
+    return [compute, loop, apply]

@@ -89,11 +89,14 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
              operand_names: Sequence[str], operand_formats: OperandFormats,
              aliasable: Sequence[str] = (), named: Sequence[int] = (),
              outputs: list[tuple[str, mid.TensorFormatAttr]] | None = None,
-             assumed: Assumed | None = None) -> list[Candidate]:
+             assumed: Assumed | None = None,
+             kernel_cost: Callable[[list[TensorType]], int] | None = None) -> list[Candidate]:
     """Candidates for each output format (default `output_formats`); `named`: the kernel's
     named scalars, for its cost; `aliasable`: the operands (in order of preference) the
     kernel may write its output over, which a plan allows when the operand has the output's
-    shape and format (`alias_of`); `assumed`: formats taken for operands not lowered yet."""
+    shape and format (`alias_of`); `assumed`: formats taken for operands not lowered yet;
+    `kernel_cost`: the plan's kernel cycles from its types (out first), where the kernel
+    takes more than them (default: `plan_kernel_cycles` of `symbol` on the types)."""
 
     def candidate(plan_name: str, out_fmt: mid.TensorFormatAttr) -> Candidate:
         formats = operand_formats(out_fmt)
@@ -108,7 +111,8 @@ def evaluate(op: Operation, ctx: SelectionContext, kind: str, symbol: str,
         reason = tiles_reason(op, formats, ctx.tiles) or shard_memory_reason(types, ctx.target)
         cycles, consumers = None, 0
         if reason is None:
-            cycles = plan_kernel_cycles(symbol, types, ctx.target, extra=named)
+            cycles = (plan_kernel_cycles(symbol, types, ctx.target, extra=named)
+                      if kernel_cost is None else kernel_cost(types))
             for value, operand in zip(op.operands, operand_names, strict=True):
                 cycles += conversion_cycles(value, formats[operand], ctx, assumed)
             priced = consumers_cycles(ctx, op.results[0], out_fmt)

@@ -306,9 +306,10 @@ def plain_lowering(monkeypatch):
     import passes.graph_to_mid as pass_module
 
     def lower_plain(function, config, target, spread_sequences=False, spread_saving=0,
-                    spread_inputs=False):
+                    spread_inputs=False, layer_norm_columns=True):
         pass_module.GraphToMidLowering(function, config, target, spread_sequences, spread_saving,
-                                       spread=False, spread_inputs=spread_inputs).run()
+                                       spread=False, spread_inputs=spread_inputs,
+                                       layer_norm_columns=layer_norm_columns).run()
         return function
 
     monkeypatch.setattr(pass_module, "lower_spread_if_no_costlier", lower_plain)

@@ -43,18 +43,38 @@ def test_rows_keep_the_leading_cut_and_refine_the_row_axis():
     assert rows_of(whole_rows, TensorType(Float16Type(), [4, 64, 256]), 64) == []  # follow it
 
 
-def test_a_layer_norm_after_a_batched_gemm_takes_its_rows_and_passes_on_the_model():
+def test_a_layer_norm_after_a_batched_gemm_takes_its_rows_and_passes_on_the_model(monkeypatch):
+    """Without the column-split layer norm (which keeps the add's column blocks:
+    `test/pytest/test_layer_norm_columns.py`), the rows of the add's cut."""
+    import passes.operators.layer_norm as layer_norm
+
+    monkeypatch.setattr(layer_norm, "column_split_kinds", lambda op, outputs: [])
+    norm, add, text = lowered_block()
+    assert norm.plan.candidate.data.startswith("layer_norm_rows")
+    add_cut, norm_cut = (op.plan.operand_plan("out").format.partitions for op in (add, norm))
+    assert add_cut[-1] > 1 and norm_cut[-1] == 1  # the add keeps the GEMM's column blocks
+    assert norm_cut[0] == add_cut[0] and norm_cut[1] % add_cut[1] == 0  # its rows, refined
+    assert run_verdict(compile_case(Parser(make_context(), text).parse_module(), 64)) is None
+
+
+def test_with_the_column_split_the_layer_norm_keeps_the_add_cut_and_passes():
+    norm, add, text = lowered_block()
+    assert norm.plan.candidate.data.startswith("layer_norm_cols_")
+    add_cut, norm_cut = (op.plan.operand_plan("out").format.partitions for op in (add, norm))
+    assert norm_cut == add_cut and add_cut[-1] > 1
+    assert run_verdict(compile_case(Parser(make_context(), text).parse_module(), 64)) is None
+
+
+def lowered_block():
+    """The batched GEMM, bias add and layer norm at 64 tiles after graph-to-mid: (the layer
+    norm, the add, the module's text)."""
     ctx = make_context()
     text = block_module(4, 64, 256)
     lowered = Parser(ctx, text).parse_module()
     get_all_passes()["graph-to-mid"]()(tiles=64).apply(ctx, lowered)
     (norm,) = [op for op in lowered.walk() if isinstance(op, mid.LayerNormOp)]
     (add,) = [op for op in lowered.walk() if isinstance(op, mid.AddOp)]
-    assert norm.plan.candidate.data.startswith("layer_norm_rows")
-    add_cut, norm_cut = (op.plan.operand_plan("out").format.partitions for op in (add, norm))
-    assert add_cut[-1] > 1 and norm_cut[-1] == 1  # the add keeps the GEMM's column blocks
-    assert norm_cut[0] == add_cut[0] and norm_cut[1] % add_cut[1] == 0  # its rows, refined
-    assert run_verdict(compile_case(Parser(ctx, text).parse_module(), 64)) is None
+    return norm, add, text
 
 
 def test_a_gemm_consumer_is_priced_by_its_cheapest_plans_given_the_format():

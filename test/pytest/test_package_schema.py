@@ -549,7 +549,7 @@ def test_the_scalar_bound_covers_every_kernel_at_the_largest_rank():
     longest = max(len(abi.named_scalars) + (len(abi.pointers) * (4 * rank + DESCRIPTOR_FIXED_WORDS)
                                             + 3 * rank + 1 if abi.variadic else 0)
                   for abi in KERNELS.values())
-    assert longest == 179  # attention: 2 named, 4 descriptors, (a view's words as a margin)
+    assert longest == 216  # layer_norm_apply: 1 named, 5 descriptors (a view's words as a margin)
     assert longest <= package_metadata.MAX_SCALARS
 
 

@@ -1,6 +1,6 @@
 // graph.layer_norm through every pass: whole rows on a tile, weight and bias whole on every tile
-// of the output, eps as its f32 bits; following a GEMM's amp_output rows; gathering an input
-// cut along the normalized axis.
+// of the output, eps as its f32 bits; following a GEMM's amp_output rows; keeping an input cut
+// along the normalized axis (the column split).
 // Each pass runs on its own, on the previous pass's printed output.
 // RUN: ipu-opt %s --split-input-file -p 'graph-to-mid{tiles=4}' > %t.mid.mlir
 // RUN: ipu-opt %t.mid.mlir --split-input-file -p insert-conversions > %t.conv.mlir
@@ -86,9 +86,11 @@ func.func @after_gemm(%a: tensor<64x64xf32>, %m: tensor<64x64xf32>, %w: tensor<6
 // TILE-GENERIC:  callee = @layer_norm, {{.*}}scalars = array<i64: 981668463,
 
 // -----
-// gelu cuts the 64 columns of the one row over the 4 tiles; the layer norm needs the whole row
-// on one tile (the gelu's cut with whole rows, `layer_norm_rows`) and gathers %g's 4 column
-// shards there.
+// gelu cuts the 64 columns of the one row over the 4 tiles; the layer norm keeps that cut (the
+// column split, `layer_norm_cols_follow0`: weight and bias cut as the columns): each tile
+// computes its columns' mean and M2, 4 rounds send every tile's block to the other three, and
+// `layer_norm_apply` merges them. Nothing is gathered onto one tile
+// (`test/pytest/test_layer_norm_columns.py` runs it on the device model).
 func.func @cut_last_axis(%x: tensor<1x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>) -> tensor<1x64xf32> {
   %g = graph.gelu %x : tensor<1x64xf32> -> tensor<1x64xf32>
   %n = graph.layer_norm %g, %w, %b eps 1.0e-05 : (tensor<1x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x64xf32>
@@ -96,32 +98,28 @@ func.func @cut_last_axis(%x: tensor<1x64xf32>, %w: tensor<64xf32>, %b: tensor<64
 }
 // MID-LABEL: func.func @cut_last_axis
 // MID:       %g = mid.gelu %x plan #mid.plan<"gelu_split1"
-// MID-NEXT:  %[[G:.*]] = builtin.unrealized_conversion_cast %g : tensor<1x64xf32, #mid.format<f32, row_major, [1 x 1 pad, 1 x 4 pad], replication = 1, group = 4, standard>> to tensor<1x64xf32, #mid.format<f32, row_major, [1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>> {ipu.for = "graph.layer_norm %n"}
-// MID-NEXT:  %n = mid.layer_norm %[[G]], %w, %b eps 1.000000e-05 plan #mid.plan<"layer_norm_rows", {{.*}}#mid.operand<weight : input, #mid.format<f32, row_major, [1 x 1 pad], replication = 1, group = 1, standard>
+// MID-NEXT:  %n = mid.layer_norm %g, %w, %b eps 1.000000e-05 plan #mid.plan<"layer_norm_cols_follow0", #mid.dispatch<pointwise, init = @layer_norm_apply>, {{.*}}#mid.operand<weight : input, #mid.format<f32, row_major, [1 x 4 pad], replication = 1, group = 4, standard>
 // CONV-LABEL: func.func @cut_last_axis
-// CONV:       %g_1 = mid.rearrange %g {ipu.for = "graph.layer_norm %n"}
+// CONV-NOT:   mid.rearrange
+// CONV:       mid.layer_norm %g,
 // TILE-LABEL: func.func @cut_last_axis()
-// TILE:       tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.layer_norm %n", value = "%g", reason = "rounds of input shards sent at once"> {
-// TILE-NEXT:    tile.exchange 16 words from %g[(d0) -> (0)] on tile (d0, d1) -> (d0) to %g_1_gather_slot[(d0) -> (0)] on #tile.tiles<0 to 1> groups 1 shift (d0, d1) -> (0) iv(%r)
-// TILE-NEXT:    tile.loop %g_2 = 0 to 1
-// TILE-NEXT:      tile.kernel @copy_words(%g_1_gather_slot[(d0, d1) -> (0)], %g[(d0, d1) -> (0)]) scalars [16] on #tile.tiles<0 to 1> only (d0, d1) -> (d0) iv(%r, %g_2)
-// TILE-NEXT:      tile.kernel @gather_shard(%g_1[(d0, d1) -> (0)], %g_1_gather_slot[(d0, d1) -> (0)]) iv_scalars [(d0, d1) -> (d0)] scalars [2, 1, 64, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 2, 1, 64, 1, 1, 1, 4, 1, 1, 1, 4, 0, 0, 0] on #tile.tiles<0 to 1> iv(%r, %g_2)
-// TILE-NEXT:    }
+// TILE:       %n_stats = tile.buffer @n_stats scratch on #tile.tiles<0 to 4> shard [1, 8] f32 row_major standard
+// TILE:       tile.kernel @layer_norm_stats(%n_stats[() -> (0)], %g[() -> (0)]) scalars [2, 1, 32, 1, 8, 1, 4, {{.*}}] on #tile.tiles<0 to 4>
+// TILE-NEXT:  tile.loop %r = 0 to 4 provenance #tile.provenance<op = "graph.layer_norm %n", value = "%n", reason = "the row group's column parts, one a round"> {
+// TILE-NEXT:    tile.exchange 2 words from %n_stats[(d0) -> ((d0 * 8))] on tile (d0, d1) -> (d0) to %n_stats[(d0) -> ((d0 * 8))] on #tile.tiles<0 to 4> groups 1 shift (d0, d1) -> ((d1 * 4)) iv(%r)
 // TILE-NEXT:  }
-// TILE-NEXT:  tile.kernel @layer_norm(%n[() -> (0)], %g_1[() -> (0)], %w[() -> (0)], %b[() -> (0)]) scalars [925353388, 2, 1, 64, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, {{.*}}] on #tile.tiles<0 to 1>
+// TILE-NEXT:  tile.kernel @layer_norm_apply(%n[() -> (0)], %g[() -> (0)], %w[() -> (0)], %b[() -> (0)], %n_stats[() -> (0)]) scalars [925353388, {{.*}}] on #tile.tiles<0 to 4>
 // PLACED-LABEL: func.func @cut_last_axis()
-// PLACED:       %g = tile.buffer @g scratch {{.*}} address 0x5c000
-// PLACED:       %g_1_gather_slot = tile.buffer @g_1_gather_slot scratch on #tile.tiles<0 to 1> {{.*}} address 0x5c040
-// Tile 0 holds the row: in round 0 it copies its own shard and nobody sends (-1); sources 1 to 3
-// send down to it (sctl 2) in their rounds.
+// PLACED:       %n_stats = tile.buffer @n_stats scratch on #tile.tiles<0 to 4> {{.*}} address
+// Round r: tile r sends its block to the other three (each a receiver in the rounds it does
+// not send).
 // ROWS-LABEL: func.func @cut_last_axis()
-// ROWS:       tile.exchange 16 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive], sender_rows = [-1, 0, 0, 0], receiver_rows = [-1, 1, 1, 1], patches = [#tile.patch<@x0_receive, 0, "xpic", array<i64: 1, 1, 2, 3>>, #tile.patch<@x0_receive, 1, "events_m1", array<i64: 21, 21, 22, 23>>], row_address = 0x4c000, placed = [src 0x5c000, dst 0x5c040]
-// ROWS:       exchange.row @x0_send provenance "graph.layer_norm %n %g: input shards of round r, each to the result tiles that hold its elements" {
-// ROWS-NEXT:    exchange.send 15, 0x17000, 2
+// ROWS:       tile.exchange 2 words {{.*}} schedule #tile.schedule<rows = [@x0_send, @x0_receive]
+// ROWS:       exchange.row @x0_send provenance "graph.layer_norm %n %n: column part r's statistics to its row group" {
 // GENERIC-LABEL: "func.func"() <{sym_name = "cut_last_axis"
-// GENERIC:       "mid.layer_norm"(%{{.*}}, %w, %b) <{eps = 1.000000e-05 : f64, plan = #mid.plan<"layer_norm_rows"
+// GENERIC:       "mid.layer_norm"(%g, %w, %b) <{eps = 1.000000e-05 : f64, plan = #mid.plan<"layer_norm_cols_follow0"
 // TILE-GENERIC-LABEL: "func.func"() <{sym_name = "cut_last_axis"
-// TILE-GENERIC:  "tile.kernel"(%g_1, %g_1_gather_slot, %r, %g_2) <{callee = @gather_shard
+// TILE-GENERIC:  "tile.kernel"(%n_stats, %g) <{callee = @layer_norm_stats
 
 // -----
 
