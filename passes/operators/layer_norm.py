@@ -55,6 +55,7 @@ from passes.operators.gather import GatherRounds
 from passes.operators.pointwise import (
     PointwiseOperator,
     evaluate,
+    fitting_first,
     lower_pointwise,
     output_formats,
 )
@@ -162,7 +163,9 @@ class LayerNormOperator(PointwiseOperator):
         split = evaluate(op, ctx, f"{self.kind}_cols", APPLY_KERNEL, self.operand_names,
                          split_formats, named=named, outputs=cut, assumed=assumed,
                          kernel_cost=lambda types: apply_cycles(types, ctx.target))
-        return whole_rows + [with_statistics(c, op, ctx) for c in split]
+        # what fits beside the tiles' contents is preferred over both kinds at once
+        return fitting_first(op, self.operand_names,
+                             whole_rows + [with_statistics(c, op, ctx) for c in split], ctx)
 
     def build_mid(self, op: Operation, operands: Sequence[SSAValue], result_type: TensorType,
                   plan: mid.OperatorPlanAttr) -> Operation:
