@@ -406,6 +406,8 @@ def lower_columns_if_no_costlier(function: func.FuncOp, config: mid.PipelineConf
     next GEMM's): on the GPT-2-small stack a few KB more on the first 768 tiles left its MLP
     up-projection only the grid and its bias add the whole chip, 7.1M -> 18.8M cycles, which
     selection op by op cannot see. Whether `offered`'s catalog was kept."""
+    if not any(isinstance(op, graph.RepeatOp) for op in function.walk()):  # nothing to undo
+        return lower_function(function, config, offered, options, True)[1]
     block = function.parent_block()
     assert block is not None
     other = function.clone()
@@ -415,11 +417,17 @@ def lower_columns_if_no_costlier(function: func.FuncOp, config: mid.PipelineConf
         block.erase_op(other)
         return wider
     plain, plain_wider = lower_function(other, config, offered, options, False)
-    if program_estimate(lowered) < program_estimate(plain):
-        block.erase_op(plain)
-        return wider
-    block.erase_op(lowered)
-    return plain_wider
+    return wider if keep_cheaper(plain, lowered) else plain_wider
+
+
+def keep_cheaper(preferred: func.FuncOp, other: func.FuncOp) -> bool:
+    """Erase the costlier of two lowerings of one function, side by side in its block, by
+    their program estimates (`preferred` stays on a tie); whether `other` was kept."""
+    block = preferred.parent_block()
+    assert block is not None
+    kept_other = program_estimate(other) < program_estimate(preferred)
+    block.erase_op(preferred if kept_other else other)
+    return kept_other
 
 
 def splits_columns_in_a_repeat(function: func.FuncOp) -> bool:
@@ -450,10 +458,8 @@ def lower_cheaper_catalog(function: func.FuncOp, config: mid.PipelineConfigAttr,
                                         layer_norm_columns=layer_norm_columns)
     wider = lower_spread_if_no_costlier(other, offered, *options,
                                         layer_norm_columns=layer_norm_columns)
-    if program_estimate(wider) < program_estimate(plain):
-        block.erase_op(plain)
+    if keep_cheaper(plain, wider):
         return wider, True
-    block.erase_op(wider)
     return plain, False
 
 

@@ -175,6 +175,8 @@ def layer_norm_cycles(out: ShardGeometry, src: ShardGeometry, weight: ShardGeome
             + _f32_vector_cycles(5 * elements, target) + rows * target.rsqrt_cycles)
 
 
+STATS_PER_ROW = 2  # the column-split layer norm's statistics of a row: mean and M2 (FP32)
+
 
 def layer_norm_stats_cycles(stats: ShardGeometry, src: ShardGeometry, tile: int,
                             target: Target) -> int:
@@ -204,8 +206,6 @@ def layer_norm_apply_cycles(out: ShardGeometry, src: ShardGeometry, weight: Shar
                                  + merged * element_bytes(stats.precision))
             + _f32_vector_cycles(3 * elements + 2 * merged, target) + rows * target.rsqrt_cycles)
 
-
-STATS_PER_ROW = 2  # the column-split layer norm's statistics of a row: mean and M2 (FP32)
 
 def view_cycles(view_words: tuple[int, ...], source_tile: int | None, tile: int,
                 target: Target) -> int:

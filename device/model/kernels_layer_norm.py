@@ -43,10 +43,15 @@ from device.model.kernel_shards import (
 from device.shard_geometry import ShardGeometry
 
 
-def _whole_vector(call: KernelCall, name: str, fmt: ShardGeometry, width: int) -> np.ndarray:
+def _check_width(call: KernelCall, name: str, fmt: ShardGeometry, width: int) -> None:
+    """weight and bias: [C] vectors, one entry per element of the normalized axis."""
     if fmt.shape != (width,):
         raise call.fail(f"'{name}' has shape {fmt.shape}, expected ({width},): one entry per "
                         f"element of the normalized last axis")
+
+
+def _whole_vector(call: KernelCall, name: str, fmt: ShardGeometry, width: int) -> np.ndarray:
+    _check_width(call, name, fmt, width)
     start, stop = box_on(call, name, fmt)
     if start[0] != 0 or stop[0] < width:
         raise call.fail(f"'{name}': its shard [{start[0]}:{stop[0]}] on this tile does not hold "
@@ -188,9 +193,7 @@ def _part_vector(call: KernelCall, name: str, fmt: ShardGeometry, columns: tuple
     """The entries of weight or bias for this tile's real columns [start, stop): its shard
     on this tile must start at the tile's first column (cut as the last axis is)."""
     start, stop = columns
-    if fmt.shape != (width,):
-        raise call.fail(f"'{name}' has shape {fmt.shape}, expected ({width},): one entry per "
-                        f"element of the normalized last axis")
+    _check_width(call, name, fmt, width)
     box = box_on(call, name, fmt)
     if box[0][0] != start or (stop > start and box[1][0] < stop):
         raise call.fail(f"'{name}': its shard [{box[0][0]}:{box[1][0]}] on this tile is not "

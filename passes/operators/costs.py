@@ -33,7 +33,7 @@ from passes.operators.base import (
     format_of,
     tensor_type,
 )
-from passes.operators.formats import descriptor, geometry_of, shard_words, split_format
+from passes.operators.formats import geometry_of, shard_words, split_format
 from passes.operators.gather import GatherRounds, piece_plan, plan_rounds
 from planning.plan_reasons import MemoryReason
 from planning.shard_geometry import ShardGeometry, geometry
@@ -45,10 +45,15 @@ def plan_kernel_cycles(symbol: str, types: Sequence[TensorType], target: Target,
     """Cycles of one call of a descriptor kernel on `types` (out first, then the operands in
     pointer order), after its named scalars `extra`: the device model's own cycle function
     on the tiles where it costs most (the first and the last shard)."""
-    scalars = [*extra, *(w for t in types for w in descriptor(t))]
-    out_fmt = types[0].encoding
-    assert isinstance(out_fmt, mid.TensorFormatAttr)
-    out = geometry(types[0].get_shape(), out_fmt)
+    return shard_kernel_cycles(symbol, [geometry_of(t) for t in types], target, extra)
+
+
+def shard_kernel_cycles(symbol: str, shards: Sequence[ShardGeometry], target: Target,
+                        extra: Sequence[int] = ()) -> int:
+    """`plan_kernel_cycles` of the pointers' descriptors as geometries: also a scratch
+    buffer's (a layer norm's statistics), which has no mid type."""
+    scalars = [*extra, *(w for shard in shards for w in shard.encode())]
+    out = shards[0]
     return max(kernels.kernel_cycles(symbol, scalars, tile, target)
                for tile in {out.first_tile, out.tile_stop - 1})
 

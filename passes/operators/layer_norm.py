@@ -28,7 +28,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.ir.affine import AffineExpr, AffineMap
 
 from device.kernels import f32_bits
-from device.model.cycles import STATS_PER_ROW, layer_norm_apply_cycles, layer_norm_stats_cycles
+from device.model.cycles import STATS_PER_ROW
 from device.model.kernels_layer_norm import stats_geometry, stats_rows
 from device.target import WORD_BYTES, Target
 from ipu_dialects import graph, mid
@@ -42,7 +42,7 @@ from passes.operators.base import (
     format_of,
     tensor_type,
 )
-from passes.operators.costs import round_phases_cycles
+from passes.operators.costs import round_phases_cycles, shard_kernel_cycles
 from passes.operators.formats import (
     broadcast_operand_format,
     descriptor,
@@ -162,7 +162,7 @@ class LayerNormOperator(PointwiseOperator):
         cut = [(name, out_fmt) for name, out_fmt, _ in split_kinds]
         split = evaluate(op, ctx, f"{self.kind}_cols", APPLY_KERNEL, self.operand_names,
                          split_formats, named=named, outputs=cut, assumed=assumed,
-                         kernel_cost=lambda types: apply_cycles(types, ctx.target))
+                         kernel_cost=lambda types: apply_cycles(types, named, ctx.target))
         # what fits beside the tiles' contents is preferred over both kinds at once
         return fitting_first(op, self.operand_names,
                              whole_rows + [with_statistics(c, op, ctx) for c in split], ctx)
@@ -226,13 +226,12 @@ def block_words(src: ShardGeometry) -> int:
     return stats_rows(src) * STATS_PER_ROW
 
 
-def apply_cycles(types: list[TensorType], target: Target) -> int:
-    """`layer_norm_apply` on the plan's types (out, src, weight, bias) and the statistics,
-    on the tiles where it costs most (the first and the last)."""
-    out, src, weight, bias = (geometry_of(t) for t in types)
-    stats = stats_geometry(src)
-    return max(layer_norm_apply_cycles(out, src, weight, bias, stats, tile, target)
-               for tile in {out.first_tile, out.tile_stop - 1})
+def apply_cycles(types: list[TensorType], named: Sequence[int], target: Target) -> int:
+    """The `layer_norm_apply` call on the plan's types (out, src, weight, bias) and the
+    statistics."""
+    shards = [geometry_of(t) for t in types]
+    return shard_kernel_cycles(APPLY_KERNEL, [*shards, stats_geometry(shards[1])], target,
+                               named)
 
 
 def with_statistics(found: Candidate, op: Operation, ctx: SelectionContext) -> Candidate:
@@ -241,9 +240,7 @@ def with_statistics(found: Candidate, op: Operation, ctx: SelectionContext) -> C
     if found.cycles is None:
         return found
     src = geometry(tensor_type(op.results[0]).get_shape(), found.plan.operand_plan("src").format)
-    stats = stats_geometry(src)
-    kernel = max(layer_norm_stats_cycles(stats, src, tile, ctx.target)
-                 for tile in {src.first_tile, src.tile_stop - 1})
+    kernel = shard_kernel_cycles(STATS_KERNEL, [stats_geometry(src), src], ctx.target)
     phases = round_phases_cycles(statistics_rounds(src), block_words(src), ctx.target)
     return dataclasses.replace(found, cycles=found.cycles + kernel + phases)
 
