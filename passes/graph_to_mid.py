@@ -269,11 +269,12 @@ class GraphToMidLowering:
         spread = operator.spread_operands(op, plan, ctx)
         if not spread or self.resident is None:
             return ctx
-        for index, spread_bytes in spread.items():
+        for index, storage in spread.items():
             arg = op.operands[index]
             assert isinstance(arg, BlockArgument)
-            self.resident.store_spread(arg, spread_bytes)
-        return dataclasses.replace(ctx, resident=ctx.resident.with_spread(spread))
+            self.resident.store_spread(arg, storage)
+        return dataclasses.replace(ctx, resident=ctx.resident.with_spread(
+            {i: storage.tile_bytes for i, storage in spread.items()}))
 
     def stores_spread(self, arg: SSAValue) -> bool:
         """Whether a plan chose to take body argument `arg`'s sequence stored spread."""
@@ -284,12 +285,8 @@ class GraphToMidLowering:
         """Tell the memory-aware selection what `op`'s chosen plan holds on its tiles."""
         if self.resident is None:
             return
-        names = operator.plan_operand_names(op)
-        formats = [plan.operand_plan(name).format for name in names]
-        shapes = [tensor_type(v).get_shape() for v in op.operands]
         self.resident.record(ctx.resident, operator.plan_tile_bytes(op, plan, self.target),
-                             formats, shapes,
-                             (tensor_type(op.results[0]).get_shape(), plan.operand_plan("out").format))
+                             *operator.plan_formats(op, plan))
 
     def round_to_declared_storage(self, op: Operation, declared: TensorType) -> int:
         """A plan may store its result wider than the graph declares it (an FP8 GEMM gives

@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol
 
-import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -29,7 +28,7 @@ from device.target import Target
 from ipu_dialects import mid
 from ipu_dialects.tile import BufferOp, TileSetAttr
 from passes.operators.formats import current_format
-from passes.operators.resident import ResidentMemory, ResidentTracker
+from passes.operators.resident import ResidentMemory, ResidentTracker, Shape, SpreadStorage
 from planning.plan_reasons import NoValidPlan
 from planning.shard_geometry import geometry
 
@@ -265,10 +264,20 @@ class Operator(ABC):
         """The mid op for `op` with its operands already in the plan's formats."""
         raise NotImplementedError  # conversions are inserted, never selected
 
+    def plan_formats(self, op: Operation, plan: mid.OperatorPlanAttr
+                     ) -> tuple[list[mid.TensorFormatAttr], list[Shape],
+                                tuple[Shape, mid.TensorFormatAttr]]:
+        """The formats `plan` gives `op`'s operands, their shapes, and its result's shape and
+        format: what the resident memory is asked about a plan."""
+        formats = [plan.operand_plan(name).format for name in self.plan_operand_names(op)]
+        shapes: list[Shape] = [tensor_type(v).get_shape() for v in op.operands]
+        return formats, shapes, (tensor_type(op.results[0]).get_shape(),
+                                 plan.operand_plan("out").format)
+
     def spread_operands(self, op: Operation, plan: mid.OperatorPlanAttr,
-                        ctx: SelectionContext) -> dict[int, np.ndarray]:
+                        ctx: SelectionContext) -> dict[int, SpreadStorage]:
         """The operands, elements of a repeat's sequences, whose sequences `plan` takes stored
-        spread over the chip (each iteration's element fetched), with their bytes on each tile:
+        spread over the chip (each iteration's element fetched), with how each is stored:
         none unless the operator says so."""
         return {}
 

@@ -1014,6 +1014,12 @@ def piece_plan(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
     where no tile is sent its own piece: k rounds, in round r every input shard that is piece r of
     a result shard to the result tiles that hold it (its replicas), straight into the result
     at piece r's bytes: no slot, no take (`lower_pieces`). None otherwise."""
+    plan = piece_rounds(a, b)
+    return None if plan is None or sends_to_itself(plan) else plan
+
+
+def piece_rounds(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
+    """`piece_plan`'s rounds, whether or not a tile is sent its own piece."""
     if not (a.replication == 1 and a.rank == b.rank >= 1 and a.shape == b.shape
             and (a.order, a.precision, a.pads, a.scale) == (b.order, b.precision, b.pads,
                                                             b.scale)
@@ -1034,7 +1040,7 @@ def piece_plan(a: ShardGeometry, b: ShardGeometry) -> GatherRounds | None:
                    for copy in range(b.replication)), copiers=(),
         has_traffic=True, tile_base=base, sender_offset=a.first_tile - base,
         group_inner=trailing)
-    return None if sends_to_itself(plan) else plan
+    return plan
 
 
 def sends_to_itself(plan: GatherRounds) -> bool:

@@ -26,8 +26,8 @@ from passes.operators.gemm_grid3d_lowering import lower_gemm_grid3d
 from passes.operators.gemm_grid_lowering import lower_gemm_grid
 from passes.operators.gemm_ksplit_lowering import lower_gemm_ksplit
 from passes.operators.gemm_rows_lowering import lower_gemm_rows
-from passes.operators.resident import ResidentMemory, selection_room
-from passes.operators.sequence_spread import cheapest_spread, spread_tile_bytes
+from passes.operators.resident import ResidentMemory, SpreadStorage, selection_room
+from passes.operators.sequence_spread import cheapest_spread, spread_storage
 from passes.operators.tile_maps import (
     GemmOperands,
     effective_operand,
@@ -87,9 +87,9 @@ class GemmOperator(Operator):
                 return True
             if not sequences:
                 return False
-            spread = self.stored_spread(op, evaluation.plan, ctx, sequences)
-            return self.fits_beside(op, evaluation.plan, plan_bytes, ctx,
-                                    ctx.resident.with_spread(spread))
+            spread = self.stored_spread(op, evaluation.plan, ctx, sequences, plan_bytes)
+            return self.fits_beside(op, evaluation.plan, plan_bytes, ctx, ctx.resident.with_spread(
+                {i: storage.tile_bytes for i, storage in spread.items()}))
 
         # from the operands' current formats (in their types, `priced`'s key); a plan whose
         # sequence operands do not fit where it reads them also fetches them every iteration
@@ -116,15 +116,15 @@ class GemmOperator(Operator):
         return self.cheapest_with_consumers(op, ranked, ctx)
 
     def spread_operands(self, op: Operation, plan: mid.OperatorPlanAttr,
-                        ctx: SelectionContext) -> dict[int, np.ndarray]:
+                        ctx: SelectionContext) -> dict[int, SpreadStorage]:
         """The operands (elements of a repeat's sequences) whose sequences `plan` takes stored
-        spread over the chip, with their bytes on each tile: all of them when they do not fit
+        spread over the chip, with how each is stored: all of them when they do not fit
         where the plan reads them."""
         sequences = ctx.resident.sequence_operands()
-        if not sequences or self.fits_in_place(
-                op, plan, plan_tile_memory(plan, problem_of(op), ctx.target), ctx):
+        plan_bytes = plan_tile_memory(plan, problem_of(op), ctx.target)
+        if not sequences or self.fits_in_place(op, plan, plan_bytes, ctx):
             return {}
-        return self.stored_spread(op, plan, ctx, sequences)
+        return self.stored_spread(op, plan, ctx, sequences, plan_bytes)
 
     def fits_in_place(self, op: Operation, plan: mid.OperatorPlanAttr, plan_bytes: int,
                       ctx: SelectionContext) -> bool:
@@ -138,19 +138,26 @@ class GemmOperator(Operator):
                     ctx: SelectionContext, resident: ResidentMemory) -> bool:
         """Whether `plan` fits the selection room on its tiles beside what `resident` says
         they hold."""
-        formats = [plan.operand_plan(n).format for n in self.operand_names]
-        shapes = [tensor_type(v).get_shape() for v in op.operands]
-        out = (tensor_type(op.results[0]).get_shape(), plan.operand_plan("out").format)
+        formats, shapes, out = self.plan_formats(op, plan)
         return resident.fits(plan_bytes, formats, shapes, selection_room(ctx.target), out)
 
     def stored_spread(self, op: Operation, plan: mid.OperatorPlanAttr, ctx: SelectionContext,
-                      indices: Sequence[int]) -> dict[int, np.ndarray]:
-        """Bytes on each tile of the sequences of operands `indices` stored in the spread
-        format each is fetched cheapest from into the plan's format."""
-        return {i: spread_tile_bytes(tensor_type(op.operands[i]),
-                                     plan.operand_plan(self.operand_names[i]).format,
-                                     ctx.resident.sequence_counts[i], ctx.tiles, ctx.indivisible,
-                                     ctx.target) for i in indices}
+                      indices: Sequence[int], plan_bytes: int) -> dict[int, SpreadStorage]:
+        """How the sequences of operands `indices` are stored spread when `plan`, holding
+        `plan_bytes` on its busiest tile, fetches their elements (`spread_storage`: on the
+        tiles that hold least so far and at this op, one after the other)."""
+        resident = ctx.resident
+        formats, shapes, out = self.plan_formats(op, plan)
+        fetching = resident.with_spread({i: np.zeros(ctx.tiles, np.int64) for i in indices})
+        loads = np.maximum(resident.earlier_peak,
+                           fetching.holding(plan_bytes, formats, shapes, out))
+        stored = {}
+        for i in indices:
+            stored[i] = spread_storage(tensor_type(op.operands[i]), formats[i],
+                                       resident.sequence_counts[i], loads, ctx.indivisible,
+                                       ctx.target)
+            loads = loads + stored[i].tile_bytes
+        return stored
 
     def fetch_cycles(self, op: Operation, plan: mid.OperatorPlanAttr, ctx: SelectionContext,
                      indices: Sequence[int]) -> int:

@@ -36,11 +36,9 @@ mid-to-tile (`RepeatOperator.lower`): the op count does not depend on the count.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects.builtin import (
     IntegerAttr,
     StringAttr,
@@ -73,13 +71,10 @@ from passes.operators.formats import (
     tensor_format_of,
     with_format,
 )
-from passes.operators.gather import piece_plan
-from passes.operators.resident import selection_room
-from passes.operators.sequence_spread import cheapest_spread, whole_shard_spread_format
+from passes.operators.sequence_spread import cheapest_spread
 from passes.operators.tile_maps import scalar_map, tensor_format
 from planning.program_estimate import runs_of
 from planning.shard_geometry import geometry
-from planning.tile_loads import on_tiles
 
 YIELD_COPY_REASON = (
     "the yielded value's plan writes a fresh buffer: copy it into the carried buffer")
@@ -170,62 +165,23 @@ def stacked_bytes(arg: SSAValue, count: int) -> int:
 
 def fetch_chosen_spread(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     """Store spread the sequences whose consumer's plan chose to take them so (memory-aware
-    GEMM selection: they do not fit where the plan reads them), each iteration's element
-    fetched in the cheapest spread format (`cheapest_spread`), or as whole shards where those
-    fit and are fetched in fewer cycles (`whole_shards_if_cheaper`)."""
+    GEMM selection: they do not fit where the plan reads them): as the whole shards chosen
+    when the plan took them (`GraphToMidLowering.store_spread`, `whole_shard_window`), whose
+    fetch saving the estimates of the GEMMs that read them now take, or else in the cheapest
+    spread format (`cheapest_spread`)."""
     target = get_target(lowering.config.target.data)
     tiles, indivisible = lowering.config.tiles.data, lowering.config.indivisible.data
     for arg in op.sequence_args:
-        if lowering.stores_spread(arg):
-            arg_type = tensor_type(arg)
-            spread, cycles = cheapest_spread(arg_type, tensor_format_of(arg), tiles,
-                                             indivisible, target)
-            fetch_sequence_element(op, arg, whole_shards_if_cheaper(
-                lowering, arg, op.count.value.data, cycles, target) or spread)
-
-
-def whole_shards_if_cheaper(lowering: GraphLowering, arg: BlockArgument, count: int,
-                            cycles: int, target: Target) -> mid.TensorFormatAttr | None:
-    """`arg`'s element spread as whole pieces of its plan's shards
-    (`whole_shard_spread_format`: the fewest pieces, 1, 2, 4, ..., that fit) on the window
-    of tiles where no tile is sent its own piece (`gather.piece_plan`) whose fullest holds
-    least over the program so far, when its `count` elements fit there and its fetch costs
-    less than `cycles` (the cheapest spread's). The selection's estimate of each GEMM that
-    reads it (which priced the fetch at `cycles`) then drops by the difference, and the
-    tiles' recorded peak takes the new bytes. Chosen once the body's plans are, so that it
-    never changes them; None when it does not pay or fit."""
-    resident = lowering.resident
-    if resident is None:
-        return None
-    arg_type, wanted = tensor_type(arg), tensor_format_of(arg)
-    shape = arg_type.get_shape()
-    before = resident.spread[(arg.block, arg.index)]
-    taken = geometry(shape, wanted)
-    pieces = 1
-    while shape and pieces <= taken.chunk[0]:
-        unplaced = whole_shard_spread_format(arg_type, wanted, 0, pieces)
-        pieces *= 2
-        if unplaced is None:
+        if not lowering.stores_spread(arg):
             continue
-        geom = geometry(shape, unplaced)
-        need = count * geom.shard_bytes()
-        if need + geom.shard_bytes() > target.standard_bytes:  # one range, and its staging
+        assert lowering.resident is not None
+        shards = lowering.resident.whole_shards.get((arg.block, arg.index))
+        if shards is None:
+            spread, _ = cheapest_spread(tensor_type(arg), tensor_format_of(arg), tiles,
+                                        indivisible, target)
+            fetch_sequence_element(op, arg, spread)
             continue
-        loads = resident.earlier_peak - before
-        starts = [start for start in range(len(loads) - geom.tiles_used + 1)
-                  if piece_plan(dataclasses.replace(geom, first_tile=start), taken) is not None]
-        start = least_loaded_window(loads, geom.tiles_used, starts,
-                                    selection_room(target) - need)
-        if start is None:
-            continue
-        shards = unplaced.with_changes(first_tile=start)
-        saved = cycles - conversion_type_cycles(with_format(arg_type, shards),
-                                                with_format(arg_type, wanted), target)
-        if saved <= 0:
-            return None
-        after = on_tiles(geometry(shape, shards), len(before), need)
-        resident.spread[(arg.block, arg.index)] = after
-        resident.earlier_peak = resident.earlier_peak - before + after
+        spread, saved = shards
         for use in arg.uses:
             if not isinstance(use.operation, mid.GemmOp):  # only GEMMs price a fetch
                 continue
@@ -233,22 +189,7 @@ def whole_shards_if_cheaper(lowering: GraphLowering, arg: BlockArgument, count: 
             if isinstance(estimate, IntegerAttr):
                 use.operation.attributes[mid.ESTIMATE_ATTR_NAME] = IntegerAttr(
                     estimate.value.data - saved, i64)
-        return shards
-    return None
-
-
-def least_loaded_window(loads: np.ndarray, span: int, starts: Sequence[int],
-                        most: int) -> int | None:
-    """Of the windows of `span` consecutive tiles from `starts`, the first tile of the one
-    whose fullest tile holds least, if that is at most `most` bytes: on ties the last, as
-    far from tile 0 as it goes (every format starts there by default, so the chip's end is
-    what later ops use least)."""
-    if not starts:
-        return None
-    fullest = np.lib.stride_tricks.sliding_window_view(loads, span).max(axis=1)[list(starts)]
-    least = fullest.min()
-    best = int(np.asarray(starts)[fullest == least][-1])
-    return best if least <= most else None
+        fetch_sequence_element(op, arg, spread)
 
 
 def spread_sequences(lowering: GraphLowering, op: graph.RepeatOp) -> None:

@@ -127,10 +127,29 @@ class ResidentMemory:
         if not self.tiles:
             return plan_bytes <= room
         geoms = self.geometries(formats, shapes)
-        plan_geoms = [*geoms, geometry(*out)] if out is not None else geoms
-        return (int(self.here(plan_bytes, geoms, plan_geoms).max()) <= room
+        return (int(self.holding(plan_bytes, formats, shapes, out).max()) <= room
                 and int((self.earlier_peak - self.reserved + self.newly_stored(geoms)).max())
                 <= room)
+
+    def holding(self, plan_bytes: int, formats: Sequence[mid.TensorFormatAttr],
+                shapes: Sequence[Shape],
+                out: tuple[Shape, mid.TensorFormatAttr] | None = None) -> np.ndarray:
+        """Bytes per tile at the op with a plan holding `plan_bytes` on its busiest tile, its
+        operands in `formats` (its result in `out`'s): `here`, from the formats."""
+        geoms = self.geometries(formats, shapes)
+        plan_geoms = [*geoms, geometry(*out)] if out is not None else geoms
+        return self.here(plan_bytes, geoms, plan_geoms)
+
+
+@dataclass(frozen=True)
+class SpreadStorage:
+    """How a sequence that a plan takes stored spread is stored: its bytes on each tile, and,
+    where it is stored as whole pieces of the plan's shards on a window of tiles
+    (`sequence_spread.whole_shard_window`), that element format and the fetch cycles it
+    saves over the cheapest spread's."""
+
+    tile_bytes: np.ndarray
+    whole_shards: tuple[mid.TensorFormatAttr, int] | None = None
 
 
 def selection_room(target: Target) -> int:
@@ -165,6 +184,10 @@ class ResidentTracker:
     # the repeat body arguments (block, index) whose sequences are stored spread, with their
     # bytes on each tile (`store_spread`)
     spread: dict[tuple[Block, int], np.ndarray] = field(default_factory=dict)
+    # of those, the ones stored as whole pieces of their plan's shards on a window of tiles
+    # (`sequence_spread.whole_shard_window`): their element format and the fetch cycles saved
+    whole_shards: dict[tuple[Block, int], tuple[mid.TensorFormatAttr, int]] = field(
+        default_factory=dict)
     # names of sequences (their body arguments') a plan must take stored spread: a lowering
     # before this one estimated that, kept where their plans read them, they overflow a tile
     force_spread: frozenset[str] = frozenset()
@@ -269,11 +292,13 @@ class ResidentTracker:
         """Whether `arg`, a repeat body's sequence argument, is stored spread (`spread`)."""
         return isinstance(arg, BlockArgument) and (arg.block, arg.index) in self.spread
 
-    def store_spread(self, arg: BlockArgument, spread_bytes: np.ndarray) -> None:
-        """`arg`'s sequence is stored spread, `spread_bytes` on each tile: live from the
-        program's start, at every op lowered so far too."""
-        self.spread[(arg.block, arg.index)] = spread_bytes
-        self.earlier_peak = self.earlier_peak + spread_bytes
+    def store_spread(self, arg: BlockArgument, storage: SpreadStorage) -> None:
+        """`arg`'s sequence is stored spread as `storage` says: live from the program's
+        start, at every op lowered so far too."""
+        self.spread[(arg.block, arg.index)] = storage.tile_bytes
+        if storage.whole_shards is not None:
+            self.whole_shards[(arg.block, arg.index)] = storage.whole_shards
+        self.earlier_peak = self.earlier_peak + storage.tile_bytes
 
     def used_after(self, value: SSAValue, position: int) -> bool:
         """Whether an op after `position` (not lowered yet) uses `value`, directly or through
@@ -305,9 +330,8 @@ class ResidentTracker:
         """The op `resident` was taken for chose a plan of `plan_bytes` whose operands take
         `formats` (its result `out`'s): the inputs it stored are live at every earlier op, and
         its own fullest moment is one more earlier peak for the ops after it, tile by tile."""
-        geoms = resident.geometries(formats, shapes)
-        here = resident.here(plan_bytes, geoms, [*geoms, geometry(*out)])
-        stored = resident.newly_stored(geoms) - resident.reserved
+        here = resident.holding(plan_bytes, formats, shapes, out)
+        stored = resident.newly_stored(resident.geometries(formats, shapes)) - resident.reserved
         self.earlier_peak = np.maximum(self.earlier_peak + stored, here)
 
     def computed_by(self, value: SSAValue) -> None:

@@ -5,12 +5,18 @@ selection prices the fetch, `passes/operators/gemm.py`).
 
 Two spread formats are offered, and the one fetched in fewer estimated cycles is taken
 (`cheapest_spread`): the consumer's own cut, finer (`aligned_spread_format`), or whole rows
-over as many tiles as there are for (`spread_format`).
+over as many tiles as there are for (`spread_format`). Where it fits and is fetched in fewer
+cycles still, the sequence is stored instead as whole pieces of the consumer's shards on the
+least-loaded window of tiles (`whole_shard_window`), chosen when the consumer's plan takes it
+spread, so that the ops selected after it see it where it will be placed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -19,8 +25,9 @@ from device.target import Target
 from ipu_dialects import mid
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import row_major_format, split_format, with_format
-from passes.operators.gather import pieces_contiguous
-from planning.shard_geometry import geometry
+from passes.operators.gather import piece_rounds, pieces_contiguous
+from passes.operators.resident import SpreadStorage, selection_room
+from planning.shard_geometry import ShardGeometry, geometry
 from planning.target_memo import TargetMemo
 from planning.tile_loads import on_tiles
 
@@ -126,11 +133,83 @@ def cheapest_spread(arg_type: TensorType, wanted: mid.TensorFormatAttr, tiles: i
 CHEAPEST: TargetMemo[tuple[mid.TensorFormatAttr, int]] = TargetMemo(4096)
 
 
-def spread_tile_bytes(arg_type: TensorType, wanted: mid.TensorFormatAttr, count: int,
-                      tiles: int, indivisible: str, target: Target) -> np.ndarray:
-    """Bytes on each of `tiles` tiles of a sequence of `count` elements stored in the spread
-    format fetched cheapest into `wanted` (normalize-repeats: every tile of the format holds
-    its shard of every element)."""
-    spread, _ = cheapest_spread(arg_type, wanted, tiles, indivisible, target)
+def spread_storage(arg_type: TensorType, wanted: mid.TensorFormatAttr, count: int,
+                   loads: np.ndarray, indivisible: str, target: Target) -> SpreadStorage:
+    """How a sequence of `count` elements fetched into `wanted` is stored spread: as whole
+    shards on the least-loaded window of `loads` (bytes per tile so far) where they fit and
+    are fetched cheaper (`whole_shard_window`), else in the spread format fetched cheapest
+    (`cheapest_spread`; normalize-repeats: every tile of the format holds its shard of every
+    element)."""
+    tiles = len(loads)
+    spread, cycles = cheapest_spread(arg_type, wanted, tiles, indivisible, target)
+    window = whole_shard_window(arg_type, wanted, count, loads, cycles, target)
+    if window is not None:
+        shards, tile_bytes, saved = window
+        return SpreadStorage(tile_bytes, (shards, saved))
     geom = geometry(arg_type.get_shape(), spread)
-    return on_tiles(geom, tiles, count * geom.shard_bytes())
+    return SpreadStorage(on_tiles(geom, tiles, count * geom.shard_bytes()))
+
+
+def whole_shard_window(arg_type: TensorType, wanted: mid.TensorFormatAttr, count: int,
+                       loads: np.ndarray, cycles: int, target: Target
+                       ) -> tuple[mid.TensorFormatAttr, np.ndarray, int] | None:
+    """A sequence of `count` elements fetched into `wanted` stored as whole pieces of
+    `wanted`'s shards (`whole_shard_spread_format`: the fewest pieces, 1, 2, 4, ..., that
+    fit) on the window of tiles where no tile is sent its own piece (`gather.piece_plan`)
+    whose fullest holds least of `loads` (bytes per tile so far), when the elements fit
+    there and their fetch costs less than `cycles` (the cheapest spread's): (its element
+    format, its bytes on each tile, the fetch cycles it saves). None when it does not pay or
+    fit."""
+    shape = arg_type.get_shape()
+    taken = geometry(shape, wanted)
+    pieces = 1
+    while shape and pieces <= taken.chunk[0]:
+        unplaced = whole_shard_spread_format(arg_type, wanted, 0, pieces)
+        pieces *= 2
+        if unplaced is None:
+            continue
+        geom = geometry(shape, unplaced)
+        need = count * geom.shard_bytes()
+        if need + geom.shard_bytes() > target.standard_bytes:  # one range, and its staging
+            continue
+        starts = piece_plan_starts(geom, taken, len(loads))
+        start = least_loaded_window(loads, geom.tiles_used, starts,
+                                    selection_room(target) - need)
+        if start is None:
+            continue
+        shards = unplaced.with_changes(first_tile=start)
+        saved = cycles - conversion_type_cycles(with_format(arg_type, shards),
+                                                with_format(arg_type, wanted), target)
+        if saved <= 0:
+            return None
+        return shards, on_tiles(geometry(shape, shards), len(loads), need), saved
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def piece_plan_starts(geom: ShardGeometry, taken: ShardGeometry, tiles: int) -> tuple[int, ...]:
+    """The first tiles of `tiles` from which `geom`'s shards are fetched into `taken` as
+    whole pieces (`gather.piece_plan`: no tile sent its own piece). A round's senders move
+    with `geom`'s first tile and its receivers stay, so the starts left out are those that
+    put a sender on one of its receivers. Remembered: every plan that reads a sequence
+    spread asks it."""
+    rounds = piece_rounds(dataclasses.replace(geom, first_tile=0), taken)
+    if rounds is None:
+        return ()
+    senders, receivers = rounds.round_tiles()
+    own = set(np.unique(receivers - senders[..., None]).tolist())
+    return tuple(start for start in range(tiles - geom.tiles_used + 1) if start not in own)
+
+
+def least_loaded_window(loads: np.ndarray, span: int, starts: Sequence[int],
+                        most: int) -> int | None:
+    """Of the windows of `span` consecutive tiles from `starts`, the first tile of the one
+    whose fullest tile holds least, if that is at most `most` bytes: on ties the last, as
+    far from tile 0 as it goes (every format starts there by default, so the chip's end is
+    what later ops use least)."""
+    if not starts:
+        return None
+    fullest = np.lib.stride_tricks.sliding_window_view(loads, span).max(axis=1)[list(starts)]
+    least = fullest.min()
+    best = int(np.asarray(starts)[fullest == least][-1])
+    return best if least <= most else None

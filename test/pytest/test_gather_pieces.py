@@ -3,7 +3,7 @@ input format is the result's with each shard's leading axis cut into k pieces wh
 consecutive ranges of the result shard's (one copy, the all-padding tail left out), and no
 tile is sent its own piece, the gather is a phase per piece straight into the result (no
 slot, no take). How whole-shard spreads of a repeat's sequences are fetched
-(`passes/operators/repeat.py`, `whole_shards_if_cheaper`), and any conversion of that shape.
+(`passes/operators/sequence_spread.py`, `whole_shard_window`), and any conversion of that shape.
 
 Each case is one rearrangement (`test_gather_concurrent.py`'s harness), run on the device
 model from its encoded rows and compared bit-exactly with its input; the selector's price of
@@ -11,6 +11,7 @@ it (`conversion_type_cycles`) is the cycles the model charges."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from device.target import IPU21
 from ipu_dialects.tile import ExchangeOp, KernelOp, LoopOp
 from passes.operators.costs import conversion_type_cycles
 from passes.operators.gather import piece_plan, pieces_contiguous
+from passes.operators.sequence_spread import piece_plan_starts
 from planning.shard_geometry import geometry
 from tools.package_writer import build_package
 from tools.registry import make_context
@@ -83,6 +85,21 @@ def test_a_piece_gather_moves_every_element_in_a_phase_per_piece(name):
     assert_moved_exactly(package)
     a, b = types(shape, element, src, dst)
     assert sum(package_cycles(package)) == conversion_type_cycles(a, b, IPU21)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_starts_a_spread_may_take_are_those_piece_plan_accepts(name):
+    """`piece_plan_starts` (where a whole-shard spread may start: no tile sent its own
+    piece), from one plan's rounds, is the filter of every start through `piece_plan`."""
+    shape, element, src, dst, tiles, _ = CASES[name]
+    a, b = types(shape, element, src, dst)
+    spread, taken = geometry(shape, a.encoding), geometry(shape, b.encoding)
+    brute = tuple(start for start in range(tiles - spread.tiles_used + 1)
+                  if piece_plan(dataclasses.replace(spread, first_tile=start), taken) is not None)
+    assert piece_plan_starts(spread, taken, tiles) == brute
+    assert brute  # some start works and, on overlapping tiles, some do not
+    if name == "row-major pieces on overlapping tiles":
+        assert len(brute) < tiles - spread.tiles_used + 1
 
 
 def test_a_tile_sent_its_own_piece_is_left_to_the_slot_and_take():

@@ -5,6 +5,8 @@ iteration's element is fetched in the body."""
 
 from pathlib import Path
 
+import numpy as np
+from xdsl.dialects.builtin import TensorType
 from xdsl.parser import Parser
 
 from device.target import IPU21
@@ -15,8 +17,10 @@ from passes.operators.costs import conversion_type_cycles
 from passes.operators.formats import with_format
 from passes.operators.gather import piece_plan
 from passes.operators.repeat import SEQUENCE_BUDGET, stacked_bytes
-from passes.operators.sequence_spread import spread_format
+from passes.operators.resident import ResidentTracker, selection_room
+from passes.operators.sequence_spread import cheapest_spread, spread_format, spread_storage
 from planning.shard_geometry import geometry
+from planning.tile_loads import on_tiles
 from tools.ipu_run import EXIT_PASS, compile_module, make_context, run_main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,6 +72,56 @@ def test_a_stack_that_would_pile_onto_tile_0_is_spread_and_fetched():
     assert spread.replication == 1 and spread.first_tile >= wanted.tile_stop
     assert piece_plan(spread, wanted) is not None
     assert stacked_bytes(weight, 12) == 12 * spread.shard_bytes()
+
+
+def test_selection_counts_a_spread_stack_on_the_tiles_it_is_stored_on(monkeypatch):
+    """The bytes memory-aware selection counts for the spread weights, from the moment the
+    GEMM takes them spread, are those of the format the repeat stores them in: its window of
+    tiles past the GEMM's (`spread_storage`), not the spread format's from tile 0."""
+    counted: dict[str, np.ndarray] = {}
+    store = ResidentTracker.store_spread
+
+    def recording(self, arg, storage):
+        counted[arg.name_hint] = storage.tile_bytes
+        store(self, arg, storage)
+
+    monkeypatch.setattr(ResidentTracker, "store_spread", recording)
+    repeat = lowered_repeat(stack_text(), 64, spread=False)
+    weight = repeat.sequence_args[0]
+    stored = geometry(weight.type.get_shape(), weight.type.encoding)
+    assert stored.first_tile > 0
+    assert np.array_equal(counted["w"], on_tiles(stored, 64, 12 * stored.shard_bytes()))
+
+
+def test_a_whole_shard_spread_takes_the_least_loaded_window_that_fits():
+    """`spread_storage` puts the stack where the tiles hold least so far and at the op; with
+    no window left that fits, the spread format fetched cheapest, from tile 0."""
+    element, wanted = lowered_types()
+    loads = np.zeros(64, np.int64)
+    loads[:16] = 400_000  # the GEMM's tiles and what they hold
+    loads[48:] = 100_000
+    storage = spread_storage(element, wanted, 12, loads, "pad", IPU21)
+    assert storage.whole_shards is not None
+    shards, saved = storage.whole_shards
+    geom = geometry(element.get_shape(), shards)
+    assert 16 <= geom.first_tile and geom.tile_stop <= 48 and saved > 0
+    assert np.array_equal(storage.tile_bytes, on_tiles(geom, 64, 12 * geom.shard_bytes()))
+    full = np.full(64, selection_room(IPU21), np.int64)
+    fallback = spread_storage(element, wanted, 12, full, "pad", IPU21)
+    spread, _ = cheapest_spread(element, wanted, 64, "pad", IPU21)
+    assert fallback.whole_shards is None
+    assert np.array_equal(fallback.tile_bytes,
+                          on_tiles(geometry(element.get_shape(), spread), 64,
+                                   12 * geometry(element.get_shape(), spread).shard_bytes()))
+
+
+def lowered_types() -> tuple[TensorType, mid.TensorFormatAttr]:
+    """The stack's weight element type and the format its GEMM's plan reads it in."""
+    repeat = lowered_repeat(stack_text(), 64, spread=False)
+    weight = repeat.sequence_args[0]
+    (fetch,) = [u.operation for u in weight.uses]
+    element = weight.type
+    return TensorType(element.get_element_type(), element.get_shape()), fetch.results[0].type.encoding
 
 
 def test_a_stack_that_fits_where_its_plan_reads_it_is_not_spread():
