@@ -51,7 +51,7 @@ from passes.operators.formats import (
     with_format,
     with_storage,
 )
-from passes.operators.repeat import is_body_argument, lower_repeat
+from passes.operators.repeat import hint_yielded_formats, is_body_argument, lower_repeat
 from passes.operators.resident import ResidentMemory, ResidentTracker, selection_room
 from passes.operators.spreading import LookAhead
 from planning.gemm_problem import (
@@ -373,7 +373,7 @@ class GraphToMidPass(PipelineOptions, ModulePass):
             if function.is_declaration:
                 continue
             options = (target, self.spread_sequences, self.spread_saving, self.spread_inputs)
-            if lower_columns_if_no_costlier(function, config, offered, options):
+            if lower_carried_as_yielded(function, config, offered, options):
                 assert offered is not None  # only an offered catalog can be kept
                 op.attributes[mid.CONFIG_ATTR_NAME] = offered
 
@@ -391,6 +391,37 @@ def lower_function(function: func.FuncOp, config: mid.PipelineConfigAttr,
                                            layer_norm_columns=layer_norm_columns), False
     return lower_cheaper_catalog(function, config, offered, *options,
                                  layer_norm_columns=layer_norm_columns)
+
+
+def lower_carried_as_yielded(function: func.FuncOp, config: mid.PipelineConfigAttr,
+                             offered: mid.PipelineConfigAttr | None,
+                             options: LoweringOptions) -> bool:
+    """Lower `function` (`lower_columns_if_no_costlier`); where a repeat's body then yields a
+    carried value in another format than its body argument took from its first consumer (a
+    conversion every iteration), lower it again with those arguments in the yielded formats
+    from the start (`hint_yielded_formats`) and keep the cheaper lowering by its program
+    estimate (the first on a tie). A carried argument's format is its first consumer's
+    choice, made before the op that computes the next iteration's value is lowered: on the
+    GPT-2-small stack the layer norm that reads the residual stream took rows, and each
+    iteration brought the last residual add's output, in the MLP projection's panels, back
+    into them; taken in those panels, the layer norm keeps their cut. Whether `offered`'s
+    catalog was kept."""
+    if not any(isinstance(op, graph.RepeatOp) for op in function.walk()):
+        return lower_columns_if_no_costlier(function, config, offered, options)
+    block = function.parent_block()
+    assert block is not None
+    other = function.clone()
+    block.insert_op_after(other, function)
+    wider = lower_columns_if_no_costlier(function, config, offered, options)
+    lowered = other.prev_op
+    assert isinstance(lowered, func.FuncOp)
+    if not hint_yielded_formats(lowered, other):
+        block.erase_op(other)
+        return wider
+    hinted_wider = lower_columns_if_no_costlier(other, config, offered, options)
+    hinted = lowered.next_op
+    assert isinstance(hinted, func.FuncOp)
+    return hinted_wider if keep_cheaper(lowered, hinted) else wider
 
 
 def lower_columns_if_no_costlier(function: func.FuncOp, config: mid.PipelineConfigAttr,

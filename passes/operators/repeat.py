@@ -39,7 +39,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import func
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     IntegerAttr,
     StringAttr,
     TensorType,
@@ -70,7 +72,9 @@ from passes.operators.formats import (
     row_major_format,
     tensor_format_of,
     with_format,
+    with_storage,
 )
+from passes.operators.resident import source_of
 from passes.operators.sequence_spread import cheapest_spread
 from passes.operators.tile_maps import scalar_map, tensor_format
 from planning.program_estimate import runs_of
@@ -84,6 +88,9 @@ CARRY_IN_REASON = "copy the initial carried value into the repeat's carried buff
 # Sequences stored in their elements' formats may hold this fraction of tile 0's memory (outside
 # the code region); past it the largest are stored spread (`spread_sequences`).
 SEQUENCE_BUDGET = 0.25
+# on a `graph.repeat` inside graph-to-mid: the formats its carried body arguments take before
+# its body is lowered (`hint_yielded_formats`, `carry_in_hinted_formats`)
+CARRIED_FORMATS_ATTR = "graph_to_mid.carried_formats"
 SEQUENCE_STAGING_REASON = (
     "copy this iteration's element of a sequence that is exchanged into a fixed buffer, so "
     "that the exchange's rows are the same in every iteration")
@@ -108,6 +115,7 @@ def carried_by_enclosing_repeat(value: SSAValue) -> bool:
 def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
     """`op`'s body lowered, then the `mid.repeat` that replaces it (see the module doc)."""
     block = op.body.block
+    carry_in_hinted_formats(op)
     lowering.lower_block(block)
     for arg in block.args:  # unused or only yielded: row-major on one tile
         if is_graph_tensor(arg):
@@ -144,6 +152,42 @@ def lower_repeat(lowering: GraphLowering, op: graph.RepeatOp) -> None:
         new.name_hint = old.name_hint
     new_op.location = op.location
     Rewriter.replace_op(op, new_op)
+
+
+def carry_in_hinted_formats(op: graph.RepeatOp) -> None:
+    """Give the carried body arguments the formats `CARRIED_FORMATS_ATTR` names (a lowering
+    before this one yielded them so) before the body is lowered: their first consumers then
+    take them as they come, where without they choose."""
+    hints = op.attributes.pop(CARRIED_FORMATS_ATTR, None)
+    if not isinstance(hints, ArrayAttr):
+        return
+    for index, fmt in enumerate(hints.data):
+        arg = op.carried_args[index]
+        if isinstance(fmt, mid.TensorFormatAttr) and is_graph_tensor(arg):
+            assert isinstance(arg.type, TensorType)
+            Rewriter.replace_value_with_new_type(
+                arg, with_format(arg.type, with_storage(fmt, arg.type)))
+
+
+def hint_yielded_formats(lowered: func.FuncOp, original: func.FuncOp) -> bool:
+    """Name on each `graph.repeat` of `original` (`lowered` before its lowering) the formats
+    `lowered`'s `mid.repeat` in its place yields its carried values in
+    (`CARRIED_FORMATS_ATTR`): whether a yield there converts one (a bridge into the carried
+    format before `mid.yield`, every iteration)."""
+    before = [o for o in original.walk() if isinstance(o, graph.RepeatOp)]
+    after = [o for o in lowered.walk() if isinstance(o, mid.RepeatOp)]
+    if len(before) != len(after):
+        return False
+    converts = False
+    for graph_repeat, mid_repeat in zip(before, after, strict=True):
+        terminator = mid_repeat.body.block.last_op
+        assert terminator is not None
+        sources = [source_of(value) for value in terminator.operands]
+        converts |= any(source is not value
+                        for source, value in zip(sources, terminator.operands, strict=True))
+        graph_repeat.attributes[CARRIED_FORMATS_ATTR] = ArrayAttr(
+            [tensor_format_of(source) for source in sources])
+    return converts
 
 
 def bridge_cycles(value: SSAValue, target: Target) -> int:

@@ -12,9 +12,11 @@ order), so that a plan is checked on the tiles it uses against what those tiles 
 - inside a `graph.repeat`'s body, its carried values and invariants once, and its sequences
   whole: `count` elements of each (the sequence is stored as its elements' formats, every
   element on the same tiles), an operand of the op itself `count - 1` times beside the element
-  its plan holds (`ResidentMemory.sequence_counts`); a sequence no plan has stored yet at the
-  least it can take, one a plan took stored spread at its spread format's bytes
-  (`ResidentTracker.spread`);
+  its plan holds (`ResidentMemory.sequence_counts`); a sequence no plan has stored yet
+  nowhere (its consumer's plan stores it where it fits beside every earlier op's peak, in
+  place or spread on the tiles that hold least: counted over every tile, it made GPT-2-small
+  x12's tile 0 hold 77 KB of MLP weights that went elsewhere), one a plan took stored spread
+  where its storage puts it (`ResidentTracker.spread`, `sequence_spread.spread_storage`);
 - values computed by earlier ops (activations) that a later op still uses, on their tiles,
   from the op that computed them (`ResidentTracker.computed`) to their last use.
 
@@ -63,7 +65,7 @@ class ResidentMemory:
     earlier_peak: np.ndarray = field(default_factory=lambda: NOTHING)
     new_inputs: tuple[bool, ...] = ()
     sequence_counts: tuple[int, ...] = ()
-    reserved: int = 0  # on every tile, of `earlier_peak`: the new inputs' `least_bytes`
+    reserved: int = 0  # on every tile, of `earlier_peak`: the new graph inputs' `least_bytes`
     # sequence operands the plan must take stored spread (`ResidentTracker.force_spread`)
     forced: tuple[int, ...] = ()
 
@@ -247,14 +249,13 @@ class ResidentTracker:
                     live += self.spread[(arg.block, arg.index)]
                 elif stored_geometry(arg) is not None:
                     live += self.stored(arg, count)
-                else:  # no plan has stored it yet: the least it can hold on a tile
-                    live += count * self.least_bytes(arg)
+                # a sequence no plan has stored yet counts nowhere: where it goes is its
+                # consumer's to find, beside every earlier op's peak (`newly_stored`), on
+                # the plan's tiles or spread on a window of tiles that holds least
             for index, operand in enumerate(op.operands):
                 if operand in repeat.sequence_args:
                     counts[index] *= count
                     new_inputs[index] = stored_geometry(operand) is None
-                    if new_inputs[index]:  # what the ops before reserved for it
-                        reserved += count * self.least_bytes(operand)
         forced = tuple(i for i, operand in enumerate(op.operands)
                        if counts[i] > 1 and operand.name_hint in self.force_spread)
         return ResidentMemory(self.tiles, live, self.earlier_peak.copy(), tuple(new_inputs),

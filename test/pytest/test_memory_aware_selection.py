@@ -65,6 +65,35 @@ def test_a_sequence_operand_counts_its_other_elements():
     assert stored[:2].tolist() == [LAYERS * 32768] * 2 and not stored[2:].any()
 
 
+TWO_SEQUENCES = """
+func.func @two(%x0: tensor<64x128xf32>, %ws: tensor<8x128x128xf32>, %vs: tensor<8x128x128xf32>)
+    -> tensor<64x128xf32> {
+  %out = graph.repeat 8 carried(%x = %x0 : tensor<64x128xf32>) sequence(%w = %ws : tensor<8x128x128xf32>, %v = %vs : tensor<8x128x128xf32>) {
+    %y = graph.gemm %x, %w : (tensor<64x128xf32>, tensor<128x128xf32>) -> tensor<64x128xf32>
+    %z = graph.gemm %y, %v : (tensor<64x128xf32>, tensor<128x128xf32>) -> tensor<64x128xf32>
+    graph.yield %z : tensor<64x128xf32>
+  } -> tensor<64x128xf32>
+  func.return %out : tensor<64x128xf32>
+}
+"""
+
+
+def test_a_sequence_no_plan_stored_yet_counts_nowhere():
+    """At the first GEMM the second's weights have no format: they count on no tile (where
+    they go, in place or spread on the tiles that hold least, is their own GEMM's to find,
+    against every earlier op's peak), and that GEMM reserves nothing for them before."""
+    module = Parser(make_context(), TWO_SEQUENCES).parse_module()
+    function = find_function(module)
+    tracker = ResidentTracker.of(function, 16)
+    first, second = [op for op in function.walk() if isinstance(op, graph.GemmOp)]
+    assert not tracker.at(first).live.any()
+    resident = tracker.at(second)
+    assert resident.new_inputs == (False, True) and resident.reserved == 0
+    rhs = geometry((128, 128), row_major_on(2, 16))
+    stored = resident.newly_stored([geometry((64, 128), row_major_on(4, 16)), rhs])
+    assert stored[:2].tolist() == [8 * 32768] * 2 and not stored[2:].any()
+
+
 TWO_GEMMS = """
 func.func @two(%x: tensor<64x256xf32>, %w0: tensor<256x256xf32>, %w1: tensor<256x256xf32>)
     -> tensor<64x256xf32> {

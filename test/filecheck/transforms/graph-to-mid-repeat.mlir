@@ -25,8 +25,12 @@ func.func @carry(%x0: tensor<64x64xf16>, %b: tensor<64xf16>) -> tensor<64x64xf16
 
 // -----
 
-// A yielded value in another format than the carried one is bridged inside the body, before
-// the yield; the sequence keeps its (row-major) input format until normalize-repeats.
+// A yielded value in another format than the carried one (the GEMM's amp_output, where its
+// lhs took amp_left) would be bridged before the yield, every iteration: graph-to-mid lowers
+// the function again with the carried %x in the yielded format from the start and keeps that
+// lowering, which is cheaper here. The conversion moves to the GEMM's operand and the hint
+// (graph_to_mid.carried_formats) does not outlive the pass. The sequence keeps its
+// (row-major) input format until normalize-repeats.
 func.func @seq(%x0: tensor<64x64xf16>, %ws: tensor<3x64x64xf16>) -> tensor<64x64xf16> {
   %out = graph.repeat 3 carried(%x = %x0 : tensor<64x64xf16>) sequence(%w = %ws : tensor<3x64x64xf16>) {
     %y = graph.gemm %x, %w : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16>
@@ -36,7 +40,10 @@ func.func @seq(%x0: tensor<64x64xf16>, %ws: tensor<3x64x64xf16>) -> tensor<64x64
 }
 // CHECK-LABEL: func.func @seq
 // CHECK-SAME: %ws: tensor<3x64x64xf16, #mid.format<f16, row_major, [1 x 1 pad, 1 x 1 pad, 1 x 1 pad], replication = 1, group = 1, standard>>
-// CHECK: "mid.repeat"(%x0_1, %ws)
-// CHECK: %y = mid.gemm %x, %w
-// CHECK-NEXT: %y_1 = builtin.unrealized_conversion_cast %y : tensor<64x64xf16, #mid.format<f16, amp_output, {{.*}}> to tensor<64x64xf16, #mid.format<f16, amp_left, {{.*}}> {ipu.for = "graph.yield"}
-// CHECK-NEXT: mid.yield %y_1
+// CHECK-NEXT: %x0_1 = builtin.unrealized_conversion_cast %x0 : {{.*}} to tensor<64x64xf16, #mid.format<f16, amp_output, {{.*}}> {ipu.for = "graph.repeat %out"}
+// CHECK-NEXT: "mid.repeat"(%x0_1, %ws)
+// CHECK-NEXT: ^bb0(%x: tensor<64x64xf16, #mid.format<f16, amp_output, {{.*}}>, %w:
+// CHECK-NEXT: %x_1 = builtin.unrealized_conversion_cast %x : {{.*}} to tensor<64x64xf16, #mid.format<f16, amp_left, {{.*}}> {ipu.for = "graph.gemm %y"}
+// CHECK-NEXT: %y = mid.gemm %x_1, %w
+// CHECK-NEXT: mid.yield %y : tensor<64x64xf16, #mid.format<f16, amp_output, {{.*}}>
+// CHECK-NOT: graph_to_mid.carried_formats
