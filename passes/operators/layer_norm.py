@@ -41,6 +41,7 @@ from passes.operators.base import (
     TileLowering,
     format_of,
     tensor_type,
+    wanted_formats,
 )
 from passes.operators.costs import round_phases_cycles, shard_kernel_cycles
 from passes.operators.formats import (
@@ -70,13 +71,29 @@ APPLY_KERNEL = "layer_norm_apply"
 def candidate_outputs(op: Operation, ctx: SelectionContext,
                       assumed: Assumed) -> list[tuple[str, mid.TensorFormatAttr]]:
     """The pointwise candidates (follow, split<axis>), the input's cut with whole rows
-    (`rows_of_input`), and the whole tensor on one tile."""
+    (`rows_of_input`), for an input that has no format yet (a graph input, which the host
+    writes as its consumer wants) the formats its result's planned consumers want
+    (`wanted<i>`: the next GEMM's A panels, which the column split keeps), and the whole
+    tensor on one tile."""
     out_type = tensor_type(op.results[0])
     whole = split_format(out_type.get_shape(), None, ctx.tiles, out_type, ctx.indivisible)
     found = output_formats(op, ctx, assumed)
     found += [(name, fmt) for name, fmt in rows_of_input(op, ctx, assumed)
               if all(fmt != known for _, known in found)]
+    found += [(name, fmt) for name, fmt in wanted_by_consumers(op, ctx, assumed)
+              if all(fmt != known for _, known in found)]
     return found if any(fmt == whole for _, fmt in found) else [*found, ("whole", whole)]
+
+
+def wanted_by_consumers(op: Operation, ctx: SelectionContext,
+                        assumed: Assumed) -> list[tuple[str, mid.TensorFormatAttr]]:
+    """For an input with no format yet, the formats the result's planned consumers want,
+    stored as the result."""
+    if format_of(op.operands[0], assumed) is not None:
+        return []
+    out_type = tensor_type(op.results[0])
+    return [(f"wanted{index}", with_storage(fmt, out_type))
+            for index, fmt in enumerate(wanted_formats(ctx, op.results[0]))]
 
 
 def rows_of_input(op: Operation, ctx: SelectionContext,

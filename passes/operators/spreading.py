@@ -147,10 +147,11 @@ class LookAhead:
     def consumers_cycles_now(self, value: SSAValue, fmt: mid.TensorFormatAttr,
                              depth: int) -> int | None:
         total = 0
+        converted: set[mid.TensorFormatAttr] = set()  # one bridge per format (shared)
         for use in value.uses:
             user = use.operation
             if isinstance(user, graph.GemmOp):  # the cheapest of its plans with `fmt` taken
-                total += self.gemm_extra_cycles(user, use.index, value, fmt)
+                total += self.gemm_extra_cycles(user, use.index, value, fmt, converted)
             elif isinstance(user, PLANNED_CONSUMERS):  # its plan as chosen with the operand free
                 wanted = self.plan_wants(user, use.index)
                 total += 0 if wanted is None else self.cost(value, fmt, wanted)
@@ -172,13 +173,16 @@ class LookAhead:
         return total
 
     def gemm_extra_cycles(self, op: graph.GemmOp, index: int, value: SSAValue,
-                          fmt: mid.TensorFormatAttr) -> int:
+                          fmt: mid.TensorFormatAttr,
+                          converted: set[mid.TensorFormatAttr] | None = None) -> int:
         """What GEMM `op` pays above its cheapest plan when its operand `index` (`value`) is
         stored `fmt`: the least, over its `GEMM_PLANS_PRICED` cheapest plans, of the plan's
         cycles and the operand's conversion into it. The plan the GEMM picks alone is no
         guide: it may want a cut no producer writes cheaply, and the GEMM, selecting with the
         operand in place, picks another (GPT-2's MLP: a 22 x 48 grid wanted alone, 64 x 16
-        taken from a row split)."""
+        taken from a row split). A conversion into a format in `converted` (an earlier
+        consumer's, which graph-to-mid's bridge shares) is free; the one taken joins it: the
+        per-head GEMMs of one layer norm's result convert it once."""
         if op not in self.gemm_options:
             operator = operator_for_graph(op)
             assert isinstance(operator, GemmOperator)
@@ -187,9 +191,16 @@ class LookAhead:
         if not options:  # no valid plan: its own selection says why
             return 0
         name = ("lhs", "rhs")[index]
-        best = min(cycles + self.cost(value, fmt, plan.operand_plan(name).format)
-                   for plan, cycles in options)
-        return best - options[0][1]
+        shared = converted if converted is not None else set()
+
+        def conversion(wanted: mid.TensorFormatAttr) -> int:
+            return 0 if wanted in shared else self.cost(value, fmt, wanted)
+
+        best_cycles, best_format = min(
+            ((cycles + conversion(plan.operand_plan(name).format), plan.operand_plan(name).format)
+             for plan, cycles in options), key=lambda found: found[0])
+        shared.add(best_format)
+        return best_cycles - options[0][1]
 
     def chained_gemm_cycles(self, value: SSAValue, fmt: mid.TensorFormatAttr,
                             depth: int = LOOK_AHEAD) -> int:

@@ -78,6 +78,44 @@ def test_the_estimate_is_the_modeled_cycles(m, d, t, tiles):
     assert package.metadata["estimated_cycles"] == sum(package_cycles(package))
 
 
+# a layer norm of a graph input (GPT-2's first): the host writes the input as the layer norm
+# wants it, so the next GEMM's A panels are among its candidates (`wanted_by_consumers`)
+PRE_NORM = """
+func.func @pre(%x: tensor<{m}x{d}x{t}>, %g: tensor<{d}x{t}>, %b: tensor<{d}x{t}>,
+               %w: tensor<{d}x{d}x{t}>) -> tensor<{m}x{d}x{t}> {{
+  %n = graph.layer_norm %x, %g, %b eps 1.0e-05 : (tensor<{m}x{d}x{t}>, tensor<{d}x{t}>, tensor<{d}x{t}>) -> tensor<{m}x{d}x{t}>
+  %y = graph.gemm %n, %w : (tensor<{m}x{d}x{t}>, tensor<{d}x{d}x{t}>) -> tensor<{m}x{d}x{t}>
+  func.return %y : tensor<{m}x{d}x{t}>
+}}
+"""
+
+
+def pre_norm(m: int = 128, d: int = 256, t: str = "f16"):
+    return Parser(make_context(), PRE_NORM.format(m=m, d=d, t=t)).parse_module()
+
+
+def test_a_layer_norm_of_a_graph_input_takes_it_in_the_next_gemms_panels():
+    """Its input has no format: the layer norm takes it cut as the GEMM's A (amp_left 64-column
+    panels, which the host writes), splits the columns, and the GEMM reads its output where
+    it is (no conversion between them); it runs and its estimate is the modeled cycles."""
+    from ipu_dialects import mid
+    from passes.graph_to_mid import GraphToMidPass
+    from passes.insert_conversions import InsertConversionsPass
+
+    module, ctx = pre_norm(), make_context()
+    GraphToMidPass(tiles=64).apply(ctx, module)
+    InsertConversionsPass().apply(ctx, module)
+    norm = next(op for op in module.walk() if isinstance(op, mid.LayerNormOp))
+    gemm = next(op for op in module.walk() if isinstance(op, mid.GemmOp))
+    assert norm.plan.candidate.data == "layer_norm_cols_wanted0"
+    assert norm.input.type.encoding.order.data == "amp_left"
+    assert gemm.operands[0] is norm.results[0]
+    case = compile_case(pre_norm(), 64, seed=3)
+    assert run_verdict(case) is None
+    package = compile_module(pre_norm(), 64, "pad", with_assembly=False)
+    assert package.metadata["estimated_cycles"] == sum(package_cycles(package))
+
+
 def statistics_case():
     return compile_case(block(128, 256, "f16"), 64, seed=7)
 

@@ -1,7 +1,10 @@
 """One conversion per value and format: the Q, K and V projections of one layer norm take the
 same `mid.rearrange` (graph-to-mid reuses an earlier consumer's bridge in the same block,
 `GraphToMidLowering.operand_in_format`), selection prices it once (at the first consumer:
-`SelectionContext.converted`), and the program estimate stays the modeled cycles."""
+`SelectionContext.converted`; its look-ahead too, `LookAhead.gemm_extra_cycles`), and the
+program estimate stays the modeled cycles. The layer norm's input is computed (a gelu): of
+a graph input, which the host writes as the layer norm wants, it takes the GEMMs' A panels
+and there is nothing to convert (`test_layer_norm_columns.py`)."""
 
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ QKV = """
 func.func @qkv(%x: tensor<128x256xf16>, %w: tensor<256xf16>, %b: tensor<256xf16>,
                %wq: tensor<256x256xf16>, %wk: tensor<256x256xf16>, %wv: tensor<256x256xf16>)
     -> (tensor<128x256xf16>, tensor<128x256xf16>, tensor<128x256xf16>) {
-  %n = graph.layer_norm %x, %w, %b eps 1.0e-05 : (tensor<128x256xf16>, tensor<256xf16>, tensor<256xf16>) -> tensor<128x256xf16>
+  %h = graph.gelu %x : tensor<128x256xf16> -> tensor<128x256xf16>
+  %n = graph.layer_norm %h, %w, %b eps 1.0e-05 : (tensor<128x256xf16>, tensor<256xf16>, tensor<256xf16>) -> tensor<128x256xf16>
   %q = graph.gemm %n, %wq : (tensor<128x256xf16>, tensor<256x256xf16>) -> tensor<128x256xf16>
   %k = graph.gemm %n, %wk : (tensor<128x256xf16>, tensor<256x256xf16>) -> tensor<128x256xf16>
   %v = graph.gemm %n, %wv : (tensor<128x256xf16>, tensor<256x256xf16>) -> tensor<128x256xf16>
@@ -71,3 +75,33 @@ def test_the_estimate_is_the_modeled_cycles_and_the_answer_is_right():
     assert package.metadata["estimated_cycles"] == sum(package_cycles(package))
     run = compile_and_run(parsed(), TILES)
     assert run.passed, (run.max_abs_error, run.max_rel_error)
+
+
+def test_the_look_ahead_prices_one_conversion_for_the_three_projections():
+    """Pricing the layer norm's result in a format for its GEMM consumers
+    (`LookAhead.consumers_cycles`), the conversion the first GEMM takes is free for the
+    other two, which share its bridge: they pay only their plan's cycles above their
+    cheapest."""
+    from passes.graph_to_mid import GraphToMidLowering
+    from passes.operators.formats import split_format, with_format
+
+    module = parsed()
+    function = next(op for op in module.walk() if op.name == "func.func")
+    pass_ = GraphToMidPass(tiles=TILES)
+    target = pass_.checked_target()
+    look_ahead = GraphToMidLowering(function, pass_.pipeline_config(target), target).look_ahead
+    norm = next(op for op in function.walk() if op.name == "graph.layer_norm").results[0]
+    q, k, v = [use.operation for use in norm.uses]
+    fmt = split_format(norm.type.get_shape(), 0, TILES, norm.type, "pad")
+    alone = look_ahead.gemm_extra_cycles(q, 0, norm, fmt)
+    options = look_ahead.gemm_options[q]
+    base = with_format(norm.type, fmt)
+    taken, taken_cycles = min(
+        ((plan.operand_plan("lhs").format, cycles + conversion_type_cycles(
+            base, with_format(norm.type, plan.operand_plan("lhs").format), IPU21))
+         for plan, cycles in options), key=lambda found: found[1])
+    conversion = conversion_type_cycles(base, with_format(norm.type, taken), IPU21)
+    assert conversion > 0 and taken_cycles - options[0][1] == alone
+    shared = alone - conversion  # k and v: the same plan, its conversion made already
+    assert look_ahead.consumers_cycles(norm, fmt) == alone + 2 * shared
+    assert k.operands[0] is norm and v.operands[0] is norm
