@@ -273,8 +273,7 @@ class GraphToMidLowering:
             arg = op.operands[index]
             assert isinstance(arg, BlockArgument)
             self.resident.store_spread(arg, storage)
-        return dataclasses.replace(ctx, resident=ctx.resident.with_spread(
-            {i: storage.tile_bytes for i, storage in spread.items()}))
+        return dataclasses.replace(ctx, resident=ctx.resident.with_spread(spread))
 
     def stores_spread(self, arg: SSAValue) -> bool:
         """Whether a plan chose to take body argument `arg`'s sequence stored spread."""

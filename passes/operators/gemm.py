@@ -88,8 +88,8 @@ class GemmOperator(Operator):
             if not sequences:
                 return False
             spread = self.stored_spread(op, evaluation.plan, ctx, sequences, plan_bytes)
-            return self.fits_beside(op, evaluation.plan, plan_bytes, ctx, ctx.resident.with_spread(
-                {i: storage.tile_bytes for i, storage in spread.items()}))
+            return self.fits_beside(op, evaluation.plan, plan_bytes, ctx,
+                                    ctx.resident.with_spread(spread))
 
         # from the operands' current formats (in their types, `priced`'s key); a plan whose
         # sequence operands do not fit where it reads them also fetches them every iteration
@@ -148,7 +148,8 @@ class GemmOperator(Operator):
         tiles that hold least so far and at this op, one after the other)."""
         resident = ctx.resident
         formats, shapes, out = self.plan_formats(op, plan)
-        fetching = resident.with_spread({i: np.zeros(ctx.tiles, np.int64) for i in indices})
+        fetching = resident.with_spread(
+            {i: SpreadStorage(np.zeros(ctx.tiles, np.int64)) for i in indices})
         loads = np.maximum(resident.earlier_peak,
                            fetching.holding(plan_bytes, formats, shapes, out))
         stored = {}

@@ -219,7 +219,7 @@ def fetch_chosen_spread(lowering: GraphLowering, op: graph.RepeatOp) -> None:
         if not lowering.stores_spread(arg):
             continue
         assert lowering.resident is not None
-        shards = lowering.resident.whole_shards.get((arg.block, arg.index))
+        shards = lowering.resident.spread[(arg.block, arg.index)].whole_shards
         if shards is None:
             spread, _ = cheapest_spread(tensor_type(arg), tensor_format_of(arg), tiles,
                                         indivisible, target)

@@ -49,6 +49,17 @@ NOTHING = np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
+class SpreadStorage:
+    """How a sequence that a plan takes stored spread is stored: its bytes on each tile, and,
+    where it is stored as whole pieces of the plan's shards on a window of tiles
+    (`sequence_spread.whole_shard_window`), that element format and the fetch cycles it
+    saves over the cheapest spread's."""
+
+    tile_bytes: np.ndarray
+    whole_shards: tuple[mid.TensorFormatAttr, int] | None = None
+
+
+@dataclass(frozen=True)
 class ResidentMemory:
     """What the tiles hold besides an op's plan, per tile, from the formats chosen so far. A
     graph input is live from the start (the host writes every input before the program runs)
@@ -109,11 +120,12 @@ class ResidentMemory:
         """The operands that are elements of a repeat's sequence."""
         return [i for i, count in enumerate(self.sequence_counts) if count > 1]
 
-    def with_spread(self, spread: Mapping[int, np.ndarray]) -> ResidentMemory:
+    def with_spread(self, spread: Mapping[int, SpreadStorage]) -> ResidentMemory:
         """This memory with the sequences of operands `spread` stored spread over the chip
-        (its bytes on each tile, from the program's start) and each iteration's element
-        fetched into the plan's format: the plan holds one element of each."""
-        stored = sum(spread.values(), np.zeros(self.tiles, dtype=np.int64))
+        as each says (its bytes on each tile, from the program's start) and each iteration's
+        element fetched into the plan's format: the plan holds one element of each."""
+        stored = sum((s.tile_bytes for s in spread.values()),
+                     np.zeros(self.tiles, dtype=np.int64))
         counts = [1 if i in spread else c for i, c in enumerate(self.sequence_counts)]
         new = [False if i in spread else n for i, n in enumerate(self.new_inputs)]
         return dataclasses.replace(self, live=self.live + stored,
@@ -141,17 +153,6 @@ class ResidentMemory:
         geoms = self.geometries(formats, shapes)
         plan_geoms = [*geoms, geometry(*out)] if out is not None else geoms
         return self.here(plan_bytes, geoms, plan_geoms)
-
-
-@dataclass(frozen=True)
-class SpreadStorage:
-    """How a sequence that a plan takes stored spread is stored: its bytes on each tile, and,
-    where it is stored as whole pieces of the plan's shards on a window of tiles
-    (`sequence_spread.whole_shard_window`), that element format and the fetch cycles it
-    saves over the cheapest spread's."""
-
-    tile_bytes: np.ndarray
-    whole_shards: tuple[mid.TensorFormatAttr, int] | None = None
 
 
 def selection_room(target: Target) -> int:
@@ -183,13 +184,9 @@ class ResidentTracker:
     tiles: int
     earlier_peak: np.ndarray = field(default_factory=lambda: NOTHING)  # per tile (`record`)
     computed: list[SSAValue] = field(default_factory=list)  # results of the ops lowered so far
-    # the repeat body arguments (block, index) whose sequences are stored spread, with their
-    # bytes on each tile (`store_spread`)
-    spread: dict[tuple[Block, int], np.ndarray] = field(default_factory=dict)
-    # of those, the ones stored as whole pieces of their plan's shards on a window of tiles
-    # (`sequence_spread.whole_shard_window`): their element format and the fetch cycles saved
-    whole_shards: dict[tuple[Block, int], tuple[mid.TensorFormatAttr, int]] = field(
-        default_factory=dict)
+    # the repeat body arguments (block, index) whose sequences are stored spread, with how
+    # (their bytes on each tile, whole shards or not: `store_spread`)
+    spread: dict[tuple[Block, int], SpreadStorage] = field(default_factory=dict)
     # names of sequences (their body arguments') a plan must take stored spread: a lowering
     # before this one estimated that, kept where their plans read them, they overflow a tile
     force_spread: frozenset[str] = frozenset()
@@ -246,7 +243,7 @@ class ResidentTracker:
                 if arg in operands:
                     continue
                 if self.is_spread(arg):
-                    live += self.spread[(arg.block, arg.index)]
+                    live += self.spread[(arg.block, arg.index)].tile_bytes
                 elif stored_geometry(arg) is not None:
                     live += self.stored(arg, count)
                 # a sequence no plan has stored yet counts nowhere: where it goes is its
@@ -296,9 +293,7 @@ class ResidentTracker:
     def store_spread(self, arg: BlockArgument, storage: SpreadStorage) -> None:
         """`arg`'s sequence is stored spread as `storage` says: live from the program's
         start, at every op lowered so far too."""
-        self.spread[(arg.block, arg.index)] = storage.tile_bytes
-        if storage.whole_shards is not None:
-            self.whole_shards[(arg.block, arg.index)] = storage.whole_shards
+        self.spread[(arg.block, arg.index)] = storage
         self.earlier_peak = self.earlier_peak + storage.tile_bytes
 
     def used_after(self, value: SSAValue, position: int) -> bool:
